@@ -1,0 +1,16 @@
+//! stormrig: a load-test harness for retry storms.
+//!
+//! The crate is split so that the retry behaviour users compare is written once:
+//! `policy` is a pure, sans-IO core (no tokio, no sockets, no wall clock, no global RNG) that
+//! both engines drive: `live` on real loopback sockets and `sim` in virtual time. Both feed the
+//! same `metrics` recorder; `report` draws CSV, JSON and HTML from its result without knowing
+//! which engine produced it.
+#![forbid(unsafe_code)]
+
+pub mod live;
+pub mod metrics;
+pub mod policy;
+pub mod report;
+pub mod scenario;
+pub mod sim;
+pub mod target;

@@ -1,0 +1,1 @@
+//! live (work in progress)

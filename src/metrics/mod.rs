@@ -1,0 +1,1 @@
+//! metrics (work in progress)

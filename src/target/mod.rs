@@ -1,0 +1,1 @@
+//! target (work in progress)
