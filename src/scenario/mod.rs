@@ -1,1 +1,65 @@
-//! scenario (work in progress)
+//! Scenario files: what a storm rehearsal offers, to what, with which faults, through which
+//! retry configs. `model` is the file's shape; `load` validates it into a [`Scenario`] whose
+//! errors name the file, line and field; `schedule` turns the load into seeded arrival times.
+
+pub mod model;
+pub mod units;
+
+pub use model::*;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// A validated scenario: every value has been checked for sense, and the load and faults are
+/// typed so that a wrong combination of fields cannot be expressed any more.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scenario {
+    /// The file it came from (for messages and the report header).
+    pub path: PathBuf,
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub duration: Duration,
+    pub drain: Duration,
+    pub load: Load,
+    pub target: Target,
+    pub faults: Vec<Fault>,
+    pub topology: Vec<LayerSpec>,
+    /// The retry configs to compare, still as written: the policy core resolves them.
+    pub configs: Vec<ConfigEntry>,
+    pub gates: Vec<String>,
+}
+
+/// One retry config as written in the scenario, with where it was written.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigEntry {
+    /// The config's `name` (or its preset's name when it has none).
+    pub name: String,
+    /// The table as written (`name`, `preset`, overrides).
+    pub table: toml::Table,
+    /// Dotted path in the file, e.g. `configs[2]`, so later errors can be located.
+    pub field_path: String,
+    /// 1-based line of the table in the file.
+    pub line: usize,
+}
+
+/// What finally receives the traffic, resolved.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Target {
+    /// stormrig's own hyper server with a service model.
+    Builtin {
+        name: String,
+        model: ServiceModel,
+        dedup: Option<DedupSpec>,
+    },
+    /// A real HTTP/1.1 server behind stormrig's counting fault proxy.
+    Url {
+        url: String,
+        host: String,
+        port: u16,
+        dedup: Option<DedupSpec>,
+    },
+}

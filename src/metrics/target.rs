@@ -1,0 +1,68 @@
+//! What a target counted itself. Downstream figures are never inferred from the client side:
+//! the live target and the simulator's modeled target both fill this from their own counts.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A target's own counts over a run. Per-second vectors are indexed by whole seconds since
+/// the run's epoch; an index past the end means zero.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetStats {
+    /// Requests that arrived (fully read request head), whatever happened to them next.
+    pub arrivals: u64,
+    pub arrivals_per_s: Vec<u64>,
+    /// Largest number of requests in flight at once (arrived, not yet answered or dropped).
+    pub peak_in_flight: u64,
+    pub peak_in_flight_per_s: Vec<u64>,
+    /// Requests answered 2xx after real service (goodput as the target sees it).
+    pub served_ok: u64,
+    pub served_ok_per_s: Vec<u64>,
+    /// Responses by status code, faults included.
+    pub responses_by_status: BTreeMap<u16, u64>,
+    /// Connections the target closed without an answer (reset faults).
+    pub resets: u64,
+    /// Requests held without an answer until the client gave up (hang faults).
+    pub hangs: u64,
+    /// Requests refused because the queue was full or a queued request waited too long.
+    pub shed: u64,
+    /// Requests forwarded to a real upstream server (fault proxy only).
+    pub forwarded: u64,
+    /// Side-effecting executions of write requests, and logical requests executed more
+    /// than once (the damage non-idempotent retries do).
+    pub executions: u64,
+    pub duplicate_executions: u64,
+}
+
+impl TargetStats {
+    /// Adds another target's counts: totals sum, per-second series add index by index, and
+    /// peaks add too (two targets serving at once can hold both peaks at the same moment;
+    /// adding gives the bound, which is what one machine's share of a split storm needs).
+    pub fn merge(&mut self, other: &TargetStats) {
+        self.arrivals += other.arrivals;
+        add_series(&mut self.arrivals_per_s, &other.arrivals_per_s);
+        self.peak_in_flight += other.peak_in_flight;
+        add_series(&mut self.peak_in_flight_per_s, &other.peak_in_flight_per_s);
+        self.served_ok += other.served_ok;
+        add_series(&mut self.served_ok_per_s, &other.served_ok_per_s);
+        for (status, n) in &other.responses_by_status {
+            *self.responses_by_status.entry(*status).or_default() += n;
+        }
+        self.resets += other.resets;
+        self.hangs += other.hangs;
+        self.shed += other.shed;
+        self.forwarded += other.forwarded;
+        self.executions += other.executions;
+        self.duplicate_executions += other.duplicate_executions;
+    }
+}
+
+/// Adds `b` into `a` element-wise, growing `a` as needed.
+pub fn add_series(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}

@@ -1,0 +1,371 @@
+//! The scenario file's shape, as serde reads it.
+//!
+//! Every struct denies unknown fields so a misspelt key is an error, not a silently ignored
+//! setting: a storm rehearsal that quietly ran without its fault is worse than one that
+//! refused to start. Values are checked for sense in `validate`, which knows the field
+//! paths; this module only says what may be written.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::units::duration;
+
+/// One storm rehearsal: load, target, fault timeline, retry configs to compare, gates.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Short name; also the folder name under `reports/`.
+    pub name: String,
+    /// What the scenario demonstrates, shown in every report.
+    #[serde(default)]
+    pub description: String,
+    /// Seed of every random choice: arrival schedule, fault draws, service times, jitter.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// How long load is offered. Requests still in flight at the end are allowed to finish
+    /// (bounded by `drain`).
+    #[serde(with = "duration")]
+    pub duration: Duration,
+    /// How long to wait after `duration` for in-flight requests before counting them unfinished.
+    #[serde(default = "default_drain", with = "duration")]
+    pub drain: Duration,
+    pub load: LoadSection,
+    pub target: TargetSpec,
+    /// The fault timeline; windows may overlap.
+    #[serde(default)]
+    pub faults: Vec<FaultSection>,
+    /// Layers between the load generator and the target, nearest first (issue: topologies).
+    #[serde(default)]
+    pub topology: Vec<LayerSpec>,
+    /// Retry configs to compare, side by side. Each is a `policy` retry-config table
+    /// (`name`, optional `preset`, overrides); kept raw here and resolved by the loader so
+    /// that policy errors can be located in the file.
+    pub configs: Vec<toml::Table>,
+    /// Gate expressions, kept verbatim here and parsed by the gates module.
+    #[serde(default)]
+    pub gates: Vec<String>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_drain() -> Duration {
+    Duration::from_secs(5)
+}
+
+/// The offered load as written: a `kind` plus the fields that kind uses. `validate` turns it
+/// into a [`LoadShape`], where a wrong combination can no longer be expressed. (serde's
+/// `flatten` cannot be combined with `deny_unknown_fields`, hence the flat form.)
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// `constant`, `poisson`, `ramp`, `steps` or `closed`.
+    pub kind: String,
+    /// Arrivals per second (`constant`, `poisson`).
+    pub rate: Option<f64>,
+    /// Start and end rate (`ramp`).
+    pub from: Option<f64>,
+    pub to: Option<f64>,
+    /// Rate steps (`steps`).
+    pub steps: Option<Vec<RateStep>>,
+    /// Users (`closed`).
+    pub users: Option<u32>,
+    /// Think time between a user's requests (`closed`).
+    #[serde(default, with = "duration::option")]
+    pub think_time: Option<Duration>,
+    #[serde(default = "default_method")]
+    pub method: String,
+    #[serde(default = "default_path")]
+    pub path: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// Per-config cap on logical requests in flight. Arrivals past the cap are dropped and
+    /// counted, never silently delayed (that would hide the overload the storm causes).
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: u32,
+}
+
+fn default_method() -> String {
+    "GET".into()
+}
+fn default_path() -> String {
+    "/".into()
+}
+fn default_max_in_flight() -> u32 {
+    10_000
+}
+
+/// Arrival process of logical (upstream) requests.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LoadShape {
+    /// Evenly spaced arrivals at `rate` per second.
+    Constant { rate: f64 },
+    /// Exponential inter-arrival times with mean 1/`rate`.
+    Poisson { rate: f64 },
+    /// Rate changes linearly from `from` to `to` over the whole duration.
+    Ramp { from: f64, to: f64 },
+    /// Piecewise constant rate; each step holds from its `at` until the next step.
+    Steps { steps: Vec<RateStep> },
+    /// Closed loop: `users` each send, wait for the outcome, think, and send again.
+    Closed { users: u32, think_time: Duration },
+}
+
+/// The validated load.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Load {
+    pub shape: LoadShape,
+    pub method: String,
+    pub path: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<String>,
+    pub max_in_flight: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    #[serde(with = "duration")]
+    pub at: Duration,
+    pub rate: f64,
+}
+
+/// What finally receives the traffic.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// A built-in service model: the name of a file `targets/<name>.toml`.
+    #[serde(default)]
+    pub builtin: Option<String>,
+    /// Inline service model, overriding the named one field by field.
+    #[serde(default)]
+    pub service: Option<ServiceModelSpec>,
+    /// A real HTTP/1.1 server; stormrig's counting fault proxy is put in front of it.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A non-loopback host the user explicitly allows as a target.
+    #[serde(default)]
+    pub allow_remote: Option<String>,
+    /// Server-side `Idempotency-Key` deduplication on the target.
+    #[serde(default)]
+    pub dedup: Option<DedupSpec>,
+}
+
+/// A target definition file in `targets/`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetFile {
+    #[serde(default)]
+    pub description: String,
+    pub service: ServiceModelSpec,
+}
+
+/// The built-in target's service model, as written (every field optional so a scenario can
+/// override one field of a named target).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceModelSpec {
+    pub concurrency: Option<u32>,
+    pub queue: Option<u32>,
+    #[serde(default, with = "duration::option")]
+    pub queue_timeout: Option<Duration>,
+    pub service_time: Option<Dist>,
+}
+
+/// The resolved service model: concurrency slots, a bounded FIFO queue in front of them,
+/// and a service-time distribution. Overload queues, then times out, then is refused,
+/// which is how metastable failures start.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServiceModel {
+    /// Requests served at once.
+    pub concurrency: u32,
+    /// Requests allowed to wait for a slot; arrivals beyond it get 503 at once.
+    pub queue: u32,
+    /// A request that waited this long for a slot is answered 503 without service.
+    pub queue_timeout: Option<Duration>,
+    pub service_time: Dist,
+}
+
+impl Default for ServiceModel {
+    fn default() -> Self {
+        ServiceModel {
+            concurrency: 256,
+            queue: 1024,
+            queue_timeout: Some(Duration::from_secs(1)),
+            service_time: Dist::Constant {
+                value: Duration::from_millis(2),
+            },
+        }
+    }
+}
+
+impl ServiceModel {
+    /// Applies the fields a spec sets on top of `self`.
+    pub fn overlay(&self, spec: &ServiceModelSpec) -> ServiceModel {
+        ServiceModel {
+            concurrency: spec.concurrency.unwrap_or(self.concurrency),
+            queue: spec.queue.unwrap_or(self.queue),
+            queue_timeout: spec.queue_timeout.or(self.queue_timeout),
+            service_time: spec
+                .service_time
+                .clone()
+                .unwrap_or_else(|| self.service_time.clone()),
+        }
+    }
+}
+
+/// A duration distribution (service times, added latency).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Dist {
+    Constant {
+        #[serde(with = "duration")]
+        value: Duration,
+    },
+    Uniform {
+        #[serde(with = "duration")]
+        min: Duration,
+        #[serde(with = "duration")]
+        max: Duration,
+    },
+    Exponential {
+        #[serde(with = "duration")]
+        mean: Duration,
+    },
+    /// Log-normal given by its median and 99th percentile, the two figures people know.
+    LogNormal {
+        #[serde(with = "duration")]
+        median: Duration,
+        #[serde(with = "duration")]
+        p99: Duration,
+    },
+}
+
+/// Server-side deduplication by `Idempotency-Key`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DedupSpec {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// How long a key is remembered.
+    #[serde(default = "default_retention", with = "duration")]
+    pub retention: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_retention() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// One timed fault window as written: `kind` plus the fields that kind uses.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSection {
+    /// `status`, `latency`, `reset`, `hang`, `capacity` or `lost-response`.
+    pub kind: String,
+    #[serde(with = "duration")]
+    pub at: Duration,
+    #[serde(rename = "for", with = "duration")]
+    pub length: Duration,
+    #[serde(default)]
+    pub path: Option<String>,
+    pub probability: Option<f64>,
+    pub status: Option<u16>,
+    #[serde(default, with = "duration::option")]
+    pub retry_after: Option<Duration>,
+    pub error_code: Option<String>,
+    pub add: Option<Dist>,
+    pub concurrency: Option<u32>,
+}
+
+/// One validated fault window on the target.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Fault {
+    /// Start, from the beginning of the run.
+    pub at: Duration,
+    /// Length of the window.
+    pub length: Duration,
+    /// Only requests whose path starts with this are affected (all when absent).
+    pub path: Option<String>,
+    /// Chance that one arrival is affected, drawn per (request, attempt) from the seed.
+    pub probability: f64,
+    pub kind: FaultKind,
+}
+
+impl Fault {
+    /// Whether the window covers run time `t`.
+    pub fn active_at(&self, t: Duration) -> bool {
+        t >= self.at && t < self.at + self.length
+    }
+}
+
+/// What a fault does to an affected arrival.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Answer with `status` at once, without service. `retry_after` adds a `Retry-After`
+    /// header (whole seconds, as RFC 9110 delay-seconds); `error_code` adds
+    /// `x-amzn-errortype` so AWS-style classifiers see a throttling code.
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+        error_code: Option<String>,
+    },
+    /// Add latency before service.
+    Latency { add: Dist },
+    /// Close the connection without answering (TCP reset).
+    Reset,
+    /// Accept and never answer, until the client gives up.
+    Hang,
+    /// Change the number of concurrency slots (e.g. capacity halves).
+    Capacity { concurrency: u32 },
+    /// Serve the request (side effects happen), then lose the response: the client sees a
+    /// read timeout or, with `status`, a gateway error such as 504.
+    LostResponse { status: Option<u16> },
+}
+
+impl FaultKind {
+    /// Short label for reports and the timeline bands.
+    pub fn label(&self) -> String {
+        match self {
+            FaultKind::Status {
+                status,
+                retry_after: Some(ra),
+                ..
+            } => format!("{status} (Retry-After {}s)", ra.as_secs()),
+            FaultKind::Status { status, .. } => format!("{status}"),
+            FaultKind::Latency { .. } => "latency".into(),
+            FaultKind::Reset => "reset".into(),
+            FaultKind::Hang => "hang".into(),
+            FaultKind::Capacity { concurrency } => format!("capacity {concurrency}"),
+            FaultKind::LostResponse { status: Some(s) } => format!("lost response ({s})"),
+            FaultKind::LostResponse { status: None } => "lost response".into(),
+        }
+    }
+}
+
+/// One hop between the load generator and the target that may retry on its own.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerSpec {
+    pub name: String,
+    /// Retry config table for this layer (`name`/`preset`/overrides); absent = pass-through.
+    #[serde(default)]
+    pub config: Option<toml::Table>,
+    /// Pass the remaining deadline downstream in `x-stormrig-deadline-ms`.
+    #[serde(default)]
+    pub propagate_deadline: bool,
+    /// Work the layer itself does per request.
+    #[serde(default)]
+    pub service_time: Option<Dist>,
+    /// Requests the layer handles at once; beyond it, 503.
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+}
