@@ -1,6 +1,12 @@
 //! Counting: one recorder used by both engines, and the result type every report reads.
 //! Counts are exact integers; latency lives in HDR histograms; everything merges exactly.
 
+pub mod recorder;
+pub mod result;
 pub mod target;
 
+pub use recorder::{Percentiles, Recorder, RetryReason};
+pub use result::{
+    summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,
+};
 pub use target::TargetStats;

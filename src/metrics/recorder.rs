@@ -1,0 +1,370 @@
+//! The client-side recorder: what one retry config's client did, second by second.
+//!
+//! Both engines push the same events into it, so a figure means the same thing whether it
+//! came from real sockets or virtual time. Counts are exact integers; latencies go into HDR
+//! histograms (microseconds, 3 significant digits overall, 2 per second to keep the
+//! per-second series small). Two recorders of the same config merge exactly, so a storm
+//! split across load machines can be combined without re-measuring.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest latency a histogram tracks: one hour. Longer values are clamped (and still counted).
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// Why a retry was scheduled, for the per-reason counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryReason {
+    Transient,
+    Throttling,
+}
+
+/// Breaker state as charted: closed 0, half-open 1, open 2.
+pub type BreakerLevel = u8;
+
+/// One second of one config's client activity.
+#[derive(Debug, Clone)]
+pub struct Second {
+    pub started: u64,
+    pub finished: u64,
+    pub successes: u64,
+    pub failures: u64,
+    pub attempts: u64,
+    pub retries: u64,
+    pub retries_transient: u64,
+    pub retries_throttling: u64,
+    pub budget_refusals: u64,
+    pub breaker_refusals: u64,
+    pub dropped: u64,
+    pub client_in_flight_peak: u64,
+    /// Last budget level sampled in this second.
+    pub budget_level: Option<f64>,
+    /// Worst breaker state seen in this second.
+    pub breaker: Option<BreakerLevel>,
+    pub latency_us: Histogram<u64>,
+}
+
+impl Second {
+    fn new() -> Self {
+        Second {
+            started: 0,
+            finished: 0,
+            successes: 0,
+            failures: 0,
+            attempts: 0,
+            retries: 0,
+            retries_transient: 0,
+            retries_throttling: 0,
+            budget_refusals: 0,
+            breaker_refusals: 0,
+            dropped: 0,
+            client_in_flight_peak: 0,
+            budget_level: None,
+            breaker: None,
+            latency_us: new_histogram(2),
+        }
+    }
+
+    fn merge(&mut self, o: &Second) {
+        self.started += o.started;
+        self.finished += o.finished;
+        self.successes += o.successes;
+        self.failures += o.failures;
+        self.attempts += o.attempts;
+        self.retries += o.retries;
+        self.retries_transient += o.retries_transient;
+        self.retries_throttling += o.retries_throttling;
+        self.budget_refusals += o.budget_refusals;
+        self.breaker_refusals += o.breaker_refusals;
+        self.dropped += o.dropped;
+        self.client_in_flight_peak += o.client_in_flight_peak;
+        self.budget_level = match (self.budget_level, o.budget_level) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.breaker = self.breaker.max(o.breaker);
+        self.latency_us
+            .add(&o.latency_us)
+            .expect("histograms share bounds");
+    }
+}
+
+pub(crate) fn new_histogram(sigfig: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig)
+        .expect("static histogram bounds are valid")
+}
+
+fn micros(d: Duration) -> u64 {
+    (d.as_micros() as u64).clamp(1, MAX_LATENCY_US)
+}
+
+/// Everything one config's client did in a run.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    seconds: Vec<Second>,
+    /// End-to-end latency of finished logical requests, from their intended start.
+    pub latency_us: Histogram<u64>,
+    /// Latency of single attempts that got an answer or an error.
+    pub attempt_latency_us: Histogram<u64>,
+    pub first_budget_refusal: Option<Duration>,
+    /// Why requests failed, by reason label.
+    pub failures_by_reason: std::collections::BTreeMap<String, u64>,
+    /// Attempt outcomes by attempt-log label (ok, transient, throttle, timeout, ...).
+    pub attempts_by_outcome: std::collections::BTreeMap<String, u64>,
+    client_in_flight: u64,
+    pub client_in_flight_peak: u64,
+    pub breaker_opens: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Recorder {
+            seconds: Vec::new(),
+            latency_us: new_histogram(3),
+            attempt_latency_us: new_histogram(3),
+            first_budget_refusal: None,
+            failures_by_reason: Default::default(),
+            attempts_by_outcome: Default::default(),
+            client_in_flight: 0,
+            client_in_flight_peak: 0,
+            breaker_opens: 0,
+        }
+    }
+
+    fn at(&mut self, t: Duration) -> &mut Second {
+        let i = t.as_secs() as usize;
+        if self.seconds.len() <= i {
+            self.seconds.resize_with(i + 1, Second::new);
+        }
+        &mut self.seconds[i]
+    }
+
+    /// Per-second rows recorded so far.
+    pub fn seconds(&self) -> &[Second] {
+        &self.seconds
+    }
+
+    /// A logical request started (its intended start time is `t`).
+    pub fn upstream_started(&mut self, t: Duration) {
+        self.at(t).started += 1;
+        self.client_in_flight += 1;
+        let n = self.client_in_flight;
+        self.client_in_flight_peak = self.client_in_flight_peak.max(n);
+        let s = self.at(t);
+        s.client_in_flight_peak = s.client_in_flight_peak.max(n);
+    }
+
+    /// An arrival was dropped because the config's in-flight cap was reached.
+    pub fn dropped(&mut self, t: Duration) {
+        self.at(t).dropped += 1;
+    }
+
+    /// An attempt left the client (attempt 1 is the first try).
+    pub fn attempt_sent(&mut self, t: Duration, attempt: u32) {
+        let s = self.at(t);
+        s.attempts += 1;
+        if attempt > 1 {
+            s.retries += 1;
+        }
+    }
+
+    /// An attempt ended with `label` (attempt-log vocabulary) after `latency`.
+    pub fn attempt_done(&mut self, latency: Duration, label: &str) {
+        self.attempt_latency_us.saturating_record(micros(latency));
+        match self.attempts_by_outcome.get_mut(label) {
+            Some(n) => *n += 1,
+            None => {
+                self.attempts_by_outcome.insert(label.to_string(), 1);
+            }
+        }
+    }
+
+    /// The policy decided to retry.
+    pub fn retry_scheduled(&mut self, t: Duration, reason: RetryReason) {
+        let s = self.at(t);
+        match reason {
+            RetryReason::Transient => s.retries_transient += 1,
+            RetryReason::Throttling => s.retries_throttling += 1,
+        }
+    }
+
+    /// The budget refused a retry the policy would otherwise have made.
+    pub fn budget_refused(&mut self, t: Duration) {
+        self.at(t).budget_refusals += 1;
+        if self.first_budget_refusal.is_none() {
+            self.first_budget_refusal = Some(t);
+        }
+    }
+
+    /// The breaker refused an attempt before it was sent.
+    pub fn breaker_refused(&mut self, t: Duration) {
+        self.at(t).breaker_refusals += 1;
+    }
+
+    /// The breaker opened.
+    pub fn breaker_opened(&mut self) {
+        self.breaker_opens += 1;
+    }
+
+    /// A logical request ended at `t`; `latency` runs from its intended start.
+    /// `failure` is `None` on success, else the give-up reason label.
+    pub fn upstream_finished(&mut self, t: Duration, latency: Duration, failure: Option<&str>) {
+        self.client_in_flight = self.client_in_flight.saturating_sub(1);
+        let us = micros(latency);
+        self.latency_us.saturating_record(us);
+        let s = self.at(t);
+        s.finished += 1;
+        s.latency_us.saturating_record(us);
+        match failure {
+            None => s.successes += 1,
+            Some(reason) => {
+                s.failures += 1;
+                match self.failures_by_reason.get_mut(reason) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.failures_by_reason.insert(reason.to_string(), 1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Samples the policy's budget level and breaker state at `t`.
+    pub fn sample_policy(
+        &mut self,
+        t: Duration,
+        budget: Option<f64>,
+        breaker: Option<BreakerLevel>,
+    ) {
+        let s = self.at(t);
+        if budget.is_some() {
+            s.budget_level = budget;
+        }
+        if breaker.is_some() {
+            s.breaker = s.breaker.max(breaker);
+        }
+    }
+
+    /// Requests started but not finished.
+    pub fn in_flight(&self) -> u64 {
+        self.client_in_flight
+    }
+
+    /// Adds another recorder of the same config exactly: counters sum, histograms add,
+    /// seconds align by index.
+    pub fn merge(&mut self, o: &Recorder) {
+        if self.seconds.len() < o.seconds.len() {
+            self.seconds.resize_with(o.seconds.len(), Second::new);
+        }
+        for (a, b) in self.seconds.iter_mut().zip(&o.seconds) {
+            a.merge(b);
+        }
+        self.latency_us.add(&o.latency_us).expect("same bounds");
+        self.attempt_latency_us
+            .add(&o.attempt_latency_us)
+            .expect("same bounds");
+        self.first_budget_refusal = match (self.first_budget_refusal, o.first_budget_refusal) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for (k, v) in &o.failures_by_reason {
+            *self.failures_by_reason.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.attempts_by_outcome {
+            *self.attempts_by_outcome.entry(k.clone()).or_default() += v;
+        }
+        self.client_in_flight += o.client_in_flight;
+        self.client_in_flight_peak += o.client_in_flight_peak;
+        self.breaker_opens += o.breaker_opens;
+    }
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// Reads percentiles from a microsecond histogram; all zero when it is empty.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        Percentiles {
+            p50: ms(h.value_at_quantile(0.5)),
+            p90: ms(h.value_at_quantile(0.9)),
+            p99: ms(h.value_at_quantile(0.99)),
+            p999: ms(h.value_at_quantile(0.999)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: f64) -> Duration {
+        Duration::from_secs_f64(x)
+    }
+
+    #[test]
+    fn counts_land_in_their_second() {
+        let mut r = Recorder::new();
+        r.upstream_started(s(0.5));
+        r.attempt_sent(s(0.5), 1);
+        r.attempt_sent(s(1.2), 2);
+        r.retry_scheduled(s(1.1), RetryReason::Transient);
+        r.upstream_finished(s(2.5), s(2.0), Some("max-attempts"));
+        assert_eq!(r.seconds().len(), 3);
+        assert_eq!(r.seconds()[0].started, 1);
+        assert_eq!(r.seconds()[0].attempts, 1);
+        assert_eq!(r.seconds()[1].retries, 1);
+        assert_eq!(r.seconds()[1].retries_transient, 1);
+        assert_eq!(r.seconds()[2].failures, 1);
+        assert_eq!(r.failures_by_reason["max-attempts"], 1);
+        assert_eq!(r.in_flight(), 0);
+    }
+
+    #[test]
+    fn merge_is_exact() {
+        let mut a = Recorder::new();
+        let mut b = Recorder::new();
+        for i in 0..100 {
+            a.upstream_started(s(i as f64 * 0.01));
+            a.upstream_finished(s(i as f64 * 0.01), Duration::from_millis(i + 1), None);
+        }
+        for i in 0..50 {
+            b.upstream_started(s(1.0 + i as f64 * 0.01));
+            b.budget_refused(s(1.5));
+            b.upstream_finished(s(1.9), Duration::from_millis(200), Some("budget-refused"));
+        }
+        let mut m = a.clone();
+        m.merge(&b);
+        assert_eq!(m.latency_us.len(), 150);
+        assert_eq!(m.seconds()[0].started, 100);
+        assert_eq!(m.seconds()[1].started, 50);
+        assert_eq!(m.seconds()[1].budget_refusals, 50);
+        assert_eq!(m.first_budget_refusal, Some(s(1.5)));
+        assert_eq!(m.latency_us.max(), b.latency_us.max());
+    }
+
+    #[test]
+    fn percentiles_of_empty_are_zero() {
+        assert_eq!(Percentiles::of(&new_histogram(3)), Percentiles::default());
+    }
+}

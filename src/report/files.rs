@@ -1,0 +1,159 @@
+//! The run directory's data files: `summary.json` (the whole [`RunResult`] but its
+//! timeline), `summary.csv` (a row per config) and `timeseries.csv` (a row per config per
+//! second). Writing goes through a temporary name and a rename, so a reader never sees a
+//! half-written file presented as complete.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::metrics::{ConfigSummary, RunResult, SecondRow};
+
+pub const SUMMARY_JSON: &str = "summary.json";
+pub const SUMMARY_CSV: &str = "summary.csv";
+pub const TIMESERIES_CSV: &str = "timeseries.csv";
+
+/// What can go wrong reading or writing run files; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{path}: {source}")]
+    Csv { path: PathBuf, source: csv::Error },
+}
+
+/// A `summary.csv` row: the flat headline figures of one config.
+#[derive(Debug, Serialize)]
+struct SummaryRow<'a> {
+    config: &'a str,
+    upstream_requests: u64,
+    attempts: u64,
+    retries: u64,
+    downstream_arrivals: u64,
+    amplification: f64,
+    amplification_bound: Option<f64>,
+    peak_amplification_1s: f64,
+    peak_concurrency: u64,
+    client_peak_in_flight: u64,
+    budget_refusals: u64,
+    first_budget_refusal_s: Option<f64>,
+    breaker_refusals: u64,
+    successes: u64,
+    failures: u64,
+    dropped: u64,
+    unfinished: u64,
+    latency_p50_ms: f64,
+    latency_p90_ms: f64,
+    latency_p99_ms: f64,
+    latency_p999_ms: f64,
+    latency_max_ms: f64,
+    recovered: Option<bool>,
+    recovery_time_s: Option<f64>,
+    duplicate_executions: u64,
+}
+
+impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
+    fn from(c: &'a ConfigSummary) -> Self {
+        SummaryRow {
+            config: &c.name,
+            upstream_requests: c.upstream_requests,
+            attempts: c.attempts,
+            retries: c.retries,
+            downstream_arrivals: c.downstream_arrivals,
+            amplification: c.amplification,
+            amplification_bound: c.amplification_bound,
+            peak_amplification_1s: c.peak_amplification_1s,
+            peak_concurrency: c.peak_concurrency,
+            client_peak_in_flight: c.client_peak_in_flight,
+            budget_refusals: c.budget_refusals,
+            first_budget_refusal_s: c.first_budget_refusal_s,
+            breaker_refusals: c.breaker_refusals,
+            successes: c.successes,
+            failures: c.failures,
+            dropped: c.dropped,
+            unfinished: c.unfinished,
+            latency_p50_ms: c.latency_ms.p50,
+            latency_p90_ms: c.latency_ms.p90,
+            latency_p99_ms: c.latency_ms.p99,
+            latency_p999_ms: c.latency_ms.p999,
+            latency_max_ms: c.latency_ms.max,
+            recovered: c.recovered,
+            recovery_time_s: c.recovery_time_s,
+            duplicate_executions: c.duplicate_executions,
+        }
+    }
+}
+
+/// Writes `bytes` to `dir/name` atomically (temporary file, then rename).
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), FilesError> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let io_err = |source| FilesError::Io {
+        path: path.clone(),
+        source,
+    };
+    fs::write(&tmp, bytes).map_err(io_err)?;
+    fs::rename(&tmp, &path).map_err(io_err)
+}
+
+fn csv_bytes<T: Serialize>(
+    path: &Path,
+    rows: impl IntoIterator<Item = T>,
+) -> Result<Vec<u8>, FilesError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r).map_err(|source| FilesError::Csv {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    w.into_inner().map_err(|e| FilesError::Io {
+        path: path.to_path_buf(),
+        source: e.into_error(),
+    })
+}
+
+/// Writes summary.json, summary.csv and timeseries.csv into `dir` (which must exist).
+pub fn write_data(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
+    let json = serde_json::to_vec_pretty(run).map_err(|source| FilesError::Json {
+        path: dir.join(SUMMARY_JSON),
+        source,
+    })?;
+    let summary = csv_bytes(
+        &dir.join(SUMMARY_CSV),
+        run.configs.iter().map(SummaryRow::from),
+    )?;
+    let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeline)?;
+    write_atomic(dir, SUMMARY_CSV, &summary)?;
+    write_atomic(dir, TIMESERIES_CSV, &series)?;
+    // summary.json last: its presence is what marks a run directory as written.
+    write_atomic(dir, SUMMARY_JSON, &json)
+}
+
+/// Reads a run directory back (summary.json plus timeseries.csv).
+pub fn read_data(dir: &Path) -> Result<RunResult, FilesError> {
+    let path = dir.join(SUMMARY_JSON);
+    let text = fs::read(&path).map_err(|source| FilesError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let mut run: RunResult =
+        serde_json::from_slice(&text).map_err(|source| FilesError::Json { path, source })?;
+    let path = dir.join(TIMESERIES_CSV);
+    let mut r = csv::Reader::from_path(&path).map_err(|source| FilesError::Csv {
+        path: path.clone(),
+        source,
+    })?;
+    run.timeline = r
+        .deserialize::<SecondRow>()
+        .collect::<Result<_, _>>()
+        .map_err(|source| FilesError::Csv { path, source })?;
+    Ok(run)
+}
