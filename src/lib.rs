@@ -7,8 +7,11 @@
 //! which engine produced it.
 #![forbid(unsafe_code)]
 
+pub mod app;
+pub mod cli;
 pub mod live;
 pub mod metrics;
+pub mod plan;
 pub mod policy;
 pub mod report;
 pub mod scenario;

@@ -1,0 +1,279 @@
+//! The I/O edge: turns command-line arguments into runs and reports, and every outcome into
+//! one of the documented exit codes. The only module that depends on everything.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use crate::cli::{Cli, Command, CommonArgs, RunArgs};
+use crate::live;
+use crate::metrics::RunResult;
+use crate::plan::{self, Plan};
+use crate::report::{self, files};
+use crate::scenario::units::duration;
+
+/// Exit codes, as the README documents them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything ran and every gate passed.
+    Ok = 0,
+    /// A gate failed, or `diff` found a regression.
+    GateFailed = 1,
+    /// Bad input or usage: nothing ran.
+    BadInput = 2,
+    /// The run itself could not be carried out.
+    RunFailed = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// An error at the edge, with the exit code it maps to.
+#[derive(Debug)]
+pub struct AppError {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl AppError {
+    fn bad(message: impl ToString) -> Self {
+        AppError {
+            exit: Exit::BadInput,
+            message: message.to_string(),
+        }
+    }
+    fn failed(message: impl ToString) -> Self {
+        AppError {
+            exit: Exit::RunFailed,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<Exit, AppError> {
+    match cli.command {
+        Command::Run(args) => run_live(args),
+        Command::Sim(_) => Err(AppError::bad("`stormrig sim` is not available yet")),
+        Command::Check { scenarios } => check(&scenarios),
+        Command::Thresholds {
+            config,
+            max_attempts,
+            seed,
+            json,
+        } => thresholds(&config, max_attempts, seed, json),
+        Command::Presets => {
+            print!("{}", presets_table());
+            Ok(Exit::Ok)
+        }
+        Command::Report { dir } => {
+            let run = files::read_data(&dir).map_err(AppError::bad)?;
+            let path = report::html::write(&dir, &run, None).map_err(AppError::failed)?;
+            println!("wrote {}", path.display());
+            Ok(Exit::Ok)
+        }
+        Command::Diff {
+            baseline,
+            run,
+            tolerance,
+        } => diff(&baseline, &run, &tolerance),
+    }
+}
+
+fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
+    for p in paths {
+        let plan = plan::load(p).map_err(AppError::bad)?;
+        gates_of(&plan, &[])?;
+        println!(
+            "{}: ok ({} configs, {} faults, {} s)",
+            p.display(),
+            plan.configs.len(),
+            plan.scenario.faults.len(),
+            plan.scenario.duration.as_secs_f64()
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn thresholds(name: &str, max_attempts: Option<u32>, seed: u64, json: bool) -> Result<Exit, AppError> {
+    let config = crate::policy::preset(name).map_err(AppError::bad)?;
+    let report = crate::policy::thresholds::compute(&config, max_attempts, seed);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(AppError::failed)?
+        );
+    } else {
+        print!("{report}");
+    }
+    Ok(Exit::Ok)
+}
+
+fn presets_table() -> String {
+    let mut out = String::new();
+    for p in crate::policy::presets::PRESETS {
+        let _ = writeln!(out, "{:<22} {}\n{:<22} source: {}", p.name, p.summary, "", p.source);
+    }
+    out
+}
+
+fn diff(baseline: &Path, run: &Path, tolerance: &str) -> Result<Exit, AppError> {
+    let tol = report::diff::parse_tolerance(tolerance).map_err(AppError::bad)?;
+    let a = files::read_data(baseline).map_err(AppError::bad)?;
+    let b = files::read_data(run).map_err(AppError::bad)?;
+    let rows = report::diff::diff(&a, &b, tol);
+    print!("{}", report::diff::table(&rows));
+    Ok(if report::diff::has_regression(&rows) {
+        Exit::GateFailed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// Scenario gates plus command-line gates, parsed (a malformed gate is bad input).
+fn gates_of(plan: &Plan, extra: &[String]) -> Result<Vec<report::gates::Gate>, AppError> {
+    plan.scenario
+        .gates
+        .iter()
+        .chain(extra)
+        .map(|g| report::gates::parse(g).map_err(AppError::bad))
+        .collect()
+}
+
+/// Applies the command-line overrides shared by `run` and `sim`.
+fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
+    let mut plan = plan::load(&common.scenario).map_err(AppError::bad)?;
+    if let Some(seed) = common.seed {
+        plan.scenario.seed = seed;
+    }
+    if !common.only.is_empty() {
+        for name in &common.only {
+            if !plan.configs.iter().any(|c| &c.name == name) {
+                return Err(AppError::bad(format!(
+                    "--only {name}: the scenario has no config of that name (it has: {})",
+                    plan.configs
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        plan.configs.retain(|c| common.only.contains(&c.name));
+    }
+    Ok(plan)
+}
+
+/// Where a run writes: `--out`, or `reports/<scenario>/<UTC timestamp>/`.
+fn out_dir(common: &CommonArgs, scenario: &str) -> PathBuf {
+    common.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+            .to_string()
+            .replace(':', "-");
+        Path::new("reports").join(scenario).join(stamp)
+    })
+}
+
+fn run_live(args: RunArgs) -> Result<Exit, AppError> {
+    let mut plan = prepare(&args.common)?;
+    if let Some(d) = &args.duration {
+        let d = duration::parse(d).map_err(|e| AppError::bad(format!("--duration: {e}")))?;
+        plan.scenario.faults.retain(|f| f.at < d);
+        plan.scenario.duration = d;
+    }
+    let gates = gates_of(&plan, &args.common.gates)?;
+    let dir = out_dir(&args.common, &plan.scenario.name);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(AppError::failed)?;
+    let opts = live::RunOptions {
+        attempt_log: args.common.attempt_log,
+        progress: !args.common.quiet,
+    };
+    let output = rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = tx.send(true);
+        });
+        live::run(&plan, &opts, rx).await
+    });
+    let output = output.map_err(AppError::failed)?;
+    let mut result = output.result;
+    if args.common.attempt_log {
+        write_attempts(&dir, &output.attempts)?;
+    }
+    finish(&dir, &mut result, &gates)
+}
+
+/// Waits for SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn write_attempts(dir: &Path, rows: &[live::driver::AttemptRow]) -> Result<(), AppError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r).map_err(AppError::failed)?;
+    }
+    let bytes = w.into_inner().map_err(|e| AppError::failed(e.to_string()))?;
+    files::write_atomic(dir, "attempts.csv", &bytes).map_err(AppError::failed)
+}
+
+/// Gates, files, page, console summary, exit code: the same for every engine.
+fn finish(dir: &Path, result: &mut RunResult, gates: &[report::gates::Gate]) -> Result<Exit, AppError> {
+    let verdicts = report::gates::evaluate(gates, result);
+    let (verdicts, gate_error) = match verdicts {
+        Ok(v) => (v, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    result.gates = verdicts;
+    files::write_data(dir, result).map_err(AppError::failed)?;
+    report::html::write(dir, result, None).map_err(AppError::failed)?;
+    if !gates.is_empty() {
+        report::junit::write(dir, result).map_err(AppError::failed)?;
+    }
+    print!("{}", report::text::summary(result));
+    if !result.gates.is_empty() {
+        print!("{}", report::gates::verdict_table(&result.gates));
+    }
+    println!("reports: {}", dir.display());
+    if let Some(e) = gate_error {
+        return Err(AppError::bad(e));
+    }
+    if result.partial {
+        eprintln!("stormrig: the run was interrupted; the reports are marked partial");
+        return Ok(Exit::RunFailed);
+    }
+    Ok(if report::gates::all_passed(&result.gates) {
+        Exit::Ok
+    } else {
+        Exit::GateFailed
+    })
+}

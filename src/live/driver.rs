@@ -1,0 +1,318 @@
+//! Drives one logical request through a retry config on real sockets: ask the policy, send,
+//! tell the policy what happened, wait or stop as it says. The driver makes no retry
+//! decision of its own; it only carries them out and counts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::clock::Epoch;
+use super::http::{self, HttpClient, Reply};
+use crate::metrics::{Recorder, RetryReason};
+use crate::policy::{
+    AttemptOutcome, Decision, GiveUpReason, OutcomeClass, Permit, Response, RetryClient,
+};
+use crate::target::headers;
+
+/// One row of `attempts.csv`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AttemptRow {
+    pub config: String,
+    pub request: u64,
+    pub attempt: u32,
+    pub outcome: &'static str,
+    pub budget_after: Option<f64>,
+}
+
+/// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
+/// and the recorder change together, so counts and decisions can never disagree.
+pub struct Shared {
+    pub client: RetryClient,
+    pub rec: Recorder,
+    pub log: Option<Vec<AttemptRow>>,
+}
+
+/// Everything one config's requests share.
+pub struct ConfigRuntime {
+    pub index: usize,
+    pub name: String,
+    pub shared: Mutex<Shared>,
+    pub http: HttpClient,
+    /// `http://127.0.0.1:PORT` of the next hop.
+    pub base_uri: String,
+    pub in_flight: AtomicU64,
+    pub max_in_flight: u64,
+    pub seed: u64,
+    /// Pass the remaining deadline downstream in `x-stormrig-deadline-ms`.
+    pub propagate_deadline: bool,
+}
+
+/// The request every logical request sends.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    pub method: Method,
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// How a logical request ended.
+#[derive(Debug)]
+pub struct Final {
+    pub ok: bool,
+    /// The last attempt's reply (None when no attempt was sent).
+    pub reply: Option<Reply>,
+    pub reason: Option<GiveUpReason>,
+}
+
+/// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
+/// whatever order tasks run in.
+pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
+    let mut z = seed ^ (config as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ request.rotate_left(29);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl ConfigRuntime {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        // A panic while holding the lock would already have failed the run; keep counting.
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs one logical request from its intended start to its end.
+    pub async fn drive(
+        &self,
+        epoch: &Epoch,
+        tmpl: &RequestTemplate,
+        request: u64,
+        intended: Duration,
+        inherited_deadline: Option<Duration>,
+    ) -> Final {
+        let mut rng = ChaCha8Rng::seed_from_u64(request_seed(self.seed, self.index, request));
+        let mut state = {
+            let mut g = self.lock();
+            g.rec.upstream_started(intended);
+            g.client
+                .start(epoch.now(), tmpl.method.as_str(), inherited_deadline)
+        };
+        let mut last: Option<Reply> = None;
+        let fin = loop {
+            let permit = {
+                let mut g = self.lock();
+                let now = epoch.now();
+                let p = g.client.before_attempt(now, &mut state);
+                match &p {
+                    Permit::Send { attempt, .. } => g.rec.attempt_sent(now.mono, *attempt),
+                    Permit::Refuse(reason) => {
+                        if *reason == GiveUpReason::BreakerOpen {
+                            g.rec.breaker_refused(now.mono);
+                        }
+                        if *reason == GiveUpReason::BudgetRefused {
+                            g.rec.budget_refused(now.mono);
+                        }
+                        note_refusal(&mut g, &self.name, request, state.attempts() + 1);
+                    }
+                }
+                drain(&mut g, now.mono);
+                p
+            };
+            let (attempt, timeout, remaining, key) = match permit {
+                Permit::Send {
+                    attempt,
+                    timeout,
+                    remaining_deadline,
+                    idempotency_key,
+                } => (attempt, timeout, remaining_deadline, idempotency_key),
+                Permit::Refuse(reason) => {
+                    break Final {
+                        ok: false,
+                        reply: last,
+                        reason: Some(reason),
+                    }
+                }
+            };
+            let req = self.build(tmpl, request, attempt, remaining, key);
+            let sent_at = epoch.elapsed();
+            let reply = http::send(&self.http, req, timeout).await;
+            let latency = epoch.elapsed().saturating_sub(sent_at);
+            let decision = {
+                let outcome = to_outcome(&reply);
+                let mut g = self.lock();
+                let now = epoch.now();
+                let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
+                let label = crate::policy::attempt_label(&outcome, &d);
+                g.rec.attempt_done(latency, label);
+                let level = g.client.budget_level();
+                let breaker = g.client.breaker_state().map(|b| b.level());
+                g.rec.sample_policy(now.mono, level, breaker);
+                match &d {
+                    Decision::Retry { class, .. } => g.rec.retry_scheduled(
+                        now.mono,
+                        if *class == OutcomeClass::Throttling {
+                            RetryReason::Throttling
+                        } else {
+                            RetryReason::Transient
+                        },
+                    ),
+                    Decision::GiveUp {
+                        reason: GiveUpReason::BudgetRefused,
+                        ..
+                    } => g.rec.budget_refused(now.mono),
+                    _ => {}
+                }
+                if let Some(log) = g.log.as_mut() {
+                    log.push(AttemptRow {
+                        config: self.name.clone(),
+                        request,
+                        attempt,
+                        outcome: label,
+                        budget_after: level,
+                    });
+                }
+                drain(&mut g, now.mono);
+                d
+            };
+            last = Some(reply);
+            match decision {
+                Decision::Success => {
+                    break Final {
+                        ok: true,
+                        reply: last,
+                        reason: None,
+                    }
+                }
+                Decision::GiveUp { reason, .. } => {
+                    break Final {
+                        ok: false,
+                        reply: last,
+                        reason: Some(reason),
+                    }
+                }
+                Decision::Retry { after, .. } => {
+                    if !after.is_zero() {
+                        tokio::time::sleep(after).await;
+                    }
+                }
+            }
+        };
+        let mut g = self.lock();
+        let now = epoch.now();
+        g.client.finish(now, state);
+        let failure = fin.reason.map(reason_label);
+        g.rec
+            .upstream_finished(now.mono, now.mono.saturating_sub(intended), failure);
+        fin
+    }
+
+    fn build(
+        &self,
+        tmpl: &RequestTemplate,
+        request: u64,
+        attempt: u32,
+        remaining: Option<Duration>,
+        key: bool,
+    ) -> Request<Full<Bytes>> {
+        let mut b = Request::builder()
+            .method(tmpl.method.clone())
+            .uri(format!("{}{}", self.base_uri, tmpl.path));
+        let h = b.headers_mut().expect("builder without error so far");
+        h.extend(tmpl.headers.clone());
+        h.insert(HeaderName::from_static(headers::REQUEST), HeaderValue::from(request));
+        h.insert(HeaderName::from_static(headers::ATTEMPT), HeaderValue::from(attempt));
+        if let (true, Some(rem)) = (self.propagate_deadline, remaining) {
+            h.insert(
+                HeaderName::from_static(headers::DEADLINE_MS),
+                HeaderValue::from(rem.as_millis() as u64),
+            );
+        }
+        if key {
+            let v = format!("{}-{request}", self.name);
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                h.insert(HeaderName::from_static(headers::IDEMPOTENCY_KEY), v);
+            }
+        }
+        b.body(Full::new(tmpl.body.clone()))
+            .expect("method, uri and headers were validated")
+    }
+
+    /// Counts one logical request as started and tries to claim an in-flight slot.
+    pub fn try_claim(&self) -> bool {
+        let prev = self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if prev >= self.max_in_flight {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            false
+        } else {
+            true
+        }
+    }
+
+    pub fn release(&self) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Counts an arrival dropped by the in-flight cap.
+    pub fn dropped(&self, t: Duration) {
+        self.lock().rec.dropped(t);
+    }
+
+    /// Runs `f` on the shared state (for snapshots and the end of the run).
+    pub fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
+        f(&mut self.lock())
+    }
+}
+
+fn note_refusal(g: &mut Shared, config: &str, request: u64, attempt: u32) {
+    let level = g.client.budget_level();
+    if let Some(log) = g.log.as_mut() {
+        log.push(AttemptRow {
+            config: config.to_string(),
+            request,
+            attempt,
+            outcome: "refused",
+            budget_after: level,
+        });
+    }
+}
+
+fn drain(g: &mut Shared, _t: Duration) {
+    for e in g.client.drain_events() {
+        if e.is_breaker_open() {
+            g.rec.breaker_opened();
+        }
+    }
+}
+
+/// The policy's view of a reply.
+pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
+    match reply {
+        Reply::Response { status, .. } => AttemptOutcome::Response(Response {
+            status: *status,
+            retry_after: reply.header("retry-after"),
+            amz_retry_after: reply.header("x-amz-retry-after"),
+            grpc_pushback_ms: reply.header("grpc-retry-pushback-ms"),
+            error_code: reply.header("x-amzn-errortype"),
+        }),
+        Reply::Failed(e) => AttemptOutcome::Transport(*e),
+    }
+}
+
+/// The give-up reason as reports name it.
+pub fn reason_label(r: GiveUpReason) -> &'static str {
+    match r {
+        GiveUpReason::NonRetryable => "non-retryable",
+        GiveUpReason::MaxAttempts => "max-attempts",
+        GiveUpReason::Deadline => "deadline",
+        GiveUpReason::BudgetRefused => "budget-refused",
+        GiveUpReason::BreakerOpen => "breaker-open",
+        GiveUpReason::CostCap => "cost-cap",
+        GiveUpReason::NotIdempotent => "not-idempotent",
+    }
+}

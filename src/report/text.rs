@@ -1,0 +1,54 @@
+//! The short console summary printed after a run: one line per config, the figures a
+//! reader looks at first.
+
+use std::fmt::Write as _;
+
+use crate::metrics::RunResult;
+
+/// A plain-text table of the headline figures.
+pub fn summary(run: &RunResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({:?}, seed {}, {:.1} s{})",
+        run.scenario,
+        run.engine,
+        run.seed,
+        run.duration_s,
+        if run.partial { ", PARTIAL" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "{:<22} {:>9} {:>9} {:>11} {:>7} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}",
+        "config", "upstream", "attempts", "downstream", "amp", "peak 1s", "peak conc", "refused", "success", "p99 ms", "recovery"
+    );
+    for c in &run.configs {
+        let finished = c.successes + c.failures;
+        let success = if finished > 0 {
+            format!("{:.1}%", 100.0 * c.successes as f64 / finished as f64)
+        } else {
+            "-".into()
+        };
+        let recovery = match (c.recovered, c.recovery_time_s) {
+            (None, _) => "-".to_string(),
+            (Some(true), Some(t)) => format!("{t:.0} s"),
+            (Some(_), _) => "never".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<22} {:>9} {:>9} {:>11} {:>6.2}× {:>7.2}× {:>9} {:>8} {:>8} {:>9.1} {:>9}",
+            c.name,
+            c.upstream_requests,
+            c.attempts,
+            c.downstream_arrivals,
+            c.amplification,
+            c.peak_amplification_1s,
+            c.peak_concurrency,
+            c.budget_refusals,
+            success,
+            c.latency_ms.p99,
+            recovery
+        );
+    }
+    out
+}
