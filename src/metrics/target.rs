@@ -32,6 +32,14 @@ pub struct TargetStats {
     /// than once (the damage non-idempotent retries do).
     pub executions: u64,
     pub duplicate_executions: u64,
+    /// Largest number of requests holding a service slot at once (never above the
+    /// concurrency in force); `peak_in_flight` minus this is what queued.
+    #[serde(default)]
+    pub peak_serving: u64,
+    /// Requests served whose response was then lost (lost-response faults): the side effect
+    /// happened, the client got no answer or a gateway error.
+    #[serde(default)]
+    pub lost_responses: u64,
 }
 
 impl TargetStats {
@@ -54,6 +62,8 @@ impl TargetStats {
         self.forwarded += other.forwarded;
         self.executions += other.executions;
         self.duplicate_executions += other.duplicate_executions;
+        self.peak_serving += other.peak_serving;
+        self.lost_responses += other.lost_responses;
     }
 }
 

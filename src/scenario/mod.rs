@@ -3,6 +3,7 @@
 //! errors name the file, line and field; `schedule` turns the load into seeded arrival times.
 
 pub mod model;
+pub mod timeline;
 pub mod units;
 
 pub use model::*;

@@ -1,1 +1,551 @@
-//! target (work in progress)
+//! The built-in target: a hyper 1.x HTTP/1.1 server on loopback that receives the storm,
+//! applies a service model (concurrency slots, bounded FIFO queue, queue timeout, sampled
+//! service time) and a timed fault timeline, and counts exactly what it received.
+//!
+//! Per request, in order:
+//! 1. the arrival is counted and the request goes in flight (first thing in the service fn,
+//!    once hyper has read the request head); an RAII guard takes it out of flight whenever
+//!    the request ends, including when the client drops the connection;
+//! 2. the request body (if any) is read to its end (hashed when it carries an
+//!    `Idempotency-Key` that the target deduplicates);
+//! 3. [`FaultTimeline::decide`] gives the verdict for (run time, path, request id, attempt);
+//!    added latency is waited first, then the terminal action: status, reset, hang;
+//! 4. otherwise (serve or lost-response) the optional dedup check, then the *work*: queue
+//!    for a slot, service time, execution count. The work runs in its own task, so a client
+//!    that gives up does not cancel work the server has already accepted: a real server
+//!    keeps serving abandoned requests, which is how retry storms overload it.
+//!
+//! Request identity comes from [`headers::REQUEST`] and [`headers::ATTEMPT`]. A request
+//! without a request id (external traffic) gets one from a per-server counter starting at
+//! 2^63, so it never collides with the load generator's ids; a missing attempt means 1.
+
+mod counters;
+mod dedup;
+mod gate;
+
+use std::future::Future;
+use std::hash::Hasher;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Incoming};
+use hyper::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::metrics::TargetStats;
+use crate::scenario::timeline::{Action, FaultTimeline};
+use crate::scenario::{DedupSpec, Fault, FaultKind, ServiceModel};
+
+use counters::Counters;
+use dedup::{Begin, Dedup, Ticket};
+use gate::{Gate, Refused};
+
+/// Header names stormrig uses between its load generator, layers and targets.
+pub mod headers {
+    /// Logical request id (u64), the same on every attempt of one upstream request.
+    pub const REQUEST: &str = "x-stormrig-request";
+    /// Attempt number (u32, 1-based).
+    pub const ATTEMPT: &str = "x-stormrig-attempt";
+    /// Remaining deadline in milliseconds, when a layer propagates it.
+    pub const DEADLINE_MS: &str = "x-stormrig-deadline-ms";
+    /// IETF httpapi idempotency key.
+    pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+    /// AWS-style error type sent with status faults that set `error_code`.
+    pub const ERROR_TYPE: &str = "x-amzn-errortype";
+}
+
+const H_REQUEST: HeaderName = HeaderName::from_static(headers::REQUEST);
+const H_ATTEMPT: HeaderName = HeaderName::from_static(headers::ATTEMPT);
+const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(headers::IDEMPOTENCY_KEY);
+const H_ERROR_TYPE: HeaderName = HeaderName::from_static(headers::ERROR_TYPE);
+
+/// First request id given to requests that carry none.
+pub const EXTERNAL_REQUEST_BASE: u64 = 1 << 63;
+
+/// What the built-in target does.
+#[derive(Debug, Clone)]
+pub struct TargetConfig {
+    pub model: ServiceModel,
+    pub faults: Vec<Fault>,
+    /// Seed of the fault and service-time draws (the scenario's seed).
+    pub seed: u64,
+    pub dedup: Option<DedupSpec>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("cannot bind the built-in target to {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the address the built-in target bound to ({bind}): {source}")]
+    LocalAddr {
+        bind: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("fault #{index} ({label}): {reason}")]
+    Fault {
+        index: usize,
+        label: String,
+        reason: String,
+    },
+}
+
+/// Precomputed response parts of a status fault.
+struct StatusParts {
+    status: StatusCode,
+    retry_after: Option<HeaderValue>,
+    error_type: Option<HeaderValue>,
+}
+
+struct Shared {
+    timeline: Arc<FaultTimeline>,
+    model: ServiceModel,
+    counters: Counters,
+    gate: Gate,
+    dedup: Option<Arc<Dedup>>,
+    /// Indexed like the faults; `Some` for status faults.
+    status_parts: Vec<Option<StatusParts>>,
+    /// Lost-response statuses, indexed like the faults.
+    lost_status: Vec<Option<StatusCode>>,
+    external_ids: AtomicU64,
+    shutdown: watch::Receiver<bool>,
+    /// Connection and work tasks still running, and a wake-up when it reaches zero.
+    tasks: AtomicUsize,
+    tasks_done: Notify,
+}
+
+/// A running built-in target.
+pub struct TargetHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// Binds `bind` (port 0 picks a free port), starts serving in the background and returns at
+/// once. `epoch` is the run's t = 0, shared with the load generator, so that fault windows
+/// and per-second series line up with the client side. Requests before the epoch count as
+/// run time 0.
+pub async fn start(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+) -> Result<TargetHandle, TargetError> {
+    let mut status_parts = Vec::with_capacity(config.faults.len());
+    let mut lost_status = Vec::with_capacity(config.faults.len());
+    for (index, f) in config.faults.iter().enumerate() {
+        let err = |reason: String| TargetError::Fault {
+            index,
+            label: f.kind.label(),
+            reason,
+        };
+        let code = |s: u16| {
+            StatusCode::from_u16(s).map_err(|_| err(format!("{s} is not an HTTP status code")))
+        };
+        status_parts.push(match &f.kind {
+            FaultKind::Status {
+                status,
+                retry_after,
+                error_code,
+            } => Some(StatusParts {
+                status: code(*status)?,
+                // Whole seconds (RFC 9110 delay-seconds), rounded up so a client never
+                // comes back earlier than the fault asked.
+                retry_after: retry_after.map(|d| {
+                    let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+                    HeaderValue::from(s)
+                }),
+                error_type: match error_code {
+                    Some(c) => Some(
+                        HeaderValue::from_str(c)
+                            .map_err(|_| err(format!("error_code {c:?} is not a header value")))?,
+                    ),
+                    None => None,
+                },
+            }),
+            _ => None,
+        });
+        lost_status.push(match &f.kind {
+            FaultKind::LostResponse { status: Some(s) } => Some(code(*s)?),
+            _ => None,
+        });
+    }
+
+    let listener = TcpListener::bind(bind)
+        .await
+        .map_err(|source| TargetError::Bind { addr: bind, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| TargetError::LocalAddr { bind, source })?;
+
+    let timeline = Arc::new(FaultTimeline::new(config.faults, config.seed));
+    let base = config.model.concurrency;
+    let tl = timeline.clone();
+    let capacity =
+        Box::new(move || tl.capacity_at(Instant::now().saturating_duration_since(epoch), base));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        gate: Gate::new(capacity, config.model.queue, config.model.queue_timeout),
+        model: config.model,
+        counters: Counters::new(epoch),
+        dedup: config
+            .dedup
+            .filter(|d| d.enabled)
+            .map(|d| Arc::new(Dedup::new(d.retention))),
+        status_parts,
+        lost_status,
+        external_ids: AtomicU64::new(EXTERNAL_REQUEST_BASE),
+        shutdown: shutdown_rx,
+        tasks: AtomicUsize::new(0),
+        tasks_done: Notify::new(),
+        timeline,
+    });
+
+    // Waiters queued while capacity is low get their slots when it grows back, even if no
+    // request finishes at that moment.
+    let changes = shared.timeline.capacity_changes();
+    if !changes.is_empty() {
+        spawn_tracked(&shared, {
+            let shared = shared.clone();
+            async move {
+                for at in changes {
+                    tokio::time::sleep_until(epoch + at).await;
+                    shared.gate.pump();
+                }
+            }
+        });
+    }
+
+    let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+    Ok(TargetHandle {
+        addr,
+        shared,
+        shutdown: shutdown_tx,
+        accept: Some(accept),
+    })
+}
+
+impl TargetHandle {
+    /// The address the target listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A snapshot of the counts so far (callable during the run).
+    pub fn stats(&self) -> TargetStats {
+        self.shared
+            .counters
+            .snapshot(self.shared.gate.peak_serving())
+    }
+
+    /// Requests in flight right now.
+    pub fn in_flight(&self) -> u64 {
+        self.shared.counters.in_flight()
+    }
+
+    /// Stops accepting, closes every connection (requests in flight are dropped without an
+    /// answer), stops queued and running work, and returns the final counts.
+    pub async fn shutdown(mut self) -> TargetStats {
+        let _ = self.shutdown.send(true);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.await;
+        }
+        // Every task watches the shutdown signal; wait (bounded) until they have all ended so
+        // that the final counts are final.
+        let wait = async {
+            loop {
+                let notified = self.shared.tasks_done.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.shared.tasks.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(5), wait).await;
+        self.stats()
+    }
+}
+
+impl Drop for TargetHandle {
+    fn drop(&mut self) {
+        // A handle dropped without `shutdown` still stops the server.
+        let _ = self.shutdown.send(true);
+    }
+}
+
+/// Completes when shutdown has been signalled.
+async fn shutdown_signal(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+struct TaskGuard(Arc<Shared>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if self.0.tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.tasks_done.notify_waiters();
+        }
+    }
+}
+
+/// Spawns `fut`, counted in `tasks` and cut short at shutdown.
+fn spawn_tracked<F>(shared: &Arc<Shared>, fut: F) -> JoinHandle<Option<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    shared.tasks.fetch_add(1, Ordering::SeqCst);
+    let guard = TaskGuard(shared.clone());
+    let stop = shutdown_signal(shared.shutdown.clone());
+    tokio::spawn(async move {
+        let _guard = guard;
+        tokio::select! {
+            out = fut => Some(out),
+            _ = stop => None,
+        }
+    })
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let stop = shutdown_signal(shared.shutdown.clone());
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    // Out of file descriptors or a connection reset while queued: back off a
+                    // little rather than spin.
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let conn_shared = shared.clone();
+        spawn_tracked(&shared, async move {
+            let svc = service_fn(move |req| handle(conn_shared.clone(), req));
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+/// Returned from the service fn to make hyper close the connection without an answer.
+#[derive(Debug)]
+struct CloseConnection(&'static str);
+
+impl std::fmt::Display for CloseConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for CloseConnection {}
+
+type Resp = Response<Full<Bytes>>;
+
+/// Takes the request out of flight when the service future ends or is dropped.
+struct InFlight<'a>(&'a Counters);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+fn parse_u64(v: Option<&HeaderValue>) -> Option<u64> {
+    let b = v?.as_bytes();
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(n)
+}
+
+fn respond(shared: &Shared, status: StatusCode, body: &'static [u8], served: bool) -> Resp {
+    shared.counters.respond(status.as_u16(), served);
+    let mut r = Response::new(Full::new(Bytes::from_static(body)));
+    *r.status_mut() = status;
+    r
+}
+
+/// What the work task reports back.
+enum Worked {
+    Served,
+    Shed,
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
+    let t = shared.counters.arrive();
+    let _in_flight = InFlight(&shared.counters);
+
+    let request = parse_u64(req.headers().get(H_REQUEST))
+        .unwrap_or_else(|| shared.external_ids.fetch_add(1, Ordering::Relaxed));
+    let attempt = parse_u64(req.headers().get(H_ATTEMPT))
+        .and_then(|a| u32::try_from(a).ok())
+        .unwrap_or(1);
+    let write = !matches!(*req.method(), Method::GET | Method::HEAD);
+    let verdict = shared
+        .timeline
+        .decide(t, req.uri().path(), request, attempt);
+    let key = match &shared.dedup {
+        Some(_) if write => req.headers().get(H_IDEMPOTENCY_KEY).cloned(),
+        _ => None,
+    };
+
+    // Read the body to its end so the connection stays usable; hash it for dedup.
+    let mut body = req.into_body();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    if !body.is_end_stream() {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| CloseConnection("request body unreadable"))?;
+            if key.is_some() {
+                if let Some(data) = frame.data_ref() {
+                    hasher.write(data);
+                }
+            }
+        }
+    }
+
+    let lost = match verdict.action {
+        Action::Serve => None,
+        Action::LostResponse { status } => Some(status),
+        terminal => {
+            if !verdict.extra_latency.is_zero() {
+                tokio::time::sleep(verdict.extra_latency).await;
+            }
+            return match terminal {
+                Action::Status { .. } => {
+                    let fault = verdict.fault.expect("a status verdict names its fault");
+                    let parts = shared.status_parts[fault]
+                        .as_ref()
+                        .expect("status parts precomputed for status faults");
+                    let mut r = respond(&shared, parts.status, b"fault\n", false);
+                    if let Some(ra) = &parts.retry_after {
+                        r.headers_mut().insert(RETRY_AFTER, ra.clone());
+                    }
+                    if let Some(et) = &parts.error_type {
+                        r.headers_mut().insert(H_ERROR_TYPE, et.clone());
+                    }
+                    Ok(r)
+                }
+                Action::Reset => {
+                    shared.counters.reset();
+                    Err(CloseConnection("reset fault"))
+                }
+                _ => {
+                    shared.counters.hang();
+                    shutdown_signal(shared.shutdown.clone()).await;
+                    Err(CloseConnection("hang fault ended by shutdown"))
+                }
+            };
+        }
+    };
+
+    let ticket = match (&shared.dedup, key) {
+        (Some(dedup), Some(key)) => {
+            let body_hash = hasher.finish();
+            match dedup.begin(&key, body_hash) {
+                Begin::Execute => Some(Ticket::new(dedup.clone(), key, body_hash)),
+                Begin::Replay(status) => {
+                    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                    return Ok(respond(&shared, status, b"replayed\n", false));
+                }
+                Begin::Conflict => {
+                    return Ok(respond(&shared, StatusCode::CONFLICT, b"conflict\n", false))
+                }
+                Begin::Mismatch => {
+                    return Ok(respond(
+                        &shared,
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        b"idempotency key reused with another body\n",
+                        false,
+                    ))
+                }
+            }
+        }
+        _ => None,
+    };
+
+    let service_time = shared
+        .timeline
+        .service_time(&shared.model, request, attempt);
+    let extra = verdict.extra_latency;
+    let work_shared = shared.clone();
+    let work = spawn_tracked(&shared, async move {
+        let s = &work_shared;
+        if !extra.is_zero() {
+            tokio::time::sleep(extra).await;
+        }
+        if let Err(why) = s.gate.acquire().await {
+            if why != Refused::Closed {
+                s.counters.shed();
+            }
+            return Worked::Shed; // the ticket drops: the key is forgotten
+        }
+        tokio::time::sleep(service_time).await;
+        s.gate.release();
+        if write {
+            s.counters.execute(request);
+        }
+        if let Some(ticket) = ticket {
+            ticket.complete(200);
+        }
+        Worked::Served
+    });
+    // If the client goes away, this future is dropped; the work task carries on.
+    let worked = match work.await {
+        Ok(Some(w)) => w,
+        _ => return Err(CloseConnection("shut down during service")),
+    };
+    match (worked, lost) {
+        (Worked::Shed, _) => Ok(respond(
+            &shared,
+            StatusCode::SERVICE_UNAVAILABLE,
+            b"overloaded\n",
+            false,
+        )),
+        (Worked::Served, None) => Ok(respond(&shared, StatusCode::OK, b"ok\n", true)),
+        (Worked::Served, Some(_)) => {
+            shared.counters.lost_response();
+            let fault = verdict
+                .fault
+                .expect("a lost-response verdict names its fault");
+            match shared.lost_status[fault] {
+                Some(status) => Ok(respond(&shared, status, b"lost\n", false)),
+                None => {
+                    // The response is lost on the way: the client waits until it gives up.
+                    shutdown_signal(shared.shutdown.clone()).await;
+                    Err(CloseConnection("lost response ended by shutdown"))
+                }
+            }
+        }
+    }
+}

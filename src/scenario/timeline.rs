@@ -1,0 +1,491 @@
+//! The fault timeline and the service-time model as pure, deterministic decisions.
+//!
+//! Both the live target and the virtual-time simulator must make the *same* fault and
+//! service-time decisions for the same `(seed, request id, attempt)`, whatever the timing and
+//! whatever order requests happen to arrive in. A sequential RNG cannot give that: the n-th
+//! draw would depend on how many requests arrived before, which differs between a real
+//! socket run and a simulated one (and between two real runs). So every random choice here is
+//! a *hash* of its inputs ([`draw`]): a stateless function of `(seed, request, attempt,
+//! salt)`. The salt separates independent choices for the same attempt (does fault 0 fire?
+//! does fault 1 fire? what is the service time?).
+//!
+//! No tokio, no clock reads: time comes in as an argument (time since the run's epoch).
+//!
+//! Requests that carry no request id (external traffic through the fault proxy) get one
+//! from a per-server counter (see `crate::target`), so they are still decided
+//! deterministically given their arrival order, though that order itself is not reproducible.
+
+use std::time::Duration;
+
+use super::model::{Dist, Fault, FaultKind, ServiceModel};
+
+/// Salt of the first uniform draw of a request's service time.
+pub const SALT_SERVICE_1: u64 = 0x5E5E_0000_0000_0001;
+/// Salt of the second uniform draw of a request's service time (log-normal needs two).
+pub const SALT_SERVICE_2: u64 = 0x5E5E_0000_0000_0002;
+/// Base salt of the draws that sample a latency fault's added delay (`+ 2·index`, `+1`).
+const SALT_LATENCY_BASE: u64 = 0x1A7E_0000_0000_0000;
+
+/// The splitmix64 finaliser: a bijective 64-bit mix with full avalanche (every input bit
+/// flips each output bit with probability ≈ ½), which is what makes hash draws behave like
+/// independent uniforms.
+#[inline]
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A uniform draw in `[0, 1)` that depends only on its inputs.
+///
+/// Each input is folded in through a full splitmix64 round (add the golden-ratio increment,
+/// then mix), so that nearby inputs (request 7 vs 8, salt 0 vs 1) give unrelated outputs
+/// and no two inputs cancel each other out. The top 53 bits become the mantissa of the
+/// result, so every value is exactly representable and `1.0` is never returned.
+#[inline]
+pub fn draw(seed: u64, request: u64, attempt: u32, salt: u64) -> f64 {
+    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = mix64(seed.wrapping_add(GAMMA));
+    h = mix64(h ^ request.wrapping_add(GAMMA.wrapping_mul(2)));
+    h = mix64(h ^ (attempt as u64).wrapping_add(GAMMA.wrapping_mul(3)));
+    h = mix64(h ^ salt.wrapping_add(GAMMA.wrapping_mul(4)));
+    (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// `Duration` from seconds, clamped to `[0, Duration::MAX]` (NaN gives zero).
+fn secs(x: f64) -> Duration {
+    if x.is_nan() || x <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(x).unwrap_or(Duration::MAX)
+}
+
+/// Φ⁻¹(0.99): the 99th percentile of the standard normal lies 2.3263 σ above the median.
+const Z99: f64 = 2.326_347_874;
+
+/// Samples a duration distribution from two uniform draws in `[0, 1)`.
+///
+/// - constant: the value; uniform: `min + (max − min)·u`;
+/// - exponential: `−ln(1 − u)·mean` (inverse CDF; `1 − u` is never 0);
+/// - log-normal from its median and p99: `σ = ln(p99/median)/2.3263`, a standard normal
+///   `z = √(−2 ln(1 − u))·cos(2π u2)` (Box–Muller), result `median·e^(σz)`.
+///
+/// `u2` is only used by the log-normal.
+pub fn sample(dist: &Dist, u: f64, u2: f64) -> Duration {
+    match dist {
+        Dist::Constant { value } => *value,
+        Dist::Uniform { min, max } => {
+            let (lo, hi) = (min.as_secs_f64(), max.as_secs_f64());
+            secs(lo + (hi - lo) * u)
+        }
+        Dist::Exponential { mean } => secs(-(1.0 - u).ln() * mean.as_secs_f64()),
+        Dist::LogNormal { median, p99 } => {
+            let m = median.as_secs_f64();
+            if m <= 0.0 {
+                return Duration::ZERO;
+            }
+            let sigma = (p99.as_secs_f64() / m).ln().max(0.0) / Z99;
+            let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            secs(m * (sigma * z).exp())
+        }
+    }
+}
+
+/// What happens to one arrival, apart from added latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action<'a> {
+    /// Normal service through the service model.
+    Serve,
+    /// Close the connection without any response.
+    Reset,
+    /// Never answer, until the client gives up.
+    Hang,
+    /// Answer `status` at once, without service.
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+        error_code: Option<&'a str>,
+    },
+    /// Serve (the side effect happens), then lose the response: no answer, or `status`.
+    LostResponse { status: Option<u16> },
+}
+
+/// The decision for one arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict<'a> {
+    /// Sum of the delays of the active latency faults that fired, applied before anything
+    /// else (before queueing for service, or before the terminal action).
+    pub extra_latency: Duration,
+    pub action: Action<'a>,
+    /// Index (in file order) of the fault that chose `action`; `None` for plain service.
+    pub fault: Option<usize>,
+}
+
+/// The fault windows of one run plus the seed of their draws.
+#[derive(Debug, Clone)]
+pub struct FaultTimeline {
+    faults: Vec<Fault>,
+    seed: u64,
+}
+
+impl FaultTimeline {
+    pub fn new(faults: Vec<Fault>, seed: u64) -> Self {
+        FaultTimeline { faults, seed }
+    }
+
+    pub fn faults(&self) -> &[Fault] {
+        &self.faults
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Decides what happens to `(request, attempt)` arriving at run time `t` on `path`.
+    ///
+    /// A fault applies when its window `[at, at + for)` covers `t`, its `path` (if any) is a
+    /// prefix of `path`, and it *fires*: `draw(seed, request, attempt, index) < probability`
+    /// (salt = the fault's index in file order, so each fault fires independently).
+    ///
+    /// Latency faults that fire all add up. Among the terminal faults (status, reset, hang,
+    /// lost-response) that fire, **the first in file order wins**; later ones are ignored.
+    /// Capacity faults never fire per request: they act on the slots (see [`capacity_at`]).
+    ///
+    /// [`capacity_at`]: FaultTimeline::capacity_at
+    pub fn decide(&self, t: Duration, path: &str, request: u64, attempt: u32) -> Verdict<'_> {
+        let mut verdict = Verdict {
+            extra_latency: Duration::ZERO,
+            action: Action::Serve,
+            fault: None,
+        };
+        for (i, f) in self.faults.iter().enumerate() {
+            if matches!(f.kind, FaultKind::Capacity { .. }) || !f.active_at(t) {
+                continue;
+            }
+            if let Some(prefix) = &f.path {
+                if !path.starts_with(prefix.as_str()) {
+                    continue;
+                }
+            }
+            let terminal = !matches!(f.kind, FaultKind::Latency { .. });
+            if terminal && verdict.fault.is_some() {
+                continue; // an earlier terminal fault already won; skip the draw
+            }
+            if draw(self.seed, request, attempt, i as u64) >= f.probability {
+                continue;
+            }
+            let action = match &f.kind {
+                FaultKind::Latency { add } => {
+                    let salt = SALT_LATENCY_BASE + 2 * i as u64;
+                    let u = draw(self.seed, request, attempt, salt);
+                    let u2 = draw(self.seed, request, attempt, salt + 1);
+                    verdict.extra_latency =
+                        verdict.extra_latency.saturating_add(sample(add, u, u2));
+                    continue;
+                }
+                FaultKind::Status {
+                    status,
+                    retry_after,
+                    error_code,
+                } => Action::Status {
+                    status: *status,
+                    retry_after: *retry_after,
+                    error_code: error_code.as_deref(),
+                },
+                FaultKind::Reset => Action::Reset,
+                FaultKind::Hang => Action::Hang,
+                FaultKind::LostResponse { status } => Action::LostResponse { status: *status },
+                FaultKind::Capacity { .. } => unreachable!("skipped above"),
+            };
+            verdict.action = action;
+            verdict.fault = Some(i);
+        }
+        verdict
+    }
+
+    /// The concurrency slots in force at run time `t`: the active capacity fault that started
+    /// last wins (on equal start, the later one in file order); `base` when none is active.
+    /// Capacity faults ignore `probability` and `path`: slots are shared by all requests.
+    pub fn capacity_at(&self, t: Duration, base: u32) -> u32 {
+        let mut best: Option<(Duration, u32)> = None;
+        for f in &self.faults {
+            if let FaultKind::Capacity { concurrency } = f.kind {
+                if f.active_at(t) && best.map_or(true, |(at, _)| f.at >= at) {
+                    best = Some((f.at, concurrency));
+                }
+            }
+        }
+        best.map_or(base, |(_, c)| c)
+    }
+
+    /// Run times at which the capacity in force may change (starts and ends of capacity
+    /// windows), sorted and deduplicated.
+    pub fn capacity_changes(&self) -> Vec<Duration> {
+        let mut v: Vec<Duration> = self
+            .faults
+            .iter()
+            .filter(|f| matches!(f.kind, FaultKind::Capacity { .. }))
+            .flat_map(|f| [f.at, f.at.saturating_add(f.length)])
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The service time of `(request, attempt)` under `model`, from two draws with fixed
+    /// salts ([`SALT_SERVICE_1`], [`SALT_SERVICE_2`]).
+    pub fn service_time(&self, model: &ServiceModel, request: u64, attempt: u32) -> Duration {
+        let u = draw(self.seed, request, attempt, SALT_SERVICE_1);
+        let u2 = draw(self.seed, request, attempt, SALT_SERVICE_2);
+        sample(&model.service_time, u, u2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn fault(at: u64, len: u64, p: f64, kind: FaultKind) -> Fault {
+        Fault {
+            at: ms(at),
+            length: ms(len),
+            path: None,
+            probability: p,
+            kind,
+        }
+    }
+
+    fn status(s: u16) -> FaultKind {
+        FaultKind::Status {
+            status: s,
+            retry_after: None,
+            error_code: None,
+        }
+    }
+
+    #[test]
+    fn draw_is_deterministic_in_range_and_input_sensitive() {
+        let a = draw(1, 2, 3, 4);
+        assert_eq!(a, draw(1, 2, 3, 4));
+        assert!((0.0..1.0).contains(&a));
+        for (s, r, at, salt) in [(2, 2, 3, 4), (1, 3, 3, 4), (1, 2, 4, 4), (1, 2, 3, 5)] {
+            assert_ne!(a, draw(s, r, at, salt));
+        }
+        // Swapping inputs must not give the same value (no symmetric combination).
+        assert_ne!(draw(5, 9, 1, 0), draw(9, 5, 1, 0));
+    }
+
+    #[test]
+    fn draws_are_uniform_enough() {
+        let n = 100_000u64;
+        let mut buckets = [0u32; 10];
+        let mut sum = 0.0;
+        for r in 0..n {
+            let u = draw(42, r, 1, 0);
+            sum += u;
+            buckets[(u * 10.0) as usize] += 1;
+        }
+        assert!(
+            (sum / n as f64 - 0.5).abs() < 0.005,
+            "mean {}",
+            sum / n as f64
+        );
+        for b in buckets {
+            assert!((b as f64 - 10_000.0).abs() < 400.0, "bucket {b}");
+        }
+    }
+
+    #[test]
+    fn same_inputs_same_verdict() {
+        let tl = FaultTimeline::new(
+            vec![
+                fault(0, 10_000, 0.5, status(503)),
+                fault(0, 10_000, 0.5, FaultKind::Reset),
+                fault(
+                    0,
+                    10_000,
+                    0.5,
+                    FaultKind::Latency {
+                        add: Dist::Exponential { mean: ms(50) },
+                    },
+                ),
+            ],
+            7,
+        );
+        let other = tl.clone();
+        let mut kinds = std::collections::HashSet::new();
+        for r in 0..1000 {
+            for a in 1..4 {
+                let v = tl.decide(ms(5_000), "/x", r, a);
+                assert_eq!(v, other.decide(ms(5_000), "/x", r, a));
+                // Time inside the same window does not change the draw.
+                assert_eq!(v, tl.decide(ms(9_999), "/x", r, a));
+                kinds.insert(format!("{:?}", v.action));
+            }
+        }
+        assert_eq!(kinds.len(), 3, "serve, 503 and reset all occur: {kinds:?}");
+    }
+
+    #[test]
+    fn probability_is_honoured() {
+        let tl = FaultTimeline::new(vec![fault(0, 1_000, 0.3, status(503))], 99);
+        let n = 100_000;
+        let hits = (0..n)
+            .filter(|&r| tl.decide(ms(1), "/", r, 1).action != Action::Serve)
+            .count();
+        let frac = hits as f64 / n as f64;
+        assert!((frac - 0.3).abs() < 0.01, "fired {frac}");
+        // Attempts of the same request are drawn independently.
+        let hits2 = (0..n)
+            .filter(|&r| tl.decide(ms(1), "/", 0, r as u32 + 1).action != Action::Serve)
+            .count();
+        assert!((hits2 as f64 / n as f64 - 0.3).abs() < 0.01);
+    }
+
+    #[test]
+    fn windows_are_half_open_and_path_scoped() {
+        let mut f = fault(100, 200, 1.0, status(503));
+        f.path = Some("/api".into());
+        let tl = FaultTimeline::new(vec![f], 1);
+        let hit = |t: u64, p: &str| tl.decide(ms(t), p, 1, 1).action != Action::Serve;
+        assert!(!hit(99, "/api"));
+        assert!(hit(100, "/api"));
+        assert!(hit(299, "/api"));
+        assert!(!hit(300, "/api"));
+        assert!(!hit(150, "/other"));
+        assert!(hit(150, "/api/v1"));
+    }
+
+    #[test]
+    fn first_terminal_fault_in_file_order_wins_and_latencies_add() {
+        let lat = |v| FaultKind::Latency {
+            add: Dist::Constant { value: ms(v) },
+        };
+        let tl = FaultTimeline::new(
+            vec![
+                fault(0, 1_000, 1.0, lat(10)),
+                fault(0, 1_000, 1.0, FaultKind::Hang),
+                fault(0, 1_000, 1.0, status(500)),
+                fault(0, 1_000, 1.0, lat(5)),
+            ],
+            3,
+        );
+        let v = tl.decide(ms(10), "/", 1, 1);
+        assert_eq!(v.action, Action::Hang);
+        assert_eq!(v.fault, Some(1));
+        assert_eq!(v.extra_latency, ms(15));
+        // After the windows: plain service.
+        let v = tl.decide(ms(1_000), "/", 1, 1);
+        assert_eq!(v.action, Action::Serve);
+        assert_eq!(v.extra_latency, Duration::ZERO);
+        assert_eq!(v.fault, None);
+    }
+
+    #[test]
+    fn status_carries_retry_after_and_error_code() {
+        let tl = FaultTimeline::new(
+            vec![fault(
+                0,
+                1_000,
+                1.0,
+                FaultKind::Status {
+                    status: 429,
+                    retry_after: Some(Duration::from_secs(2)),
+                    error_code: Some("ThrottlingException".into()),
+                },
+            )],
+            3,
+        );
+        assert_eq!(
+            tl.decide(ms(0), "/", 1, 1).action,
+            Action::Status {
+                status: 429,
+                retry_after: Some(Duration::from_secs(2)),
+                error_code: Some("ThrottlingException"),
+            }
+        );
+    }
+
+    #[test]
+    fn capacity_changes_over_time() {
+        let cap = |c| FaultKind::Capacity { concurrency: c };
+        let tl = FaultTimeline::new(
+            vec![
+                fault(100, 400, 1.0, cap(10)), // [100, 500)
+                fault(200, 100, 1.0, cap(2)),  // [200, 300), started later: wins
+            ],
+            1,
+        );
+        assert_eq!(tl.capacity_at(ms(0), 50), 50);
+        assert_eq!(tl.capacity_at(ms(100), 50), 10);
+        assert_eq!(tl.capacity_at(ms(200), 50), 2);
+        assert_eq!(tl.capacity_at(ms(299), 50), 2);
+        assert_eq!(tl.capacity_at(ms(300), 50), 10);
+        assert_eq!(tl.capacity_at(ms(500), 50), 50);
+        assert_eq!(
+            tl.capacity_changes(),
+            vec![ms(100), ms(200), ms(300), ms(500)]
+        );
+        // Capacity faults never change the per-request verdict.
+        assert_eq!(tl.decide(ms(250), "/", 1, 1).action, Action::Serve);
+    }
+
+    fn mean_of(dist: &Dist, n: u64) -> (f64, Vec<f64>) {
+        let mut v: Vec<f64> = (0..n)
+            .map(|r| sample(dist, draw(5, r, 1, 1), draw(5, r, 1, 2)).as_secs_f64())
+            .collect();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        (mean, v)
+    }
+
+    #[test]
+    fn exponential_mean_within_2_percent() {
+        let (mean, _) = mean_of(&Dist::Exponential { mean: ms(100) }, 100_000);
+        assert!((mean / 0.1 - 1.0).abs() < 0.02, "mean {mean}");
+    }
+
+    #[test]
+    fn lognormal_median_and_p99_within_2_percent() {
+        let (_, sorted) = mean_of(
+            &Dist::LogNormal {
+                median: ms(20),
+                p99: ms(200),
+            },
+            100_000,
+        );
+        let median = sorted[sorted.len() / 2];
+        assert!((median / 0.020 - 1.0).abs() < 0.02, "median {median}");
+        let p99 = sorted[sorted.len() * 99 / 100];
+        assert!((p99 / 0.200 - 1.0).abs() < 0.05, "p99 {p99}");
+    }
+
+    #[test]
+    fn constant_and_uniform() {
+        assert_eq!(sample(&Dist::Constant { value: ms(7) }, 0.9, 0.1), ms(7));
+        let u = Dist::Uniform {
+            min: ms(10),
+            max: ms(20),
+        };
+        assert_eq!(sample(&u, 0.0, 0.0), ms(10));
+        assert_eq!(sample(&u, 0.5, 0.0), ms(15));
+        let (mean, sorted) = mean_of(&u, 10_000);
+        assert!((mean - 0.015).abs() < 0.0003);
+        assert!(sorted[0] >= 0.010 && *sorted.last().unwrap() < 0.020);
+    }
+
+    #[test]
+    fn service_time_is_deterministic_per_attempt() {
+        let tl = FaultTimeline::new(vec![], 11);
+        let model = ServiceModel {
+            service_time: Dist::Exponential { mean: ms(10) },
+            ..ServiceModel::default()
+        };
+        assert_eq!(tl.service_time(&model, 3, 1), tl.service_time(&model, 3, 1));
+        assert_ne!(tl.service_time(&model, 3, 1), tl.service_time(&model, 3, 2));
+    }
+}

@@ -1,0 +1,231 @@
+//! Concurrency slots with a bounded FIFO queue in front, whose slot count can change while
+//! the run goes on (capacity faults). A tokio `Semaphore` cannot shrink below the permits
+//! already handed out, so this is a small gate of its own: the capacity in force *at the
+//! moment a request asks for a slot* (or when a slot frees up) decides; requests already
+//! being served when capacity drops finish normally.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+/// Why a request got no slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The queue was full on arrival.
+    QueueFull,
+    /// The request waited `queue_timeout` without getting a slot.
+    Timeout,
+    /// The target is shutting down.
+    Closed,
+}
+
+struct State {
+    serving: u32,
+    peak_serving: u32,
+    next_id: u64,
+    waiters: VecDeque<(u64, oneshot::Sender<()>)>,
+}
+
+/// The slot count in force now.
+pub(crate) type CapacityFn = Box<dyn Fn() -> u32 + Send + Sync>;
+
+pub(crate) struct Gate {
+    capacity: CapacityFn,
+    queue: usize,
+    queue_timeout: Option<Duration>,
+    state: Mutex<State>,
+}
+
+impl Gate {
+    pub(crate) fn new(capacity: CapacityFn, queue: u32, queue_timeout: Option<Duration>) -> Self {
+        Gate {
+            capacity,
+            queue: queue as usize,
+            queue_timeout,
+            state: Mutex::new(State {
+                serving: 0,
+                peak_serving: 0,
+                next_id: 0,
+                waiters: VecDeque::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes a slot, waiting in FIFO order when none is free. On `Ok`, the caller holds one
+    /// slot and must call [`Gate::release`].
+    pub(crate) async fn acquire(&self) -> Result<(), Refused> {
+        let (id, mut rx) = {
+            let capacity = (self.capacity)();
+            let mut st = self.lock();
+            if st.waiters.is_empty() && st.serving < capacity {
+                st.serving += 1;
+                st.peak_serving = st.peak_serving.max(st.serving);
+                return Ok(());
+            }
+            if st.waiters.len() >= self.queue {
+                return Err(Refused::QueueFull);
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = st.next_id;
+            st.next_id += 1;
+            st.waiters.push_back((id, tx));
+            (id, rx)
+        };
+        // Removes our entry if we stop waiting for any reason (timeout or cancellation), so
+        // that a dead waiter never holds a queue place.
+        let mut cleanup = Cleanup {
+            gate: self,
+            id,
+            armed: true,
+        };
+        let granted = match self.queue_timeout {
+            Some(limit) => match tokio::time::timeout(limit, &mut rx).await {
+                Ok(r) => r.is_ok(),
+                Err(_) => {
+                    let mut st = self.lock();
+                    if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == id) {
+                        st.waiters.remove(pos);
+                        cleanup.armed = false;
+                        return Err(Refused::Timeout);
+                    }
+                    // Granted between the timer firing and taking the lock: the slot is ours.
+                    drop(st);
+                    rx.try_recv().is_ok()
+                }
+            },
+            None => (&mut rx).await.is_ok(),
+        };
+        cleanup.armed = false;
+        if granted {
+            Ok(())
+        } else {
+            Err(Refused::Closed)
+        }
+    }
+
+    /// Gives a slot back and hands freed slots to waiters, FIFO.
+    pub(crate) fn release(&self) {
+        let capacity = (self.capacity)();
+        let mut st = self.lock();
+        st.serving -= 1;
+        Self::pump_locked(&mut st, capacity);
+    }
+
+    /// Hands free slots to waiters (call when capacity may have grown).
+    pub(crate) fn pump(&self) {
+        let capacity = (self.capacity)();
+        let mut st = self.lock();
+        Self::pump_locked(&mut st, capacity);
+    }
+
+    fn pump_locked(st: &mut State, capacity: u32) {
+        while st.serving < capacity {
+            let Some((_, tx)) = st.waiters.pop_front() else {
+                break;
+            };
+            // A waiter that went away (its receiver dropped) is skipped.
+            if tx.send(()).is_ok() {
+                st.serving += 1;
+                st.peak_serving = st.peak_serving.max(st.serving);
+            }
+        }
+    }
+
+    pub(crate) fn peak_serving(&self) -> u64 {
+        self.lock().peak_serving as u64
+    }
+
+    #[cfg(test)]
+    pub(crate) fn serving(&self) -> u32 {
+        self.lock().serving
+    }
+}
+
+struct Cleanup<'a> {
+    gate: &'a Gate,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let capacity = (self.gate.capacity)();
+            let mut st = self.gate.lock();
+            if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == self.id) {
+                st.waiters.remove(pos);
+            } else {
+                // We were granted a slot but are being cancelled before using it: pass it on.
+                st.serving -= 1;
+                Gate::pump_locked(&mut st, capacity);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    fn gate(queue: u32, timeout: Option<Duration>) -> (Arc<Gate>, Arc<AtomicU32>) {
+        let cap = Arc::new(AtomicU32::new(1));
+        let c = cap.clone();
+        let g = Gate::new(Box::new(move || c.load(Ordering::SeqCst)), queue, timeout);
+        (Arc::new(g), cap)
+    }
+
+    #[tokio::test]
+    async fn fifo_queue_bound_timeout_and_capacity_change() {
+        let (g, cap) = gate(2, Some(Duration::from_millis(50)));
+        assert_eq!(g.acquire().await, Ok(()));
+        let g1 = g.clone();
+        let w1 = tokio::spawn(async move { g1.acquire().await });
+        tokio::task::yield_now().await;
+        let g2 = g.clone();
+        let w2 = tokio::spawn(async move { g2.acquire().await });
+        tokio::task::yield_now().await;
+        // Queue of 2 is full.
+        assert_eq!(g.acquire().await, Err(Refused::QueueFull));
+        // Capacity grows to 2: the first waiter (FIFO) gets a slot at once.
+        cap.store(2, Ordering::SeqCst);
+        g.pump();
+        assert_eq!(w1.await.unwrap(), Ok(()));
+        assert_eq!(g.serving(), 2);
+        // Capacity drops to 1: a release does not hand the slot on (2 → 1 serving).
+        cap.store(1, Ordering::SeqCst);
+        g.release();
+        assert_eq!(g.serving(), 1);
+        // The second waiter waits past its timeout.
+        assert_eq!(w2.await.unwrap(), Err(Refused::Timeout));
+        g.release();
+        assert_eq!(g.serving(), 0);
+        assert_eq!(g.peak_serving(), 2);
+    }
+
+    #[tokio::test]
+    async fn cancelled_waiter_frees_its_place() {
+        let (g, _cap) = gate(1, None);
+        assert_eq!(g.acquire().await, Ok(()));
+        let g1 = g.clone();
+        let w = tokio::spawn(async move { g1.acquire().await });
+        tokio::task::yield_now().await;
+        assert_eq!(g.acquire().await, Err(Refused::QueueFull));
+        w.abort();
+        let _ = w.await;
+        // The aborted waiter's place is free again and the release does not leak a slot.
+        let g2 = g.clone();
+        let w2 = tokio::spawn(async move { g2.acquire().await });
+        tokio::task::yield_now().await;
+        g.release();
+        assert_eq!(w2.await.unwrap(), Ok(()));
+        assert_eq!(g.serving(), 1);
+    }
+}
