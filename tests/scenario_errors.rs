@@ -60,7 +60,10 @@ fn assert_at(e: &ScenarioError, line: usize, field: Option<&str>) {
         Some(f) => format!("{FILE}:{line}: {f}: "),
         None => format!("{FILE}:{line}: "),
     };
-    assert!(shown.starts_with(&prefix), "{shown:?} should start with {prefix:?}");
+    assert!(
+        shown.starts_with(&prefix),
+        "{shown:?} should start with {prefix:?}"
+    );
 }
 
 #[test]
@@ -129,7 +132,10 @@ fn probability_above_one() {
 fn fault_outside_the_duration() {
     let e = refused(&edit(15, r#"for = "9s""#));
     assert_at(&e, 15, Some("faults[0].for"));
-    assert!(e.to_string().contains("after the scenario's duration 10s"), "{e}");
+    assert!(
+        e.to_string().contains("after the scenario's duration 10s"),
+        "{e}"
+    );
     let e = refused(&edit(14, r#"at = "12s""#));
     assert_at(&e, 14, Some("faults[0].at"));
 }
@@ -143,7 +149,8 @@ fn unreadable_file() {
     assert_eq!(e.field(), None);
     assert!(matches!(e.kind(), ErrorKind::Unreadable(_)));
     assert!(
-        e.to_string().starts_with("scenarios/does-not-exist.toml: cannot read the file: "),
+        e.to_string()
+            .starts_with("scenarios/does-not-exist.toml: cannot read the file: "),
         "{e}"
     );
     assert!(std::error::Error::source(&e).is_some());
@@ -190,7 +197,11 @@ fn ramp_refuses_rate() {
     let text = edit(5, r#"kind = "ramp""#);
     let e = refused(&text);
     assert_at(&e, 6, Some("load.rate"));
-    assert!(e.to_string().contains("ramp takes `from` and `to`, not `rate`"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("ramp takes `from` and `to`, not `rate`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -266,7 +277,10 @@ fn inline_service_overlays_the_named_model() {
 
 /// A scenario in a temporary project: `<dir>/scenarios/s.toml` and `<dir>/targets/*.toml`.
 fn project(name: &str, target: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stormrig-scenario-test-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "stormrig-scenario-test-{name}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(dir.join("scenarios")).unwrap();
     std::fs::create_dir_all(dir.join("targets")).unwrap();
     std::fs::write(dir.join("targets/t.toml"), target).unwrap();
@@ -289,7 +303,12 @@ fn named_target_file_is_found_next_to_the_scenarios_folder() {
 fn errors_in_a_target_file_name_that_file() {
     let path = project("bad", "description = \"x\"\n\n[service]\nconcurrency = 0\n");
     let e = load(&path).unwrap_err();
-    let target = path.parent().unwrap().parent().unwrap().join("targets/t.toml");
+    let target = path
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("targets/t.toml");
     assert_eq!(e.file(), target, "{e}");
     assert_eq!(e.line(), Some(4), "{e}");
     assert_eq!(e.field(), Some("service.concurrency"), "{e}");

@@ -1,6 +1,6 @@
 //! Every shipped scenario and target file loads, and honours the limits the docs promise.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use stormrig::scenario::{load, parse_target, Target};
@@ -22,11 +22,19 @@ fn shipped() -> Vec<PathBuf> {
 #[test]
 fn every_shipped_scenario_loads() {
     let files = shipped();
-    assert!(files.len() >= 7, "expected the shipped scenarios, found {files:?}");
+    assert!(
+        files.len() >= 7,
+        "expected the shipped scenarios, found {files:?}"
+    );
     for path in files {
         let s = load(&path).unwrap_or_else(|e| panic!("{e}"));
         let stem = path.file_stem().unwrap().to_str().unwrap();
-        assert_eq!(s.name, stem, "{}: name should match the file name", path.display());
+        assert_eq!(
+            s.name,
+            stem,
+            "{}: name should match the file name",
+            path.display()
+        );
         assert!(
             s.duration + s.drain <= Duration::from_secs(60),
             "{}: runs longer than 60 s",
@@ -40,7 +48,11 @@ fn every_shipped_scenario_loads() {
             path.display()
         );
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with('#'), "{}: needs a header comment", path.display());
+        assert!(
+            text.starts_with('#'),
+            "{}: needs a header comment",
+            path.display()
+        );
         assert!(
             text.contains(&format!("stormrig run scenarios/{stem}.toml")),
             "{}: header should say how to run it",
@@ -54,7 +66,10 @@ fn main_scenario_is_short_and_compares_five_configs() {
     let s = load(&root().join("scenarios/downstream-503-10s.toml")).unwrap();
     assert!(s.duration + s.drain <= Duration::from_secs(30));
     let names: Vec<_> = s.configs.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["no-retry", "naive", "aws-standard", "grpc", "envoy"]);
+    assert_eq!(
+        names,
+        ["no-retry", "naive", "aws-standard", "grpc", "envoy"]
+    );
     assert_eq!(s.gates, ["aws-standard: amplification <= 1.5"]);
     assert_eq!(s.faults.len(), 1);
     assert_eq!(s.faults[0].at, Duration::from_secs(5));

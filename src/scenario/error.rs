@@ -38,8 +38,13 @@ fn did_you_mean(s: &Option<String>) -> String {
 
 /// A refused scenario or target file. `Display` is one line:
 /// `scenarios/x.toml:12: faults[1].probability: 1.5 is outside [0, 1]`.
+///
+/// Boxed inside so that `Result<_, ScenarioError>` stays one pointer wide.
 #[derive(Debug)]
-pub struct ScenarioError {
+pub struct ScenarioError(Box<Inner>);
+
+#[derive(Debug)]
+struct Inner {
     file: PathBuf,
     line: Option<usize>,
     field: Option<String>,
@@ -53,12 +58,12 @@ impl ScenarioError {
         field: Option<String>,
         kind: ErrorKind,
     ) -> Self {
-        ScenarioError {
+        ScenarioError(Box::new(Inner {
             file: file.into(),
             line,
             field: field.filter(|f| !f.is_empty()),
             kind,
-        }
+        }))
     }
 
     pub fn unreadable(file: &Path, err: io::Error) -> Self {
@@ -67,40 +72,40 @@ impl ScenarioError {
 
     /// The file the error is in (a scenario or a target definition).
     pub fn file(&self) -> &Path {
-        &self.file
+        &self.0.file
     }
 
     /// 1-based line; `None` only when the file could not be read.
     pub fn line(&self) -> Option<usize> {
-        self.line
+        self.0.line
     }
 
     /// Dotted field path such as `faults[1].probability`; `None` for syntax and read errors.
     pub fn field(&self) -> Option<&str> {
-        self.field.as_deref()
+        self.0.field.as_deref()
     }
 
     pub fn kind(&self) -> &ErrorKind {
-        &self.kind
+        &self.0.kind
     }
 
     /// The message without file, line and field.
     pub fn message(&self) -> String {
-        self.kind.to_string()
+        self.0.kind.to_string()
     }
 }
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
+        write!(f, "{}", self.0.file.display())?;
+        if let Some(line) = self.0.line {
             write!(f, ":{line}")?;
         }
-        if let Some(field) = &self.field {
+        if let Some(field) = &self.0.field {
             write!(f, ": {field}")?;
         }
         // One line, whatever the underlying message looked like.
-        let msg = self.kind.to_string();
+        let msg = self.0.kind.to_string();
         let msg: Vec<&str> = msg
             .lines()
             .map(str::trim)
@@ -112,7 +117,7 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
+        match &self.0.kind {
             ErrorKind::Unreadable(e) => Some(e),
             _ => None,
         }

@@ -28,11 +28,22 @@ pub struct Arrivals {
 enum State {
     Done,
     /// Arrival `i` at `i / rate`.
-    Constant { rate: f64, i: u64 },
+    Constant {
+        rate: f64,
+        i: u64,
+    },
     /// Exponential gaps with mean `1 / rate`.
-    Poisson { rate: f64, t: f64, rng: ChaCha8Rng },
+    Poisson {
+        rate: f64,
+        t: f64,
+        rng: Box<ChaCha8Rng>,
+    },
     /// Arrival `i` where the integrated rate `from·t + (to−from)·t²/(2T)` reaches `i`.
-    Ramp { from: f64, slope_half: f64, i: u64 },
+    Ramp {
+        from: f64,
+        slope_half: f64,
+        i: u64,
+    },
     /// Constant spacing within step `k`, from its `at` to the next step's `at` (or the end).
     Steps {
         steps: Vec<RateStep>,
@@ -48,9 +59,11 @@ pub fn arrivals(shape: &LoadShape, duration: Duration, seed: u64) -> Arrivals {
         LoadShape::Poisson { rate } if usable(*rate) => State::Poisson {
             rate: *rate,
             t: 0.0,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
         },
-        LoadShape::Ramp { from, to } if from.is_finite() && to.is_finite() && duration > Duration::ZERO => {
+        LoadShape::Ramp { from, to }
+            if from.is_finite() && to.is_finite() && duration > Duration::ZERO =>
+        {
             State::Ramp {
                 from: from.max(0.0),
                 slope_half: (to.max(0.0) - from.max(0.0)) / (2.0 * duration.as_secs_f64()),
@@ -173,12 +186,13 @@ mod tests {
 
     #[test]
     fn constant_is_evenly_spaced() {
-        let v: Vec<_> = arrivals(&LoadShape::Constant { rate: 4.0 }, Duration::from_secs(1), 1)
-            .collect();
-        assert_eq!(
-            v,
-            [0, 250, 500, 750].map(Duration::from_millis).to_vec()
-        );
+        let v: Vec<_> = arrivals(
+            &LoadShape::Constant { rate: 4.0 },
+            Duration::from_secs(1),
+            1,
+        )
+        .collect();
+        assert_eq!(v, [0, 250, 500, 750].map(Duration::from_millis).to_vec());
     }
 
     #[test]

@@ -29,7 +29,11 @@ pub struct SourceMap {
 /// 1-based line of byte `offset` in `text`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 impl SourceMap {
@@ -144,7 +148,11 @@ impl SourceMap {
         let end = range.end.max(range.start + 1);
         self.nodes
             .iter()
-            .filter(|n| n.spans.iter().any(|s| s.start <= range.start && end <= s.end))
+            .filter(|n| {
+                n.spans
+                    .iter()
+                    .any(|s| s.start <= range.start && end <= s.end)
+            })
             .max_by_key(|n| depth(&n.path))
             .map(|n| n.path.as_str())
     }

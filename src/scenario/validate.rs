@@ -68,7 +68,10 @@ fn unknown_kind(what: &str, value: &str, known: &[&str]) -> String {
 /// Usable as a folder name: non-empty, `[A-Za-z0-9._-]`, not `.` or `..`.
 pub fn check_name(field: &str, name: &str) -> Checked<()> {
     if name.is_empty() {
-        return refuse(field, "is empty; it names the report folder, e.g. \"downstream-503\"");
+        return refuse(
+            field,
+            "is empty; it names the report folder, e.g. \"downstream-503\"",
+        );
     }
     if name == "." || name == ".." {
         return refuse(field, format!("`{name}` cannot be a folder name"));
@@ -119,8 +122,20 @@ fn is_token(s: &str) -> bool {
             c.is_ascii_alphanumeric()
                 || matches!(
                     c,
-                    '!' | '#' | '$' | '%' | '&' | '\'' | '*' | '+' | '-' | '.' | '^' | '_' | '`'
-                        | '|' | '~'
+                    '!' | '#'
+                        | '$'
+                        | '%'
+                        | '&'
+                        | '\''
+                        | '*'
+                        | '+'
+                        | '-'
+                        | '.'
+                        | '^'
+                        | '_'
+                        | '`'
+                        | '|'
+                        | '~'
                 )
         })
 }
@@ -311,7 +326,11 @@ pub fn check_dist(field: &str, d: &Dist) -> Checked<()> {
             if min > max {
                 return refuse(
                     format!("{field}.min"),
-                    format!("{} is above max {}; need min ≤ max", fmt_d(*min), fmt_d(*max)),
+                    format!(
+                        "{} is above max {}; need min ≤ max",
+                        fmt_d(*min),
+                        fmt_d(*max)
+                    ),
                 );
             }
             Ok(())
@@ -405,7 +424,10 @@ pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fa
             forbid(
                 "a status fault",
                 "`status`, `retry_after` and `error_code`",
-                &[("add", f.add.is_some()), ("concurrency", f.concurrency.is_some())],
+                &[
+                    ("add", f.add.is_some()),
+                    ("concurrency", f.concurrency.is_some()),
+                ],
                 &p,
             )?;
             let status = require(
@@ -508,7 +530,12 @@ pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fa
             }
             FaultKind::LostResponse { status: f.status }
         }
-        other => return refuse(field("kind"), unknown_kind("fault kind", other, FAULT_KINDS)),
+        other => {
+            return refuse(
+                field("kind"),
+                unknown_kind("fault kind", other, FAULT_KINDS),
+            )
+        }
     };
     Ok(Fault {
         at: f.at,
@@ -551,7 +578,9 @@ pub fn parse_url(url: &str) -> Result<(String, u16), String> {
         }
     };
     if host.is_empty() {
-        return Err(format!("`{url}` has no host, e.g. \"http://127.0.0.1:8080\""));
+        return Err(format!(
+            "`{url}` has no host, e.g. \"http://127.0.0.1:8080\""
+        ));
     }
     let port = match port {
         None => 80,
@@ -581,10 +610,7 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
         check_service_spec("target.service", s)?;
     }
     match (&t.builtin, &t.url) {
-        (Some(_), Some(_)) => refuse(
-            "target.url",
-            "give either `builtin` or `url`, not both",
-        ),
+        (Some(_), Some(_)) => refuse("target.url", "give either `builtin` or `url`, not both"),
         (_, Some(url)) => {
             if t.service.is_some() {
                 return refuse(
@@ -614,10 +640,7 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
             let name = builtin.clone().unwrap_or_else(|| "default".to_string());
             check_name("target.builtin", &name)?;
             if t.allow_remote.is_some() {
-                return refuse(
-                    "target.allow_remote",
-                    "applies to `url` targets only",
-                );
+                return refuse("target.allow_remote", "applies to `url` targets only");
             }
             Ok(TargetChoice::Builtin(name))
         }
@@ -678,7 +701,10 @@ pub fn check_topology(layers: &[LayerSpec]) -> Checked<()> {
         if !seen.insert(l.name.as_str()) {
             return refuse(
                 format!("{p}.name"),
-                format!("`{}` is used by an earlier layer; layer names must be unique", l.name),
+                format!(
+                    "`{}` is used by an earlier layer; layer names must be unique",
+                    l.name
+                ),
             );
         }
         if l.concurrency == Some(0) {
@@ -709,16 +735,31 @@ mod tests {
 
     #[test]
     fn suggests_near_misses_only() {
-        assert_eq!(suggest("poison", LOAD_KINDS.iter().copied()).as_deref(), Some("poisson"));
-        assert_eq!(suggest("durration", ["name", "duration", "drain"]).as_deref(), Some("duration"));
+        assert_eq!(
+            suggest("poison", LOAD_KINDS.iter().copied()).as_deref(),
+            Some("poisson")
+        );
+        assert_eq!(
+            suggest("durration", ["name", "duration", "drain"]).as_deref(),
+            Some("duration")
+        );
         assert_eq!(suggest("zzzz", LOAD_KINDS.iter().copied()), None);
     }
 
     #[test]
     fn parses_urls() {
-        assert_eq!(parse_url("http://127.0.0.1:8080/x").unwrap(), ("127.0.0.1".into(), 8080));
-        assert_eq!(parse_url("http://localhost").unwrap(), ("localhost".into(), 80));
-        assert_eq!(parse_url("http://[::1]:9000").unwrap(), ("::1".into(), 9000));
+        assert_eq!(
+            parse_url("http://127.0.0.1:8080/x").unwrap(),
+            ("127.0.0.1".into(), 8080)
+        );
+        assert_eq!(
+            parse_url("http://localhost").unwrap(),
+            ("localhost".into(), 80)
+        );
+        assert_eq!(
+            parse_url("http://[::1]:9000").unwrap(),
+            ("::1".into(), 9000)
+        );
         assert!(parse_url("https://x:1").is_err());
         assert!(parse_url("http://:80").is_err());
         assert!(parse_url("http://h:0").is_err());
