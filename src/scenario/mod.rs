@@ -2,11 +2,20 @@
 //! retry configs. `model` is the file's shape; `load` validates it into a [`Scenario`] whose
 //! errors name the file, line and field; `schedule` turns the load into seeded arrival times.
 
+pub mod error;
+pub mod load;
 pub mod model;
+pub mod schedule;
+pub mod source;
 pub mod timeline;
 pub mod units;
+pub mod validate;
 
+pub use error::{ErrorKind, ScenarioError};
+pub use load::{load, parse, parse_target};
 pub use model::*;
+pub use schedule::{arrivals, expected_count, Arrivals};
+pub use source::locate;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,0 +1,268 @@
+//! Reading a scenario file into a validated [`Scenario`]: TOML syntax, then serde's shape
+//! (unknown keys with a did-you-mean, wrong types), then [`validate`](super::validate)'s sense
+//! checks, then the builtin target's model file. Every refusal is located in its file.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use super::error::{ErrorKind, ScenarioError};
+use super::model::{ScenarioFile, ServiceModel, TargetFile};
+use super::source::{line_of, SourceMap};
+use super::validate::{self, suggest, Refusal, TargetChoice};
+use super::{ConfigEntry, Scenario, Target};
+
+/// `targets/default.toml`, compiled in so that `builtin = "default"` (or no target at all)
+/// works from any directory.
+pub const DEFAULT_TARGET: &str = include_str!("../../targets/default.toml");
+
+/// Reads and validates the scenario at `path`.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::unreadable(path, e))?;
+    parse(path, &text)
+}
+
+/// Validates scenario `text` as if read from `path`. The path appears in messages, and a
+/// builtin target is looked up relative to it (`<dir of path>/../targets/`, then `./targets/`).
+pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+    let map = SourceMap::new(text);
+    let file: ScenarioFile = deserialize(path, text, &map)?;
+    let refused = |r: Refusal| located(path, &map, r);
+
+    validate::check_name("name", &file.name).map_err(refused)?;
+    validate::check_duration("duration", file.duration).map_err(refused)?;
+    if file.drain > validate::MAX_DURATION {
+        return Err(refused(Refusal {
+            field: "drain".into(),
+            message: format!(
+                "{} is outside [0s, 24h]",
+                super::units::duration::format(file.drain)
+            ),
+        }));
+    }
+    let load = validate::check_load(&file.load, file.duration).map_err(refused)?;
+    let choice = validate::check_target(&file.target).map_err(refused)?;
+    let faults = file
+        .faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| validate::check_fault(i, f, file.duration))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(refused)?;
+    validate::check_topology(&file.topology).map_err(refused)?;
+    let names = validate::check_configs(&file.configs).map_err(refused)?;
+    let configs = names
+        .into_iter()
+        .zip(&file.configs)
+        .enumerate()
+        .map(|(i, (name, table))| {
+            let field_path = format!("configs[{i}]");
+            ConfigEntry {
+                name,
+                table: table.clone(),
+                line: map.line(&field_path).unwrap_or(1),
+                field_path,
+            }
+        })
+        .collect();
+
+    let target = match choice {
+        TargetChoice::Url { url, host, port } => Target::Url {
+            url,
+            host,
+            port,
+            dedup: file.target.dedup.clone(),
+        },
+        TargetChoice::Builtin(name) => {
+            let base = resolve_target(path, &name)
+                .map_err(|m| {
+                    refused(Refusal {
+                        field: "target.builtin".into(),
+                        message: m,
+                    })
+                })?
+                .load()?;
+            let model = match &file.target.service {
+                Some(spec) => base.overlay(spec),
+                None => base,
+            };
+            Target::Builtin {
+                name,
+                model,
+                dedup: file.target.dedup.clone(),
+            }
+        }
+    };
+
+    Ok(Scenario {
+        path: path.to_path_buf(),
+        name: file.name,
+        description: file.description,
+        seed: file.seed,
+        duration: file.duration,
+        drain: file.drain,
+        load,
+        target,
+        faults,
+        topology: file.topology,
+        configs,
+        gates: file.gates,
+    })
+}
+
+/// A target definition file, found on disk or compiled in.
+#[derive(Debug, Clone)]
+pub struct TargetSource {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+impl TargetSource {
+    /// Parses and checks the file; the model is its `service` over [`ServiceModel::default`].
+    pub fn load(&self) -> Result<ServiceModel, ScenarioError> {
+        parse_target(&self.path, &self.text)
+    }
+}
+
+/// Finds `targets/<name>.toml`: next to the scenario's folder (`<dir>/../targets/`), then in
+/// `./targets/`; `default` is also compiled in.
+pub fn resolve_target(scenario_path: &Path, name: &str) -> Result<TargetSource, String> {
+    let file = format!("{name}.toml");
+    let dir = scenario_path.parent().unwrap_or(Path::new(""));
+    let sibling = match dir.parent() {
+        Some(up) => up.join("targets"),
+        None => dir.join("..").join("targets"),
+    };
+    let mut tried = Vec::new();
+    for candidate in [sibling.join(&file), Path::new("targets").join(&file)] {
+        if tried.contains(&candidate) {
+            continue;
+        }
+        if candidate.is_file() {
+            return match std::fs::read_to_string(&candidate) {
+                Ok(text) => Ok(TargetSource {
+                    path: candidate,
+                    text,
+                }),
+                Err(e) => Err(format!("`{}` cannot be read: {e}", candidate.display())),
+            };
+        }
+        tried.push(candidate);
+    }
+    if name == "default" {
+        return Ok(TargetSource {
+            path: PathBuf::from("targets/default.toml"),
+            text: DEFAULT_TARGET.to_string(),
+        });
+    }
+    let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+    Err(format!(
+        "no target `{name}`: looked for {}; the built-in one is \"default\"",
+        tried.join(" and ")
+    ))
+}
+
+/// Parses a target definition file (`targets/*.toml`) into its service model.
+pub fn parse_target(path: &Path, text: &str) -> Result<ServiceModel, ScenarioError> {
+    let map = SourceMap::new(text);
+    let file: TargetFile = deserialize(path, text, &map)?;
+    validate::check_service_spec("service", &file.service).map_err(|r| located(path, &map, r))?;
+    Ok(ServiceModel::default().overlay(&file.service))
+}
+
+fn located(path: &Path, map: &SourceMap, r: Refusal) -> ScenarioError {
+    ScenarioError::new(
+        path,
+        Some(map.line(&r.field).unwrap_or(1)),
+        Some(r.field),
+        ErrorKind::Invalid(r.message),
+    )
+}
+
+/// TOML syntax first (so a syntax error is reported as such), then serde's shape.
+fn deserialize<T: DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    map: &SourceMap,
+) -> Result<T, ScenarioError> {
+    if let Err(e) = toml::from_str::<toml::Table>(text) {
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+        return Err(ScenarioError::new(
+            path,
+            Some(line),
+            None,
+            ErrorKind::Syntax(e.message().trim().to_string()),
+        ));
+    }
+    toml::from_str::<T>(text).map_err(|e| shape_error(path, text, map, &e))
+}
+
+/// Turns serde's error (message + span, no path) into a located error with a field path.
+fn shape_error(path: &Path, text: &str, map: &SourceMap, e: &toml::de::Error) -> ScenarioError {
+    let msg = e.message().trim().to_string();
+    let span = e.span();
+    let line = span.as_ref().map(|s| line_of(text, s.start)).unwrap_or(1);
+    let at = span.as_ref().and_then(|s| map.path_covering(s.clone()));
+    let at = at.map(str::to_string).unwrap_or_default();
+
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or("").to_string();
+        let expected = backticked(rest.split_once(',').map(|(_, r)| r).unwrap_or(""));
+        let suggestion = suggest(&key, expected.iter().map(String::as_str));
+        // The span is the key's; `at` is then the unknown key's own path.
+        return ScenarioError::new(
+            path,
+            Some(line),
+            Some(at),
+            ErrorKind::UnknownKey {
+                key,
+                suggestion,
+                expected,
+            },
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        let value = rest.split('`').next().unwrap_or("");
+        let expected = backticked(rest.split_once(',').map(|(_, r)| r).unwrap_or(""));
+        let hint = match suggest(value, expected.iter().map(String::as_str)) {
+            Some(s) => format!(" (did you mean `{s}`?)"),
+            None => String::new(),
+        };
+        let field = if at.ends_with(".kind") || at.is_empty() {
+            at
+        } else {
+            format!("{at}.kind")
+        };
+        return ScenarioError::new(
+            path,
+            Some(line),
+            Some(field),
+            ErrorKind::Invalid(format!(
+                "unknown kind `{value}`{hint}; known: {}",
+                expected.join(", ")
+            )),
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let key = rest.split('`').next().unwrap_or("");
+        return ScenarioError::new(
+            path,
+            Some(line),
+            Some(super::source::join(&at, key)),
+            ErrorKind::WrongType("is missing".to_string()),
+        );
+    }
+    if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
+        return ScenarioError::new(path, Some(line), Some(at), ErrorKind::WrongType(msg));
+    }
+    ScenarioError::new(path, Some(line), Some(at), ErrorKind::Invalid(msg))
+}
+
+/// The backticked words of serde's "expected one of `a`, `b`".
+fn backticked(s: &str) -> Vec<String> {
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}

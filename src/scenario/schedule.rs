@@ -1,0 +1,207 @@
+//! The seeded open-loop arrival schedule: when each logical request is *meant* to start,
+//! whatever happens to earlier ones. Open loop matters for storms: a closed-loop client slows
+//! down when the target does and so hides the very overload a retry storm causes.
+//!
+//! [`arrivals`] returns a lazy iterator of start times since t = 0, non-decreasing and strictly
+//! within `[0, duration)`; nothing is allocated per arrival, so a 100k req/s × 1 h schedule
+//! costs no memory. The same shape, duration and seed always give the same times.
+//!
+//! `LoadShape::Closed` yields no arrivals: a closed loop is driven by the engine (each user
+//! sends, waits for the outcome, thinks, sends again), so its start times depend on response
+//! times and cannot be scheduled in advance.
+
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::model::{LoadShape, RateStep};
+
+/// Seeded arrival times; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    end: Duration,
+    state: State,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Done,
+    /// Arrival `i` at `i / rate`.
+    Constant {
+        rate: f64,
+        i: u64,
+    },
+    /// Exponential gaps with mean `1 / rate`.
+    Poisson {
+        rate: f64,
+        t: f64,
+        rng: Box<ChaCha8Rng>,
+    },
+    /// Arrival `i` where the integrated rate `from·t + (to−from)·t²/(2T)` reaches `i`.
+    Ramp {
+        from: f64,
+        slope_half: f64,
+        i: u64,
+    },
+    /// Constant spacing within step `k`, from its `at` to the next step's `at` (or the end).
+    Steps {
+        steps: Vec<RateStep>,
+        k: usize,
+        i: u64,
+    },
+}
+
+/// The arrival schedule for `shape` over `duration`, drawn from `seed` where random.
+pub fn arrivals(shape: &LoadShape, duration: Duration, seed: u64) -> Arrivals {
+    let state = match shape {
+        LoadShape::Constant { rate } if usable(*rate) => State::Constant { rate: *rate, i: 0 },
+        LoadShape::Poisson { rate } if usable(*rate) => State::Poisson {
+            rate: *rate,
+            t: 0.0,
+            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+        },
+        LoadShape::Ramp { from, to }
+            if from.is_finite() && to.is_finite() && duration > Duration::ZERO =>
+        {
+            State::Ramp {
+                from: from.max(0.0),
+                slope_half: (to.max(0.0) - from.max(0.0)) / (2.0 * duration.as_secs_f64()),
+                i: 0,
+            }
+        }
+        LoadShape::Steps { steps } => State::Steps {
+            steps: steps.clone(),
+            k: 0,
+            i: 0,
+        },
+        _ => State::Done,
+    };
+    Arrivals {
+        end: duration,
+        state,
+    }
+}
+
+fn usable(rate: f64) -> bool {
+    rate.is_finite() && rate > 0.0
+}
+
+/// The expected number of arrivals (exact for constant, ramp and steps up to rounding; the
+/// mean for Poisson; 0 for closed loop, which the engine drives).
+pub fn expected_count(shape: &LoadShape, duration: Duration) -> f64 {
+    let t = duration.as_secs_f64();
+    match shape {
+        LoadShape::Constant { rate } | LoadShape::Poisson { rate } => rate * t,
+        LoadShape::Ramp { from, to } => (from + to) / 2.0 * t,
+        LoadShape::Steps { steps } => steps
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let start = s.at.min(duration);
+                let end = steps.get(k + 1).map_or(duration, |n| n.at.min(duration));
+                s.rate * end.saturating_sub(start).as_secs_f64()
+            })
+            .sum(),
+        LoadShape::Closed { .. } => 0.0,
+    }
+}
+
+/// Seconds to a `Duration`, or `None` if not strictly before `end`.
+fn before(secs: f64, end: Duration) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    let d = Duration::try_from_secs_f64(secs).ok()?;
+    (d < end).then_some(d)
+}
+
+impl Iterator for Arrivals {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let end = self.end;
+        let out = match &mut self.state {
+            State::Done => None,
+            State::Constant { rate, i } => {
+                let t = before(*i as f64 / *rate, end);
+                *i += 1;
+                t
+            }
+            State::Poisson { rate, t, rng } => {
+                // Inverse transform: 1 − u is in (0, 1], so the log is finite.
+                let u: f64 = rng.gen();
+                *t += -(1.0 - u).ln() / *rate;
+                before(*t, end)
+            }
+            State::Ramp {
+                from,
+                slope_half,
+                i,
+            } => {
+                // Solve from·t + a·t² = i for t ≥ 0 in the cancellation-free form
+                // t = 2i / (from + √(from² + 4·a·i)), valid for rising and falling ramps.
+                let n = *i as f64;
+                let t = if *i == 0 {
+                    0.0
+                } else {
+                    let disc = *from * *from + 4.0 * *slope_half * n;
+                    if disc < 0.0 {
+                        f64::INFINITY
+                    } else {
+                        2.0 * n / (*from + disc.sqrt())
+                    }
+                };
+                *i += 1;
+                before(t, end)
+            }
+            State::Steps { steps, k, i } => loop {
+                let Some(step) = steps.get(*k) else {
+                    break None;
+                };
+                let stop = steps.get(*k + 1).map_or(end, |s| s.at.min(end));
+                if usable(step.rate) {
+                    let t = step.at.as_secs_f64() + *i as f64 / step.rate;
+                    if let Some(d) = before(t, stop) {
+                        *i += 1;
+                        break Some(d);
+                    }
+                }
+                *k += 1;
+                *i = 0;
+            },
+        };
+        if out.is_none() {
+            self.state = State::Done;
+        }
+        out
+    }
+}
+
+impl std::iter::FusedIterator for Arrivals {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_is_evenly_spaced() {
+        let v: Vec<_> = arrivals(
+            &LoadShape::Constant { rate: 4.0 },
+            Duration::from_secs(1),
+            1,
+        )
+        .collect();
+        assert_eq!(v, [0, 250, 500, 750].map(Duration::from_millis).to_vec());
+    }
+
+    #[test]
+    fn closed_yields_nothing() {
+        let shape = LoadShape::Closed {
+            users: 3,
+            think_time: Duration::ZERO,
+        };
+        assert_eq!(arrivals(&shape, Duration::from_secs(5), 1).count(), 0);
+        assert_eq!(expected_count(&shape, Duration::from_secs(5)), 0.0);
+    }
+}

@@ -1,0 +1,776 @@
+//! Sense checks on a deserialized scenario: every refusal names the dotted field path, the
+//! value and what would be allowed. The loader turns a [`Refusal`] into a located
+//! [`ScenarioError`](super::ScenarioError).
+//!
+//! What is *not* checked here: the inside of `configs` tables (the policy core resolves and
+//! checks them, returning paths relative to the table) and gate expressions (the gates
+//! module parses them).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use super::model::*;
+use super::units::duration::format as fmt_d;
+
+/// A field that failed a check, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// Dotted path, e.g. `faults[1].probability`.
+    pub field: String,
+    /// Names the value and the allowed range.
+    pub message: String,
+}
+
+pub type Checked<T> = Result<T, Refusal>;
+
+fn refuse<T>(field: impl Into<String>, message: impl Into<String>) -> Checked<T> {
+    Err(Refusal {
+        field: field.into(),
+        message: message.into(),
+    })
+}
+
+/// The longest run a scenario may describe.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// Load kinds, fault kinds and distribution kinds as written in files.
+pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed"];
+pub const FAULT_KINDS: &[&str] = &[
+    "status",
+    "latency",
+    "reset",
+    "hang",
+    "capacity",
+    "lost-response",
+];
+
+/// The nearest candidate to `word`, when one is close enough to be a likely typo.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .into_iter()
+        .map(|c| (c, strsim::jaro_winkler(word, c)))
+        .filter(|(c, score)| *score >= 0.8 || strsim::levenshtein(word, c) <= 2)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c.to_string())
+}
+
+fn unknown_kind(what: &str, value: &str, known: &[&str]) -> String {
+    let hint = match suggest(value, known.iter().copied()) {
+        Some(s) => format!(" (did you mean `{s}`?)"),
+        None => String::new(),
+    };
+    format!(
+        "unknown {what} `{value}`{hint}; known: {}",
+        known.join(", ")
+    )
+}
+
+/// Usable as a folder name: non-empty, `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn check_name(field: &str, name: &str) -> Checked<()> {
+    if name.is_empty() {
+        return refuse(
+            field,
+            "is empty; it names the report folder, e.g. \"downstream-503\"",
+        );
+    }
+    if name == "." || name == ".." {
+        return refuse(field, format!("`{name}` cannot be a folder name"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return refuse(
+            field,
+            format!("`{name}` contains {c:?}; a name may use only A-Z a-z 0-9 . _ -"),
+        );
+    }
+    Ok(())
+}
+
+pub fn check_duration(field: &str, d: Duration) -> Checked<()> {
+    if d.is_zero() || d > MAX_DURATION {
+        return refuse(field, format!("{} is outside (0s, 24h]", fmt_d(d)));
+    }
+    Ok(())
+}
+
+fn check_rate(field: &str, rate: f64) -> Checked<()> {
+    if !(rate.is_finite() && rate > 0.0) {
+        return refuse(
+            field,
+            format!("{rate} is outside (0, ∞); a rate is arrivals per second"),
+        );
+    }
+    Ok(())
+}
+
+fn check_rate_or_zero(field: &str, rate: f64) -> Checked<()> {
+    if !(rate.is_finite() && rate >= 0.0) {
+        return refuse(
+            field,
+            format!("{rate} is outside [0, ∞); a rate is arrivals per second"),
+        );
+    }
+    Ok(())
+}
+
+/// An HTTP method is a token (RFC 9110 §5.6.2).
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    '!' | '#'
+                        | '$'
+                        | '%'
+                        | '&'
+                        | '\''
+                        | '*'
+                        | '+'
+                        | '-'
+                        | '.'
+                        | '^'
+                        | '_'
+                        | '`'
+                        | '|'
+                        | '~'
+                )
+        })
+}
+
+fn check_path(field: &str, path: &str) -> Checked<()> {
+    if !path.starts_with('/') || path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return refuse(
+            field,
+            format!("`{path}` must start with '/' and contain no spaces, e.g. \"/api/orders\""),
+        );
+    }
+    Ok(())
+}
+
+/// Fields of `section` that are set but not used by its kind.
+fn forbid(kind_desc: &str, takes: &str, set: &[(&str, bool)], prefix: &str) -> Checked<()> {
+    if let Some((name, _)) = set.iter().find(|(_, present)| *present) {
+        return refuse(
+            format!("{prefix}.{name}"),
+            format!("{kind_desc} takes {takes}, not `{name}`"),
+        );
+    }
+    Ok(())
+}
+
+fn require<T: Clone>(field: String, value: &Option<T>, why: &str) -> Checked<T> {
+    match value {
+        Some(v) => Ok(v.clone()),
+        None => refuse(field, format!("is missing; {why}")),
+    }
+}
+
+pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
+    let p = "load";
+    let f = |name: &str| format!("{p}.{name}");
+    let shape = match l.kind.as_str() {
+        "constant" | "poisson" => {
+            forbid(
+                &format!("{} load", l.kind),
+                "`rate`",
+                &[
+                    ("from", l.from.is_some()),
+                    ("to", l.to.is_some()),
+                    ("steps", l.steps.is_some()),
+                    ("users", l.users.is_some()),
+                    ("think_time", l.think_time.is_some()),
+                ],
+                p,
+            )?;
+            let rate = require(f("rate"), &l.rate, "arrivals per second, e.g. rate = 200.0")?;
+            check_rate(&f("rate"), rate)?;
+            if l.kind == "constant" {
+                LoadShape::Constant { rate }
+            } else {
+                LoadShape::Poisson { rate }
+            }
+        }
+        "ramp" => {
+            forbid(
+                "ramp",
+                "`from` and `to`",
+                &[
+                    ("rate", l.rate.is_some()),
+                    ("steps", l.steps.is_some()),
+                    ("users", l.users.is_some()),
+                    ("think_time", l.think_time.is_some()),
+                ],
+                p,
+            )?;
+            let from = require(f("from"), &l.from, "the start rate, e.g. from = 10.0")?;
+            let to = require(f("to"), &l.to, "the end rate, e.g. to = 500.0")?;
+            check_rate_or_zero(&f("from"), from)?;
+            check_rate_or_zero(&f("to"), to)?;
+            if from == 0.0 && to == 0.0 {
+                return refuse(f("to"), "0 with from = 0 offers no load; one must be > 0");
+            }
+            LoadShape::Ramp { from, to }
+        }
+        "steps" => {
+            forbid(
+                "steps load",
+                "`steps`",
+                &[
+                    ("rate", l.rate.is_some()),
+                    ("from", l.from.is_some()),
+                    ("to", l.to.is_some()),
+                    ("users", l.users.is_some()),
+                    ("think_time", l.think_time.is_some()),
+                ],
+                p,
+            )?;
+            let steps = require(
+                f("steps"),
+                &l.steps,
+                "e.g. steps = [{ at = \"0s\", rate = 100.0 }, { at = \"10s\", rate = 200.0 }]",
+            )?;
+            if steps.is_empty() {
+                return refuse(f("steps"), "is empty; give at least one { at, rate }");
+            }
+            let mut prev: Option<Duration> = None;
+            for (i, s) in steps.iter().enumerate() {
+                let sp = format!("{p}.steps[{i}]");
+                if s.at >= duration {
+                    return refuse(
+                        format!("{sp}.at"),
+                        format!(
+                            "{} is outside [0s, {}) (the scenario's duration)",
+                            fmt_d(s.at),
+                            fmt_d(duration)
+                        ),
+                    );
+                }
+                if let Some(prev) = prev {
+                    if s.at <= prev {
+                        return refuse(
+                            format!("{sp}.at"),
+                            format!(
+                                "{} is not after the previous step's {}; steps must be sorted by `at`",
+                                fmt_d(s.at),
+                                fmt_d(prev)
+                            ),
+                        );
+                    }
+                }
+                prev = Some(s.at);
+                check_rate_or_zero(&format!("{sp}.rate"), s.rate)?;
+            }
+            if steps.iter().all(|s| s.rate == 0.0) {
+                return refuse(f("steps"), "every step has rate 0; no load is offered");
+            }
+            LoadShape::Steps { steps }
+        }
+        "closed" => {
+            forbid(
+                "closed load",
+                "`users` and `think_time`",
+                &[
+                    ("rate", l.rate.is_some()),
+                    ("from", l.from.is_some()),
+                    ("to", l.to.is_some()),
+                    ("steps", l.steps.is_some()),
+                ],
+                p,
+            )?;
+            let users = require(f("users"), &l.users, "the number of users, e.g. users = 50")?;
+            if users == 0 {
+                return refuse(f("users"), "0 is outside [1, 4294967295]");
+            }
+            LoadShape::Closed {
+                users,
+                think_time: l.think_time.unwrap_or(Duration::ZERO),
+            }
+        }
+        other => return refuse(f("kind"), unknown_kind("load kind", other, LOAD_KINDS)),
+    };
+    if !is_token(&l.method) {
+        return refuse(
+            f("method"),
+            format!("`{}` is not an HTTP method token, e.g. \"GET\"", l.method),
+        );
+    }
+    check_path(&f("path"), &l.path)?;
+    for name in l.headers.keys() {
+        if !is_token(name) {
+            return refuse(
+                format!("{p}.headers"),
+                format!("`{name}` is not a valid header name"),
+            );
+        }
+    }
+    if l.max_in_flight == 0 {
+        return refuse(f("max_in_flight"), "0 is outside [1, 4294967295]");
+    }
+    Ok(Load {
+        shape,
+        method: l.method.clone(),
+        path: l.path.clone(),
+        headers: l.headers.clone(),
+        body: l.body.clone(),
+        max_in_flight: l.max_in_flight,
+    })
+}
+
+pub fn check_dist(field: &str, d: &Dist) -> Checked<()> {
+    match d {
+        Dist::Constant { .. } => Ok(()),
+        Dist::Uniform { min, max } => {
+            if min > max {
+                return refuse(
+                    format!("{field}.min"),
+                    format!(
+                        "{} is above max {}; need min ≤ max",
+                        fmt_d(*min),
+                        fmt_d(*max)
+                    ),
+                );
+            }
+            Ok(())
+        }
+        Dist::Exponential { mean } => {
+            if mean.is_zero() {
+                return refuse(format!("{field}.mean"), "0s is outside (0s, ∞)");
+            }
+            Ok(())
+        }
+        Dist::LogNormal { median, p99 } => {
+            if median.is_zero() {
+                return refuse(format!("{field}.median"), "0s is outside (0s, ∞)");
+            }
+            if p99 < median {
+                return refuse(
+                    format!("{field}.p99"),
+                    format!(
+                        "{} is below the median {}; need p99 ≥ median",
+                        fmt_d(*p99),
+                        fmt_d(*median)
+                    ),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A service model spec as written in a target file (`prefix` = "service") or inline in a
+/// scenario (`prefix` = "target.service").
+pub fn check_service_spec(prefix: &str, s: &ServiceModelSpec) -> Checked<()> {
+    if s.concurrency == Some(0) {
+        return refuse(
+            format!("{prefix}.concurrency"),
+            "0 is outside [1, 4294967295]; a service needs at least one slot",
+        );
+    }
+    if let Some(d) = &s.service_time {
+        check_dist(&format!("{prefix}.service_time"), d)?;
+    }
+    Ok(())
+}
+
+pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fault> {
+    let p = format!("faults[{i}]");
+    let field = |name: &str| format!("{p}.{name}");
+    if f.length.is_zero() {
+        return refuse(field("for"), "0s is outside (0s, duration]");
+    }
+    if f.at >= duration {
+        return refuse(
+            field("at"),
+            format!(
+                "{} is outside [0s, {}) (the scenario's duration)",
+                fmt_d(f.at),
+                fmt_d(duration)
+            ),
+        );
+    }
+    if f.at + f.length > duration {
+        return refuse(
+            field("for"),
+            format!(
+                "{} from {} ends at {}, after the scenario's duration {}; need at + for ≤ duration",
+                fmt_d(f.length),
+                fmt_d(f.at),
+                fmt_d(f.at + f.length),
+                fmt_d(duration)
+            ),
+        );
+    }
+    if let Some(path) = &f.path {
+        check_path(&field("path"), path)?;
+    }
+    let probability = f.probability.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&probability) {
+        return refuse(
+            field("probability"),
+            format!("{probability} is outside [0, 1]"),
+        );
+    }
+    let check_status = |s: u16| -> Checked<()> {
+        if !(100..=599).contains(&s) {
+            return refuse(field("status"), format!("{s} is outside [100, 599]"));
+        }
+        Ok(())
+    };
+    let kind = match f.kind.as_str() {
+        "status" => {
+            forbid(
+                "a status fault",
+                "`status`, `retry_after` and `error_code`",
+                &[
+                    ("add", f.add.is_some()),
+                    ("concurrency", f.concurrency.is_some()),
+                ],
+                &p,
+            )?;
+            let status = require(
+                field("status"),
+                &f.status,
+                "the status code to answer, e.g. status = 503",
+            )?;
+            check_status(status)?;
+            if let Some(code) = &f.error_code {
+                if code.is_empty() || !code.chars().all(|c| c.is_ascii_graphic()) {
+                    return refuse(
+                        field("error_code"),
+                        format!("`{code}` must be non-empty printable ASCII without spaces"),
+                    );
+                }
+            }
+            FaultKind::Status {
+                status,
+                retry_after: f.retry_after,
+                error_code: f.error_code.clone(),
+            }
+        }
+        "latency" => {
+            forbid(
+                "a latency fault",
+                "`add`",
+                &[
+                    ("status", f.status.is_some()),
+                    ("retry_after", f.retry_after.is_some()),
+                    ("error_code", f.error_code.is_some()),
+                    ("concurrency", f.concurrency.is_some()),
+                ],
+                &p,
+            )?;
+            let add = require(
+                field("add"),
+                &f.add,
+                "the added latency, e.g. add = { kind = \"constant\", value = \"800ms\" }",
+            )?;
+            check_dist(&field("add"), &add)?;
+            FaultKind::Latency { add }
+        }
+        "reset" | "hang" => {
+            forbid(
+                &format!("a {} fault", f.kind),
+                "only `at`, `for`, `path` and `probability`",
+                &[
+                    ("status", f.status.is_some()),
+                    ("retry_after", f.retry_after.is_some()),
+                    ("error_code", f.error_code.is_some()),
+                    ("add", f.add.is_some()),
+                    ("concurrency", f.concurrency.is_some()),
+                ],
+                &p,
+            )?;
+            if f.kind == "reset" {
+                FaultKind::Reset
+            } else {
+                FaultKind::Hang
+            }
+        }
+        "capacity" => {
+            forbid(
+                "a capacity fault",
+                "`concurrency` (it changes the target, not single requests)",
+                &[
+                    ("probability", f.probability.is_some()),
+                    ("path", f.path.is_some()),
+                    ("status", f.status.is_some()),
+                    ("retry_after", f.retry_after.is_some()),
+                    ("error_code", f.error_code.is_some()),
+                    ("add", f.add.is_some()),
+                ],
+                &p,
+            )?;
+            let c = require(
+                field("concurrency"),
+                &f.concurrency,
+                "the concurrency slots during the window, e.g. concurrency = 4",
+            )?;
+            if c == 0 {
+                return refuse(field("concurrency"), "0 is outside [1, 4294967295]");
+            }
+            FaultKind::Capacity { concurrency: c }
+        }
+        "lost-response" => {
+            forbid(
+                "a lost-response fault",
+                "an optional `status`",
+                &[
+                    ("retry_after", f.retry_after.is_some()),
+                    ("error_code", f.error_code.is_some()),
+                    ("add", f.add.is_some()),
+                    ("concurrency", f.concurrency.is_some()),
+                ],
+                &p,
+            )?;
+            if let Some(s) = f.status {
+                check_status(s)?;
+            }
+            FaultKind::LostResponse { status: f.status }
+        }
+        other => {
+            return refuse(
+                field("kind"),
+                unknown_kind("fault kind", other, FAULT_KINDS),
+            )
+        }
+    };
+    Ok(Fault {
+        at: f.at,
+        length: f.length,
+        path: f.path.clone(),
+        probability,
+        kind,
+    })
+}
+
+/// Where the traffic goes, before the builtin's model file is read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetChoice {
+    Builtin(String),
+    Url {
+        url: String,
+        host: String,
+        port: u16,
+    },
+}
+
+/// Splits `http://host[:port][/path]`; the port defaults to 80.
+pub fn parse_url(url: &str) -> Result<(String, u16), String> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        format!("`{url}` must start with http:// (https is not supported), e.g. \"http://127.0.0.1:8080\"")
+    })?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(format!("`{url}` must not carry user info"));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("`{url}` has an unclosed IPv6 bracket"))?;
+        (h.to_string(), after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!(
+            "`{url}` has no host, e.g. \"http://127.0.0.1:8080\""
+        ));
+    }
+    let port = match port {
+        None => 80,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => return Err(format!("`{url}` has port `{p}`, outside [1, 65535]")),
+        },
+    };
+    Ok((host, port))
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
+}
+
+pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
+    if let Some(dedup) = &t.dedup {
+        if dedup.enabled && dedup.retention.is_zero() {
+            return refuse("target.dedup.retention", "0s is outside (0s, ∞)");
+        }
+    }
+    if let Some(s) = &t.service {
+        check_service_spec("target.service", s)?;
+    }
+    match (&t.builtin, &t.url) {
+        (Some(_), Some(_)) => refuse("target.url", "give either `builtin` or `url`, not both"),
+        (_, Some(url)) => {
+            if t.service.is_some() {
+                return refuse(
+                    "target.service",
+                    "a service model applies to builtin targets, not to a `url` target",
+                );
+            }
+            let (host, port) = parse_url(url).map_err(|m| Refusal {
+                field: "target.url".into(),
+                message: m,
+            })?;
+            if !is_loopback(&host) && t.allow_remote.as_deref() != Some(host.as_str()) {
+                return refuse(
+                    "target.url",
+                    format!(
+                        "host `{host}` is not loopback; to send a storm there, add allow_remote = \"{host}\""
+                    ),
+                );
+            }
+            Ok(TargetChoice::Url {
+                url: url.clone(),
+                host,
+                port,
+            })
+        }
+        (builtin, None) => {
+            let name = builtin.clone().unwrap_or_else(|| "default".to_string());
+            check_name("target.builtin", &name)?;
+            if t.allow_remote.is_some() {
+                return refuse("target.allow_remote", "applies to `url` targets only");
+            }
+            Ok(TargetChoice::Builtin(name))
+        }
+    }
+}
+
+/// Each config's name (its `name`, or its `preset` when it has none), checked unique.
+pub fn check_configs(configs: &[toml::Table]) -> Checked<Vec<String>> {
+    if configs.is_empty() {
+        return refuse(
+            "configs",
+            "is empty; compare at least one retry config, e.g. [[configs]] preset = \"aws-standard\"",
+        );
+    }
+    let mut seen = BTreeSet::new();
+    let mut names = Vec::with_capacity(configs.len());
+    for (i, t) in configs.iter().enumerate() {
+        let p = format!("configs[{i}]");
+        let get = |key: &str| -> Checked<Option<String>> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+                Some(v) => refuse(
+                    format!("{p}.{key}"),
+                    format!("expected a string, found {} `{v}`", v.type_str()),
+                ),
+            }
+        };
+        let name = get("name")?;
+        let preset = get("preset")?;
+        let (field, name) = match (name, preset) {
+            (Some(n), _) => (format!("{p}.name"), n),
+            (None, Some(pr)) => (format!("{p}.preset"), pr),
+            (None, None) => {
+                return refuse(
+                    p,
+                    "needs a `name` or a `preset`, e.g. preset = \"aws-standard\"",
+                )
+            }
+        };
+        check_name(&field, &name)?;
+        if !seen.insert(name.clone()) {
+            return refuse(
+                field,
+                format!("`{name}` is used by an earlier config; give each config a unique `name`"),
+            );
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+pub fn check_topology(layers: &[LayerSpec]) -> Checked<()> {
+    let mut seen = BTreeSet::new();
+    for (i, l) in layers.iter().enumerate() {
+        let p = format!("topology[{i}]");
+        check_name(&format!("{p}.name"), &l.name)?;
+        if !seen.insert(l.name.as_str()) {
+            return refuse(
+                format!("{p}.name"),
+                format!(
+                    "`{}` is used by an earlier layer; layer names must be unique",
+                    l.name
+                ),
+            );
+        }
+        if l.concurrency == Some(0) {
+            return refuse(format!("{p}.concurrency"), "0 is outside [1, 4294967295]");
+        }
+        if let Some(d) = &l.service_time {
+            check_dist(&format!("{p}.service_time"), d)?;
+        }
+        if let Some(t) = &l.config {
+            for key in ["name", "preset"] {
+                if let Some(v) = t.get(key) {
+                    if !v.is_str() {
+                        return refuse(
+                            format!("{p}.config.{key}"),
+                            format!("expected a string, found {} `{v}`", v.type_str()),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_near_misses_only() {
+        assert_eq!(
+            suggest("poison", LOAD_KINDS.iter().copied()).as_deref(),
+            Some("poisson")
+        );
+        assert_eq!(
+            suggest("durration", ["name", "duration", "drain"]).as_deref(),
+            Some("duration")
+        );
+        assert_eq!(suggest("zzzz", LOAD_KINDS.iter().copied()), None);
+    }
+
+    #[test]
+    fn parses_urls() {
+        assert_eq!(
+            parse_url("http://127.0.0.1:8080/x").unwrap(),
+            ("127.0.0.1".into(), 8080)
+        );
+        assert_eq!(
+            parse_url("http://localhost").unwrap(),
+            ("localhost".into(), 80)
+        );
+        assert_eq!(
+            parse_url("http://[::1]:9000").unwrap(),
+            ("::1".into(), 9000)
+        );
+        assert!(parse_url("https://x:1").is_err());
+        assert!(parse_url("http://:80").is_err());
+        assert!(parse_url("http://h:0").is_err());
+        assert!(parse_url("http://h:99999").is_err());
+    }
+
+    #[test]
+    fn names_are_folder_safe() {
+        assert!(check_name("name", "downstream-503_v1.2").is_ok());
+        assert!(check_name("name", "").is_err());
+        assert!(check_name("name", "a/b").is_err());
+        assert!(check_name("name", "..").is_err());
+    }
+}
