@@ -1,4 +1,7 @@
 //! Reports drawn from a [`crate::metrics::RunResult`]: data files (CSV, JSON), the HTML
 //! page, the console summary. Nothing here knows which engine produced the result.
 
+pub mod diff;
 pub mod files;
+pub mod gates;
+pub mod junit;
