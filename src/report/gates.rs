@@ -230,7 +230,7 @@ pub fn parse(text: &str) -> Result<Gate, GateError> {
         return Err(err(format!("expected a number after {:?}", op.as_str())));
     }
     let (digits, scale) = match num.strip_suffix('%') {
-        Some(d) => (d.trim_end(), 0.01),
+        Some(d) => (d.trim_end(), 100.0),
         None => (num, 1.0),
     };
     // Only plain decimal numbers: f64's parser would also take "inf" and "NaN".
@@ -239,7 +239,8 @@ pub fn parse(text: &str) -> Result<Gate, GateError> {
             .chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
     let limit = match digits.parse::<f64>() {
-        Ok(v) if plain && v.is_finite() => v * scale,
+        // Divide (not multiply by 0.01) so that 95% is exactly the float 0.95.
+        Ok(v) if plain && v.is_finite() => v / scale,
         _ => {
             return Err(err(format!(
                 "expected a number after {:?}, found {num:?}",
