@@ -210,7 +210,7 @@ pub fn table(rows: &[DiffRow]) -> String {
             let change = match (r.status, r.change_pct) {
                 (RowStatus::Added, _) => "added".to_string(),
                 (RowStatus::Removed, _) => "removed".to_string(),
-                (_, Some(p)) if p == 0.0 => "0%".to_string(),
+                (_, Some(0.0)) => "0%".to_string(),
                 (_, Some(p)) => format!("{:+.1}%", p),
                 (_, None) if r.baseline == r.now => "0%".to_string(),
                 (_, None) => "n/a".to_string(),
