@@ -1,5 +1,9 @@
 //! Reports drawn from a [`crate::metrics::RunResult`]: data files (CSV, JSON), the HTML
-//! page, the console summary. Nothing here knows which engine produced the result.
+//! page, the console summary, gates, JUnit XML and run-to-run diff. Nothing here knows which
+//! engine produced the result.
 
+pub mod diff;
 pub mod files;
-// pub mod text; (waits for the policy merge)
+pub mod gates;
+pub mod junit;
+pub mod text;

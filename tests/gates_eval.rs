@@ -1,0 +1,410 @@
+//! Gate grammar, evaluation, verdict table and --abort-on-fail helpers.
+
+use stormrig::report::gates::{
+    all_passed, can_no_longer_pass, evaluate, is_monotone_count, parse, verdict_table, Gate,
+    GateError, Op, Selector,
+};
+
+// ---- fixture (each tests/gates_*.rs is its own crate, so this is repeated) ----
+use std::collections::BTreeMap;
+
+use stormrig::metrics::{ConfigSummary, Engine, Percentiles, RunResult};
+
+fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) -> ConfigSummary {
+    ConfigSummary {
+        name: name.to_string(),
+        policy: serde_json::json!({"max_attempts": 3}),
+        upstream_requests: 1000,
+        attempts: 1200,
+        retries: 200,
+        downstream_arrivals: (1000.0 * amplification) as u64,
+        amplification,
+        peak_amplification_1s: amplification * 2.0,
+        peak_concurrency: 40,
+        client_peak_in_flight: 35,
+        budget_refusals,
+        first_budget_refusal_s: None,
+        breaker_refusals: 0,
+        successes: 950,
+        failures: 50,
+        failures_by_reason: BTreeMap::from([("max-attempts".to_string(), 50)]),
+        attempts_by_outcome: BTreeMap::from([("ok".to_string(), 950)]),
+        dropped: 0,
+        unfinished: 0,
+        latency_ms: Percentiles {
+            p50: 12.0,
+            p90: 40.0,
+            p99,
+            p999: p99 * 2.0,
+            max: p99 * 3.0,
+        },
+        attempt_latency_ms: Percentiles::default(),
+        recovery_time_s: Some(4.0),
+        recovered: Some(true),
+        amplification_bound: Some(3.0),
+        target_served_ok: 950,
+        target_shed: 10,
+        duplicate_executions: 0,
+        latency_curve: vec![[50.0, 12.0], [99.0, p99]],
+    }
+}
+
+fn run(configs: Vec<ConfigSummary>) -> RunResult {
+    RunResult {
+        scenario: "brownout".to_string(),
+        description: "test run".to_string(),
+        seed: 7,
+        engine: Engine::Sim,
+        partial: false,
+        duration_s: 60.0,
+        stormrig_version: "0.1.0".to_string(),
+        faults: vec![],
+        configs,
+        gates: vec![],
+        timeline: vec![],
+    }
+}
+
+fn two_configs() -> RunResult {
+    run(vec![
+        config("aws-standard", 1.25, 700.0, 3),
+        config("naive", 2.5, 900.0, 0),
+    ])
+}
+
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+fn eval_err(text: &str, r: &RunResult) -> String {
+    evaluate(&[parse(text).unwrap()], r)
+        .unwrap_err()
+        .to_string()
+}
+
+// ---- grammar ----
+
+#[test]
+fn parses_every_operator_and_selector() {
+    let g = parse("aws-standard: amplification <= 1.3").unwrap();
+    assert_eq!(
+        g,
+        Gate {
+            text: "aws-standard: amplification <= 1.3".into(),
+            selector: Selector::Config("aws-standard".into()),
+            figure: "amplification".into(),
+            op: Op::Le,
+            limit: 1.3,
+        }
+    );
+    let cases = [
+        ("*: latency_ms.p99 < 800", Op::Lt, 800.0),
+        ("*: latency_ms.p99 <= 800", Op::Le, 800.0),
+        ("*: latency_ms.p99 > 800", Op::Gt, 800.0),
+        ("*: latency_ms.p99 >= 800", Op::Ge, 800.0),
+        ("*: latency_ms.p99 == 800", Op::Eq, 800.0),
+    ];
+    for (text, op, limit) in cases {
+        let g = parse(text).unwrap();
+        assert_eq!(g.selector, Selector::All, "{text}");
+        assert_eq!(g.figure, "latency_ms.p99", "{text}");
+        assert_eq!(g.op, op, "{text}");
+        assert_eq!(g.limit, limit, "{text}");
+    }
+}
+
+#[test]
+fn whitespace_tolerant_and_percent() {
+    let g = parse("  naive :budget_refusals==0  ").unwrap();
+    assert_eq!(g.text, "naive :budget_refusals==0");
+    assert_eq!(g.selector, Selector::Config("naive".into()));
+    assert_eq!(g.figure, "budget_refusals");
+    assert_eq!((g.op, g.limit), (Op::Eq, 0.0));
+    let g = parse("*:success_share>=95%").unwrap();
+    assert_eq!((g.op, g.limit), (Op::Ge, 0.95));
+    let g = parse("*: amplification < 1.5e0").unwrap();
+    assert_eq!(g.limit, 1.5);
+    let g = parse("*: layers.edge.amplification < -2").unwrap();
+    assert_eq!(
+        (g.figure.as_str(), g.limit),
+        ("layers.edge.amplification", -2.0)
+    );
+}
+
+#[test]
+fn malformed_gates_name_the_gate_and_the_problem() {
+    assert_eq!(
+        err("x: amplification => 2"),
+        r#"gate "x: amplification => 2": expected an operator <, <=, >, >=, == after the figure"#
+    );
+    assert_eq!(
+        err("x amplification <= 2"),
+        r#"gate "x amplification <= 2": expected "SELECTOR: FIGURE OP NUMBER""#
+    );
+    assert_eq!(
+        err("x: amplification != 2"),
+        r#"gate "x: amplification != 2": expected an operator <, <=, >, >=, == after the figure"#
+    );
+    assert_eq!(
+        err("x: amplification = 2"),
+        r#"gate "x: amplification = 2": expected an operator <, <=, >, >=, == after the figure"#
+    );
+    assert_eq!(
+        err("x: amplification 2"),
+        r#"gate "x: amplification 2": expected an operator <, <=, >, >=, == after the figure"#
+    );
+    assert_eq!(
+        err("x: amplification <="),
+        r#"gate "x: amplification <=": expected a number after "<=""#
+    );
+    assert_eq!(
+        err("x: amplification <= lots"),
+        r#"gate "x: amplification <= lots": expected a number after "<=", found "lots""#
+    );
+    assert_eq!(
+        err("x: amplification < inf"),
+        r#"gate "x: amplification < inf": expected a number after "<", found "inf""#
+    );
+    assert_eq!(
+        err("x: amplification <= 2 3"),
+        r#"gate "x: amplification <= 2 3": expected a number after "<=", found "2 3""#
+    );
+    assert_eq!(
+        err(": amplification <= 2"),
+        r#"gate ": amplification <= 2": missing the config selector before ':' (a config name or *); expected "SELECTOR: FIGURE OP NUMBER""#
+    );
+    assert_eq!(
+        err("x: <= 2"),
+        r#"gate "x: <= 2": missing the figure after ':'; expected "SELECTOR: FIGURE OP NUMBER""#
+    );
+    assert_eq!(
+        err("x: latency_ms..p99 <= 2"),
+        r#"gate "x: latency_ms..p99 <= 2": figure "latency_ms..p99" is not a dotted path such as "latency_ms.p99""#
+    );
+    assert_eq!(
+        err("   "),
+        r#"gate "": empty gate expression; expected "SELECTOR: FIGURE OP NUMBER""#
+    );
+    assert!(matches!(
+        parse("x amplification <= 2"),
+        Err(GateError::Syntax { .. })
+    ));
+}
+
+// ---- evaluation ----
+
+#[test]
+fn every_operator_evaluates_exactly() {
+    let r = two_configs();
+    // aws-standard amplification is 1.25.
+    let cases = [
+        ("aws-standard: amplification < 1.25", false),
+        ("aws-standard: amplification < 1.26", true),
+        ("aws-standard: amplification <= 1.25", true),
+        ("aws-standard: amplification <= 1.24", false),
+        ("aws-standard: amplification > 1.25", false),
+        ("aws-standard: amplification > 1.2", true),
+        ("aws-standard: amplification >= 1.25", true),
+        ("aws-standard: amplification >= 1.26", false),
+        ("aws-standard: amplification == 1.25", true),
+        ("aws-standard: amplification == 1.3", false),
+        ("aws-standard: amplification == 125%", true),
+    ];
+    for (text, passed) in cases {
+        let v = evaluate(&[parse(text).unwrap()], &r).unwrap();
+        assert_eq!(v.len(), 1, "{text}");
+        assert_eq!(v[0].passed, passed, "{text}");
+        assert_eq!(v[0].measured, Some(1.25), "{text}");
+    }
+}
+
+#[test]
+fn star_selects_every_config_and_name_selects_one() {
+    let r = two_configs();
+    let gates = [
+        parse("*: latency_ms.p99 < 800").unwrap(),
+        parse("naive: budget_refusals == 0").unwrap(),
+    ];
+    let v = evaluate(&gates, &r).unwrap();
+    assert_eq!(v.len(), 3);
+    assert_eq!(
+        (v[0].config.as_str(), v[0].measured, v[0].passed),
+        ("aws-standard", Some(700.0), true)
+    );
+    assert_eq!(
+        (v[1].config.as_str(), v[1].measured, v[1].passed),
+        ("naive", Some(900.0), false)
+    );
+    assert_eq!(v[1].gate, "*: latency_ms.p99 < 800");
+    assert_eq!(v[1].figure, "latency_ms.p99");
+    assert_eq!(v[1].op, "<");
+    assert_eq!(v[1].limit, 800.0);
+    assert_eq!(
+        (v[2].config.as_str(), v[2].measured, v[2].passed),
+        ("naive", Some(0.0), true)
+    );
+    assert!(!all_passed(&v));
+    assert!(all_passed(&v[2..]));
+    assert!(all_passed(&[]));
+}
+
+#[test]
+fn nested_maps_named_arrays_derived_and_booleans() {
+    let mut r = two_configs();
+    let v = evaluate(
+        &[
+            parse("naive: failures_by_reason.max-attempts == 50").unwrap(),
+            // Absent label in a count map: zero.
+            parse("naive: failures_by_reason.budget-refused == 0").unwrap(),
+            parse("naive: success_share >= 95%").unwrap(),
+            parse("naive: recovered == 1").unwrap(),
+            parse("naive: policy.max_attempts <= 3").unwrap(),
+        ],
+        &r,
+    )
+    .unwrap();
+    let got: Vec<_> = v.iter().map(|v| (v.measured, v.passed)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(50.0), true),
+            (Some(0.0), true),
+            (Some(0.95), true),
+            (Some(1.0), true),
+            (Some(3.0), true)
+        ]
+    );
+    // Arrays of objects with a `name` are addressed by name, dotted names included.
+    r.configs[1].policy = serde_json::json!({"layers": [
+        {"name": "edge", "amplification": 1.5},
+        {"name": "db.primary", "amplification": 4.0}
+    ]});
+    let v = evaluate(
+        &[
+            parse("naive: policy.layers.edge.amplification <= 2").unwrap(),
+            parse("naive: policy.layers.db.primary.amplification <= 2").unwrap(),
+        ],
+        &r,
+    )
+    .unwrap();
+    assert_eq!((v[0].measured, v[0].passed), (Some(1.5), true));
+    assert_eq!((v[1].measured, v[1].passed), (Some(4.0), false));
+    assert_eq!(
+        eval_err("naive: policy.layers.edgy.amplification <= 2", &r),
+        r#"gate "naive: policy.layers.edgy.amplification <= 2": unknown figure "policy.layers.edgy.amplification" (did you mean "policy.layers.edge.amplification"?)"#
+    );
+}
+
+#[test]
+fn null_figure_fails_with_no_measurement() {
+    let mut r = two_configs();
+    r.configs[0].recovery_time_s = None;
+    let v = evaluate(&[parse("*: recovery_time_s <= 30").unwrap()], &r).unwrap();
+    assert_eq!((v[0].measured, v[0].passed), (None, false));
+    assert_eq!((v[1].measured, v[1].passed), (Some(4.0), true));
+    // Even a lower-bound gate cannot hold for what never happened.
+    let v = evaluate(&[parse("aws-standard: recovery_time_s >= 0").unwrap()], &r).unwrap();
+    assert_eq!((v[0].measured, v[0].passed), (None, false));
+}
+
+#[test]
+fn unknown_names_are_errors_with_suggestions() {
+    let r = two_configs();
+    assert_eq!(
+        eval_err("aws-standrd: amplification <= 1.3", &r),
+        r#"gate "aws-standrd: amplification <= 1.3": no config named "aws-standrd" (did you mean "aws-standard"?)"#
+    );
+    assert_eq!(
+        eval_err("*: amplif <= 2", &r),
+        r#"gate "*: amplif <= 2": unknown figure "amplif" (did you mean "amplification"?)"#
+    );
+    assert_eq!(
+        eval_err("*: latency_ms.p98 <= 2", &r),
+        r#"gate "*: latency_ms.p98 <= 2": unknown figure "latency_ms.p98" (did you mean "latency_ms.p99"?)"#
+    );
+    assert_eq!(
+        eval_err("zzzzqqq: amplification <= 2", &r),
+        r#"gate "zzzzqqq: amplification <= 2": no config named "zzzzqqq""#
+    );
+    assert_eq!(
+        eval_err("*: latency_ms <= 2", &r),
+        r#"gate "*: latency_ms <= 2": figure "latency_ms" of config "aws-standard" is an object, not a number (did you mean "latency_ms.max"?)"#
+    );
+    assert_eq!(
+        eval_err("*: name <= 2", &r),
+        r#"gate "*: name <= 2": figure "name" of config "aws-standard" is a string, not a number"#
+    );
+    assert_eq!(
+        eval_err("*: amplification <= 2", &run(vec![])),
+        r#"gate "*: amplification <= 2": the run has no configs to check"#
+    );
+}
+
+#[test]
+fn verdict_table_lists_every_check() {
+    let r = two_configs();
+    let mut r2 = r.clone();
+    r2.configs[0].recovery_time_s = None;
+    let v = evaluate(
+        &[
+            parse("aws-standard: amplification <= 1.3").unwrap(),
+            parse("*: recovery_time_s < 10").unwrap(),
+        ],
+        &r2,
+    )
+    .unwrap();
+    let t = verdict_table(&v);
+    let expected = "\
+GATE                                CONFIG        MEASURED               LIMIT   RESULT
+----------------------------------  ------------  ---------------------  ------  ------
+aws-standard: amplification <= 1.3  aws-standard  1.25                   <= 1.3  PASS
+*: recovery_time_s < 10             aws-standard  null (never happened)  < 10    FAIL
+*: recovery_time_s < 10             naive         4                      < 10    PASS
+2 of 3 gate checks passed, 1 failed
+";
+    assert_eq!(t, expected);
+}
+
+// ---- --abort-on-fail ----
+
+#[test]
+fn monotone_counts() {
+    for f in [
+        "attempts",
+        "retries",
+        "budget_refusals",
+        "downstream_arrivals",
+        "failures",
+        "dropped",
+        "failures_by_reason.budget-refused",
+        "layers.edge.retries",
+    ] {
+        assert!(is_monotone_count(f), "{f}");
+    }
+    for f in [
+        "amplification",
+        "latency_ms.p99",
+        "peak_amplification_1s",
+        "recovery_time_s",
+        "success_share",
+        "layers.edge.amplification",
+        "failures_by_reason",
+    ] {
+        assert!(!is_monotone_count(f), "{f}");
+    }
+}
+
+#[test]
+fn can_no_longer_pass_only_for_upper_bounds_on_counts() {
+    let g = |t: &str| parse(t).unwrap();
+    assert!(!can_no_longer_pass(&g("*: retries < 100"), 99.0));
+    assert!(can_no_longer_pass(&g("*: retries < 100"), 100.0));
+    assert!(!can_no_longer_pass(&g("*: retries <= 100"), 100.0));
+    assert!(can_no_longer_pass(&g("*: retries <= 100"), 101.0));
+    assert!(!can_no_longer_pass(&g("*: budget_refusals == 0"), 0.0));
+    assert!(can_no_longer_pass(&g("*: budget_refusals == 0"), 1.0));
+    assert!(!can_no_longer_pass(&g("*: retries > 100"), 1e9));
+    assert!(!can_no_longer_pass(&g("*: retries >= 100"), 1e9));
+    // Not a monotone count: never judged early.
+    assert!(!can_no_longer_pass(&g("*: amplification <= 1.3"), 9.0));
+}
