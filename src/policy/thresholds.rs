@@ -1,0 +1,2 @@
+pub fn compute() {}
+pub struct ThresholdReport;
