@@ -142,11 +142,12 @@ fn base() -> RetryConfig {
     }
 }
 
-/// `no-retry`: one attempt; the baseline every comparison needs.
+/// `no-retry`: one attempt; the baseline every comparison needs. It classifies like `naive`
+/// (5xx/429/transport failures are "transient"/"throttle" in the attempt log) but never retries.
 pub fn no_retry() -> RetryConfig {
     RetryConfig {
         max_attempts: 1,
-        ..base()
+        ..naive()
     }
 }
 
