@@ -1,1 +1,51 @@
-//! policy (work in progress)
+//! The retry policy core: pure, sans-IO state machines that both engines drive.
+//!
+//! Nothing here does I/O, reads a clock or uses a global RNG: time comes in as [`Now`],
+//! randomness as `&mut dyn RngCore`, an attempt's outcome goes in and a [`Decision`] comes out.
+//! That is what makes the live engine and the simulator behave identically, and what makes
+//! every behaviour here testable to the exact number.
+//!
+//! Modules, one job each:
+//! * [`outcome`]: classify an attempt (success / transient / throttling / non-retryable), the
+//!   attempt-log label, idempotent methods;
+//! * [`retry_after`]: `Retry-After`, `x-amz-retry-after`, `grpc-retry-pushback-ms`;
+//! * [`backoff`]: constant / linear / exponential schedules and the jitter families;
+//! * [`deadline`]: overall deadline, per-try timeout, propagation;
+//! * [`budget`]: ratio (Finagle/tower), AWS quota, gRPC throttling, Envoy concurrency;
+//! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
+//! * [`config`]: serde types and validation; [`presets`]: real clients' configs;
+//! * [`client`]: the per-config state machine ([`RetryClient`]);
+//! * [`thresholds`]: failure rates above which a budget drains (closed form + Monte Carlo);
+//! * [`duration`]: human duration strings, reused by the scenario loader.
+
+pub mod backoff;
+pub mod breaker;
+pub mod budget;
+pub mod client;
+pub mod config;
+pub mod cost;
+pub mod deadline;
+pub mod duration;
+pub mod error;
+pub mod outcome;
+pub mod presets;
+pub mod retry_after;
+pub mod thresholds;
+
+pub use backoff::{Backoff, Jitter};
+pub use breaker::{BreakerConfig, BreakerState};
+pub use budget::{BudgetConfig, CostKind, DepositOn, RetryBudget};
+pub use client::{Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState, RetryClient};
+pub use config::{RetryConfig, RetryConfigSpec};
+pub use cost::{CostConfig, CostScope};
+pub use error::PolicyError;
+pub use outcome::{
+    attempt_label, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern, TransportError,
+    REFUSED_LABEL,
+};
+pub use presets::{preset, preset_names, PresetInfo, PRESETS};
+pub use retry_after::{HintHeader, RetryAfterConfig};
+pub use thresholds::{compute, ThresholdReport};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,527 @@
+//! The per-config state machine the engines drive (sans-IO: time and randomness come in).
+//!
+//! One [`RetryClient`] per retry config per layer owns the shared state (budget, breaker,
+//! global cost). Each logical request gets a [`RequestState`]. The engine loop is:
+//!
+//! ```text
+//! let mut req = client.start(now, "GET", inherited_deadline);
+//! loop {
+//!     match client.before_attempt(now, &mut req) {
+//!         Permit::Refuse(reason) => break,                  // log "refused"
+//!         Permit::Send { timeout, .. } => {
+//!             let outcome = send(timeout).await;
+//!             match client.on_outcome(now, &mut req, &outcome, &mut rng) {
+//!                 Decision::Success | Decision::GiveUp { .. } => break,
+//!                 Decision::Retry { after, .. } => sleep(after).await,
+//!             }
+//!         }
+//!     }
+//! }
+//! client.finish(now, req);
+//! ```
+//!
+//! Decision order on a failed attempt (first blocker wins; the budget is asked last so that a
+//! retry that would not happen anyway costs nothing, except for gRPC, whose throttle counts
+//! every retryable failure — it is told `final_attempt = true`):
+//! 1. non-retryable class → `GiveUp(NonRetryable)`;
+//! 2. gRPC pushback "do not retry" → `GiveUp(ServerPushback)`;
+//! 3. non-idempotent method, request may have reached the server, no idempotency key, and
+//!    `retry_non_idempotent = false` → `GiveUp(NotIdempotent)`;
+//! 4. `attempts ≥ max_attempts` → `GiveUp(MaxAttempts)`;
+//! 5. delay = Retry-After handling of jitter(backoff(n)); `now + delay ≥ deadline` →
+//!    `GiveUp(Deadline)` (never wait past the deadline);
+//! 6. cost caps → `GiveUp(CostCap)`;
+//! 7. budget refuses → `GiveUp(BudgetRefused)` (+ an event the first time);
+//! 8. otherwise `Retry { after: delay }`.
+
+use super::breaker::{BreakerState, CircuitBreaker};
+use super::budget::{CostKind, RetryBudget};
+use super::config::RetryConfig;
+use super::cost::{CostLedger, CostScope};
+use super::deadline;
+use super::duration;
+use super::outcome::{is_idempotent_method, AttemptOutcome, OutcomeClass};
+use super::retry_after::Hint;
+use serde::Serialize;
+use std::time::{Duration, SystemTime};
+
+/// Injected time: monotonic since the run's epoch, plus the wall-clock equivalent (for
+/// HTTP-date Retry-After).
+#[derive(Clone, Copy, Debug)]
+pub struct Now {
+    /// Monotonic time since the run's epoch.
+    pub mono: Duration,
+    /// The wall-clock time corresponding to `mono`.
+    pub wall: SystemTime,
+}
+
+impl Now {
+    /// A `Now` whose wall clock is `UNIX_EPOCH + mono` (simulations and tests).
+    pub fn virtual_at(mono: Duration) -> Now {
+        Now {
+            mono,
+            wall: SystemTime::UNIX_EPOCH + mono,
+        }
+    }
+}
+
+/// Why a logical request stopped without success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GiveUpReason {
+    /// The outcome is not retryable.
+    NonRetryable,
+    /// Max attempts reached.
+    MaxAttempts,
+    /// No time left before the deadline (or the retry delay would pass it).
+    Deadline,
+    /// The retry budget refused the retry.
+    BudgetRefused,
+    /// The circuit breaker is open.
+    BreakerOpen,
+    /// A cost cap is spent.
+    CostCap,
+    /// The method is not idempotent and the request may have reached the server.
+    NotIdempotent,
+    /// The server said not to retry (negative/malformed `grpc-retry-pushback-ms`).
+    ServerPushback,
+}
+
+/// The answer to "may I send an attempt now?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permit {
+    /// Send it.
+    Send {
+        /// 1-based attempt number.
+        attempt: u32,
+        /// `min(per-try timeout, remaining deadline)`.
+        timeout: Option<Duration>,
+        /// Remaining deadline, to propagate downstream.
+        remaining_deadline: Option<Duration>,
+        /// Attach an `Idempotency-Key` header (same key on every attempt of the request).
+        idempotency_key: bool,
+    },
+    /// Do not send; the request is over.
+    Refuse(GiveUpReason),
+}
+
+/// What to do after an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The request succeeded.
+    Success,
+    /// Wait `after`, then call `before_attempt` again.
+    Retry {
+        /// Delay before the next attempt (Retry-After handling included).
+        after: Duration,
+        /// Class of the failed attempt.
+        class: OutcomeClass,
+    },
+    /// Stop; the request failed.
+    GiveUp {
+        /// Why.
+        reason: GiveUpReason,
+        /// Class of the last attempt.
+        class: OutcomeClass,
+    },
+}
+
+impl Decision {
+    /// The class of the attempt this decision answers.
+    pub fn class(&self) -> OutcomeClass {
+        match self {
+            Decision::Success => OutcomeClass::Success,
+            Decision::Retry { class, .. } | Decision::GiveUp { class, .. } => *class,
+        }
+    }
+}
+
+/// Something a recorder may chart. `at` is monotonic time since the run's epoch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum PolicyEvent {
+    /// The circuit breaker changed state.
+    Breaker {
+        /// When.
+        #[serde(with = "duration::serde")]
+        at: Duration,
+        /// Old state.
+        from: BreakerState,
+        /// New state.
+        to: BreakerState,
+    },
+    /// The budget refused a retry for the first time.
+    BudgetFirstRefusal {
+        /// When.
+        #[serde(with = "duration::serde")]
+        at: Duration,
+        /// Budget level at that moment.
+        level: f64,
+    },
+    /// A cost cap stopped a retry for the first time (per scope).
+    CostCapReached {
+        /// When.
+        #[serde(with = "duration::serde")]
+        at: Duration,
+        /// Which cap.
+        scope: CostScope,
+    },
+}
+
+/// One logical request's state. Created by [`RetryClient::start`], consumed by `finish`.
+#[derive(Clone, Debug)]
+pub struct RequestState {
+    started: Duration,
+    deadline_at: Option<Duration>,
+    idempotent: bool,
+    attempts: u32,
+    retries_since_reset: u32,
+    decorrelated_prev: Duration,
+    last_charge: Option<f64>,
+    holds_retry_slot: bool,
+    awaiting_outcome: bool,
+    is_probe: bool,
+    cost_spent: f64,
+    ended: Option<GiveUpReason>,
+}
+
+impl RequestState {
+    /// Attempts sent so far (permits granted).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Time left before the effective deadline (None = no deadline).
+    pub fn remaining_deadline(&self, now: Now) -> Option<Duration> {
+        deadline::remaining(self.deadline_at, now.mono)
+    }
+
+    /// When the request started (monotonic).
+    pub fn started(&self) -> Duration {
+        self.started
+    }
+
+    /// The absolute effective deadline (monotonic), if any.
+    pub fn deadline_at(&self) -> Option<Duration> {
+        self.deadline_at
+    }
+
+    /// Summed attempt cost of this request.
+    pub fn cost_spent(&self) -> f64 {
+        self.cost_spent
+    }
+
+    /// True when the method is idempotent.
+    pub fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+}
+
+/// The retry state machine of one config at one layer. `Send`, not shared: engines wrap it in a
+/// `Mutex` if several tasks use it.
+#[derive(Debug)]
+pub struct RetryClient {
+    config: RetryConfig,
+    budget: Option<Box<dyn RetryBudget>>,
+    breaker: Option<CircuitBreaker>,
+    ledger: CostLedger,
+    events: Vec<PolicyEvent>,
+    budget_refused_once: bool,
+    cost_cap_request_once: bool,
+    cost_cap_global_once: bool,
+}
+
+impl RetryClient {
+    /// Build the client of a validated config.
+    pub fn new(config: &RetryConfig) -> RetryClient {
+        RetryClient {
+            config: config.clone(),
+            budget: config.budget.build(),
+            breaker: config.breaker.as_ref().map(CircuitBreaker::new),
+            ledger: CostLedger::default(),
+            events: Vec::new(),
+            budget_refused_once: false,
+            cost_cap_request_once: false,
+            cost_cap_global_once: false,
+        }
+    }
+
+    /// The config.
+    pub fn config(&self) -> &RetryConfig {
+        &self.config
+    }
+
+    /// Start a logical request. The effective deadline is `min(inherited, config.deadline)`.
+    pub fn start(
+        &mut self,
+        now: Now,
+        method: &str,
+        inherited_deadline: Option<Duration>,
+    ) -> RequestState {
+        if let Some(b) = self.budget.as_mut() {
+            b.on_request_start(now.mono);
+        }
+        RequestState {
+            started: now.mono,
+            deadline_at: deadline::deadline_at(now.mono, self.config.deadline, inherited_deadline),
+            idempotent: is_idempotent_method(method),
+            attempts: 0,
+            retries_since_reset: 0,
+            decorrelated_prev: self.config.backoff.base(false),
+            last_charge: None,
+            holds_retry_slot: false,
+            awaiting_outcome: false,
+            is_probe: false,
+            cost_spent: 0.0,
+            ended: None,
+        }
+    }
+
+    fn release_slot(&mut self, req: &mut RequestState) {
+        if req.holds_retry_slot {
+            req.holds_retry_slot = false;
+            if let Some(b) = self.budget.as_mut() {
+                b.on_retry_end();
+            }
+        }
+    }
+
+    fn refuse(&mut self, req: &mut RequestState, reason: GiveUpReason) -> Permit {
+        self.release_slot(req);
+        req.ended = Some(reason);
+        Permit::Refuse(reason)
+    }
+
+    fn cost_event(&mut self, now: Now, scope: CostScope) {
+        let flag = match scope {
+            CostScope::Request => &mut self.cost_cap_request_once,
+            CostScope::Global => &mut self.cost_cap_global_once,
+        };
+        if !*flag {
+            *flag = true;
+            self.events.push(PolicyEvent::CostCapReached {
+                at: now.mono,
+                scope,
+            });
+        }
+    }
+
+    fn cost_check(&mut self, now: Now, req: &RequestState) -> bool {
+        let Some(cost) = &self.config.cost else {
+            return true;
+        };
+        match cost.check(req.cost_spent, self.ledger.spent, self.config.attempt_cost) {
+            None => true,
+            Some(scope) => {
+                self.cost_event(now, scope);
+                false
+            }
+        }
+    }
+
+    /// Ask before EVERY attempt (first and retries): deadline, attempt count, cost caps (retries
+    /// only), then the breaker (last, so a refused attempt never takes a half-open probe slot).
+    pub fn before_attempt(&mut self, now: Now, req: &mut RequestState) -> Permit {
+        if let Some(reason) = req.ended {
+            return Permit::Refuse(reason);
+        }
+        let remaining = req.remaining_deadline(now);
+        if remaining.is_some_and(|r| r.is_zero()) {
+            return self.refuse(req, GiveUpReason::Deadline);
+        }
+        if req.attempts >= self.config.max_attempts {
+            return self.refuse(req, GiveUpReason::MaxAttempts);
+        }
+        if req.attempts >= 1 && !self.cost_check(now, req) {
+            return self.refuse(req, GiveUpReason::CostCap);
+        }
+        if let Some(br) = self.breaker.as_mut() {
+            let (allowed, probe) = br.allow(now.mono);
+            self.collect_breaker_events();
+            if !allowed {
+                return self.refuse(req, GiveUpReason::BreakerOpen);
+            }
+            req.is_probe = probe;
+        }
+        req.attempts += 1;
+        req.awaiting_outcome = true;
+        req.cost_spent += self.config.attempt_cost;
+        self.ledger.spent += self.config.attempt_cost;
+        Permit::Send {
+            attempt: req.attempts,
+            timeout: deadline::min_opt(self.config.per_try_timeout, remaining),
+            remaining_deadline: remaining,
+            idempotency_key: self.config.idempotency_key && !req.idempotent,
+        }
+    }
+
+    fn collect_breaker_events(&mut self) {
+        if let Some(br) = self.breaker.as_mut() {
+            for (at, from, to) in br.take_transitions() {
+                self.events.push(PolicyEvent::Breaker { at, from, to });
+            }
+        }
+    }
+
+    fn give_up(
+        &mut self,
+        req: &mut RequestState,
+        reason: GiveUpReason,
+        class: OutcomeClass,
+    ) -> Decision {
+        req.ended = Some(reason);
+        Decision::GiveUp { reason, class }
+    }
+
+    /// Feed an attempt's result; the decision says what to do next.
+    pub fn on_outcome(
+        &mut self,
+        now: Now,
+        req: &mut RequestState,
+        outcome: &AttemptOutcome<'_>,
+        rng: &mut dyn rand::RngCore,
+    ) -> Decision {
+        req.awaiting_outcome = false;
+        self.release_slot(req);
+        let c = self.config.retry_on.classify(outcome);
+        if let Some(br) = self.breaker.as_mut() {
+            br.record(now.mono, c.class.is_retryable());
+            self.collect_breaker_events();
+        }
+        req.is_probe = false;
+        match c.class {
+            OutcomeClass::Success => {
+                if let Some(b) = self.budget.as_mut() {
+                    b.on_success(now.mono, req.last_charge);
+                }
+                req.ended = Some(GiveUpReason::NonRetryable); // any later before_attempt refuses
+                return Decision::Success;
+            }
+            OutcomeClass::NonRetryable => {
+                return self.give_up(req, GiveUpReason::NonRetryable, c.class);
+            }
+            OutcomeClass::Transient | OutcomeClass::Throttling => {}
+        }
+        let throttling = c.class == OutcomeClass::Throttling;
+        let kind = if throttling {
+            CostKind::Throttling
+        } else if c.timeout {
+            CostKind::Timeout
+        } else {
+            CostKind::Transient
+        };
+        let hint = match outcome {
+            AttemptOutcome::Response(r) => self.config.retry_after.hint(r, now.wall),
+            AttemptOutcome::Transport(_) => Hint::Absent,
+        };
+        let mut blocker = None;
+        let mut after = Duration::ZERO;
+        if hint == Hint::DoNotRetry {
+            blocker = Some(GiveUpReason::ServerPushback);
+        } else if !req.idempotent
+            && !c.never_sent
+            && !self.config.retry_non_idempotent
+            && !self.config.idempotency_key
+        {
+            blocker = Some(GiveUpReason::NotIdempotent);
+        } else if req.attempts >= self.config.max_attempts {
+            blocker = Some(GiveUpReason::MaxAttempts);
+        } else {
+            let n = req.retries_since_reset + 1;
+            let cfg = &self.config;
+            let nominal = cfg.backoff.nominal(n, throttling);
+            let jittered = cfg.jitter.apply(
+                nominal,
+                cfg.backoff.base(throttling),
+                cfg.backoff.cap(),
+                &mut req.decorrelated_prev,
+                rng,
+            );
+            let (delay, reset) = cfg.retry_after.combine(jittered, hint);
+            req.retries_since_reset = if reset { 0 } else { n };
+            after = delay;
+            if req
+                .deadline_at
+                .is_some_and(|d| now.mono.saturating_add(after) >= d)
+            {
+                blocker = Some(GiveUpReason::Deadline);
+            } else if !self.cost_check(now, req) {
+                blocker = Some(GiveUpReason::CostCap);
+            }
+        }
+        if let Some(reason) = blocker {
+            if let Some(b) = self.budget.as_mut() {
+                let _ = b.try_retry(now.mono, kind, true);
+            }
+            return self.give_up(req, reason, c.class);
+        }
+        if let Some(b) = self.budget.as_mut() {
+            match b.try_retry(now.mono, kind, false) {
+                Some(charge) => {
+                    req.last_charge = Some(charge);
+                    req.holds_retry_slot = true;
+                }
+                None => {
+                    if !self.budget_refused_once {
+                        self.budget_refused_once = true;
+                        let level = b.level();
+                        self.events.push(PolicyEvent::BudgetFirstRefusal {
+                            at: now.mono,
+                            level,
+                        });
+                    }
+                    return self.give_up(req, GiveUpReason::BudgetRefused, c.class);
+                }
+            }
+        }
+        Decision::Retry {
+            after,
+            class: c.class,
+        }
+    }
+
+    /// Must be called exactly once when the logical request ends (any way).
+    pub fn finish(&mut self, now: Now, mut req: RequestState) {
+        self.release_slot(&mut req);
+        if req.awaiting_outcome && req.is_probe {
+            if let Some(br) = self.breaker.as_mut() {
+                br.cancel_probe();
+            }
+        }
+        if let Some(b) = self.budget.as_mut() {
+            b.on_request_end(now.mono);
+        }
+    }
+
+    /// The budget's level (None when the config has no budget).
+    pub fn budget_level(&self) -> Option<f64> {
+        self.budget.as_ref().map(|b| b.level())
+    }
+
+    /// The budget's level bounds (None when the config has no budget).
+    pub fn budget_bounds(&self) -> Option<(f64, f64)> {
+        self.budget.as_ref().map(|b| b.bounds())
+    }
+
+    /// Overwrite the budget level (threshold sweeps start the bucket mid-range).
+    pub fn set_budget_level(&mut self, level: f64) {
+        if let Some(b) = self.budget.as_mut() {
+            b.set_level(level);
+        }
+    }
+
+    /// The breaker's state (None when no breaker).
+    pub fn breaker_state(&self) -> Option<BreakerState> {
+        self.breaker.as_ref().map(|b| b.state())
+    }
+
+    /// Total attempt cost spent by this client.
+    pub fn cost_spent(&self) -> f64 {
+        self.ledger.spent
+    }
+
+    /// Take the events recorded since the last call.
+    pub fn drain_events(&mut self) -> Vec<PolicyEvent> {
+        std::mem::take(&mut self.events)
+    }
+}

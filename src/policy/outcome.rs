@@ -1,0 +1,367 @@
+//! Outcome classification: what one attempt produced becomes success, transient, throttling or
+//! non-retryable.
+//!
+//! Which statuses, error codes and transport failures are retryable is per config
+//! ([`RetryOn`]), because real clients disagree: AWS standard mode retries 500/502/503/504 but a
+//! bare 429 only since 2026, Envoy retries whatever `retry_on` lists, Finagle only failures that
+//! provably never left the client. Whether the *method* allows a retry (idempotency) is decided
+//! later by the client, not here, so that the attempt log can still say "transient" for a POST
+//! that timed out but was not retried.
+
+use serde::{Deserialize, Serialize};
+
+/// A failure below HTTP: the attempt produced no response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportError {
+    /// The connection was refused (RST to SYN): the request never left the client.
+    ConnectRefused,
+    /// The connection was not established in time: the request never left the client.
+    ConnectTimeout,
+    /// The connection was reset after the request may have been sent.
+    Reset,
+    /// No (complete) response arrived in time after the request was sent.
+    ReadTimeout,
+    /// The per-try timeout of the retry config fired.
+    PerTryTimeout,
+    /// The peer spoke something that is not valid HTTP.
+    Protocol,
+}
+
+impl TransportError {
+    /// True when the request provably never reached the server (connect failed), which makes a
+    /// retry safe even for a non-idempotent method (RFC 9110 §9.2.2).
+    pub fn never_reached_server(&self) -> bool {
+        matches!(
+            self,
+            TransportError::ConnectRefused | TransportError::ConnectTimeout
+        )
+    }
+
+    /// True for the kinds the attempt log calls "timeout".
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            TransportError::ConnectTimeout
+                | TransportError::ReadTimeout
+                | TransportError::PerTryTimeout
+        )
+    }
+}
+
+/// What one attempt's response looked like, as the engine saw it. Header values are raw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Response<'a> {
+    /// HTTP status code.
+    pub status: u16,
+    /// Raw `Retry-After` header value.
+    pub retry_after: Option<&'a str>,
+    /// Raw `x-amz-retry-after` header value (milliseconds).
+    pub amz_retry_after: Option<&'a str>,
+    /// Raw `grpc-retry-pushback-ms` value (milliseconds, negative = do not retry).
+    pub grpc_pushback_ms: Option<&'a str>,
+    /// Service error code from the body or an error header (e.g. AWS `ThrottlingException`).
+    pub error_code: Option<&'a str>,
+}
+
+impl<'a> Response<'a> {
+    /// A response with only a status.
+    pub fn status(status: u16) -> Self {
+        Response {
+            status,
+            ..Response::default()
+        }
+    }
+}
+
+/// What one attempt produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptOutcome<'a> {
+    /// A response arrived.
+    Response(Response<'a>),
+    /// No response: a transport failure.
+    Transport(TransportError),
+}
+
+/// The class of one attempt's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeClass {
+    /// 1xx–3xx: the logical request is done.
+    Success,
+    /// A retryable failure that is not throttling (5xx, resets, timeouts, ...).
+    Transient,
+    /// A retryable failure that says "slow down" (429, throttling error codes, ...).
+    Throttling,
+    /// A failure that retrying cannot fix (most 4xx, unlisted statuses and transport kinds).
+    NonRetryable,
+}
+
+impl OutcomeClass {
+    /// True for the retryable classes.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, OutcomeClass::Transient | OutcomeClass::Throttling)
+    }
+}
+
+/// A status pattern: an exact code (`503`) or a whole class (`"5xx"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatusPattern {
+    /// Exactly this status.
+    Exact(u16),
+    /// Every status `c00..=c99`, written `"5xx"`.
+    Class(u8),
+}
+
+impl StatusPattern {
+    /// Does `status` match?
+    pub fn matches(&self, status: u16) -> bool {
+        match *self {
+            StatusPattern::Exact(s) => s == status,
+            StatusPattern::Class(c) => status / 100 == c as u16,
+        }
+    }
+}
+
+impl Serialize for StatusPattern {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StatusPattern::Exact(code) => s.serialize_u16(*code),
+            StatusPattern::Class(c) => s.serialize_str(&format!("{c}xx")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusPattern {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Code(i64),
+            Text(String),
+        }
+        let expected = "a status code 100..=599 or a class \"1xx\"..\"5xx\"";
+        match Raw::deserialize(d)? {
+            Raw::Code(c) if (100..=599).contains(&c) => Ok(StatusPattern::Exact(c as u16)),
+            Raw::Code(c) => Err(serde::de::Error::custom(format!(
+                "status {c} is not allowed: expected {expected}"
+            ))),
+            Raw::Text(t) => {
+                let b = t.as_bytes();
+                if b.len() == 3
+                    && (b'1'..=b'5').contains(&b[0])
+                    && t[1..].eq_ignore_ascii_case("xx")
+                {
+                    Ok(StatusPattern::Class(b[0] - b'0'))
+                } else {
+                    Err(serde::de::Error::custom(format!(
+                        "status \"{t}\" is not allowed: expected {expected}"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// What a config retries. Statuses below 400 are always success; everything not listed here is
+/// non-retryable.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryOn {
+    /// Statuses retried as transient failures (e.g. `[500, 502, 503, 504]` or `["5xx"]`).
+    #[serde(default)]
+    pub statuses: Vec<StatusPattern>,
+    /// Statuses retried as throttling (e.g. `[429]`).
+    #[serde(default)]
+    pub throttling_statuses: Vec<StatusPattern>,
+    /// Transport failures retried (as transient).
+    #[serde(default)]
+    pub transport: Vec<TransportError>,
+    /// Service error codes that mean throttling whatever the status (AWS `ThrottlingException`).
+    /// They win over the status lists, as in the AWS SDK for Rust's classifier priority.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttling_codes: Vec<String>,
+    /// Service error codes that mean a transient failure whatever the status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transient_codes: Vec<String>,
+}
+
+/// The classification of one outcome, with the details budgets and logs need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classified {
+    /// The class.
+    pub class: OutcomeClass,
+    /// A connect, read or per-try timeout (AWS classic charges these differently).
+    pub timeout: bool,
+    /// The request provably never reached the server.
+    pub never_sent: bool,
+}
+
+impl RetryOn {
+    /// Classify one attempt's outcome.
+    ///
+    /// Order (first match wins): status < 400 → success; throttling error code → throttling;
+    /// throttling status → throttling; transient error code or transient status → transient;
+    /// otherwise non-retryable. Transport failures are transient when listed, else non-retryable.
+    pub fn classify(&self, outcome: &AttemptOutcome<'_>) -> Classified {
+        match outcome {
+            AttemptOutcome::Transport(t) => Classified {
+                class: if self.transport.contains(t) {
+                    OutcomeClass::Transient
+                } else {
+                    OutcomeClass::NonRetryable
+                },
+                timeout: t.is_timeout(),
+                never_sent: t.never_reached_server(),
+            },
+            AttemptOutcome::Response(r) => {
+                let code = r.error_code.unwrap_or("");
+                let has = |list: &[String]| !code.is_empty() && list.iter().any(|c| c == code);
+                let any = |list: &[StatusPattern]| list.iter().any(|p| p.matches(r.status));
+                let class = if r.status < 400 {
+                    OutcomeClass::Success
+                } else if has(&self.throttling_codes) || any(&self.throttling_statuses) {
+                    OutcomeClass::Throttling
+                } else if has(&self.transient_codes) || any(&self.statuses) {
+                    OutcomeClass::Transient
+                } else {
+                    OutcomeClass::NonRetryable
+                };
+                Classified {
+                    class,
+                    timeout: false,
+                    never_sent: false,
+                }
+            }
+        }
+    }
+}
+
+/// Label of a *sent* attempt for `attempts.csv`: `ok`, `transient`, `throttle`, `timeout`,
+/// `client-error`. Connect, read and per-try timeouts are `timeout` whatever their class, so the
+/// log separates slow failures from fast ones; non-retryable outcomes are `client-error`.
+/// Attempts refused before sending (breaker, budget, deadline, cost) use [`REFUSED_LABEL`].
+pub fn attempt_label(outcome: &AttemptOutcome<'_>, class: OutcomeClass) -> &'static str {
+    if let AttemptOutcome::Transport(t) = outcome {
+        if t.is_timeout() {
+            return "timeout";
+        }
+    }
+    match class {
+        OutcomeClass::Success => "ok",
+        OutcomeClass::Transient => "transient",
+        OutcomeClass::Throttling => "throttle",
+        OutcomeClass::NonRetryable => "client-error",
+    }
+}
+
+/// Label for an attempt refused before it was sent (breaker open, budget, deadline, cost cap).
+pub const REFUSED_LABEL: &str = "refused";
+
+/// RFC 9110 §9.2.2: PUT, DELETE and the safe methods (GET, HEAD, OPTIONS, TRACE) are idempotent.
+/// Anything else (POST, PATCH, CONNECT, unknown extension methods) is treated as not idempotent.
+pub fn is_idempotent_method(method: &str) -> bool {
+    const IDEMPOTENT: [&str; 6] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"];
+    IDEMPOTENT.iter().any(|m| m.eq_ignore_ascii_case(method))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aws_like() -> RetryOn {
+        RetryOn {
+            statuses: vec![StatusPattern::Class(5)],
+            throttling_statuses: vec![StatusPattern::Exact(429)],
+            transport: vec![TransportError::ConnectRefused, TransportError::ReadTimeout],
+            throttling_codes: vec!["SlowDown".into()],
+            transient_codes: vec!["RequestTimeout".into()],
+        }
+    }
+
+    fn resp(status: u16, code: Option<&str>) -> AttemptOutcome<'_> {
+        AttemptOutcome::Response(Response {
+            status,
+            error_code: code,
+            ..Response::default()
+        })
+    }
+
+    #[test]
+    fn classifies_statuses_codes_and_transport() {
+        let r = aws_like();
+        assert_eq!(r.classify(&resp(200, None)).class, OutcomeClass::Success);
+        assert_eq!(r.classify(&resp(304, None)).class, OutcomeClass::Success);
+        assert_eq!(r.classify(&resp(503, None)).class, OutcomeClass::Transient);
+        assert_eq!(r.classify(&resp(599, None)).class, OutcomeClass::Transient);
+        assert_eq!(r.classify(&resp(429, None)).class, OutcomeClass::Throttling);
+        assert_eq!(
+            r.classify(&resp(503, Some("SlowDown"))).class,
+            OutcomeClass::Throttling
+        );
+        assert_eq!(
+            r.classify(&resp(400, Some("RequestTimeout"))).class,
+            OutcomeClass::Transient
+        );
+        assert_eq!(
+            r.classify(&resp(404, None)).class,
+            OutcomeClass::NonRetryable
+        );
+        assert_eq!(
+            r.classify(&resp(200, Some("SlowDown"))).class,
+            OutcomeClass::Success
+        );
+        let t = r.classify(&AttemptOutcome::Transport(TransportError::ReadTimeout));
+        assert_eq!(
+            (t.class, t.timeout, t.never_sent),
+            (OutcomeClass::Transient, true, false)
+        );
+        let c = r.classify(&AttemptOutcome::Transport(TransportError::ConnectRefused));
+        assert!(c.never_sent && !c.timeout);
+        let p = r.classify(&AttemptOutcome::Transport(TransportError::Protocol));
+        assert_eq!(p.class, OutcomeClass::NonRetryable);
+    }
+
+    #[test]
+    fn labels() {
+        let t = AttemptOutcome::Transport(TransportError::PerTryTimeout);
+        assert_eq!(attempt_label(&t, OutcomeClass::Transient), "timeout");
+        assert_eq!(attempt_label(&t, OutcomeClass::NonRetryable), "timeout");
+        let reset = AttemptOutcome::Transport(TransportError::Reset);
+        assert_eq!(attempt_label(&reset, OutcomeClass::Transient), "transient");
+        assert_eq!(attempt_label(&resp(200, None), OutcomeClass::Success), "ok");
+        assert_eq!(
+            attempt_label(&resp(429, None), OutcomeClass::Throttling),
+            "throttle"
+        );
+        assert_eq!(
+            attempt_label(&resp(404, None), OutcomeClass::NonRetryable),
+            "client-error"
+        );
+        assert_eq!(REFUSED_LABEL, "refused");
+    }
+
+    #[test]
+    fn idempotent_methods() {
+        for m in ["GET", "get", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"] {
+            assert!(is_idempotent_method(m), "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT", "FROB"] {
+            assert!(!is_idempotent_method(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn status_pattern_serde() {
+        let r: RetryOn = toml::from_str("statuses = [503, \"5xx\"]").unwrap();
+        assert_eq!(
+            r.statuses,
+            vec![StatusPattern::Exact(503), StatusPattern::Class(5)]
+        );
+        assert!(toml::from_str::<RetryOn>("statuses = [700]").is_err());
+        assert!(toml::from_str::<RetryOn>("statuses = [\"6xx\"]").is_err());
+        assert!(toml::from_str::<RetryOn>("statusez = [500]").is_err());
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"5xx\""), "{json}");
+    }
+}

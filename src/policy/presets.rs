@@ -1,0 +1,472 @@
+//! Named retry configs that behave as real clients do. Each function's doc comment cites its
+//! source and every constant; the sources are summarized in
+//! `/work/shared/reference/retry-semantics.md` (section numbers below refer to it).
+
+use super::backoff::{Backoff, Jitter};
+use super::budget::{BudgetConfig, DepositOn};
+use super::config::RetryConfig;
+use super::error::PolicyError;
+use super::outcome::{RetryOn, StatusPattern, TransportError};
+use super::retry_after::{HintHeader, RetryAfterConfig};
+use serde::Serialize;
+use std::time::Duration;
+use StatusPattern::{Class, Exact};
+use TransportError::*;
+
+/// One row of the preset table printed by the README and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PresetInfo {
+    /// Preset name.
+    pub name: &'static str,
+    /// One-line behaviour summary.
+    pub summary: &'static str,
+    /// Where the constants come from.
+    pub source: &'static str,
+}
+
+/// Every preset, in display order.
+pub const PRESETS: &[PresetInfo] = &[
+    PresetInfo { name: "no-retry", summary: "1 attempt, never retries", source: "baseline" },
+    PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client" },
+    PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement" },
+    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)" },
+    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)" },
+    PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69" },
+    PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto" },
+    PresetInfo { name: "istio", summary: "3 attempts, Envoy backoff, connect-failure/refused-stream/unavailable/cancelled/503, no retry limit", source: "istio/api virtual_service.proto; istio pilot retry.go" },
+    PresetInfo { name: "finagle", summary: "requeues only never-sent failures, zero backoff, RetryBudget 20 % / 10 s + 10/s", source: "finagle RetryBudget.scala, RequeueFilter.scala" },
+    PresetInfo { name: "polly", summary: "4 attempts, constant 2 s, no jitter", source: "Polly v8 RetryStrategyOptions defaults (RetryConstants.cs)" },
+    PresetInfo { name: "resilience4j", summary: "3 attempts, fixed 500 ms", source: "resilience4j RetryConfig.ofDefaults()" },
+];
+
+/// The names of every preset.
+pub fn preset_names() -> &'static [&'static str] {
+    const NAMES: &[&str] = &[
+        "no-retry",
+        "naive",
+        "aws-standard",
+        "aws-standard-classic",
+        "aws-legacy",
+        "grpc",
+        "envoy",
+        "istio",
+        "finagle",
+        "polly",
+        "resilience4j",
+    ];
+    NAMES
+}
+
+/// The named preset, or an error with a did-you-mean suggestion.
+pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
+    let mut c = match name {
+        "no-retry" => no_retry(),
+        "naive" => naive(),
+        "aws-standard" => aws_standard(),
+        "aws-standard-classic" => aws_standard_classic(),
+        "aws-legacy" => aws_legacy(),
+        "grpc" => grpc(),
+        "envoy" => envoy(),
+        "istio" => istio(),
+        "finagle" => finagle(),
+        "polly" => polly(),
+        "resilience4j" => resilience4j(),
+        _ => {
+            let suggestion = preset_names()
+                .iter()
+                .map(|n| (strsim::levenshtein(&name.to_ascii_lowercase(), n), *n))
+                .min()
+                .filter(|(d, _)| *d <= 3)
+                .map(|(_, n)| n.to_string());
+            return Err(PolicyError::UnknownPreset {
+                name: name.to_string(),
+                suggestion,
+                known: preset_names().join(", "),
+            });
+        }
+    };
+    c.name = name.to_string();
+    c.preset = Some(name.to_string());
+    Ok(c)
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+const ALL_TRANSPORT: [TransportError; 6] = [
+    ConnectRefused,
+    ConnectTimeout,
+    Reset,
+    ReadTimeout,
+    PerTryTimeout,
+    Protocol,
+];
+const SOCKET_ERRORS: [TransportError; 5] = [
+    ConnectRefused,
+    ConnectTimeout,
+    Reset,
+    ReadTimeout,
+    PerTryTimeout,
+];
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// botocore `ThrottledRetryableChecker` codes (reference §1.3). `PriorRequestNotComplete` is in
+/// both botocore lists; as in botocore 2.1 it counts as throttling.
+const AWS_THROTTLING_CODES: &[&str] = &[
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "ProvisionedThroughputExceededException",
+    "TransactionInProgressException",
+    "RequestLimitExceeded",
+    "BandwidthLimitExceeded",
+    "LimitExceededException",
+    "RequestThrottled",
+    "SlowDown",
+    "PriorRequestNotComplete",
+    "EC2ThrottledException",
+];
+
+fn base() -> RetryConfig {
+    RetryConfig {
+        retry_on: RetryOn::default(),
+        backoff: Backoff::None,
+        jitter: Jitter::None,
+        ..RetryConfig::default()
+    }
+}
+
+/// `no-retry`: one attempt; the baseline every comparison needs. It classifies like `naive`
+/// (5xx/429/transport failures are "transient"/"throttle" in the attempt log) but never retries.
+pub fn no_retry() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 1,
+        ..naive()
+    }
+}
+
+/// `naive`: the anti-pattern storms are made of — 4 attempts, retried immediately (no backoff,
+/// no jitter), on every 5xx, 429 and transport error, for every method, with no budget.
+pub fn naive() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 4,
+        retry_on: RetryOn {
+            statuses: vec![Class(5)],
+            throttling_statuses: vec![Exact(429)],
+            transport: ALL_TRANSPORT.to_vec(),
+            ..RetryOn::default()
+        },
+        retry_non_idempotent: true,
+        ..base()
+    }
+}
+
+/// `aws-standard`: botocore ≥ 1.44 default (standard mode with the 2026 rules, reference
+/// correction note, §1.2–1.4):
+/// * max attempts 3 (`DEFAULT_MAX_ATTEMPTS`);
+/// * retryable: HTTP 500/502/503/504; connection errors and timeouts (`ConnectionError`,
+///   `HTTPClientError`); transient codes `RequestTimeout`, `RequestTimeoutException`; the 14
+///   throttling codes; a **429 without a known code is retried as throttling** (1.44);
+/// * backoff `rand() · min(b·2^(n−1), 20 s)`, b = 50 ms transient, 1 s throttling (cap before
+///   jitter, `_MAX_BACKOFF = 20`);
+/// * `x-amz-retry-after` (ms): `delay = max(t, min(ra, t + 5 s))`;
+/// * quota: capacity 500 (`INITIAL_CAPACITY`), cost 14 for every non-throttling retry
+///   (timeouts included: `_RETRY_COST_V2`), 5 for throttling (`_THROTTLING_RETRY_COST`),
+///   +1 on a first-try success (`_NO_RETRY_INCREMENT`), refund of the last acquisition;
+/// * every method is retried (AWS APIs are mostly POST and the SDK does not look at it).
+pub fn aws_standard() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 3,
+        retry_on: RetryOn {
+            statuses: vec![Exact(500), Exact(502), Exact(503), Exact(504)],
+            throttling_statuses: vec![Exact(429)],
+            transport: ALL_TRANSPORT.to_vec(),
+            throttling_codes: strings(AWS_THROTTLING_CODES),
+            transient_codes: strings(&["RequestTimeout", "RequestTimeoutException"]),
+        },
+        retry_non_idempotent: true,
+        backoff: Backoff::Exponential {
+            base: ms(50),
+            multiplier: 2.0,
+            cap: Some(Duration::from_secs(20)),
+            throttling_base: Some(Duration::from_secs(1)),
+        },
+        jitter: Jitter::Full,
+        retry_after: RetryAfterConfig {
+            header: HintHeader::XAmzRetryAfter,
+            cap: Some(Duration::from_secs(5)),
+        },
+        budget: BudgetConfig::AwsQuota {
+            capacity: 500.0,
+            transient_cost: 14.0,
+            throttling_cost: 5.0,
+            timeout_cost: 14.0,
+            success_increment: 1.0,
+        },
+        ..base()
+    }
+}
+
+/// `aws-standard-classic`: botocore ≤ 1.43 standard mode ("Retry Behavior 2.0", §1.2):
+/// as `aws-standard` but base delay 1 s for both kinds, cost 5 per retry and 10 for
+/// connect/read timeouts (`_RETRY_COST`, `_TIMEOUT_RETRY_REQUEST`), a bare 429 is **not**
+/// retried (only 429 with a throttling code, trap T3), and no server hint is honoured.
+pub fn aws_standard_classic() -> RetryConfig {
+    let mut c = aws_standard();
+    c.retry_on.throttling_statuses.clear();
+    c.backoff = Backoff::Exponential {
+        base: Duration::from_secs(1),
+        multiplier: 2.0,
+        cap: Some(Duration::from_secs(20)),
+        throttling_base: None,
+    };
+    c.retry_after = RetryAfterConfig::default();
+    c.budget = BudgetConfig::AwsQuota {
+        capacity: 500.0,
+        transient_cost: 5.0,
+        throttling_cost: 5.0,
+        timeout_cost: 10.0,
+        success_increment: 1.0,
+    };
+    c
+}
+
+/// `aws-legacy`: botocore legacy mode (§1.5; `data/_retry.json`, `retryhandler.py`):
+/// 5 attempts (`__default__.max_attempts`); delay `rand()·2^(n−1)` s, **no cap**
+/// (`delay_exponential` with base "rand", growth 2); no quota; retries HTTP 429, 500, 502,
+/// 503, 504, 509, socket errors, and the five throttling codes. Simplification: botocore only
+/// honours those codes with HTTP 400; here they count with any status.
+pub fn aws_legacy() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 5,
+        retry_on: RetryOn {
+            statuses: [500, 502, 503, 504, 509].map(Exact).to_vec(),
+            throttling_statuses: vec![Exact(429)],
+            transport: SOCKET_ERRORS.to_vec(),
+            throttling_codes: strings(&[
+                "Throttling",
+                "ThrottlingException",
+                "ThrottledException",
+                "RequestThrottledException",
+                "ProvisionedThroughputExceededException",
+            ]),
+            transient_codes: vec![],
+        },
+        retry_non_idempotent: true,
+        backoff: Backoff::Exponential {
+            base: Duration::from_secs(1),
+            multiplier: 2.0,
+            cap: None,
+            throttling_base: None,
+        },
+        jitter: Jitter::Full,
+        ..base()
+    }
+}
+
+/// `grpc`: gRFC A6 (2024 revision, grpc-go ≥ 1.69) with A6's example policy, since gRPC has no
+/// default policy (T10): `maxAttempts 4`, `initialBackoff 0.1s`, `maxBackoff 1s`,
+/// `backoffMultiplier 2`, `retryableStatusCodes [UNAVAILABLE]`; delay
+/// `min(0.1 s·2^(n−1), 1 s)·U[0.8, 1.2)`; `retryThrottling { maxTokens 10, tokenRatio 0.1 }`
+/// (A6's example); `grpc-retry-pushback-ms` honoured (negative = do not retry).
+///
+/// Status mapping (gRPC's "HTTP to gRPC Status Code Mapping", for a gRPC client facing a plain
+/// HTTP server): 502, 503, 504 → UNAVAILABLE (transient) and 429 → UNAVAILABLE (classified as
+/// throttling for the log; gRPC charges both the same); connection refused/timeout and reset
+/// → UNAVAILABLE. Read and per-try timeouts are DEADLINE_EXCEEDED, not retryable. gRPC does
+/// not look at idempotency (every call is a POST).
+pub fn grpc() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 4,
+        retry_on: RetryOn {
+            statuses: vec![Exact(502), Exact(503), Exact(504)],
+            throttling_statuses: vec![Exact(429)],
+            transport: vec![ConnectRefused, ConnectTimeout, Reset],
+            ..RetryOn::default()
+        },
+        retry_non_idempotent: true,
+        backoff: Backoff::Exponential {
+            base: ms(100),
+            multiplier: 2.0,
+            cap: Some(Duration::from_secs(1)),
+            throttling_base: None,
+        },
+        jitter: Jitter::Proportional { pct: 20.0 },
+        retry_after: RetryAfterConfig {
+            header: HintHeader::GrpcRetryPushbackMs,
+            cap: None,
+        },
+        budget: BudgetConfig::GrpcThrottling {
+            max_tokens: 10.0,
+            token_ratio: 0.1,
+        },
+        ..base()
+    }
+}
+
+fn envoy_backoff() -> (Backoff, Jitter) {
+    (
+        Backoff::Exponential {
+            base: ms(25),
+            multiplier: 2.0,
+            cap: Some(ms(250)),
+            throttling_base: None,
+        },
+        Jitter::Full,
+    )
+}
+
+/// `envoy`: a route `retry_policy` with only `retry_on: 5xx,connect-failure,reset` set (§3.1,
+/// T12–T14): `num_retries` 1 → 2 attempts; back-off `U[0, min(25 ms·2^(n−1), 250 ms))`
+/// (`backoff_strategy.cc`; base 25 ms, max 10×base); route timeout 15 s covering all attempts;
+/// retry circuit breaker `max_retries` 3 concurrent retries (`circuit_breaker.proto`);
+/// `5xx` covers any 5xx and no-response failures (reset, timeouts); no Retry-After
+/// (`rate_limited_retry_back_off` unset); methods are not checked.
+pub fn envoy() -> RetryConfig {
+    let (backoff, jitter) = envoy_backoff();
+    RetryConfig {
+        max_attempts: 2,
+        deadline: Some(Duration::from_secs(15)),
+        retry_on: RetryOn {
+            statuses: vec![Class(5)],
+            transport: SOCKET_ERRORS.to_vec(),
+            ..RetryOn::default()
+        },
+        retry_non_idempotent: true,
+        backoff,
+        jitter,
+        budget: BudgetConfig::Envoy {
+            budget_percent: None,
+            min_retry_concurrency: 3,
+            max_retries: 3,
+        },
+        ..base()
+    }
+}
+
+/// `istio`: a VirtualService without `retries` (§3.3): `attempts` 2 → 3 attempts; retryOn
+/// `connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes` with the
+/// retriable status 503 of older istiod. Over HTTP/1.1 that is: connect refused/timeout and
+/// 503; `refused-stream` (HTTP/2 only) has no HTTP/1.1 equivalent, so a generic reset is not
+/// retried; `unavailable`/`cancelled` are gRPC statuses. Envoy back-off (25 ms, cap 250 ms,
+/// full jitter); istio sets `max_retries` to 2^32−1, so no retry limit; no route timeout.
+pub fn istio() -> RetryConfig {
+    let (backoff, jitter) = envoy_backoff();
+    RetryConfig {
+        max_attempts: 3,
+        retry_on: RetryOn {
+            statuses: vec![Exact(503)],
+            transport: vec![ConnectRefused, ConnectTimeout],
+            ..RetryOn::default()
+        },
+        retry_non_idempotent: true,
+        backoff,
+        jitter,
+        ..base()
+    }
+}
+
+/// `finagle`: the default client stack's `RequeueFilter` (§4.1, T17): only failures known
+/// never to have been sent (connect refused/timeout) are requeued, immediately (`Backoff.const(0)`),
+/// against `RetryBudget(ttl = 10 s, minRetriesPerSec = 10, percentCanRetry = 0.2)` with deposits
+/// on success only (since 2020). Finagle has no fixed attempt cap but allows at most
+/// `ceil(0.2 × balance)` requeues per request; with the 100-retry reserve that is 20, so
+/// max attempts = 21.
+pub fn finagle() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 21,
+        retry_on: RetryOn {
+            transport: vec![ConnectRefused, ConnectTimeout],
+            ..RetryOn::default()
+        },
+        budget: BudgetConfig::Ratio {
+            ratio: 0.2,
+            ttl: Duration::from_secs(10),
+            min_per_sec: 10,
+            deposit: DepositOn::Success,
+        },
+        ..base()
+    }
+}
+
+fn throws_on_failure() -> RetryOn {
+    RetryOn {
+        statuses: vec![Class(5)],
+        throttling_statuses: vec![Exact(429)],
+        transport: ALL_TRANSPORT.to_vec(),
+        ..RetryOn::default()
+    }
+}
+
+/// `polly`: Polly v8 `RetryStrategyOptions` defaults (§5.1, T19): `MaxRetryAttempts` 3 → 4
+/// attempts, `Delay` 2 s, `BackoffType` Constant, `UseJitter` false, no cap. `ShouldHandle`
+/// retries every exception; we assume the common HttpClient usage that throws on 5xx/429
+/// (`EnsureSuccessStatusCode`) plus every transport error, for every method.
+pub fn polly() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 4,
+        retry_on: throws_on_failure(),
+        retry_non_idempotent: true,
+        backoff: Backoff::Constant {
+            delay: Duration::from_secs(2),
+        },
+        ..base()
+    }
+}
+
+/// `resilience4j`: `RetryConfig.ofDefaults()` (§5.2, T20): `maxAttempts` 3 (counts the first
+/// call), `waitDuration` 500 ms fixed, every exception retried; as for `polly` we assume a
+/// client that throws on 5xx/429 (e.g. Spring `RestTemplate`) plus every transport error.
+pub fn resilience4j() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 3,
+        retry_on: throws_on_failure(),
+        retry_non_idempotent: true,
+        backoff: Backoff::Constant { delay: ms(500) },
+        ..base()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_resolves_and_validates() {
+        assert_eq!(preset_names().len(), PRESETS.len());
+        for (name, info) in preset_names().iter().zip(PRESETS) {
+            assert_eq!(*name, info.name);
+            let c = preset(name).unwrap();
+            c.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(c.name, *name);
+            let json = serde_json::to_string(&c).unwrap();
+            let back: RetryConfig = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, c, "{name} round-trips");
+        }
+    }
+
+    #[test]
+    fn unknown_preset_suggests() {
+        match preset("aws-standart").unwrap_err() {
+            PolicyError::UnknownPreset { suggestion, .. } => {
+                assert_eq!(suggestion.as_deref(), Some("aws-standard"))
+            }
+            e => panic!("{e}"),
+        }
+        match preset("zzzzzzzzzzzz").unwrap_err() {
+            PolicyError::UnknownPreset {
+                suggestion, known, ..
+            } => {
+                assert_eq!(suggestion, None);
+                assert!(known.contains("finagle"));
+            }
+            e => panic!("{e}"),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Server delay hints: `Retry-After`, `x-amz-retry-after`, `grpc-retry-pushback-ms`.
+//!
+//! A config honours at most one header ([`RetryAfterConfig::header`]); each has its own units
+//! and its own rule for combining with the computed backoff, copied from the client that uses
+//! it (reference §1.4, §2.1, §7.1):
+//!
+//! * `retry-after` (RFC 9110 §10.2.3): integer delay-seconds or an HTTP-date, relative to
+//!   `now.wall`. The hint **replaces** the computed backoff, capped at `cap`. A date in the past
+//!   means the condition the server announced is over: the hint is **0** (retry immediately),
+//!   not a fallback. Unparseable values (garbage, negative, decimals) fall back to the computed
+//!   backoff.
+//! * `x-amz-retry-after` (AWS 2026 rules): integer milliseconds `ra`;
+//!   `delay = max(t, min(ra, t + cap))` where `t` is the computed (jittered) backoff and `cap`
+//!   defaults to 5 s. Unparseable/negative values are ignored (delay = `t`).
+//! * `grpc-retry-pushback-ms` (gRFC A6): ASCII int32 ms. `>= 0`: retry after exactly that delay
+//!   (no jitter, not capped by `maxBackoff`; capped by `cap` only if one is configured) and the
+//!   backoff sequence restarts. Negative **or unparseable**: do not retry — that is A6's rule
+//!   (grpc-go `shouldRetry`), and it deliberately differs from the fallback used for the two
+//!   HTTP headers.
+
+use super::duration;
+use super::outcome::Response;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, SystemTime};
+
+/// Which server hint a config honours.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HintHeader {
+    /// No header is honoured.
+    #[default]
+    None,
+    /// Standard `Retry-After` (seconds or HTTP-date).
+    RetryAfter,
+    /// AWS `x-amz-retry-after` (milliseconds), clamped to `[t, t + cap]`.
+    XAmzRetryAfter,
+    /// gRPC `grpc-retry-pushback-ms` (milliseconds; negative = do not retry).
+    GrpcRetryPushbackMs,
+}
+
+/// `retry_after = { header = "retry-after", cap = "30s" }`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryAfterConfig {
+    /// The honoured header.
+    #[serde(default)]
+    pub header: HintHeader,
+    /// Upper bound on the hinted delay (for `x-amz-retry-after`: the extra allowed over the
+    /// computed backoff; default 5 s there).
+    #[serde(
+        default,
+        with = "duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cap: Option<Duration>,
+}
+
+/// What the honoured header says for one response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hint {
+    /// No usable hint: use the computed backoff.
+    Absent,
+    /// Wait this long (already parsed, not yet capped).
+    Delay(Duration),
+    /// The server says: do not retry (gRPC negative or malformed pushback).
+    DoNotRetry,
+}
+
+/// The default cap of `x-amz-retry-after` over the computed backoff (AWS 2026 rules: `t + 5 s`).
+pub const AMZ_DEFAULT_EXTRA: Duration = Duration::from_secs(5);
+
+/// Parse a `Retry-After` value: delay-seconds (`1*DIGIT`) or an HTTP-date relative to `now_wall`.
+/// A past date gives `Some(0)`. Anything else gives `None`.
+pub fn parse_retry_after(value: &str, now_wall: SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        // Huge integers saturate instead of failing: "99999999999999999999" means "very long".
+        let secs = v.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs).min(duration::MAX_DURATION));
+    }
+    let date = httpdate::parse_http_date(v).ok()?;
+    Some(date.duration_since(now_wall).unwrap_or(Duration::ZERO))
+}
+
+/// Parse `x-amz-retry-after`: a non-negative integer of milliseconds.
+pub fn parse_amz_retry_after(value: &str) -> Option<Duration> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(Duration::from_millis(v.parse::<u64>().unwrap_or(u64::MAX)).min(duration::MAX_DURATION))
+}
+
+/// Parse `grpc-retry-pushback-ms` per A6: a non-negative int32 is a delay; anything else
+/// (negative, garbage, out of int32 range) means do not retry.
+pub fn parse_grpc_pushback(value: &str) -> Hint {
+    match value.trim().parse::<i32>() {
+        Ok(ms) if ms >= 0 => Hint::Delay(Duration::from_millis(ms as u64)),
+        _ => Hint::DoNotRetry,
+    }
+}
+
+impl RetryAfterConfig {
+    /// Read the honoured header of `resp`.
+    pub fn hint(&self, resp: &Response<'_>, now_wall: SystemTime) -> Hint {
+        let opt = |d: Option<Duration>| d.map_or(Hint::Absent, Hint::Delay);
+        match self.header {
+            HintHeader::None => Hint::Absent,
+            HintHeader::RetryAfter => opt(resp
+                .retry_after
+                .and_then(|v| parse_retry_after(v, now_wall))),
+            HintHeader::XAmzRetryAfter => opt(resp.amz_retry_after.and_then(parse_amz_retry_after)),
+            HintHeader::GrpcRetryPushbackMs => resp
+                .grpc_pushback_ms
+                .map_or(Hint::Absent, parse_grpc_pushback),
+        }
+    }
+
+    /// Combine the computed backoff `computed` with a hint. Returns the delay and whether the
+    /// backoff sequence restarts (gRPC pushback). `Hint::DoNotRetry` must be handled by the
+    /// caller; here it yields the computed delay.
+    pub fn combine(&self, computed: Duration, hint: Hint) -> (Duration, bool) {
+        let Hint::Delay(h) = hint else {
+            return (computed, false);
+        };
+        match self.header {
+            HintHeader::None => (computed, false),
+            // Replaces the backoff, capped.
+            HintHeader::RetryAfter => (self.cap.map_or(h, |c| h.min(c)), false),
+            // delay = max(t, min(ra, t + extra)), extra = cap or 5 s.
+            HintHeader::XAmzRetryAfter => {
+                let extra = self.cap.unwrap_or(AMZ_DEFAULT_EXTRA);
+                (computed.max(h.min(computed.saturating_add(extra))), false)
+            }
+            // Exactly the pushback, restart the sequence.
+            HintHeader::GrpcRetryPushbackMs => (self.cap.map_or(h, |c| h.min(c)), true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wall() -> SystemTime {
+        httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap()
+    }
+
+    #[test]
+    fn seconds_and_dates() {
+        assert_eq!(
+            parse_retry_after("120", wall()),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(parse_retry_after(" 0 ", wall()), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", wall()),
+            Some(Duration::from_secs(30))
+        );
+        // Past date: the announced condition is over; retry now.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", wall()),
+            Some(Duration::ZERO)
+        );
+        for bad in ["", "soon", "-5", "1.5", "12s", "Sun, 06 Nov 1994"] {
+            assert_eq!(parse_retry_after(bad, wall()), None, "{bad:?}");
+        }
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", wall()),
+            Some(duration::MAX_DURATION)
+        );
+    }
+
+    #[test]
+    fn retry_after_replaces_and_caps() {
+        let c = RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            cap: Some(Duration::from_secs(30)),
+        };
+        let r = Response {
+            status: 503,
+            retry_after: Some("7"),
+            ..Response::default()
+        };
+        let h = c.hint(&r, wall());
+        assert_eq!(
+            c.combine(Duration::from_millis(10), h).0,
+            Duration::from_secs(7)
+        );
+        let huge = Response {
+            retry_after: Some("86400"),
+            ..r
+        };
+        let h = c.hint(&huge, wall());
+        assert_eq!(
+            c.combine(Duration::from_millis(10), h).0,
+            Duration::from_secs(30)
+        );
+        let garbage = Response {
+            retry_after: Some("later"),
+            ..r
+        };
+        let h = c.hint(&garbage, wall());
+        assert_eq!(h, Hint::Absent);
+        assert_eq!(
+            c.combine(Duration::from_millis(10), h).0,
+            Duration::from_millis(10)
+        );
+        // Other headers are not honoured.
+        let amz = Response {
+            status: 503,
+            amz_retry_after: Some("1000"),
+            ..Response::default()
+        };
+        assert_eq!(c.hint(&amz, wall()), Hint::Absent);
+    }
+
+    #[test]
+    fn amz_clamps_to_t_plus_5s() {
+        let c = RetryAfterConfig {
+            header: HintHeader::XAmzRetryAfter,
+            cap: None,
+        };
+        let t = Duration::from_millis(300);
+        let at = |v: &str| {
+            let r = Response {
+                status: 503,
+                amz_retry_after: Some(v),
+                ..Response::default()
+            };
+            c.combine(t, c.hint(&r, wall())).0
+        };
+        assert_eq!(at("1500"), Duration::from_millis(1500));
+        assert_eq!(at("100"), t); // never below t
+        assert_eq!(at("60000"), t + Duration::from_secs(5)); // never above t + 5 s
+        assert_eq!(at("-1"), t);
+        assert_eq!(at("abc"), t);
+        assert_eq!(parse_amz_retry_after("1.5"), None);
+    }
+
+    #[test]
+    fn grpc_pushback() {
+        assert_eq!(
+            parse_grpc_pushback("250"),
+            Hint::Delay(Duration::from_millis(250))
+        );
+        assert_eq!(parse_grpc_pushback("-1"), Hint::DoNotRetry);
+        assert_eq!(parse_grpc_pushback("x"), Hint::DoNotRetry);
+        assert_eq!(parse_grpc_pushback("99999999999"), Hint::DoNotRetry);
+        let c = RetryAfterConfig {
+            header: HintHeader::GrpcRetryPushbackMs,
+            cap: None,
+        };
+        let (d, reset) = c.combine(
+            Duration::from_millis(90),
+            Hint::Delay(Duration::from_secs(3)),
+        );
+        assert_eq!((d, reset), (Duration::from_secs(3), true));
+        let none = Response::status(503);
+        assert_eq!(c.hint(&none, wall()), Hint::Absent);
+    }
+}
