@@ -2,3 +2,4 @@
 //! page, the console summary. Nothing here knows which engine produced the result.
 
 pub mod files;
+pub mod html;
