@@ -514,8 +514,8 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &Timelines<'_>) -> Result<Chart
         .names
         .iter()
         .map(|n| {
-            let mut s: String = n.chars().take(10).collect();
-            if n.chars().count() > 10 {
+            let mut s: String = n.chars().take(18).collect();
+            if n.chars().count() > 18 {
                 s.push('…');
             }
             s
@@ -529,7 +529,7 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &Timelines<'_>) -> Result<Chart
             .margin(12)
             .margin_right(18)
             .x_label_area_size(34)
-            .y_label_area_size(84)
+            .y_label_area_size(130)
             .build_cartesian_2d(0.0..xm, (0..n).into_segmented())?;
         let y_fmt = |v: &SegmentValue<i32>| match v {
             SegmentValue::CenterOf(i) if *i >= 0 => {

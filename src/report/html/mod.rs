@@ -147,13 +147,18 @@ nav a:hover{text-decoration:underline}
 .card{background:var(--card);border:1px solid var(--line);border-left:5px solid var(--c);border-radius:6px;padding:10px 14px}
 .card h3{word-break:break-word}
 .card p{margin:2px 0;font-variant-numeric:tabular-nums}
+.card .bound{white-space:nowrap}
 .card .k{color:var(--muted)}
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;background:var(--c);vertical-align:-1px;margin-right:6px}
-.tablewrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:6px}
+.tablewrap{overflow-x:auto;display:inline-block;max-width:100%;background:var(--card);border:1px solid var(--line);border-radius:6px}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:13px}
-th,td{padding:5px 10px;text-align:right;white-space:nowrap;border-bottom:1px solid var(--line)}
-th{background:#f0f0f5;font-weight:600;position:sticky;top:0;vertical-align:bottom}
-th:first-child,td:first-child{text-align:left;position:sticky;left:0;background:inherit}
+th,td{padding:5px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid var(--line)}
+th{background:#f0f0f5;font-weight:600;vertical-align:bottom;white-space:normal;min-width:4.5em;max-width:7.5em;line-height:1.2}
+th:first-child,td:first-child{text-align:left;position:sticky;left:0;z-index:1}
+th:first-child{background:#f0f0f5}
+td:first-child{background:inherit;min-width:10em;max-width:16em;white-space:normal;word-break:break-word}
+table.text th,table.text td{text-align:left}
+figure table th,figure table td{padding:4px 6px}
 tbody tr{background:var(--card)}
 tbody tr:nth-child(even){background:#fbfbfd}
 td.best{background:#e3f4e8;font-weight:700;color:#10592a}
@@ -503,6 +508,12 @@ const COLUMNS: &[Column] = &[
     },
 ];
 
+/// Whether amplification exceeds its bound by more than the table's rounding shows.
+fn over_bound(c: &ConfigSummary) -> bool {
+    c.amplification_bound
+        .is_some_and(|b| c.amplification >= b + 0.005)
+}
+
 /// Per column, which configs hold the best value (none when all are equal or only one).
 fn best_marks(configs: &[ConfigSummary]) -> Vec<Vec<bool>> {
     COLUMNS
@@ -537,9 +548,9 @@ fn swatch(i: usize) -> String {
 fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
     p.push_str("<section id=\"headline\">\n<h2><a href=\"#headline\">Headline</a></h2>\n<div class=\"cards\">\n");
     for (i, c) in run.configs.iter().enumerate() {
-        let bound = c
-            .amplification_bound
-            .map_or(String::new(), |b| format!(" (bound ≤{}×)", fixed(b, 2)));
+        let bound = c.amplification_bound.map_or(String::new(), |b| {
+            format!(" <span class=\"bound\">bound ≤{}×</span>", fixed(b, 2))
+        });
         let base = baseline
             .and_then(|b| b.configs.iter().find(|bc| bc.name == c.name))
             .map_or(String::new(), |bc| {
@@ -549,10 +560,15 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
                     change(c.amplification, bc.amplification, Better::Lower)
                 )
             });
+        let over = if over_bound(c) {
+            " class=\"fail\" title=\"above the config's theoretical bound\""
+        } else {
+            ""
+        };
         let _ = write!(
             p,
             "<div class=\"card\" style=\"--c:{}\"><h3>{}{}</h3>\
-<p><span class=\"k\">amplification</span> <b>{}×</b>{bound}{base}</p>\
+<p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}{base}</p>\
 <p><span class=\"k\">peak concurrency</span> <b>{}</b></p>\
 <p><span class=\"k\">success</span> <b>{}</b></p>\
 <p><span class=\"k\">recovery</span> <b>{}</b></p></div>\n",
@@ -579,7 +595,7 @@ fn gates(p: &mut String, run: &RunResult) {
     let _ = write!(
         p,
         "<section id=\"gates\">\n<h2><a href=\"#gates\">Gates</a></h2>\n<p>{} of {} verdicts \
-passed{}.</p>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>gate</th><th>config</th>\
+passed{}.</p>\n<div class=\"tablewrap\"><table class=\"text\">\n<thead><tr><th>gate</th><th>config</th>\
 <th>figure</th><th>limit</th><th>measured</th><th>verdict</th></tr></thead>\n<tbody>\n",
         run.gates.len() - failed,
         run.gates.len(),
@@ -655,18 +671,20 @@ is shown beside its theoretical bound.</p>\n<div class=\"tablewrap\"><table>\n<t
             if marks[ci][i] {
                 class.push("best");
             }
-            if col.label.starts_with("amplification")
-                && c.amplification_bound
-                    .is_some_and(|b| c.amplification > b + 1e-9)
-            {
+            if col.label.starts_with("amplification") && over_bound(c) {
                 class.push("over");
             }
+            let title = if class.contains(&"over") {
+                " title=\"above the config's theoretical bound\""
+            } else {
+                ""
+            };
             if class.is_empty() {
                 let _ = write!(p, "<td>{}</td>", (col.show)(c));
             } else {
                 let _ = write!(
                     p,
-                    "<td class=\"{}\">{}</td>",
+                    "<td class=\"{}\"{title}>{}</td>",
                     class.join(" "),
                     (col.show)(c)
                 );
