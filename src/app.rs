@@ -108,9 +108,35 @@ fn thresholds(name: &str, max_attempts: Option<u32>, seed: u64, json: bool) -> R
             serde_json::to_string_pretty(&report).map_err(AppError::failed)?
         );
     } else {
-        print!("{report}");
+        print!("{}", thresholds_table(&report));
     }
     Ok(Exit::Ok)
+}
+
+fn thresholds_table(r: &crate::policy::ThresholdReport) -> String {
+    let mut out = format!(
+        "{} (budget {}, {} attempts): failure rate above which the budget drains on average\n",
+        r.config, r.budget, r.max_attempts
+    );
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1} %", v * 100.0));
+    let _ = writeln!(out, "{:<11} {:>12} {:>12} {:>6}  note", "failures", "closed form", "monte carlo", "cost");
+    for (kind, k) in [
+        ("transient", &r.transient),
+        ("throttling", &r.throttling),
+        ("timeout", &r.timeout),
+    ] {
+        let _ = writeln!(
+            out,
+            "{:<11} {:>12} {:>12} {:>6}  {}",
+            kind,
+            pct(k.closed_form),
+            pct(k.monte_carlo),
+            k.cost.map_or("-".into(), |c| format!("{c}")),
+            k.reason.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(out, "{}", r.model);
+    out
 }
 
 fn presets_table() -> String {

@@ -7,12 +7,11 @@
 //! which engine produced it.
 #![forbid(unsafe_code)]
 
-// Waiting for the policy core and scenario loader branches:
-// pub mod app;
-// pub mod cli;
-// pub mod live;
+pub mod app;
+pub mod cli;
+pub mod live;
 pub mod metrics;
-// pub mod plan;
+pub mod plan;
 pub mod policy;
 pub mod report;
 pub mod scenario;

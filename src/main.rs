@@ -1,1 +1,30 @@
-fn main() {}
+//! The `stormrig` binary: parse, run, map the outcome to an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use stormrig::app::{self, Exit};
+use stormrig::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // clap's own help/version output is a success; everything else is usage.
+            return if e.use_stderr() {
+                Exit::BadInput.into()
+            } else {
+                Exit::Ok.into()
+            };
+        }
+    };
+    match app::run(cli) {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("stormrig: error: {}", e.message);
+            e.exit.into()
+        }
+    }
+}

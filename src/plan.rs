@@ -2,8 +2,9 @@
 //! policy core (preset, then overrides, then validation), every error located in the file.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::policy::{RetryConfig, RetryConfigSpec};
+use crate::policy::{BudgetConfig, RetryConfig, RetryConfigSpec};
 use crate::scenario::{self, Scenario};
 
 /// A config the engines run, with its resolved policy.
@@ -54,15 +55,41 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
                 let field = unknown_field(&msg).unwrap_or_default();
                 located(field, msg)
             })?;
-        let config = spec
-            .resolve()
-            .map_err(|e| located(e.field().to_string(), e.to_string()))?;
+        let config = spec.resolve().map_err(|e| {
+            let field = match (&e, e.field()) {
+                (_, Some(f)) => f.to_string(),
+                (crate::policy::PolicyError::UnknownPreset { .. }, None) => "preset".into(),
+                _ => String::new(),
+            };
+            located(field, e.to_string())
+        })?;
         configs.push(PlannedConfig {
             name: entry.name.clone(),
             config,
         });
     }
     Ok(Plan { scenario, configs })
+}
+
+/// The most amplification a config can cause in a run of `duration` at `mean_rate`
+/// logical requests per second: its attempt cap, tightened by a ratio budget to
+/// 1 + ratio + the reserve's share (min_per_sec over the run plus the initial ttl's worth,
+/// spread over the requests). Other budgets have no static bound tighter than the cap.
+pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Duration) -> f64 {
+    let cap = f64::from(config.max_attempts);
+    match &config.budget {
+        BudgetConfig::Ratio {
+            ratio,
+            ttl,
+            min_per_sec,
+            ..
+        } if mean_rate > 0.0 && !duration.is_zero() => {
+            let requests = mean_rate * duration.as_secs_f64();
+            let reserve = f64::from(*min_per_sec) * (duration + *ttl).as_secs_f64();
+            cap.min(1.0 + ratio + reserve / requests)
+        }
+        _ => cap,
+    }
 }
 
 /// The key serde named in an "unknown field `x`" message, so the error can point at it.

@@ -17,7 +17,8 @@ use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
 use crate::metrics::{Recorder, RetryReason};
 use crate::policy::{
-    AttemptOutcome, Decision, GiveUpReason, OutcomeClass, Permit, Response, RetryClient,
+    AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, Permit, PolicyEvent,
+    Response, RetryClient,
 };
 use crate::target::headers;
 
@@ -148,10 +149,10 @@ impl ConfigRuntime {
                 let mut g = self.lock();
                 let now = epoch.now();
                 let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
-                let label = crate::policy::attempt_label(&outcome, &d);
+                let label = crate::policy::attempt_label(&outcome, d.class());
                 g.rec.attempt_done(latency, label);
                 let level = g.client.budget_level();
-                let breaker = g.client.breaker_state().map(|b| b.level());
+                let breaker = g.client.breaker_state().map(breaker_level);
                 g.rec.sample_policy(now.mono, level, breaker);
                 match &d {
                     Decision::Retry { class, .. } => g.rec.retry_scheduled(
@@ -284,9 +285,22 @@ fn note_refusal(g: &mut Shared, config: &str, request: u64, attempt: u32) {
 
 fn drain(g: &mut Shared, _t: Duration) {
     for e in g.client.drain_events() {
-        if e.is_breaker_open() {
+        if let PolicyEvent::Breaker {
+            to: BreakerState::Open,
+            ..
+        } = e
+        {
             g.rec.breaker_opened();
         }
+    }
+}
+
+/// Breaker state as charted: closed 0, half-open 1, open 2.
+pub fn breaker_level(s: BreakerState) -> u8 {
+    match s {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
     }
 }
 
@@ -314,5 +328,6 @@ pub fn reason_label(r: GiveUpReason) -> &'static str {
         GiveUpReason::BreakerOpen => "breaker-open",
         GiveUpReason::CostCap => "cost-cap",
         GiveUpReason::NotIdempotent => "not-idempotent",
+        GiveUpReason::ServerPushback => "server-pushback",
     }
 }

@@ -176,6 +176,10 @@ pub async fn run(
         gates: Vec::new(),
         timeline: Vec::new(),
     };
+    let mean_rate = match &sc.load.shape {
+        LoadShape::Closed { .. } => 0.0,
+        shape => schedule::expected_count(shape, sc.duration) / sc.duration.as_secs_f64(),
+    };
     let mut attempts = Vec::new();
     for ((rt, planned), st) in runtimes.iter().zip(&plan.configs).zip(&stats) {
         let (summary, rows) = rt.with(|g| {
@@ -185,7 +189,7 @@ pub async fn run(
             summarize(
                 &rt.name,
                 serde_json::to_value(&planned.config).unwrap_or_default(),
-                planned.config.amplification_bound(),
+                Some(crate::plan::amplification_bound(&planned.config, mean_rate, sc.duration)),
                 &g.rec,
                 st,
                 &shape,

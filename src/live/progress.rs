@@ -44,7 +44,7 @@ impl Progress {
         epoch: Epoch,
         duration: Duration,
     ) -> Progress {
-        let stats: Vec<_> = targets.iter().map(|t| t.stats_handle()).collect();
+        let stats: Vec<_> = targets.iter().map(|t| t.probe()).collect();
         let runtimes: Vec<_> = runtimes.to_vec();
         let total_ms = duration.as_millis() as u64;
         if std::io::stderr().is_terminal() {

@@ -5,5 +5,6 @@
 pub mod diff;
 pub mod files;
 pub mod gates;
+pub mod html;
 pub mod junit;
 pub mod text;

@@ -129,6 +129,18 @@ struct Shared {
     tasks_done: Notify,
 }
 
+/// A read-only view of a running target's counters that outlives no one: progress
+/// displays hold it while the engine keeps the handle.
+#[derive(Clone)]
+pub struct TargetProbe(Arc<Shared>);
+
+impl TargetProbe {
+    /// Arrivals so far.
+    pub fn arrivals(&self) -> u64 {
+        self.0.counters.snapshot(0).arrivals
+    }
+}
+
 /// A running built-in target.
 pub struct TargetHandle {
     addr: SocketAddr,
@@ -256,6 +268,11 @@ impl TargetHandle {
     /// Requests in flight right now.
     pub fn in_flight(&self) -> u64 {
         self.shared.counters.in_flight()
+    }
+
+    /// A cheap, cloneable view of the counters, for progress displays.
+    pub fn probe(&self) -> TargetProbe {
+        TargetProbe(Arc::clone(&self.shared))
     }
 
     /// Stops accepting, closes every connection (requests in flight are dropped without an

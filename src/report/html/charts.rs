@@ -1,0 +1,783 @@
+//! The report's charts, drawn with plotters' SVG backend from a [`RunResult`] only.
+//!
+//! Time charts are declared in [`TIME_CHARTS`]: a title, a y axis and a few [`Line`]s, each
+//! a function of one [`SecondRow`]. Every config is overlaid in its own colour (the same
+//! colour on every chart); the line style tells the figures of one chart apart. Adding a
+//! per-second chart is one more entry in that table; charts of another shape (the breaker
+//! strips, the latency distribution) are functions next to it, listed in [`all`].
+//!
+//! plotters' SVG backend escapes every text it writes (`<`, `>`, `&`, `"`, `'`), and we
+//! pass no user string into an attribute of our own making, so names drawn into a chart
+//! cannot break out of it.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::metrics::{RunResult, SecondRow};
+
+/// Pixel size of a chart's SVG (scaled to its grid cell by the stylesheet).
+const W: u32 = 660;
+const H: u32 = 300;
+const FONT: &str = "sans-serif";
+
+/// Colour of the config at index `i`, the same on every chart and in the legends
+/// (Tableau 10, which stays distinguishable for common colour-vision deficiencies).
+pub(crate) fn color(i: usize) -> RGBColor {
+    const P: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    let (r, g, b) = P[i % P.len()];
+    RGBColor(r, g, b)
+}
+
+/// `#rrggbb` of [`color`], for the HTML legends.
+pub(crate) fn css_color(i: usize) -> String {
+    let RGBColor(r, g, b) = color(i);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+const FAULT_FILL: RGBAColor = RGBAColor(214, 39, 40, 0.10);
+const FAULT_TEXT: RGBColor = RGBColor(160, 30, 30);
+const GRID: RGBColor = RGBColor(232, 232, 236);
+const AXIS: RGBColor = RGBColor(120, 120, 130);
+const LABEL: RGBColor = RGBColor(70, 70, 80);
+
+/// How a line is stroked: the styles of one chart's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dash {
+    Solid,
+    Dashed,
+    Dotted,
+}
+
+impl Dash {
+    /// The legend glyph shown in the chart's note.
+    fn glyph(self) -> &'static str {
+        match self {
+            Dash::Solid => "━━",
+            Dash::Dashed => "╍╍",
+            Dash::Dotted => "┈┈",
+        }
+    }
+}
+
+/// One figure of a time chart, drawn for every config.
+pub(crate) struct Line {
+    pub label: &'static str,
+    pub dash: Dash,
+    /// The figure in one second; `None` leaves a gap (nothing measured that second).
+    pub value: fn(&SecondRow) -> Option<f64>,
+}
+
+/// A per-second chart with all configs overlaid.
+pub(crate) struct TimeSpec {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub y_desc: &'static str,
+    pub lines: &'static [Line],
+    /// A fixed y range (otherwise 0 to the largest value).
+    pub y_range: Option<(f64, f64)>,
+    pub y_fmt: fn(f64) -> String,
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 10_000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else if v.abs() >= 1000.0 {
+        format!("{:.1}k", v / 1000.0)
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.0}%", v * 100.0)
+}
+
+fn started(r: &SecondRow) -> bool {
+    r.upstream_started > 0
+}
+
+fn finished(r: &SecondRow) -> bool {
+    r.upstream_finished > 0
+}
+
+/// The per-second charts, in page order.
+pub(crate) const TIME_CHARTS: &[TimeSpec] = &[
+    TimeSpec {
+        id: "chart-load",
+        title: "Upstream rate vs downstream arrivals",
+        y_desc: "requests / s",
+        lines: &[
+            Line {
+                label: "downstream arrivals (at the target)",
+                dash: Dash::Solid,
+                value: |r| Some(r.downstream_arrivals as f64),
+            },
+            Line {
+                label: "upstream requests started",
+                dash: Dash::Dashed,
+                value: |r| Some(r.upstream_started as f64),
+            },
+        ],
+        y_range: None,
+        y_fmt: num,
+    },
+    TimeSpec {
+        id: "chart-amplification",
+        title: "Amplification per second",
+        y_desc: "arrivals / upstream",
+        lines: &[Line {
+            label: "downstream arrivals ÷ upstream started",
+            dash: Dash::Solid,
+            value: |r| started(r).then_some(r.amplification),
+        }],
+        y_range: None,
+        y_fmt: num,
+    },
+    TimeSpec {
+        id: "chart-inflight",
+        title: "In flight",
+        y_desc: "requests in flight (peak in second)",
+        lines: &[
+            Line {
+                label: "at the target",
+                dash: Dash::Solid,
+                value: |r| Some(r.target_in_flight_peak as f64),
+            },
+            Line {
+                label: "at the client (logical requests)",
+                dash: Dash::Dashed,
+                value: |r| Some(r.client_in_flight_peak as f64),
+            },
+        ],
+        y_range: None,
+        y_fmt: num,
+    },
+    TimeSpec {
+        id: "chart-retries",
+        title: "Retries and refusals",
+        y_desc: "per second",
+        lines: &[
+            Line {
+                label: "retries",
+                dash: Dash::Solid,
+                value: |r| Some(r.retries as f64),
+            },
+            Line {
+                label: "budget refusals",
+                dash: Dash::Dashed,
+                value: |r| Some(r.budget_refusals as f64),
+            },
+            Line {
+                label: "breaker refusals",
+                dash: Dash::Dotted,
+                value: |r| Some(r.breaker_refusals as f64),
+            },
+        ],
+        y_range: None,
+        y_fmt: num,
+    },
+    TimeSpec {
+        id: "chart-budget",
+        title: "Retry budget level",
+        y_desc: "budget level",
+        lines: &[Line {
+            label: "budget level (configs with a budget)",
+            dash: Dash::Solid,
+            value: |r| r.budget_level,
+        }],
+        y_range: None,
+        y_fmt: num,
+    },
+    TimeSpec {
+        id: "chart-success",
+        title: "Success rate",
+        y_desc: "successes / finished",
+        lines: &[Line {
+            label: "success rate of requests finishing in the second",
+            dash: Dash::Solid,
+            value: |r| finished(r).then_some(r.success_rate),
+        }],
+        y_range: Some((0.0, 1.02)),
+        y_fmt: pct,
+    },
+    TimeSpec {
+        id: "chart-latency",
+        title: "Latency per second",
+        y_desc: "ms",
+        lines: &[
+            Line {
+                label: "p99",
+                dash: Dash::Solid,
+                value: |r| finished(r).then_some(r.latency_p99_ms),
+            },
+            Line {
+                label: "p50",
+                dash: Dash::Dashed,
+                value: |r| finished(r).then_some(r.latency_p50_ms),
+            },
+        ],
+        y_range: None,
+        y_fmt: num,
+    },
+];
+
+/// One drawn chart, ready for the page.
+pub(crate) struct Chart {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Plain text explaining the line styles (escaped by the page).
+    pub notes: Vec<(&'static str, &'static str)>,
+    /// Set when no config has data for this chart (the chart is still drawn, empty).
+    pub empty: bool,
+    pub svg: String,
+}
+
+/// What a chart failed with (plotters reports its errors as text).
+#[derive(Debug)]
+pub(crate) struct ChartError(pub String);
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for ChartError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        ChartError(e.to_string())
+    }
+}
+
+/// The run's timeline split per config, in the order of `run.configs`, each sorted by second.
+pub(crate) struct Timelines<'a> {
+    pub names: Vec<&'a str>,
+    pub rows: Vec<Vec<&'a SecondRow>>,
+}
+
+impl<'a> Timelines<'a> {
+    pub fn of(run: &'a RunResult) -> Self {
+        let mut names: Vec<&str> = run.configs.iter().map(|c| c.name.as_str()).collect();
+        // Rows of a config missing from the summary still get drawn, after the others.
+        for r in &run.timeline {
+            if !names.contains(&r.config.as_str()) {
+                names.push(&r.config);
+            }
+        }
+        let mut rows: Vec<Vec<&SecondRow>> = vec![Vec::new(); names.len()];
+        for r in &run.timeline {
+            if let Some(i) = names.iter().position(|n| *n == r.config) {
+                rows[i].push(r);
+            }
+        }
+        for v in &mut rows {
+            v.sort_by_key(|r| r.second);
+        }
+        Timelines { names, rows }
+    }
+}
+
+/// The x extent of time charts: the run's duration, or the last second measured.
+fn x_max(run: &RunResult, tl: &Timelines<'_>) -> f64 {
+    let last = tl
+        .rows
+        .iter()
+        .filter_map(|v| v.last())
+        .map(|r| r.second as f64 + 1.0)
+        .fold(0.0, f64::max);
+    let faults = run.faults.iter().map(|f| f.end_s).fold(0.0, f64::max);
+    let m = run.duration_s.max(last).max(faults);
+    if m.is_finite() && m > 0.0 {
+        m
+    } else {
+        1.0
+    }
+}
+
+/// Splits one config's rows into contiguous runs of measured points (x at mid-second).
+fn segments(rows: &[&SecondRow], f: fn(&SecondRow) -> Option<f64>) -> Vec<Vec<(f64, f64)>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for r in rows {
+        let v = f(r).filter(|v| v.is_finite());
+        let contiguous = prev.is_some_and(|p| p + 1 == r.second);
+        match v {
+            Some(v) if contiguous || cur.is_empty() => cur.push((r.second as f64 + 0.5, v)),
+            Some(v) => {
+                out.push(std::mem::take(&mut cur));
+                cur.push((r.second as f64 + 0.5, v));
+            }
+            None => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+        }
+        prev = Some(r.second);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn upper(max: f64) -> f64 {
+    if max.is_finite() && max > 0.0 {
+        max * 1.08
+    } else {
+        1.0
+    }
+}
+
+/// Draws one polyline in a dash style (solid lines are one SVG element per segment).
+fn draw_line<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    pts: &[(f64, f64)],
+    color: RGBColor,
+    dash: Dash,
+) -> Result<(), ChartError>
+where
+    DB::ErrorType: 'static,
+{
+    let style = color.stroke_width(2);
+    if pts.len() == 1 {
+        // A lone second: a dot, or it would not show at all.
+        chart
+            .draw_series(std::iter::once(Circle::new(pts[0], 2, color.filled())))
+            .map_err(|e| ChartError(e.to_string()))?;
+        return Ok(());
+    }
+    let r = match dash {
+        Dash::Solid => chart.draw_series(LineSeries::new(pts.iter().copied(), style)),
+        Dash::Dashed => chart.draw_series(DashedLineSeries::new(pts.iter().copied(), 7, 4, style)),
+        Dash::Dotted => chart.draw_series(DashedLineSeries::new(
+            pts.iter().copied(),
+            2,
+            3,
+            color.stroke_width(2),
+        )),
+    };
+    r.map(|_| ()).map_err(|e| ChartError(e.to_string()))
+}
+
+/// The mesh every chart shares: faint grid, grey axes, small labels.
+macro_rules! mesh {
+    ($chart:expr) => {
+        $chart
+            .configure_mesh()
+            .light_line_style(GRID.mix(0.0))
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .label_style((FONT, 12).into_font().color(&LABEL))
+            .axis_desc_style((FONT, 12).into_font().color(&LABEL))
+    };
+}
+
+/// Shaded fault windows, each labelled at its top left.
+fn draw_faults<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    run: &RunResult,
+    y: (f64, f64),
+) -> Result<(), ChartError>
+where
+    DB::ErrorType: 'static,
+{
+    for f in &run.faults {
+        if !(f.start_s.is_finite() && f.end_s.is_finite()) {
+            continue;
+        }
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(f.start_s, y.0), (f.end_s, y.1)],
+                FAULT_FILL.filled(),
+            )))
+            .map_err(|e| ChartError(e.to_string()))?;
+        let label: String = f.label.chars().take(40).collect();
+        chart
+            .draw_series(std::iter::once(Text::new(
+                label,
+                (f.start_s, y.1),
+                (FONT, 11).into_font().color(&FAULT_TEXT),
+            )))
+            .map_err(|e| ChartError(e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn area(buf: &mut String) -> DrawingArea<SVGBackend<'_>, Shift> {
+    SVGBackend::with_string(buf, (W, H)).into_drawing_area()
+}
+
+/// Draws one [`TimeSpec`] for every config.
+pub(crate) fn time_chart(
+    spec: &TimeSpec,
+    run: &RunResult,
+    tl: &Timelines<'_>,
+) -> Result<Chart, ChartError> {
+    let xm = x_max(run, tl);
+    // Per line, per config: the segments to draw.
+    let series: Vec<Vec<Vec<Vec<(f64, f64)>>>> = spec
+        .lines
+        .iter()
+        .map(|l| tl.rows.iter().map(|rows| segments(rows, l.value)).collect())
+        .collect();
+    let max = series
+        .iter()
+        .flatten()
+        .flatten()
+        .flatten()
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let empty = series.iter().flatten().all(|segs| segs.is_empty());
+    let (y0, y1) = spec.y_range.unwrap_or((0.0, upper(max)));
+    let mut svg = String::new();
+    {
+        let root = area(&mut svg);
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(18)
+            .x_label_area_size(34)
+            .y_label_area_size(58)
+            .build_cartesian_2d(0.0..xm, y0..y1)?;
+        let yf = spec.y_fmt;
+        let y_fmt = move |v: &f64| yf(*v);
+        let x_fmt = |v: &f64| format!("{v:.0}");
+        mesh!(chart)
+            .x_desc("seconds")
+            .y_desc(spec.y_desc)
+            .x_labels(12)
+            .y_labels(6)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .draw()?;
+        draw_faults(&mut chart, run, (y0, y1))?;
+        // Dashed figures first, so the solid headline figure stays on top.
+        for (li, line) in spec.lines.iter().enumerate().rev() {
+            for (ci, segs) in series[li].iter().enumerate() {
+                for seg in segs {
+                    draw_line(&mut chart, seg, color(ci), line.dash)?;
+                }
+            }
+        }
+        if empty {
+            chart.draw_series(std::iter::once(Text::new(
+                "no data in this run",
+                (xm / 2.0, (y0 + y1) / 2.0),
+                (FONT, 14)
+                    .into_font()
+                    .color(&AXIS)
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            )))?;
+        }
+        root.present()?;
+    }
+    Ok(Chart {
+        id: spec.id,
+        title: spec.title,
+        notes: spec
+            .lines
+            .iter()
+            .map(|l| (l.dash.glyph(), l.label))
+            .collect(),
+        empty,
+        svg,
+    })
+}
+
+/// Breaker state per config as horizontal strips: open in full colour, half-open pale.
+pub(crate) fn breaker_chart(run: &RunResult, tl: &Timelines<'_>) -> Result<Chart, ChartError> {
+    let xm = x_max(run, tl);
+    let n = tl.names.len().max(1) as i32;
+    let empty = tl.rows.iter().flatten().all(|r| r.breaker_state.is_none());
+    let h = (90 + 34 * n as u32).min(H * 2);
+    let labels: Vec<String> = tl
+        .names
+        .iter()
+        .map(|n| {
+            let mut s: String = n.chars().take(18).collect();
+            if n.chars().count() > 18 {
+                s.push('…');
+            }
+            s
+        })
+        .collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(18)
+            .x_label_area_size(34)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0.0..xm, (0..n).into_segmented())?;
+        let y_fmt = |v: &SegmentValue<i32>| match v {
+            SegmentValue::CenterOf(i) if *i >= 0 => {
+                // Row 0 is drawn at the top.
+                let idx = (n - 1 - *i) as usize;
+                labels.get(idx).cloned().unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        let x_fmt = |v: &f64| format!("{v:.0}");
+        mesh!(chart)
+            .disable_y_mesh()
+            .x_desc("seconds")
+            .x_labels(12)
+            .y_labels(n as usize)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .draw()?;
+        for f in &run.faults {
+            if f.start_s.is_finite() && f.end_s.is_finite() {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (f.start_s, SegmentValue::Exact(0)),
+                        (f.end_s, SegmentValue::Exact(n)),
+                    ],
+                    FAULT_FILL.filled(),
+                )))?;
+            }
+        }
+        for (ci, rows) in tl.rows.iter().enumerate() {
+            let row = n - 1 - ci as i32;
+            let c = color(ci);
+            // Closed: a thin baseline in the config's colour, so every row is identifiable.
+            if rows.iter().any(|r| r.breaker_state.is_some()) {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(row)),
+                        (xm, SegmentValue::Exact(row + 1)),
+                    ],
+                    c.mix(0.06).filled(),
+                )))?;
+            }
+            // Merge runs of equal state into one rectangle each.
+            let mut run_start: Option<(u64, u8)> = None;
+            let mut spans: Vec<(u64, u64, u8)> = Vec::new();
+            let mut last = 0u64;
+            for r in rows {
+                let st = r.breaker_state.unwrap_or(0);
+                match run_start {
+                    Some((_, st0)) if st0 == st && r.second == last + 1 => {}
+                    Some((s0, st0)) => {
+                        spans.push((s0, last + 1, st0));
+                        run_start = Some((r.second, st));
+                    }
+                    None => run_start = Some((r.second, st)),
+                }
+                last = r.second;
+            }
+            if let Some((s0, st0)) = run_start {
+                spans.push((s0, last + 1, st0));
+            }
+            for (s0, s1, st) in spans {
+                let alpha = match st {
+                    0 => continue,
+                    1 => 0.35,
+                    _ => 0.9,
+                };
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (s0 as f64, SegmentValue::Exact(row)),
+                        (s1 as f64, SegmentValue::Exact(row + 1)),
+                    ],
+                    c.mix(alpha).filled(),
+                )))?;
+            }
+        }
+        if empty {
+            chart.draw_series(std::iter::once(Text::new(
+                "no config has a circuit breaker",
+                (xm / 2.0, SegmentValue::CenterOf(n / 2)),
+                (FONT, 14)
+                    .into_font()
+                    .color(&AXIS)
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            )))?;
+        }
+        root.present()?;
+    }
+    Ok(Chart {
+        id: "chart-breaker",
+        title: "Circuit breaker state",
+        notes: vec![
+            ("▇▇", "open"),
+            ("▒▒", "half-open"),
+            ("░░", "closed (row tinted when the config has a breaker)"),
+        ],
+        empty,
+        svg,
+    })
+}
+
+/// x of the "nines" axis: −log10(1 − p/100); p = 100 has no place on it.
+fn nines(p: f64) -> Option<f64> {
+    let q = 1.0 - p / 100.0;
+    (q > 0.0 && p >= 0.0).then(|| -q.log10())
+}
+
+/// The HDR latency distribution (percentile curve), every config overlaid.
+pub(crate) fn latency_distribution(run: &RunResult) -> Result<Chart, ChartError> {
+    let curves: Vec<Vec<(f64, f64)>> = run
+        .configs
+        .iter()
+        .map(|c| {
+            c.latency_curve
+                .iter()
+                .filter(|p| p[1].is_finite())
+                .filter_map(|p| nines(p[0]).map(|x| (x, p[1])))
+                .collect()
+        })
+        .collect();
+    let empty = curves.iter().all(|c| c.is_empty());
+    let x_hi = curves
+        .iter()
+        .flatten()
+        .map(|p| p.0)
+        .fold(3.0, f64::max)
+        .ceil();
+    let max = curves.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let (y0, y1) = (0.0, upper(max));
+    let mut svg = String::new();
+    {
+        let root = area(&mut svg);
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(18)
+            .x_label_area_size(34)
+            .y_label_area_size(58)
+            .build_cartesian_2d(0.0..x_hi, y0..y1)?;
+        let x_fmt = |v: &f64| {
+            // Label only the whole nines: 0%, 90%, 99%, 99.9% …
+            let k = v.round();
+            if (v - k).abs() > 1e-6 || k < 0.0 {
+                return String::new();
+            }
+            let k = k as usize;
+            match k {
+                0 => "0%".to_string(),
+                1 => "90%".to_string(),
+                _ => format!("99.{}%", "9".repeat(k - 2)).replace("99.%", "99%"),
+            }
+        };
+        let y_fmt = |v: &f64| num(*v);
+        mesh!(chart)
+            .x_desc("percentile")
+            .y_desc("latency, ms")
+            .x_labels(x_hi as usize + 1)
+            .y_labels(6)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .draw()?;
+        for (ci, pts) in curves.iter().enumerate() {
+            if !pts.is_empty() {
+                draw_line(&mut chart, pts, color(ci), Dash::Solid)?;
+            }
+        }
+        if empty {
+            chart.draw_series(std::iter::once(Text::new(
+                "no latency recorded",
+                (x_hi / 2.0, y1 / 2.0),
+                (FONT, 14)
+                    .into_font()
+                    .color(&AXIS)
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            )))?;
+        }
+        root.present()?;
+    }
+    Ok(Chart {
+        id: "chart-latency-distribution",
+        title: "Latency distribution (HDR percentile curve)",
+        notes: vec![(
+            "━━",
+            "end-to-end latency at each percentile; x axis in nines, −log10(1 − p)",
+        )],
+        empty,
+        svg,
+    })
+}
+
+/// Every chart of the page, in order: the time charts, the breaker strips, the distribution.
+pub(crate) fn all(run: &RunResult) -> Result<(Vec<Chart>, Chart), ChartError> {
+    let tl = Timelines::of(run);
+    let mut time = Vec::with_capacity(TIME_CHARTS.len() + 1);
+    for spec in TIME_CHARTS {
+        time.push(time_chart(spec, run, &tl)?);
+    }
+    // The breaker strips go after the budget level, before success rate.
+    let at = TIME_CHARTS
+        .iter()
+        .position(|s| s.id == "chart-budget")
+        .map_or(time.len(), |i| i + 1);
+    time.insert(at, breaker_chart(run, &tl)?);
+    Ok((time, latency_distribution(run)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nines_axis() {
+        assert_eq!(nines(0.0), Some(0.0));
+        assert!((nines(99.0).unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(nines(100.0), None);
+    }
+
+    #[test]
+    fn segments_break_at_gaps() {
+        let mk = |s: u64, started: u64| SecondRow {
+            config: "a".into(),
+            second: s,
+            upstream_started: started,
+            upstream_finished: 0,
+            successes: 0,
+            failures: 0,
+            attempts: 0,
+            retries: 0,
+            retries_transient: 0,
+            retries_throttling: 0,
+            budget_refusals: 0,
+            breaker_refusals: 0,
+            dropped: 0,
+            downstream_arrivals: 0,
+            target_in_flight_peak: 0,
+            target_served_ok: 0,
+            client_in_flight_peak: 0,
+            amplification: 1.0,
+            budget_level: None,
+            breaker_state: None,
+            latency_p50_ms: 0.0,
+            latency_p99_ms: 0.0,
+            success_rate: 1.0,
+        };
+        let rows = [mk(0, 1), mk(1, 1), mk(2, 0), mk(3, 1), mk(5, 1)];
+        let refs: Vec<&SecondRow> = rows.iter().collect();
+        let segs = segments(&refs, |r| started(r).then_some(r.amplification));
+        assert_eq!(segs.len(), 3);
+        assert_eq!(segs[0].len(), 2);
+    }
+}
