@@ -317,6 +317,53 @@ fn success_and_non_retryable_end_the_request() {
     c.finish(at(ms(0)), req);
 }
 
+#[test]
+fn retry_after_through_the_client_respects_cap_and_deadline() {
+    let cfg = RetryConfig {
+        retry_after: RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            cap: Some(Duration::from_secs(30)),
+        },
+        ..constant_config(100, 5, Some(20_000))
+    };
+    let wall = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+    let now = Now { mono: ms(0), wall };
+    let one = |v: &'static str| {
+        let mut c = RetryClient::new(&cfg);
+        let mut req = c.start(now, "GET", None);
+        let _ = c.before_attempt(now, &mut req);
+        let o = AttemptOutcome::Response(Response {
+            status: 503,
+            retry_after: Some(v),
+            ..Response::default()
+        });
+        c.on_outcome(now, &mut req, &o, &mut rng(1))
+    };
+    assert!(matches!(one("2"), Decision::Retry { after, .. } if after == ms(2000)));
+    assert!(
+        matches!(one("Sun, 06 Nov 1994 08:49:47 GMT"), Decision::Retry { after, .. } if after == ms(10_000))
+    );
+    assert!(
+        matches!(one("Sun, 06 Nov 1994 08:00:00 GMT"), Decision::Retry { after, .. } if after.is_zero())
+    );
+    assert!(matches!(one("garbage"), Decision::Retry { after, .. } if after == ms(100)));
+    // 25 s is under the 30 s cap but past the 20 s deadline: give up instead of waiting
+    assert!(matches!(
+        one("25"),
+        Decision::GiveUp {
+            reason: GiveUpReason::Deadline,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn client_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<RetryClient>();
+    assert_send::<RequestState>();
+}
+
 // ---------------------------------------------------------------- breaker and cost through the client
 
 #[test]
