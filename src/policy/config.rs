@@ -260,6 +260,26 @@ impl RetryConfig {
             self.attempt_cost,
             "a finite number >= 0",
         )?;
+        for (f, list) in [
+            ("retry_on.statuses", &self.retry_on.statuses),
+            (
+                "retry_on.throttling_statuses",
+                &self.retry_on.throttling_statuses,
+            ),
+        ] {
+            for p in list {
+                let ok = match *p {
+                    StatusPattern::Exact(s) => (100..=599).contains(&s),
+                    StatusPattern::Class(c) => (1..=5).contains(&c),
+                };
+                check(
+                    ok,
+                    f,
+                    format!("{p:?}"),
+                    "status codes 100..=599 or classes \"1xx\"..\"5xx\"",
+                )?;
+            }
+        }
         match &self.backoff {
             Backoff::None | Backoff::Constant { .. } => {}
             Backoff::Linear { base, cap } => {
@@ -556,6 +576,9 @@ cost = { per_request_cap = 10, global_cap = 1000 }
             let msg = e.to_string();
             assert!(msg.contains(field), "{msg}");
         }
+        let mut c = RetryConfig::default();
+        c.retry_on.statuses.push(StatusPattern::Exact(700));
+        assert_eq!(c.validate().unwrap_err().field(), Some("retry_on.statuses"));
         let e = err("max_attempts = 0").to_string();
         assert!(e.contains("1..=100") && e.contains("= 0"), "{e}");
         let e = err("preset = \"aws-standrd\"").to_string();

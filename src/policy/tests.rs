@@ -317,6 +317,53 @@ fn success_and_non_retryable_end_the_request() {
     c.finish(at(ms(0)), req);
 }
 
+#[test]
+fn retry_after_through_the_client_respects_cap_and_deadline() {
+    let cfg = RetryConfig {
+        retry_after: RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            cap: Some(Duration::from_secs(30)),
+        },
+        ..constant_config(100, 5, Some(20_000))
+    };
+    let wall = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+    let now = Now { mono: ms(0), wall };
+    let one = |v: &'static str| {
+        let mut c = RetryClient::new(&cfg);
+        let mut req = c.start(now, "GET", None);
+        let _ = c.before_attempt(now, &mut req);
+        let o = AttemptOutcome::Response(Response {
+            status: 503,
+            retry_after: Some(v),
+            ..Response::default()
+        });
+        c.on_outcome(now, &mut req, &o, &mut rng(1))
+    };
+    assert!(matches!(one("2"), Decision::Retry { after, .. } if after == ms(2000)));
+    assert!(
+        matches!(one("Sun, 06 Nov 1994 08:49:47 GMT"), Decision::Retry { after, .. } if after == ms(10_000))
+    );
+    assert!(
+        matches!(one("Sun, 06 Nov 1994 08:00:00 GMT"), Decision::Retry { after, .. } if after.is_zero())
+    );
+    assert!(matches!(one("garbage"), Decision::Retry { after, .. } if after == ms(100)));
+    // 25 s is under the 30 s cap but past the 20 s deadline: give up instead of waiting
+    assert!(matches!(
+        one("25"),
+        Decision::GiveUp {
+            reason: GiveUpReason::Deadline,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn client_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<RetryClient>();
+    assert_send::<RequestState>();
+}
+
 // ---------------------------------------------------------------- breaker and cost through the client
 
 #[test]
@@ -1042,4 +1089,191 @@ fn thresholds_classic_grpc_finagle() {
         .as_deref()
         .unwrap()
         .contains("1 attempt"));
+}
+
+// ---------------------------------------------------------------- properties
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn backoff() -> impl Strategy<Value = Backoff> {
+        (0u8..4, 1u64..2000, 1.0f64..4.0, 0u64..30_000, any::<bool>()).prop_map(
+            |(k, base, mult, extra, capped)| {
+                let cap = capped.then(|| ms(base + extra));
+                match k {
+                    0 => Backoff::None,
+                    1 => Backoff::Constant { delay: ms(base) },
+                    2 => Backoff::Linear {
+                        base: ms(base),
+                        cap,
+                    },
+                    _ => Backoff::Exponential {
+                        base: ms(base),
+                        multiplier: mult,
+                        cap,
+                        throttling_base: None,
+                    },
+                }
+            },
+        )
+    }
+
+    fn jitter() -> impl Strategy<Value = Jitter> {
+        (0u8..5, 1.0f64..100.0).prop_map(|(k, pct)| match k {
+            0 => Jitter::None,
+            1 => Jitter::Full,
+            2 => Jitter::Equal,
+            3 => Jitter::Decorrelated,
+            _ => Jitter::Proportional { pct },
+        })
+    }
+
+    fn budget() -> impl Strategy<Value = BudgetConfig> {
+        prop_oneof![
+            Just(BudgetConfig::None),
+            Just(preset("aws-standard").unwrap().budget),
+            Just(preset("grpc").unwrap().budget),
+            Just(preset("envoy").unwrap().budget),
+            Just(BudgetConfig::Ratio {
+                ratio: 0.1,
+                ttl: Duration::from_secs(1),
+                min_per_sec: 1,
+                deposit: DepositOn::Request
+            }),
+        ]
+    }
+
+    fn outcome() -> impl Strategy<Value = AttemptOutcome<'static>> {
+        prop_oneof![
+            Just(status(200)),
+            Just(status(503)),
+            Just(status(429)),
+            Just(status(404)),
+            Just(AttemptOutcome::Response(Response {
+                status: 503,
+                retry_after: Some("3"),
+                ..Response::default()
+            })),
+            Just(AttemptOutcome::Response(Response {
+                status: 429,
+                retry_after: Some("100000"),
+                ..Response::default()
+            })),
+            Just(transport(TransportError::ConnectRefused)),
+            Just(transport(TransportError::ReadTimeout)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn delays_attempts_and_levels_stay_in_bounds(
+            b in backoff(),
+            j in jitter(),
+            max_attempts in 1u32..8,
+            deadline in proptest::option::of(1u64..20_000),
+            bud in budget(),
+            honour_retry_after in any::<bool>(),
+            outcomes in proptest::collection::vec(outcome(), 1..40),
+            method in prop_oneof![Just("GET"), Just("POST")],
+            seed in any::<u64>(),
+        ) {
+            let cfg = RetryConfig {
+                name: "prop".into(),
+                max_attempts,
+                deadline: deadline.map(ms),
+                per_try_timeout: Some(ms(700)),
+                retry_on: preset("naive").unwrap().retry_on,
+                backoff: b.clone(),
+                jitter: j.clone(),
+                retry_after: if honour_retry_after {
+                    RetryAfterConfig { header: HintHeader::RetryAfter, cap: Some(Duration::from_secs(10)) }
+                } else {
+                    RetryAfterConfig::default()
+                },
+                budget: bud,
+                ..RetryConfig::default()
+            };
+            prop_assume!(cfg.validate().is_ok());
+            // The largest delay the config may produce.
+            let cap_bound = b.cap().map(|c| match j {
+                Jitter::Proportional { pct } => c.mul_f64(1.0 + pct / 100.0),
+                _ => c,
+            });
+            let cap_bound = cap_bound.map(|c| if honour_retry_after { c.max(Duration::from_secs(10)) } else { c });
+            let mut client = RetryClient::new(&cfg);
+            let mut r = rng(seed);
+            let mut i = 0usize;
+            let mut t = Duration::ZERO;
+            while i < outcomes.len() {
+                let mut now = at(t);
+                let mut req = client.start(now, method, None);
+                let dl = req.deadline_at();
+                while let Permit::Send { attempt, timeout, remaining_deadline, .. } = client.before_attempt(now, &mut req) {
+                    prop_assert!(attempt <= max_attempts);
+                    if let Some(rem) = remaining_deadline {
+                        prop_assert!(!rem.is_zero());
+                        prop_assert!(timeout.unwrap() <= rem);
+                        prop_assert_eq!(Some(now.mono + rem), dl);
+                    }
+                    let o = outcomes[i % outcomes.len()];
+                    i += 1;
+                    let d = client.on_outcome(now, &mut req, &o, &mut r);
+                    if let Some((lo, hi)) = client.budget_bounds() {
+                        let l = client.budget_level().unwrap();
+                        prop_assert!(l >= lo && l <= hi, "level {} outside [{}, {}]", l, lo, hi);
+                    }
+                    match d {
+                        Decision::Retry { after, .. } => {
+                            if let Some(c) = cap_bound {
+                                prop_assert!(after <= c, "{:?} > cap {:?}", after, c);
+                            }
+                            if let Some(dl) = dl {
+                                prop_assert!(now.mono + after < dl, "retry would start past the deadline");
+                            }
+                            now = at(now.mono + after);
+                        }
+                        _ => break,
+                    }
+                    if i >= outcomes.len() * 3 { break; }
+                }
+                prop_assert!(req.attempts() <= max_attempts);
+                if let Some(dl) = dl {
+                    prop_assert!(now.mono <= dl);
+                }
+                client.finish(now, req);
+                t = now.mono + ms(1);
+                if i >= outcomes.len() * 3 { break; }
+            }
+        }
+
+        #[test]
+        fn jitter_never_negative_never_above_its_bound(
+            b in backoff(),
+            j in jitter(),
+            n in 1u32..64,
+            seed in any::<u64>(),
+        ) {
+            let mut r = rng(seed);
+            let nominal = b.nominal(n, false);
+            if let Some(c) = b.cap() {
+                prop_assert!(nominal <= c);
+            }
+            let mut prev = b.base(false);
+            for _ in 0..20 {
+                let d = j.apply(nominal, b.base(false), b.cap(), &mut prev, &mut r);
+                match &j {
+                    Jitter::None => prop_assert_eq!(d, nominal),
+                    Jitter::Full | Jitter::Equal => prop_assert!(d <= nominal),
+                    Jitter::Proportional { pct } => prop_assert!(d <= nominal.mul_f64(1.0 + pct / 100.0)),
+                    Jitter::Decorrelated => {
+                        prop_assert!(d >= b.base(false).min(b.cap().unwrap_or(Duration::MAX)));
+                        if let Some(c) = b.cap() { prop_assert!(d <= c); }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -97,7 +97,7 @@ mod tests {
             e.on_request_start(z);
         }
         assert!((0..3).all(|_| e.try_retry(z, CostKind::Transient, false).is_some()));
-        assert!(!e.try_retry(z, CostKind::Transient, false).is_some());
+        assert!(e.try_retry(z, CostKind::Transient, false).is_none());
         e.on_retry_end();
         assert!(e.try_retry(z, CostKind::Transient, false).is_some());
     }

@@ -67,7 +67,7 @@ pub trait RetryBudget: Send + Debug {
     tag = "kind",
     rename_all = "kebab-case",
     deny_unknown_fields,
-    try_from = "BudgetDe"
+    from = "BudgetDe"
 )]
 pub enum BudgetConfig {
     /// No budget (`budget = { kind = "none" }` removes a preset's budget).
@@ -157,10 +157,9 @@ enum BudgetDe {
     },
 }
 
-impl TryFrom<BudgetDe> for BudgetConfig {
-    type Error = std::convert::Infallible;
-    fn try_from(b: BudgetDe) -> Result<Self, Self::Error> {
-        Ok(match b {
+impl From<BudgetDe> for BudgetConfig {
+    fn from(b: BudgetDe) -> Self {
+        match b {
             BudgetDe::None {} => BudgetConfig::None,
             BudgetDe::Ratio {
                 ratio,
@@ -202,7 +201,7 @@ impl TryFrom<BudgetDe> for BudgetConfig {
                 min_retry_concurrency,
                 max_retries,
             },
-        })
+        }
     }
 }
 
