@@ -555,7 +555,7 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
             .and_then(|b| b.configs.iter().find(|bc| bc.name == c.name))
             .map_or(String::new(), |bc| {
                 format!(
-                    " <span class=\"k\">baseline {}× {}</span>",
+                    "<p><span class=\"k\">baseline amplification</span> {}× {}</p>",
                     fixed(bc.amplification, 2),
                     change(c.amplification, bc.amplification, Better::Lower)
                 )
@@ -568,7 +568,7 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
         let _ = writeln!(
             p,
             "<div class=\"card\" style=\"--c:{}\"><h3>{}{}</h3>\
-<p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}{base}</p>\
+<p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}</p>{base}\
 <p><span class=\"k\">peak concurrency</span> <b>{}</b></p>\
 <p><span class=\"k\">success</span> <b>{}</b></p>\
 <p><span class=\"k\">recovery</span> <b>{}</b></p></div>",
