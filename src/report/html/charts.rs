@@ -427,6 +427,9 @@ fn area(buf: &mut String) -> DrawingArea<SVGBackend<'_>, Shift> {
     SVGBackend::with_string(buf, (W, H)).into_drawing_area()
 }
 
+/// One line's segments, per config.
+type PerConfig = Vec<Vec<Vec<(f64, f64)>>>;
+
 /// Draws one [`TimeSpec`] for every config.
 pub(crate) fn time_chart(
     spec: &TimeSpec,
@@ -435,7 +438,7 @@ pub(crate) fn time_chart(
 ) -> Result<Chart, ChartError> {
     let xm = x_max(run, tl);
     // Per line, per config: the segments to draw.
-    let series: Vec<Vec<Vec<Vec<(f64, f64)>>>> = spec
+    let series: Vec<PerConfig> = spec
         .lines
         .iter()
         .map(|l| tl.rows.iter().map(|rows| segments(rows, l.value)).collect())
@@ -530,7 +533,7 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &Timelines<'_>) -> Result<Chart
             .margin_right(18)
             .x_label_area_size(34)
             .y_label_area_size(130)
-            .build_cartesian_2d(0.0..xm, (0..n).into_segmented())?;
+            .build_cartesian_2d(0.0..xm, (0..n - 1).into_segmented())?;
         let y_fmt = |v: &SegmentValue<i32>| match v {
             SegmentValue::CenterOf(i) if *i >= 0 => {
                 // Row 0 is drawn at the top.
@@ -665,7 +668,7 @@ pub(crate) fn latency_distribution(run: &RunResult) -> Result<Chart, ChartError>
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
-            .margin_right(18)
+            .margin_right(36)
             .x_label_area_size(34)
             .y_label_area_size(58)
             .build_cartesian_2d(0.0..x_hi, y0..y1)?;

@@ -555,7 +555,7 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
             .and_then(|b| b.configs.iter().find(|bc| bc.name == c.name))
             .map_or(String::new(), |bc| {
                 format!(
-                    " <span class=\"k\">baseline {}× {}</span>",
+                    "<p><span class=\"k\">baseline amplification</span> {}× {}</p>",
                     fixed(bc.amplification, 2),
                     change(c.amplification, bc.amplification, Better::Lower)
                 )
@@ -565,13 +565,13 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
         } else {
             ""
         };
-        let _ = write!(
+        let _ = writeln!(
             p,
             "<div class=\"card\" style=\"--c:{}\"><h3>{}{}</h3>\
-<p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}{base}</p>\
+<p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}</p>{base}\
 <p><span class=\"k\">peak concurrency</span> <b>{}</b></p>\
 <p><span class=\"k\">success</span> <b>{}</b></p>\
-<p><span class=\"k\">recovery</span> <b>{}</b></p></div>\n",
+<p><span class=\"k\">recovery</span> <b>{}</b></p></div>",
             charts::css_color(i),
             swatch(i),
             escape(&c.name),
@@ -705,10 +705,10 @@ is shown beside its theoretical bound.</p>\n<div class=\"tablewrap\"><table>\n<t
                     p.push_str("</tr>\n");
                 }
                 None => {
-                    let _ = write!(
+                    let _ = writeln!(
                         p,
                         "<tr class=\"base\"><td>baseline</td><td colspan=\"{}\" style=\"text-align:left\">\
-not in the baseline</td></tr>\n",
+not in the baseline</td></tr>",
                         COLUMNS.len()
                     );
                 }
