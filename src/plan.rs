@@ -48,7 +48,12 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
                 message,
             }
         };
-        let spec: RetryConfigSpec = toml::Value::Table(entry.table.clone())
+        // A config written as just `preset = "x"` is named after its preset.
+        let mut table = entry.table.clone();
+        table
+            .entry("name")
+            .or_insert_with(|| toml::Value::String(entry.name.clone()));
+        let spec: RetryConfigSpec = toml::Value::Table(table)
             .try_into()
             .map_err(|e: toml::de::Error| {
                 let msg = e.message().to_string();
