@@ -243,15 +243,26 @@ async fn relays_upstream_answers_passes_headers_and_keeps_faults_at_the_proxy() 
         .unwrap();
     let a = proxy.addr();
 
-    let (st, h, body) = send(a, "POST", "/ok", 41, 3, &[(headers::IDEMPOTENCY_KEY, "k-41")])
-        .await
-        .unwrap();
+    let (st, h, body) = send(
+        a,
+        "POST",
+        "/ok",
+        41,
+        3,
+        &[(headers::IDEMPOTENCY_KEY, "k-41")],
+    )
+    .await
+    .unwrap();
     assert_eq!(st, StatusCode::OK);
     assert_eq!(&body[..], b"41 3 k-41 /ok");
     assert_eq!(h.get("x-upstream").unwrap(), "yes");
 
     let (st, _, body) = send(a, "GET", "/fail", 42, 1, &[]).await.unwrap();
-    assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE, "the upstream's own 503");
+    assert_eq!(
+        st,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the upstream's own 503"
+    );
     assert_eq!(&body[..], b"42 1 - /fail");
 
     let (st, h, body) = send(a, "GET", "/status", 43, 1, &[]).await.unwrap();
@@ -316,7 +327,10 @@ fn parse_metrics(text: &str) -> Vec<(String, f64)> {
                 assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
                 for pair in labels[1..labels.len() - 1].split(',') {
                     let (k, v) = pair.split_once('=').expect(line);
-                    assert!(!k.is_empty() && v.starts_with('"') && v.ends_with('"'), "{line}");
+                    assert!(
+                        !k.is_empty() && v.starts_with('"') && v.ends_with('"'),
+                        "{line}"
+                    );
                 }
             }
         }
@@ -355,7 +369,9 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
             error_code: None,
         },
     }];
-    let proxy = serve_standalone(local(), upstream, faults, 1).await.unwrap();
+    let proxy = serve_standalone(local(), upstream, faults, 1)
+        .await
+        .unwrap();
     let a = proxy.addr();
     assert_eq!(proxy.control_addr(), a);
 
@@ -441,11 +457,21 @@ fn loopback_check_refuses_remote_hosts_unless_named() {
     ] {
         assert!(check_loopback(ok, None).is_ok(), "{ok}");
     }
-    for remote in ["10.0.0.1", "0.0.0.0", "example.com", "192.168.1.1", "::", "localhost.example.com"] {
+    for remote in [
+        "10.0.0.1",
+        "0.0.0.0",
+        "example.com",
+        "192.168.1.1",
+        "::",
+        "localhost.example.com",
+    ] {
         let e = check_loopback(remote, None).unwrap_err();
         assert!(matches!(e, TargetError::Remote { .. }), "{remote}");
         assert!(e.to_string().contains("--allow-remote"), "{e}");
-        assert!(check_loopback(remote, Some("other.host")).is_err(), "{remote}");
+        assert!(
+            check_loopback(remote, Some("other.host")).is_err(),
+            "{remote}"
+        );
         assert!(check_loopback(remote, Some(remote)).is_ok(), "{remote}");
     }
 }

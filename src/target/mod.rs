@@ -453,7 +453,12 @@ fn parse_u64(v: Option<&HeaderValue>) -> Option<u64> {
     Some(n)
 }
 
-pub(crate) fn respond(shared: &Shared, status: StatusCode, body: &'static [u8], served: bool) -> Resp {
+pub(crate) fn respond(
+    shared: &Shared,
+    status: StatusCode,
+    body: &'static [u8],
+    served: bool,
+) -> Resp {
     shared.counters.respond(status.as_u16(), served);
     let mut r = Response::new(Full::new(Bytes::from_static(body)));
     *r.status_mut() = status;
@@ -466,7 +471,10 @@ enum Worked {
     Shed,
     /// Proxy mode: what the real server (or the gateway error standing for it) answered,
     /// and whether the request reached it.
-    Relayed { resp: Resp, forwarded: bool },
+    Relayed {
+        resp: Resp,
+        forwarded: bool,
+    },
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
@@ -637,7 +645,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                 .respond(status.as_u16(), forwarded && status.is_success());
             Ok(resp)
         }
-        (Worked::Served | Worked::Relayed { forwarded: true, .. }, Some(_)) => {
+        (
+            Worked::Served
+            | Worked::Relayed {
+                forwarded: true, ..
+            },
+            Some(_),
+        ) => {
             shared.counters.lost_response();
             let fault = verdict
                 .fault

@@ -235,7 +235,11 @@ pub fn check_loopback(host: &str, allow_remote: Option<&str>) -> Result<(), Targ
         return Ok(());
     }
     match allow_remote {
-        Some(a) if a.trim_start_matches('[').trim_end_matches(']').eq_ignore_ascii_case(h) => {
+        Some(a)
+            if a.trim_start_matches('[')
+                .trim_end_matches(']')
+                .eq_ignore_ascii_case(h) =>
+        {
             Ok(())
         }
         _ => Err(TargetError::Remote {
@@ -488,7 +492,12 @@ impl Upstream {
             .unwrap_or("/");
         let uri: Uri = match format!("http://{}{}", self.addr, path).parse() {
             Ok(u) => u,
-            Err(_) => return (gateway(StatusCode::BAD_GATEWAY, "bad request target"), false),
+            Err(_) => {
+                return (
+                    gateway(StatusCode::BAD_GATEWAY, "bad request target"),
+                    false,
+                )
+            }
         };
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = parts.method;
