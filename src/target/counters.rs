@@ -30,6 +30,7 @@ struct Inner {
     hangs: u64,
     shed: u64,
     lost_responses: u64,
+    forwarded: u64,
     executions: u64,
     duplicate_executions: u64,
     /// Executions so far per logical request id (write requests only).
@@ -147,6 +148,16 @@ impl Counters {
         self.lock().lost_responses += 1;
     }
 
+    /// A request was handed to the real upstream server (fault proxy only).
+    pub(crate) fn forward(&self) {
+        self.lock().forwarded += 1;
+    }
+
+    /// The run's t = 0.
+    pub(crate) fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
     /// A write request of logical request `request` executed (its side effect happened).
     pub(crate) fn execute(&self, request: u64) {
         let mut c = self.lock();
@@ -189,7 +200,7 @@ impl Counters {
             resets: c.resets,
             hangs: c.hangs,
             shed: c.shed,
-            forwarded: 0,
+            forwarded: c.forwarded,
             executions: c.executions,
             duplicate_executions: c.duplicate_executions,
             peak_serving,

@@ -22,12 +22,13 @@
 mod counters;
 mod dedup;
 mod gate;
+pub mod proxy;
 
 use std::future::Future;
 use std::hash::Hasher;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -97,6 +98,11 @@ pub enum TargetError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "upstream host `{host}` is not loopback; a storm never leaves the machine by accident: \
+         name it explicitly to allow it (--allow-remote {host}, or allow_remote = \"{host}\" in the scenario's target)"
+    )]
+    Remote { host: String },
     #[error("fault #{index} ({label}): {reason}")]
     Fault {
         index: usize,
@@ -112,8 +118,15 @@ struct StatusParts {
     error_type: Option<HeaderValue>,
 }
 
-struct Shared {
-    timeline: Arc<FaultTimeline>,
+/// The fault timeline in force and the instant its windows are relative to (the run's
+/// epoch; for the standalone proxy, the moment faults were started).
+pub(crate) struct Armed {
+    pub(crate) timeline: Arc<FaultTimeline>,
+    pub(crate) epoch: Instant,
+}
+
+pub(crate) struct Shared {
+    armed: Arc<RwLock<Armed>>,
     model: ServiceModel,
     counters: Counters,
     gate: Gate,
@@ -127,6 +140,41 @@ struct Shared {
     /// Connection and work tasks still running, and a wake-up when it reaches zero.
     tasks: AtomicUsize,
     tasks_done: Notify,
+    /// Proxy mode: the real server that does the work instead of the service model.
+    upstream: Option<proxy::Upstream>,
+    /// Standalone proxy: the control endpoint's state.
+    control: Option<proxy::Control>,
+}
+
+impl Shared {
+    pub(crate) fn armed(&self) -> (Arc<FaultTimeline>, Instant) {
+        let a = self.armed.read().unwrap_or_else(|e| e.into_inner());
+        (a.timeline.clone(), a.epoch)
+    }
+
+    pub(crate) fn arm(&self, timeline: FaultTimeline, epoch: Instant) {
+        let mut a = self.armed.write().unwrap_or_else(|e| e.into_inner());
+        *a = Armed {
+            timeline: Arc::new(timeline),
+            epoch,
+        };
+    }
+
+    /// Wakes queued waiters at every moment the capacity in force may change.
+    pub(crate) fn spawn_capacity_pump(self: &Arc<Self>) {
+        let (timeline, epoch) = self.armed();
+        let changes = timeline.capacity_changes();
+        if changes.is_empty() {
+            return;
+        }
+        let shared = self.clone();
+        spawn_tracked(self, async move {
+            for at in changes {
+                tokio::time::sleep_until(epoch + at).await;
+                shared.gate.pump();
+            }
+        });
+    }
 }
 
 /// A read-only view of a running target's counters that outlives no one: progress
@@ -157,6 +205,20 @@ pub async fn start(
     bind: SocketAddr,
     config: TargetConfig,
     epoch: Instant,
+) -> Result<TargetHandle, TargetError> {
+    start_inner(bind, config, epoch, None, None, true).await
+}
+
+/// The built-in target, the proxy (`upstream`) and the standalone proxy (`control`) share
+/// this: one arrival/fault/counting path. `armed_now`: the fault timeline runs from
+/// `epoch` (otherwise it starts empty, until the control endpoint starts it).
+pub(crate) async fn start_inner(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    upstream: Option<proxy::Upstream>,
+    control: Option<proxy::Control>,
+    armed_now: bool,
 ) -> Result<TargetHandle, TargetError> {
     let mut status_parts = Vec::with_capacity(config.faults.len());
     let mut lost_status = Vec::with_capacity(config.faults.len());
@@ -205,11 +267,22 @@ pub async fn start(
         .local_addr()
         .map_err(|source| TargetError::LocalAddr { bind, source })?;
 
-    let timeline = Arc::new(FaultTimeline::new(config.faults, config.seed));
+    let timeline = if armed_now {
+        FaultTimeline::new(config.faults, config.seed)
+    } else {
+        FaultTimeline::new(Vec::new(), config.seed)
+    };
+    let armed = Arc::new(RwLock::new(Armed {
+        timeline: Arc::new(timeline),
+        epoch,
+    }));
     let base = config.model.concurrency;
-    let tl = timeline.clone();
-    let capacity =
-        Box::new(move || tl.capacity_at(Instant::now().saturating_duration_since(epoch), base));
+    let cap_armed = armed.clone();
+    let capacity = Box::new(move || {
+        let a = cap_armed.read().unwrap_or_else(|e| e.into_inner());
+        a.timeline
+            .capacity_at(Instant::now().saturating_duration_since(a.epoch), base)
+    });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         gate: Gate::new(capacity, config.model.queue, config.model.queue_timeout),
@@ -225,23 +298,14 @@ pub async fn start(
         shutdown: shutdown_rx,
         tasks: AtomicUsize::new(0),
         tasks_done: Notify::new(),
-        timeline,
+        armed,
+        upstream,
+        control,
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
     // request finishes at that moment.
-    let changes = shared.timeline.capacity_changes();
-    if !changes.is_empty() {
-        spawn_tracked(&shared, {
-            let shared = shared.clone();
-            async move {
-                for at in changes {
-                    tokio::time::sleep_until(epoch + at).await;
-                    shared.gate.pump();
-                }
-            }
-        });
-    }
+    shared.spawn_capacity_pump();
 
     let accept = tokio::spawn(accept_loop(listener, shared.clone()));
     Ok(TargetHandle {
@@ -308,7 +372,7 @@ impl Drop for TargetHandle {
 }
 
 /// Completes when shutdown has been signalled.
-async fn shutdown_signal(mut rx: watch::Receiver<bool>) {
+pub(crate) async fn shutdown_signal(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
 
@@ -323,7 +387,7 @@ impl Drop for TaskGuard {
 }
 
 /// Spawns `fut`, counted in `tasks` and cut short at shutdown.
-fn spawn_tracked<F>(shared: &Arc<Shared>, fut: F) -> JoinHandle<Option<F::Output>>
+pub(crate) fn spawn_tracked<F>(shared: &Arc<Shared>, fut: F) -> JoinHandle<Option<F::Output>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -370,7 +434,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Returned from the service fn to make hyper close the connection without an answer.
 #[derive(Debug)]
-struct CloseConnection(&'static str);
+pub(crate) struct CloseConnection(&'static str);
 
 impl std::fmt::Display for CloseConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -380,7 +444,7 @@ impl std::fmt::Display for CloseConnection {
 
 impl std::error::Error for CloseConnection {}
 
-type Resp = Response<Full<Bytes>>;
+pub(crate) type Resp = Response<Full<Bytes>>;
 
 /// Takes the request out of flight when the service future ends or is dropped.
 struct InFlight<'a>(&'a Counters);
@@ -406,7 +470,12 @@ fn parse_u64(v: Option<&HeaderValue>) -> Option<u64> {
     Some(n)
 }
 
-fn respond(shared: &Shared, status: StatusCode, body: &'static [u8], served: bool) -> Resp {
+pub(crate) fn respond(
+    shared: &Shared,
+    status: StatusCode,
+    body: &'static [u8],
+    served: bool,
+) -> Resp {
     shared.counters.respond(status.as_u16(), served);
     let mut r = Response::new(Full::new(Bytes::from_static(body)));
     *r.status_mut() = status;
@@ -417,9 +486,19 @@ fn respond(shared: &Shared, status: StatusCode, body: &'static [u8], served: boo
 enum Worked {
     Served,
     Shed,
+    /// Proxy mode: what the real server (or the gateway error standing for it) answered,
+    /// and whether the request reached it.
+    Relayed {
+        resp: Resp,
+        forwarded: bool,
+    },
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
+    if shared.control.is_some() && req.uri().path().starts_with(proxy::CONTROL_PREFIX) {
+        // Control traffic is not storm traffic: never counted, never faulted.
+        return Ok(proxy::control(&shared, req).await);
+    }
     let t = shared.counters.arrive();
     let _in_flight = InFlight(&shared.counters);
 
@@ -429,23 +508,30 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         .and_then(|a| u32::try_from(a).ok())
         .unwrap_or(1);
     let write = !matches!(*req.method(), Method::GET | Method::HEAD);
-    let verdict = shared
-        .timeline
-        .decide(t, req.uri().path(), request, attempt);
+    let (timeline, fault_epoch) = shared.armed();
+    // Fault windows run from their own epoch (the run's, unless the standalone proxy
+    // started them later).
+    let tf = (shared.counters.epoch() + t).saturating_duration_since(fault_epoch);
+    let verdict = timeline.decide(tf, req.uri().path(), request, attempt);
     let key = match &shared.dedup {
         Some(_) if write => req.headers().get(H_IDEMPOTENCY_KEY).cloned(),
         _ => None,
     };
 
-    // Read the body to its end so the connection stays usable; hash it for dedup.
-    let mut body = req.into_body();
+    // Read the body to its end so the connection stays usable; hash it for dedup; keep it
+    // when it is to be forwarded.
+    let (parts, mut body) = req.into_parts();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut kept = Vec::new();
     if !body.is_end_stream() {
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|_| CloseConnection("request body unreadable"))?;
-            if key.is_some() {
-                if let Some(data) = frame.data_ref() {
+            if let Some(data) = frame.data_ref() {
+                if key.is_some() {
                     hasher.write(data);
+                }
+                if shared.upstream.is_some() {
+                    kept.extend_from_slice(data);
                 }
             }
         }
@@ -511,9 +597,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         _ => None,
     };
 
-    let service_time = shared
-        .timeline
-        .service_time(&shared.model, request, attempt);
+    let service_time = timeline.service_time(&shared.model, request, attempt);
     let extra = verdict.extra_latency;
     let work_shared = shared.clone();
     let work = spawn_tracked(&shared, async move {
@@ -527,6 +611,20 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
             }
             return Worked::Shed; // the ticket drops: the key is forgotten
         }
+        if let Some(upstream) = &s.upstream {
+            let (resp, forwarded) = upstream.forward(&s.counters, parts, kept.into()).await;
+            s.gate.release();
+            if forwarded {
+                if write {
+                    s.counters.execute(request);
+                }
+                if let Some(ticket) = ticket {
+                    ticket.complete(resp.status().as_u16());
+                }
+            }
+            return Worked::Relayed { resp, forwarded };
+        }
+        drop(parts);
         tokio::time::sleep(service_time).await;
         s.gate.release();
         if write {
@@ -550,7 +648,27 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
             false,
         )),
         (Worked::Served, None) => Ok(respond(&shared, StatusCode::OK, b"ok\n", true)),
-        (Worked::Served, Some(_)) => {
+        (Worked::Relayed { resp, forwarded }, None)
+        | (
+            Worked::Relayed {
+                resp,
+                forwarded: forwarded @ false,
+            },
+            _,
+        ) => {
+            let status = resp.status();
+            shared
+                .counters
+                .respond(status.as_u16(), forwarded && status.is_success());
+            Ok(resp)
+        }
+        (
+            Worked::Served
+            | Worked::Relayed {
+                forwarded: true, ..
+            },
+            Some(_),
+        ) => {
             shared.counters.lost_response();
             let fault = verdict
                 .fault

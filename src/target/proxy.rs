@@ -1,0 +1,549 @@
+//! The counting fault proxy: stormrig's fault timeline and exact counters in front of any
+//! real HTTP/1.1 server on loopback.
+//!
+//! It is the built-in target's server with the service model's *work* replaced by a forward
+//! to the upstream (one code path, [`super::start_inner`]). Per request, in order:
+//! 1. the arrival is counted and goes in flight (arrivals, per second, peaks);
+//! 2. the request body is read (kept for the forward, hashed for dedup);
+//! 3. [`FaultTimeline::decide`]: added latency is waited first; then **status** faults are
+//!    answered at once, **reset** closes the connection without an answer, **hang** holds
+//!    the request until the client leaves (none of these three is ever forwarded);
+//! 4. dedup by `Idempotency-Key` when `config.dedup` is enabled (replays, 409, 422 answered
+//!    by the proxy, not forwarded);
+//! 5. the proxy's concurrency gate: `model.concurrency` slots, `model.queue` waiting places
+//!    and `model.queue_timeout` (shed with 503, as the built-in target), with **capacity**
+//!    faults changing the slot count. `model.service_time` is not used: the real server's
+//!    own time is the service time. Pass `concurrency = u32::MAX` for "no limit but the
+//!    capacity faults" (what [`serve_standalone`] does);
+//! 6. the forward over a pooled keep-alive client (hyper-util legacy `Client`). Every header
+//!    but the hop-by-hop ones is passed on, so `x-stormrig-request`, `x-stormrig-attempt` and
+//!    `idempotency-key` reach the real server's logs. The upstream response (status,
+//!    headers, body, its own 5xx included) is relayed back; the body is buffered whole, so
+//!    that an upstream that closes mid-response is seen as a failure (502) instead of a
+//!    truncated 200;
+//! 7. **lost-response** faults: the request is forwarded (the real server executes), then the
+//!    response is dropped: answered with the fault's `status`, or held without an answer
+//!    until the client leaves (exactly as the built-in target does).
+//!
+//! Counting: `forwarded` counts requests the upstream received: a forward that ended with
+//! a response, a broken connection or a timeout after the connection was made. A connect
+//! error (refused, unreachable) is not forwarded. `executions` counts forwarded non-GET/HEAD
+//! requests (`duplicate_executions` per `x-stormrig-request`). A forward in progress at
+//! [`super::TargetHandle::shutdown`] is abandoned and may be uncounted.
+//!
+//! Gateway errors, counted in `responses_by_status` like any answer: connection refused,
+//! reset, or closed before the response was complete → **502**; no complete response within
+//! the upstream timeout ([`ProxyOptions::upstream_timeout`], default 30 s) → **504**.
+//!
+//! # Standalone proxy and its control endpoint
+//!
+//! [`serve_standalone`] runs the same proxy with a control endpoint on the **same loopback
+//! listener**, under the reserved prefix [`CONTROL_PREFIX`] (`/_stormrig/`). Requests under
+//! it are answered by the proxy, never forwarded, counted or faulted; every other path,
+//! `/metrics` included, goes to the upstream (the upstream's own `/metrics` is not shadowed):
+//! - `POST /_stormrig/faults/start`: starts the loaded fault timeline now (its windows are
+//!   relative to this moment; starting again restarts it). Faults are off until then.
+//! - `POST /_stormrig/faults/stop`: clears the faults.
+//! - `GET /_stormrig/metrics`: Prometheus text exposition format 0.0.4, see [`metrics_text`].
+//!
+//! # Safety
+//!
+//! [`check_loopback`] refuses a non-loopback upstream unless its host is named explicitly;
+//! the caller runs it before any packet is sent. Names are not resolved (a DNS answer can
+//! change between the check and the connect): `localhost` (and `*.localhost`, RFC 6761)
+//! and IPs in 127.0.0.0/8 or `::1` are loopback; everything else is remote.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use tokio::time::Instant;
+
+use super::counters::Counters;
+use super::{start_inner, Resp, Shared, TargetConfig, TargetError, TargetHandle};
+use crate::metrics::TargetStats;
+use crate::scenario::error::{ErrorKind, ScenarioError};
+use crate::scenario::model::{Fault, FaultSection, ServiceModel};
+use crate::scenario::source::{line_of, SourceMap};
+use crate::scenario::timeline::FaultTimeline;
+use crate::scenario::validate;
+
+/// Paths under this prefix are the standalone proxy's control endpoint.
+pub const CONTROL_PREFIX: &str = "/_stormrig/";
+
+/// Knobs of the proxy that a [`TargetConfig`] does not carry.
+#[derive(Debug, Clone)]
+pub struct ProxyOptions {
+    /// Longest wait for the upstream's complete response (connect included); then 504.
+    pub upstream_timeout: Duration,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        ProxyOptions {
+            upstream_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The real server behind the proxy.
+pub(crate) struct Upstream {
+    client: Client<HttpConnector, Full<Bytes>>,
+    addr: SocketAddr,
+    timeout: Duration,
+}
+
+/// The standalone proxy's loaded faults.
+pub(crate) struct Control {
+    faults: Vec<Fault>,
+    seed: u64,
+}
+
+/// Starts the fault proxy on `bind` (port 0 picks a free port) in front of `upstream`, with
+/// the default [`ProxyOptions`]. The handle is the built-in target's: the engine treats
+/// both alike. `forwarded` in its stats counts what reached the upstream.
+pub async fn start_proxy(
+    bind: SocketAddr,
+    upstream: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+) -> Result<TargetHandle, TargetError> {
+    start_proxy_with(bind, upstream, config, epoch, ProxyOptions::default()).await
+}
+
+/// [`start_proxy`] with explicit [`ProxyOptions`].
+pub async fn start_proxy_with(
+    bind: SocketAddr,
+    upstream: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    options: ProxyOptions,
+) -> Result<TargetHandle, TargetError> {
+    start_inner(
+        bind,
+        config,
+        epoch,
+        Some(Upstream::new(upstream, options.upstream_timeout)),
+        None,
+        true,
+    )
+    .await
+}
+
+/// A running standalone proxy (`stormrig proxy`).
+pub struct StandaloneProxy {
+    handle: TargetHandle,
+}
+
+impl StandaloneProxy {
+    /// Where clients send traffic.
+    pub fn addr(&self) -> SocketAddr {
+        self.handle.addr()
+    }
+
+    /// Where the control endpoint is: the same listener, under [`CONTROL_PREFIX`].
+    pub fn control_addr(&self) -> SocketAddr {
+        self.handle.addr()
+    }
+
+    pub fn stats(&self) -> TargetStats {
+        self.handle.stats()
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.handle.in_flight()
+    }
+
+    /// The `/_stormrig/metrics` text now.
+    pub fn metrics_text(&self) -> String {
+        metrics_text(&self.handle.stats(), self.handle.in_flight())
+    }
+
+    pub async fn shutdown(self) -> TargetStats {
+        self.handle.shutdown().await
+    }
+}
+
+/// Runs the proxy on `listen` in front of `upstream` with the control endpoint. `faults` are
+/// loaded but off until `POST /_stormrig/faults/start`. No concurrency limit but capacity
+/// faults; no dedup; upstream timeout 30 s. The caller checks the upstream with
+/// [`check_loopback`] first.
+pub async fn serve_standalone(
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    faults: Vec<Fault>,
+    seed: u64,
+) -> Result<StandaloneProxy, TargetError> {
+    serve_standalone_with(listen, upstream, faults, seed, ProxyOptions::default()).await
+}
+
+/// [`serve_standalone`] with explicit [`ProxyOptions`].
+pub async fn serve_standalone_with(
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    faults: Vec<Fault>,
+    seed: u64,
+    options: ProxyOptions,
+) -> Result<StandaloneProxy, TargetError> {
+    let config = TargetConfig {
+        model: ServiceModel {
+            concurrency: u32::MAX,
+            ..ServiceModel::default()
+        },
+        faults: faults.clone(),
+        seed,
+        dedup: None,
+    };
+    let handle = start_inner(
+        listen,
+        config,
+        Instant::now(),
+        Some(Upstream::new(upstream, options.upstream_timeout)),
+        Some(Control { faults, seed }),
+        false,
+    )
+    .await?;
+    Ok(StandaloneProxy { handle })
+}
+
+/// Refuses a non-loopback `host` unless `allow_remote` names it exactly. Does not resolve
+/// names: `localhost`, `*.localhost`, 127.0.0.0/8 and `::1` (also IPv4-mapped) are loopback.
+/// `host` may carry IPv6 brackets.
+pub fn check_loopback(host: &str, allow_remote: Option<&str>) -> Result<(), TargetError> {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    let h = h.strip_suffix('.').unwrap_or(h);
+    let lower = h.to_ascii_lowercase();
+    let loopback = lower == "localhost"
+        || lower.ends_with(".localhost")
+        || match h.parse::<IpAddr>() {
+            Ok(IpAddr::V4(v4)) => v4.is_loopback(),
+            Ok(IpAddr::V6(v6)) => {
+                v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            }
+            Err(_) => false,
+        };
+    if loopback {
+        return Ok(());
+    }
+    match allow_remote {
+        Some(a)
+            if a.trim_start_matches('[')
+                .trim_end_matches(']')
+                .eq_ignore_ascii_case(h) =>
+        {
+            Ok(())
+        }
+        _ => Err(TargetError::Remote {
+            host: host.to_string(),
+        }),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultsFile {
+    #[serde(default)]
+    faults: Vec<FaultSection>,
+}
+
+/// Reads a `--faults` file: `[[faults]]` tables in the scenario format, checked by the
+/// scenario's own validation (windows must end within 24 h of the start). Errors name the
+/// file, line and field, like scenario errors.
+pub fn parse_faults_file(path: &Path) -> Result<Vec<Fault>, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::unreadable(path, e))?;
+    parse_faults(path, &text)
+}
+
+/// [`parse_faults_file`] on text already read.
+pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError> {
+    let map = SourceMap::new(text);
+    let file: FaultsFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+        let field = e
+            .span()
+            .and_then(|s| map.path_covering(s))
+            .map(str::to_string);
+        ScenarioError::new(
+            path,
+            Some(line),
+            field,
+            ErrorKind::Invalid(e.message().trim().to_string()),
+        )
+    })?;
+    file.faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| validate::check_fault(i, f, validate::MAX_DURATION))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|r| {
+            ScenarioError::new(
+                path,
+                Some(map.line(&r.field).unwrap_or(1)),
+                Some(r.field),
+                ErrorKind::Invalid(r.message),
+            )
+        })
+}
+
+/// The Prometheus text exposition (format 0.0.4) of a proxy's counts.
+pub fn metrics_text(stats: &TargetStats, in_flight: u64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, lines: Vec<(String, u64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for (labels, v) in lines {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    let one = |v: u64| vec![(String::new(), v)];
+    metric(
+        "stormrig_proxy_arrivals_total",
+        "counter",
+        "Requests that arrived at the proxy.",
+        one(stats.arrivals),
+    );
+    metric(
+        "stormrig_proxy_forwarded_total",
+        "counter",
+        "Requests forwarded to the upstream server.",
+        one(stats.forwarded),
+    );
+    metric(
+        "stormrig_proxy_in_flight",
+        "gauge",
+        "Requests in flight at the proxy now.",
+        one(in_flight),
+    );
+    metric(
+        "stormrig_proxy_peak_in_flight",
+        "gauge",
+        "Largest number of requests in flight at once.",
+        one(stats.peak_in_flight),
+    );
+    metric(
+        "stormrig_proxy_responses_total",
+        "counter",
+        "Responses sent to clients by status code (faults and gateway errors included).",
+        stats
+            .responses_by_status
+            .iter()
+            .map(|(s, n)| (format!("{{status=\"{s}\"}}"), *n))
+            .collect(),
+    );
+    metric(
+        "stormrig_proxy_resets_total",
+        "counter",
+        "Connections closed without an answer (reset faults).",
+        one(stats.resets),
+    );
+    metric(
+        "stormrig_proxy_hangs_total",
+        "counter",
+        "Requests held without an answer (hang faults).",
+        one(stats.hangs),
+    );
+    metric(
+        "stormrig_proxy_shed_total",
+        "counter",
+        "Requests refused by the proxy's concurrency gate (capacity faults).",
+        one(stats.shed),
+    );
+    metric(
+        "stormrig_proxy_lost_responses_total",
+        "counter",
+        "Forwarded requests whose response was dropped (lost-response faults).",
+        one(stats.lost_responses),
+    );
+    out
+}
+
+fn text(status: StatusCode, body: String) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r
+}
+
+/// Answers a request under [`CONTROL_PREFIX`].
+pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Resp {
+    let Some(ctl) = &shared.control else {
+        return text(StatusCode::NOT_FOUND, "no control endpoint\n".into());
+    };
+    // Read the body (ignored) so the connection stays usable.
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let _ = req.into_body().collect().await;
+    let sub = &path[CONTROL_PREFIX.len()..];
+    match (sub, method) {
+        ("faults/start", Method::POST) => {
+            shared.arm(
+                FaultTimeline::new(ctl.faults.clone(), ctl.seed),
+                Instant::now(),
+            );
+            shared.spawn_capacity_pump();
+            shared.gate.pump();
+            text(
+                StatusCode::OK,
+                format!("faults started: {} windows\n", ctl.faults.len()),
+            )
+        }
+        ("faults/stop", Method::POST) => {
+            shared.arm(FaultTimeline::new(Vec::new(), ctl.seed), Instant::now());
+            shared.gate.pump();
+            text(StatusCode::OK, "faults stopped\n".into())
+        }
+        ("metrics", Method::GET | Method::HEAD) => {
+            let mut r = text(
+                StatusCode::OK,
+                metrics_text(
+                    &shared.counters.snapshot(shared.gate.peak_serving()),
+                    shared.counters.in_flight(),
+                ),
+            );
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            r
+        }
+        ("faults/start" | "faults/stop", _) => {
+            text(StatusCode::METHOD_NOT_ALLOWED, "use POST\n".into())
+        }
+        ("metrics", _) => text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into()),
+        _ => text(
+            StatusCode::NOT_FOUND,
+            format!(
+                "unknown control path {path}; known: POST {CONTROL_PREFIX}faults/start, \
+                 POST {CONTROL_PREFIX}faults/stop, GET {CONTROL_PREFIX}metrics\n"
+            ),
+        ),
+    }
+}
+
+/// Headers that belong to one connection, not to the message (RFC 9110 §7.6.1).
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .collect();
+    for n in named {
+        headers.remove(n);
+    }
+    for n in [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    ] {
+        headers.remove(n);
+    }
+    // The relayed body is whole: hyper writes its length.
+    headers.remove(CONTENT_LENGTH);
+}
+
+fn gateway(status: StatusCode, why: &str) -> Resp {
+    text(status, format!("stormrig proxy: {why}\n"))
+}
+
+impl Upstream {
+    pub(crate) fn new(addr: SocketAddr, timeout: Duration) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(timeout));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Upstream {
+            client,
+            addr,
+            timeout,
+        }
+    }
+
+    /// Sends the request upstream and returns the answer to relay (or the gateway error
+    /// standing for it) and whether the upstream received the request; counts `forwarded`.
+    pub(crate) async fn forward(
+        &self,
+        counters: &Counters,
+        parts: hyper::http::request::Parts,
+        body: Bytes,
+    ) -> (Resp, bool) {
+        let path = parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/");
+        let uri: Uri = match format!("http://{}{}", self.addr, path).parse() {
+            Ok(u) => u,
+            Err(_) => {
+                return (
+                    gateway(StatusCode::BAD_GATEWAY, "bad request target"),
+                    false,
+                )
+            }
+        };
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = parts.method;
+        *req.uri_mut() = uri;
+        *req.headers_mut() = parts.headers;
+        strip_hop_by_hop(req.headers_mut());
+
+        let exchange = async {
+            let resp = self.client.request(req).await?;
+            let (parts, body) = resp.into_parts();
+            let bytes = body.collect().await?.to_bytes();
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((parts, bytes))
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(Ok((mut parts, bytes))) => {
+                counters.forward();
+                strip_hop_by_hop(&mut parts.headers);
+                (Response::from_parts(parts, Full::new(bytes)), true)
+            }
+            Ok(Err(e)) => {
+                let connect = e
+                    .downcast_ref::<hyper_util::client::legacy::Error>()
+                    .is_some_and(|e| e.is_connect());
+                if connect {
+                    (
+                        gateway(StatusCode::BAD_GATEWAY, "upstream connect failed"),
+                        false,
+                    )
+                } else {
+                    counters.forward();
+                    (
+                        gateway(
+                            StatusCode::BAD_GATEWAY,
+                            "upstream closed or reset before a complete response",
+                        ),
+                        true,
+                    )
+                }
+            }
+            Err(_) => {
+                counters.forward();
+                (
+                    gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out"),
+                    true,
+                )
+            }
+        }
+    }
+}

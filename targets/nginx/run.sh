@@ -1,0 +1,68 @@
+#!/bin/sh
+# Starts or stops Debian's nginx as stormrig's real target.
+#   targets/nginx/run.sh start PREFIX_DIR PORT   # writes PREFIX_DIR/nginx.conf, starts nginx
+#   targets/nginx/run.sh stop  PREFIX_DIR        # stops the nginx whose pid is in PREFIX_DIR
+# nginx listens on 127.0.0.1:PORT with 1 worker; access log: PREFIX_DIR/access.log, format
+#   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key"
+# Install: apt-get update && apt-get install -y nginx
+set -eu
+
+NGINX="${NGINX:-/usr/sbin/nginx}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+
+usage() {
+    echo "usage: $0 start PREFIX_DIR PORT | stop PREFIX_DIR" >&2
+    exit 2
+}
+
+[ $# -ge 2 ] || usage
+cmd="$1"
+prefix="$2"
+
+case "$cmd" in
+start)
+    [ $# -eq 3 ] || usage
+    port="$3"
+    if [ ! -x "$NGINX" ]; then
+        echo "nginx not found at $NGINX; install it: apt-get update && apt-get install -y nginx" >&2
+        exit 3
+    fi
+    mkdir -p "$prefix/tmp" "$prefix/logs"
+    prefix="$(cd "$prefix" && pwd)"
+    if [ "$(id -u)" = 0 ]; then
+        user="user root;"
+    else
+        user=""
+    fi
+    sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$port|g" -e "s|@USER@|$user|g" \
+        "$HERE/nginx.conf.template" >"$prefix/nginx.conf"
+    : >"$prefix/access.log"
+    "$NGINX" -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log"
+    # The master binds the listener before it daemonizes; the pid file marks it ready.
+    i=0
+    while [ $i -lt 100 ]; do
+        if [ -s "$prefix/nginx.pid" ]; then
+            exit 0
+        fi
+        i=$((i + 1))
+        sleep 0.05
+    done
+    echo "nginx did not start; see $prefix/error.log" >&2
+    exit 1
+    ;;
+stop)
+    if [ -s "$prefix/nginx.pid" ]; then
+        pid="$(cat "$prefix/nginx.pid")"
+        kill -TERM "$pid" 2>/dev/null || true
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+            i=$((i + 1))
+            sleep 0.05
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    ;;
+*)
+    usage
+    ;;
+esac

@@ -1,0 +1,360 @@
+//! The fault proxy in front of a real nginx (Debian's package) started by the test with
+//! `targets/nginx/run.sh`: arrivals at the proxy equal the requests sent; forwarded equals
+//! the lines in nginx's access log exactly; a proxy-injected 503 never reaches nginx;
+//! nginx's own 503s (`/fail`) are relayed and their count matches nginx's log.
+//!
+//! Without nginx this test FAILS, saying how to install it; `STORMRIG_SKIP_NGINX=1` skips it.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use stormrig::scenario::{Dist, Fault, FaultKind, ServiceModel};
+use stormrig::target::proxy::start_proxy;
+use stormrig::target::{headers, TargetConfig};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+struct Nginx {
+    prefix: PathBuf,
+    port: u16,
+}
+
+impl Nginx {
+    /// Starts nginx with the shipped script, or returns `None` when the skip is asked for.
+    fn start() -> Option<Nginx> {
+        if !Path::new(NGINX).exists() {
+            if std::env::var("STORMRIG_SKIP_NGINX").as_deref() == Ok("1") {
+                eprintln!("SKIPPED: nginx is not installed and STORMRIG_SKIP_NGINX=1");
+                return None;
+            }
+            panic!(
+                "nginx is not installed ({NGINX} missing): install it with \
+                 `apt-get update && apt-get install -y nginx`, or set STORMRIG_SKIP_NGINX=1 to skip"
+            );
+        }
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let prefix =
+            std::env::temp_dir().join(format!("stormrig-nginx-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&prefix);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/nginx/run.sh");
+        let out = Command::new("sh")
+            .arg(&script)
+            .arg("start")
+            .arg(&prefix)
+            .arg(port.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "run.sh start failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(Nginx { prefix, port })
+    }
+
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    fn log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.prefix.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The log once it holds `n` lines (nginx writes a line after answering), bounded.
+    async fn log_with(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let log = self.log();
+            if log.len() >= n || Instant::now() > deadline {
+                // A little longer, so that extra lines (a miscount) would show up too.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return self.log();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/nginx/run.sh");
+        let _ = Command::new("sh")
+            .arg(script)
+            .arg("stop")
+            .arg(&self.prefix)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.prefix);
+    }
+}
+
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    request: u64,
+    attempt: u32,
+) -> (StatusCode, Bytes) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "127.0.0.1")
+        .header(headers::REQUEST, request)
+        .header(headers::ATTEMPT, attempt)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let resp = tx.send_request(req).await.unwrap();
+    let status = resp.status();
+    (status, resp.into_body().collect().await.unwrap().to_bytes())
+}
+
+/// `(request id, attempt, status, method, uri)` of a log line.
+fn fields(line: &str) -> (u64, u32, u16, String, String) {
+    let f: Vec<&str> = line.split(' ').collect();
+    (
+        f[0].parse().expect(line),
+        f[1].parse().expect(line),
+        f[2].parse().expect(line),
+        f[3].to_string(),
+        f[4].to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_counts_match_nginx_access_log_exactly() {
+    let Some(nginx) = Nginx::start() else {
+        return;
+    };
+    let faults = vec![
+        Fault {
+            at: Duration::ZERO,
+            length: Duration::from_secs(600),
+            path: Some("/item".into()),
+            probability: 0.3,
+            kind: FaultKind::Status {
+                status: 503,
+                retry_after: None,
+                error_code: None,
+            },
+        },
+        Fault {
+            at: Duration::ZERO,
+            length: Duration::from_secs(600),
+            path: Some("/item/reset".into()),
+            probability: 1.0,
+            kind: FaultKind::Reset,
+        },
+    ];
+    let config = TargetConfig {
+        model: ServiceModel {
+            concurrency: 64,
+            queue: 1024,
+            queue_timeout: None,
+            service_time: Dist::Constant {
+                value: Duration::ZERO,
+            },
+        },
+        faults,
+        seed: 11,
+        dedup: None,
+    };
+    let proxy = start_proxy(
+        "127.0.0.1:0".parse().unwrap(),
+        nginx.addr(),
+        config,
+        Instant::now(),
+    )
+    .await
+    .unwrap();
+    let a = proxy.addr();
+
+    // 240 requests to /item (a quarter POSTs, some second attempts) from 8 clients at once,
+    // then 40 to nginx's failing path.
+    const N: u64 = 240;
+    let mut tasks = Vec::new();
+    for w in 0..8u64 {
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            for i in (w..N).step_by(8) {
+                let id = i + 1;
+                let method = if id % 4 == 0 { "POST" } else { "GET" };
+                let attempt = 1 + (id % 3) as u32;
+                let (st, body) = send(a, method, &format!("/item?i={id}"), id, attempt).await;
+                seen.push((id, attempt, st, body));
+            }
+            seen
+        }));
+    }
+    let mut seen = Vec::new();
+    for t in tasks {
+        seen.extend(t.await.unwrap());
+    }
+    const FAILS: u64 = 40;
+    let mut client_503_from_nginx = 0;
+    for k in 0..FAILS {
+        let (st, _) = send(a, "GET", "/fail", 10_000 + k, 1).await;
+        assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE);
+        client_503_from_nginx += 1;
+    }
+
+    let injected: BTreeSet<u64> = seen
+        .iter()
+        .filter(|(_, _, st, body)| {
+            *st == StatusCode::SERVICE_UNAVAILABLE && &body[..] == b"fault\n"
+        })
+        .map(|(id, ..)| *id)
+        .collect();
+    let ok: BTreeSet<u64> = seen
+        .iter()
+        .filter(|(_, _, st, body)| *st == StatusCode::OK && &body[..] == b"ok\n")
+        .map(|(id, ..)| *id)
+        .collect();
+    assert_eq!(
+        injected.len() + ok.len(),
+        N as usize,
+        "every answer is nginx's 200 or a fault"
+    );
+    assert!(
+        injected.len() > 40 && injected.len() < 110,
+        "probability 0.3 of {N}: {}",
+        injected.len()
+    );
+
+    let expected_lines = ok.len() + FAILS as usize;
+    let log = nginx.log_with(expected_lines).await;
+    let stats = proxy.shutdown().await;
+    eprintln!(
+        "sent {} | injected 503 {} | nginx 200 {} | nginx 503 {} | arrivals {} | forwarded {} | log lines {} | peak in flight {}",
+        N + FAILS,
+        injected.len(),
+        ok.len(),
+        FAILS,
+        stats.arrivals,
+        stats.forwarded,
+        log.len(),
+        stats.peak_in_flight
+    );
+
+    assert_eq!(
+        stats.arrivals,
+        N + FAILS,
+        "arrivals at the proxy = requests sent"
+    );
+    assert_eq!(
+        stats.forwarded as usize,
+        log.len(),
+        "forwarded = lines in nginx's access log"
+    );
+    assert_eq!(log.len(), expected_lines);
+
+    let parsed: Vec<_> = log.iter().map(|l| fields(l)).collect();
+    let logged_items: BTreeSet<u64> = parsed
+        .iter()
+        .filter(|(_, _, _, _, uri)| uri.starts_with("/item"))
+        .map(|(id, ..)| *id)
+        .collect();
+    assert_eq!(
+        logged_items, ok,
+        "nginx saw exactly the requests the proxy did not fail"
+    );
+    assert!(injected.is_disjoint(&logged_items));
+    // Request id and attempt reached nginx's log intact, with the method and URI.
+    for (id, attempt, status, method, uri) in &parsed {
+        if uri.starts_with("/item") {
+            assert_eq!(*attempt, 1 + (*id % 3) as u32);
+            assert_eq!(*status, 200);
+            assert_eq!(method, if id % 4 == 0 { "POST" } else { "GET" });
+            assert_eq!(uri, &format!("/item?i={id}"));
+        }
+    }
+    let nginx_503 = parsed.iter().filter(|p| p.2 == 503).count();
+    assert_eq!(nginx_503, client_503_from_nginx);
+    assert_eq!(nginx_503, FAILS as usize);
+
+    assert_eq!(
+        stats.responses_by_status.get(&503).copied().unwrap_or(0),
+        injected.len() as u64 + FAILS
+    );
+    assert_eq!(
+        stats.responses_by_status.get(&200).copied().unwrap_or(0),
+        ok.len() as u64
+    );
+    assert_eq!(stats.served_ok, ok.len() as u64);
+    assert_eq!(
+        stats.executions,
+        ok.iter().filter(|id| *id % 4 == 0).count() as u64,
+        "forwarded POSTs"
+    );
+}
+
+#[tokio::test]
+async fn reset_faults_never_reach_nginx() {
+    let Some(nginx) = Nginx::start() else {
+        return;
+    };
+    let faults = vec![Fault {
+        at: Duration::ZERO,
+        length: Duration::from_secs(600),
+        path: Some("/gone".into()),
+        probability: 1.0,
+        kind: FaultKind::Reset,
+    }];
+    let config = TargetConfig {
+        model: ServiceModel::default(),
+        faults,
+        seed: 3,
+        dedup: None,
+    };
+    let proxy = start_proxy(
+        "127.0.0.1:0".parse().unwrap(),
+        nginx.addr(),
+        config,
+        Instant::now(),
+    )
+    .await
+    .unwrap();
+    let a = proxy.addr();
+    for id in 1..=10u64 {
+        let stream = TcpStream::connect(a).await.unwrap();
+        let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = Request::builder()
+            .uri("/gone")
+            .header(headers::REQUEST, id)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        assert!(tx.send_request(req).await.is_err(), "reset: no answer");
+    }
+    for id in 11..=15u64 {
+        assert_eq!(send(a, "GET", "/", id, 1).await.0, StatusCode::OK);
+    }
+    let log = nginx.log_with(5).await;
+    let s = proxy.shutdown().await;
+    assert_eq!(s.arrivals, 15);
+    assert_eq!(s.resets, 10);
+    assert_eq!(s.forwarded, 5);
+    assert_eq!(log.len(), 5);
+}
