@@ -99,7 +99,12 @@ fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
     Ok(Exit::Ok)
 }
 
-fn thresholds(name: &str, max_attempts: Option<u32>, seed: u64, json: bool) -> Result<Exit, AppError> {
+fn thresholds(
+    name: &str,
+    max_attempts: Option<u32>,
+    seed: u64,
+    json: bool,
+) -> Result<Exit, AppError> {
     let config = crate::policy::preset(name).map_err(AppError::bad)?;
     let report = crate::policy::thresholds::compute(&config, max_attempts, seed);
     if json {
@@ -119,7 +124,11 @@ fn thresholds_table(r: &crate::policy::ThresholdReport) -> String {
         r.config, r.budget, r.max_attempts
     );
     let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1} %", v * 100.0));
-    let _ = writeln!(out, "{:<11} {:>12} {:>12} {:>6}  note", "failures", "closed form", "monte carlo", "cost");
+    let _ = writeln!(
+        out,
+        "{:<11} {:>12} {:>12} {:>6}  note",
+        "failures", "closed form", "monte carlo", "cost"
+    );
     for (kind, k) in [
         ("transient", &r.transient),
         ("throttling", &r.throttling),
@@ -142,7 +151,11 @@ fn thresholds_table(r: &crate::policy::ThresholdReport) -> String {
 fn presets_table() -> String {
     let mut out = String::new();
     for p in crate::policy::presets::PRESETS {
-        let _ = writeln!(out, "{:<22} {}\n{:<22} source: {}", p.name, p.summary, "", p.source);
+        let _ = writeln!(
+            out,
+            "{:<22} {}\n{:<22} source: {}",
+            p.name, p.summary, "", p.source
+        );
     }
     out
 }
@@ -268,12 +281,18 @@ fn write_attempts(dir: &Path, rows: &[live::driver::AttemptRow]) -> Result<(), A
     for r in rows {
         w.serialize(r).map_err(AppError::failed)?;
     }
-    let bytes = w.into_inner().map_err(|e| AppError::failed(e.to_string()))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| AppError::failed(e.to_string()))?;
     files::write_atomic(dir, "attempts.csv", &bytes).map_err(AppError::failed)
 }
 
 /// Gates, files, page, console summary, exit code: the same for every engine.
-fn finish(dir: &Path, result: &mut RunResult, gates: &[report::gates::Gate]) -> Result<Exit, AppError> {
+fn finish(
+    dir: &Path,
+    result: &mut RunResult,
+    gates: &[report::gates::Gate],
+) -> Result<Exit, AppError> {
     let verdicts = report::gates::evaluate(gates, result);
     let (verdicts, gate_error) = match verdicts {
         Ok(v) => (v, None),

@@ -53,13 +53,14 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
         table
             .entry("name")
             .or_insert_with(|| toml::Value::String(entry.name.clone()));
-        let spec: RetryConfigSpec = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                let msg = e.message().to_string();
-                let field = unknown_field(&msg).unwrap_or_default();
-                located(field, msg)
-            })?;
+        let spec: RetryConfigSpec =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    let msg = e.message().to_string();
+                    let field = unknown_field(&msg).unwrap_or_default();
+                    located(field, msg)
+                })?;
         let config = spec.resolve().map_err(|e| {
             let field = match (&e, e.field()) {
                 (_, Some(f)) => f.to_string(),

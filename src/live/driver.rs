@@ -76,7 +76,8 @@ pub struct Final {
 /// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
 /// whatever order tasks run in.
 pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
-    let mut z = seed ^ (config as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ request.rotate_left(29);
+    let mut z =
+        seed ^ (config as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ request.rotate_left(29);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -226,8 +227,14 @@ impl ConfigRuntime {
             .uri(format!("{}{}", self.base_uri, tmpl.path));
         let h = b.headers_mut().expect("builder without error so far");
         h.extend(tmpl.headers.clone());
-        h.insert(HeaderName::from_static(headers::REQUEST), HeaderValue::from(request));
-        h.insert(HeaderName::from_static(headers::ATTEMPT), HeaderValue::from(attempt));
+        h.insert(
+            HeaderName::from_static(headers::REQUEST),
+            HeaderValue::from(request),
+        );
+        h.insert(
+            HeaderName::from_static(headers::ATTEMPT),
+            HeaderValue::from(attempt),
+        );
         if let (true, Some(rem)) = (self.propagate_deadline, remaining) {
             h.insert(
                 HeaderName::from_static(headers::DEADLINE_MS),

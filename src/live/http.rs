@@ -55,15 +55,15 @@ impl Reply {
 /// Sends `req` and reads the whole response within `timeout` (the per-try timeout, already
 /// cut to the remaining deadline by the policy). A timed-out attempt's connection is dropped,
 /// never returned to the pool half-read.
-pub async fn send(client: &HttpClient, req: Request<Full<Bytes>>, timeout: Option<Duration>) -> Reply {
+pub async fn send(
+    client: &HttpClient,
+    req: Request<Full<Bytes>>,
+    timeout: Option<Duration>,
+) -> Reply {
     let exchange = async {
         let resp = client.request(req).await.map_err(|e| classify(&e))?;
         let (parts, body) = resp.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|e| classify(&e))?
-            .to_bytes();
+        let body = body.collect().await.map_err(|e| classify(&e))?.to_bytes();
         Ok::<_, TransportError>(Reply::Response {
             status: parts.status.as_u16(),
             headers: parts.headers,

@@ -42,7 +42,10 @@ pub enum LiveError {
     #[error("could not start the built-in target: {0}")]
     Target(#[from] target::TargetError),
     #[error("load.{field}: {message}")]
-    Request { field: &'static str, message: String },
+    Request {
+        field: &'static str,
+        message: String,
+    },
     #[error("target url {0}: only the built-in target is supported by the live engine yet")]
     UnsupportedTarget(String),
 }
@@ -115,12 +118,23 @@ pub async fn run(
     let mut lag = crate::metrics::recorder::new_histogram(3);
     let interrupted = match &sc.load.shape {
         LoadShape::Closed { users, think_time } => {
-            closed_loop(&runtimes, &tmpl, epoch, sc.duration, *users, *think_time, &mut tasks);
+            closed_loop(
+                &runtimes,
+                &tmpl,
+                epoch,
+                sc.duration,
+                *users,
+                *think_time,
+                &mut tasks,
+            );
             wait_or_stop(epoch.at(sc.duration), &mut stop).await
         }
         shape => {
             let arrivals = schedule::arrivals(shape, sc.duration, sc.seed);
-            open_loop(arrivals, &runtimes, &tmpl, epoch, &mut tasks, &mut lag, &mut stop).await
+            open_loop(
+                arrivals, &runtimes, &tmpl, epoch, &mut tasks, &mut lag, &mut stop,
+            )
+            .await
         }
     };
     let load_ran = epoch.elapsed().min(sc.duration);
@@ -189,7 +203,11 @@ pub async fn run(
             summarize(
                 &rt.name,
                 serde_json::to_value(&planned.config).unwrap_or_default(),
-                Some(crate::plan::amplification_bound(&planned.config, mean_rate, sc.duration)),
+                Some(crate::plan::amplification_bound(
+                    &planned.config,
+                    mean_rate,
+                    sc.duration,
+                )),
                 &g.rec,
                 st,
                 &shape,

@@ -49,11 +49,10 @@ impl Progress {
         let total_ms = duration.as_millis() as u64;
         if std::io::stderr().is_terminal() {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4));
-            let style = ProgressStyle::with_template(
-                "{prefix:>18} [{bar:30}] {pos:>5}/{len}ms {msg}",
-            )
-            .expect("static template")
-            .progress_chars("=> ");
+            let style =
+                ProgressStyle::with_template("{prefix:>18} [{bar:30}] {pos:>5}/{len}ms {msg}")
+                    .expect("static template")
+                    .progress_chars("=> ");
             let bars: Vec<ProgressBar> = runtimes
                 .iter()
                 .map(|rt| {

@@ -311,7 +311,7 @@ fn recovery(rows: &[SecondRow], shape: &RunShape<'_>) -> (Option<bool>, Option<f
         let hold_end = (s + RECOVERY_HOLD_S).min(end);
         let ok = rows[s..hold_end]
             .iter()
-            .all(|r| ratio(r).map_or(true, |g| g >= threshold));
+            .all(|r| ratio(r).is_none_or(|g| g >= threshold));
         if ok && ratio(&rows[s]).is_some() {
             return (
                 Some(true),

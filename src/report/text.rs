@@ -20,7 +20,17 @@ pub fn summary(run: &RunResult) -> String {
     let _ = writeln!(
         out,
         "{:<22} {:>9} {:>9} {:>11} {:>7} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}",
-        "config", "upstream", "attempts", "downstream", "amp", "peak 1s", "peak conc", "refused", "success", "p99 ms", "recovery"
+        "config",
+        "upstream",
+        "attempts",
+        "downstream",
+        "amp",
+        "peak 1s",
+        "peak conc",
+        "refused",
+        "success",
+        "p99 ms",
+        "recovery"
     );
     for c in &run.configs {
         let finished = c.successes + c.failures;

@@ -210,7 +210,7 @@ impl FaultTimeline {
         let mut best: Option<(Duration, u32)> = None;
         for f in &self.faults {
             if let FaultKind::Capacity { concurrency } = f.kind {
-                if f.active_at(t) && best.map_or(true, |(at, _)| f.at >= at) {
+                if f.active_at(t) && best.is_none_or(|(at, _)| f.at >= at) {
                     best = Some((f.at, concurrency));
                 }
             }
