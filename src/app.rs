@@ -66,6 +66,19 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             seed,
             json,
         } => thresholds(&config, max_attempts, seed, json),
+        Command::Proxy {
+            listen,
+            upstream,
+            faults,
+            seed,
+            allow_remote,
+        } => proxy(
+            listen,
+            &upstream,
+            faults.as_deref(),
+            seed,
+            allow_remote.as_deref(),
+        ),
         Command::Presets => {
             print!("{}", presets_table());
             Ok(Exit::Ok)
@@ -116,6 +129,56 @@ fn thresholds(
         print!("{}", thresholds_table(&report));
     }
     Ok(Exit::Ok)
+}
+
+fn proxy(
+    listen: std::net::SocketAddr,
+    upstream: &str,
+    faults: Option<&Path>,
+    seed: u64,
+    allow_remote: Option<&str>,
+) -> Result<Exit, AppError> {
+    use crate::target::proxy;
+    use std::net::ToSocketAddrs;
+    if !listen.ip().is_loopback() {
+        return Err(AppError::bad(format!(
+            "--listen {listen}: the proxy listens on loopback only (127.0.0.1 or [::1])"
+        )));
+    }
+    let (host, port) = crate::scenario::validate::parse_url(upstream)
+        .map_err(|e| AppError::bad(format!("--upstream {upstream}: {e}")))?;
+    proxy::check_loopback(&host, allow_remote).map_err(AppError::bad)?;
+    let upstream_addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| AppError::bad(format!("--upstream {upstream}: resolves to no address")))?;
+    let faults = match faults {
+        Some(p) => proxy::parse_faults_file(p).map_err(AppError::bad)?,
+        None => Vec::new(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(AppError::failed)?;
+    rt.block_on(async {
+        let server = proxy::serve_standalone(listen, upstream_addr, faults, seed)
+            .await
+            .map_err(AppError::failed)?;
+        eprintln!(
+            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics",
+            server.addr(),
+            server.control_addr(),
+            server.control_addr()
+        );
+        shutdown_signal().await;
+        let stats = server.shutdown().await;
+        eprintln!(
+            "stormrig proxy: {} arrivals, {} forwarded, peak in flight {}",
+            stats.arrivals, stats.forwarded, stats.peak_in_flight
+        );
+        Ok(Exit::Ok)
+    })
 }
 
 fn thresholds_table(r: &crate::policy::ThresholdReport) -> String {
@@ -276,7 +339,7 @@ async fn shutdown_signal() {
     }
 }
 
-fn write_attempts(dir: &Path, rows: &[live::driver::AttemptRow]) -> Result<(), AppError> {
+fn write_attempts(dir: &Path, rows: &[crate::metrics::AttemptRow]) -> Result<(), AppError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
         w.serialize(r).map_err(AppError::failed)?;

@@ -42,6 +42,25 @@ pub enum Command {
     },
     /// List the retry presets with their sources.
     Presets,
+    /// Run the counting fault proxy on its own in front of a real HTTP server, until
+    /// SIGINT/SIGTERM. Control: POST /_stormrig/faults/start|stop, GET /_stormrig/metrics.
+    Proxy {
+        /// Loopback address to listen on, e.g. 127.0.0.1:9000.
+        #[arg(long)]
+        listen: std::net::SocketAddr,
+        /// The real server, e.g. http://127.0.0.1:8080.
+        #[arg(long)]
+        upstream: String,
+        /// A TOML file of [[faults]] in the scenario format (started by the control endpoint).
+        #[arg(long)]
+        faults: Option<PathBuf>,
+        /// Seed of the fault draws.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Allow this non-loopback upstream host explicitly.
+        #[arg(long)]
+        allow_remote: Option<String>,
+    },
     /// Rebuild index.html of a run directory from its CSV/JSON files.
     Report {
         /// A run directory (holds summary.json).

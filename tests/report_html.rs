@@ -243,6 +243,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         target_shed: if shape.storm_amp > 2.0 { 1234 } else { 0 },
         duplicate_executions: (shape.storm_amp * 40.0) as u64,
         latency_curve: curve,
+        layers: Vec::new(),
+        topology_bound: None,
     }
 }
 

@@ -15,22 +15,12 @@ use rand_chacha::ChaCha8Rng;
 
 use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
-use crate::metrics::{Recorder, RetryReason};
+use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, Permit, PolicyEvent,
     Response, RetryClient,
 };
 use crate::target::headers;
-
-/// One row of `attempts.csv`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct AttemptRow {
-    pub config: String,
-    pub request: u64,
-    pub attempt: u32,
-    pub outcome: &'static str,
-    pub budget_after: Option<f64>,
-}
 
 /// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
 /// and the recorder change together, so counts and decisions can never disagree.

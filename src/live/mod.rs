@@ -19,13 +19,14 @@ use hyper::Method;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::metrics::AttemptRow;
 use crate::metrics::{summarize, Engine, FaultBand, Recorder, RunResult, RunShape, TargetStats};
 use crate::plan::Plan;
 use crate::policy::RetryClient;
-use crate::scenario::{schedule, LoadShape, Target};
+use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
 use crate::target::{self, TargetConfig, TargetHandle};
 use clock::Epoch;
-use driver::{AttemptRow, ConfigRuntime, RequestTemplate, Shared};
+use driver::{ConfigRuntime, RequestTemplate, Shared};
 
 /// How a live run is carried out (not what it measures: that is the scenario).
 #[derive(Debug, Clone, Default)]
@@ -46,8 +47,12 @@ pub enum LiveError {
         field: &'static str,
         message: String,
     },
-    #[error("target url {0}: only the built-in target is supported by the live engine yet")]
-    UnsupportedTarget(String),
+    #[error("target {host}:{port}: {message}")]
+    Resolve {
+        host: String,
+        port: u16,
+        message: String,
+    },
 }
 
 /// A finished live run: the result plus the attempt log, when asked for.
@@ -69,21 +74,43 @@ pub async fn run(
     let tmpl = template(plan)?;
     let epoch = Epoch::start();
 
-    // One fresh target per config, all sharing the epoch so fault windows line up.
+    // One fresh target per config, all sharing the epoch so fault windows line up: the
+    // built-in server, or the counting fault proxy in front of the real server.
     let mut targets: Vec<TargetHandle> = Vec::new();
+    let bind = SocketAddr::from(([127, 0, 0, 1], 0));
     for _ in &plan.configs {
-        let (model, dedup) = match &sc.target {
-            Target::Builtin { model, dedup, .. } => (model.clone(), dedup.clone()),
-            Target::Url { url, .. } => return Err(LiveError::UnsupportedTarget(url.clone())),
+        let handle = match &sc.target {
+            Target::Builtin { model, dedup, .. } => {
+                let cfg = TargetConfig {
+                    model: model.clone(),
+                    faults: sc.faults.clone(),
+                    seed: sc.seed,
+                    dedup: dedup.clone(),
+                };
+                target::start(bind, cfg, epoch.mono).await?
+            }
+            Target::Url {
+                host, port, dedup, ..
+            } => {
+                let upstream = resolve(host, *port)?;
+                let cfg = TargetConfig {
+                    // The real server sets the pace; the proxy itself never limits forwards.
+                    model: ServiceModel {
+                        concurrency: u32::MAX,
+                        queue: u32::MAX,
+                        queue_timeout: None,
+                        service_time: crate::scenario::Dist::Constant {
+                            value: Duration::ZERO,
+                        },
+                    },
+                    faults: sc.faults.clone(),
+                    seed: sc.seed,
+                    dedup: dedup.clone(),
+                };
+                target::proxy::start_proxy(bind, upstream, cfg, epoch.mono).await?
+            }
         };
-        let cfg = TargetConfig {
-            model,
-            faults: sc.faults.clone(),
-            seed: sc.seed,
-            dedup,
-        };
-        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-        targets.push(target::start(bind, cfg, epoch.mono).await?);
+        targets.push(handle);
     }
 
     let runtimes: Vec<Arc<ConfigRuntime>> = plan
@@ -221,6 +248,23 @@ pub async fn run(
         attempts,
         schedule_lag_us: lag,
     })
+}
+
+/// The socket address of a real target (validated as loopback or explicitly allowed).
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, LiveError> {
+    use std::net::ToSocketAddrs;
+    let err = |message: String| LiveError::Resolve {
+        host: host.to_string(),
+        port,
+        message,
+    };
+    let mut addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| err(e.to_string()))?;
+    addrs
+        .find(|a| a.is_ipv4())
+        .or_else(|| (host, port).to_socket_addrs().ok()?.next())
+        .ok_or_else(|| err("resolves to no address".into()))
 }
 
 fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {

@@ -9,4 +9,5 @@ pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{
     summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,
 };
+pub use result::{AttemptRow, LayerSummary};
 pub use target::TargetStats;

@@ -104,6 +104,12 @@ pub struct ConfigSummary {
     pub duplicate_executions: u64,
     /// The end-to-end latency distribution as (percentile, ms) points for the HDR curve.
     pub latency_curve: Vec<[f64; 2]>,
+    /// Per-layer counts for multi-hop topologies (empty for a direct run).
+    #[serde(default)]
+    pub layers: Vec<LayerSummary>,
+    /// Worst case (K+1)^L over the topology's retrying layers, when there are layers.
+    #[serde(default)]
+    pub topology_bound: Option<f64>,
 }
 
 /// One second of one config (a row of `timeseries.csv`).
@@ -135,6 +141,40 @@ pub struct SecondRow {
     pub latency_p99_ms: f64,
     /// successes / finished in this second (1 when nothing finished).
     pub success_rate: f64,
+}
+
+/// One row of `attempts.csv` (with `--attempt-log`): users debug budgets with it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttemptRow {
+    pub config: String,
+    pub request: u64,
+    pub attempt: u32,
+    /// ok, transient, throttle, timeout, client-error or refused.
+    pub outcome: &'static str,
+    /// The budget's level after this attempt was accounted (empty without a budget).
+    pub budget_after: Option<f64>,
+}
+
+/// One layer of a multi-hop topology, as counted for one config. Layer 0 is the load
+/// generator's own client; then each proxy layer in order, nearest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerSummary {
+    pub name: String,
+    /// Requests that arrived at this layer (counted by the layer's server; for the load
+    /// generator, the upstream requests).
+    pub arrivals: u64,
+    /// Attempts this layer's client sent downstream.
+    pub attempts: u64,
+    pub retries: u64,
+    pub budget_refusals: u64,
+    /// Most requests in flight at once inside this layer.
+    pub peak_in_flight: u64,
+    /// attempts / arrivals at this layer.
+    pub amplification: f64,
+    /// attempts of this layer / upstream requests.
+    pub cumulative_amplification: f64,
+    /// The most attempts per arrival this layer's config allows (its max attempts).
+    pub max_attempts: u32,
 }
 
 /// What `summarize` needs to know about the run beyond the counts.
@@ -268,6 +308,8 @@ pub fn summarize(
         target_shed: target.shed,
         duplicate_executions: target.duplicate_executions,
         latency_curve: latency_curve(&rec.latency_us),
+        layers: Vec::new(),
+        topology_bound: None,
     };
     (summary, rows)
 }
