@@ -1,0 +1,239 @@
+//! The storm run end to end on loopback: exact counts between client and target,
+//! amplification against always-failing targets, and run-to-run reproducibility.
+
+use std::path::Path;
+use std::time::Duration;
+
+use stormrig::live::{self, RunOptions};
+use stormrig::metrics::RunResult;
+use stormrig::plan::{self, Plan};
+use stormrig::scenario::{self, Fault, FaultKind, LoadShape};
+
+fn plan_of(text: &str) -> Plan {
+    let path = Path::new("tests/inline.toml");
+    let sc = scenario::parse(path, text).expect("scenario parses");
+    plan::build(sc, text).expect("configs resolve")
+}
+
+fn run(plan: &Plan, attempt_log: bool) -> live::LiveOutput {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let opts = RunOptions {
+            attempt_log,
+            progress: false,
+        };
+        live::run(plan, &opts, rx).await.expect("run completes")
+    })
+}
+
+fn config<'a>(r: &'a RunResult, name: &str) -> &'a stormrig::metrics::ConfigSummary {
+    r.configs.iter().find(|c| c.name == name).unwrap()
+}
+
+const MIXED: &str = r#"
+name = "mixed"
+seed = 7
+duration = "3s"
+drain = "5s"
+
+[load]
+kind = "poisson"
+rate = 300
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "status"
+status = 503
+at = "500ms"
+for = "1500ms"
+probability = 0.6
+
+[[faults]]
+kind = "reset"
+at = "1s"
+for = "1s"
+probability = 0.3
+
+[[configs]]
+preset = "no-retry"
+
+[[configs]]
+preset = "naive"
+
+[[configs]]
+preset = "aws-standard"
+
+[[configs]]
+preset = "grpc"
+
+[[configs]]
+preset = "envoy"
+"#;
+
+/// For every config the client's attempts equal the target's own arrival count exactly,
+/// and upstream requests equal the scheduled arrivals minus the counted drops.
+#[test]
+fn client_attempts_equal_target_arrivals_for_every_config() {
+    let plan = plan_of(MIXED);
+    let scheduled = scenario::arrivals(
+        &plan.scenario.load.shape,
+        plan.scenario.duration,
+        plan.scenario.seed,
+    )
+    .count() as u64;
+    let out = run(&plan, true);
+    let r = &out.result;
+    assert!(!r.partial);
+    assert_eq!(r.configs.len(), 5);
+    for c in &r.configs {
+        assert_eq!(
+            c.attempts, c.downstream_arrivals,
+            "{}: client attempts vs target arrivals",
+            c.name
+        );
+        assert_eq!(c.upstream_requests + c.dropped, scheduled, "{}", c.name);
+        assert_eq!(c.successes + c.failures + c.unfinished, c.upstream_requests);
+        assert_eq!(c.attempts, c.upstream_requests + c.retries, "{}", c.name);
+        // The attempt log holds exactly one row per attempt sent (plus refusals).
+        let logged = out
+            .attempts
+            .iter()
+            .filter(|a| a.config == c.name && a.outcome != "refused")
+            .count() as u64;
+        assert_eq!(logged, c.attempts, "{}: attempt log rows", c.name);
+    }
+    // The storm happened: retrying configs sent more than they were asked to.
+    assert!(config(r, "naive").retries > 0);
+    assert_eq!(config(r, "no-retry").retries, 0);
+}
+
+const ALWAYS_503: &str = r#"
+name = "always-503"
+seed = 3
+duration = "2s"
+
+[load]
+kind = "constant"
+rate = 100
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "status"
+status = 503
+at = "0s"
+for = "2s"
+
+[[configs]]
+preset = "naive"
+
+[[configs]]
+name = "naive-6"
+preset = "naive"
+max_attempts = 6
+
+[[configs]]
+preset = "aws-standard"
+backoff = { kind = "constant", delay = "0ms" }
+
+[[configs]]
+name = "ratio-10"
+preset = "naive"
+budget = { kind = "ratio", ratio = 0.1, ttl = "1s", min_per_sec = 1 }
+"#;
+
+/// Against a target that fails everything, a budget-less config multiplies load by exactly
+/// its attempt limit; budgeted ones stay within their bound.
+#[test]
+fn always_failing_target_amplifies_to_max_attempts_or_the_budget_bound() {
+    let mut plan = plan_of(ALWAYS_503);
+    // Keep failing past the end of the load, so retries of the last arrivals fail too.
+    plan.scenario.faults[0].length = Duration::from_secs(60);
+    let out = run(&plan, false);
+    let r = &out.result;
+    let naive = config(r, "naive");
+    assert_eq!(naive.upstream_requests, 200);
+    assert_eq!(naive.downstream_arrivals, 4 * naive.upstream_requests);
+    assert_eq!(naive.amplification, 4.0);
+    let six = config(r, "naive-6");
+    assert_eq!(six.downstream_arrivals, 6 * six.upstream_requests);
+    for name in ["aws-standard", "ratio-10"] {
+        let c = config(r, name);
+        let bound = c.amplification_bound.unwrap();
+        assert!(
+            c.amplification <= bound,
+            "{name}: {} > bound {bound}",
+            c.amplification
+        );
+        assert!(c.budget_refusals > 0, "{name}: the budget never refused");
+        assert!(c.first_budget_refusal_s.is_some());
+    }
+    // aws-standard: 500 tokens at 14 per retry allow exactly 35 retries, then nothing
+    // refills them (no request ever succeeds on its first try).
+    assert_eq!(config(r, "aws-standard").retries, 35);
+}
+
+/// Same seed and scenario → the same arrival schedule and fault decisions: counts equal run
+/// to run. Fault draws are a hash of (seed, request, attempt), so they do not depend on
+/// timing; what real sockets cannot fix is which side of a window edge an attempt lands
+/// on, or the order in which concurrent outcomes reach a shared budget. So the windows here
+/// span the whole run and the configs have no budget.
+#[test]
+fn same_seed_gives_same_counts() {
+    let text = MIXED.replace(
+        "[[configs]]\npreset = \"aws-standard\"\n\n[[configs]]\npreset = \"grpc\"\n\n[[configs]]\npreset = \"envoy\"\n",
+        "",
+    );
+    let mut plan = plan_of(&text);
+    assert_eq!(plan.configs.len(), 2);
+    for f in &mut plan.scenario.faults {
+        f.at = Duration::ZERO;
+        f.length = Duration::from_secs(60);
+    }
+    let a = run(&plan, false).result;
+    let b = run(&plan, false).result;
+    for (x, y) in a.configs.iter().zip(&b.configs) {
+        assert_eq!(x.upstream_requests, y.upstream_requests);
+        assert_eq!(x.attempts, y.attempts, "{}", x.name);
+        assert_eq!(x.downstream_arrivals, y.downstream_arrivals);
+        assert_eq!(x.successes, y.successes);
+        assert_eq!(x.failures_by_reason, y.failures_by_reason);
+    }
+}
+
+/// A per-config in-flight cap drops arrivals explicitly instead of slowing down.
+#[test]
+fn in_flight_cap_counts_drops() {
+    let mut plan = plan_of(ALWAYS_503);
+    plan.configs.truncate(1);
+    plan.scenario.load.max_in_flight = 5;
+    plan.scenario.faults = vec![Fault {
+        at: Duration::ZERO,
+        length: Duration::from_secs(2),
+        path: None,
+        probability: 1.0,
+        kind: FaultKind::Latency {
+            add: scenario::Dist::Constant {
+                value: Duration::from_millis(300),
+            },
+        },
+    }];
+    assert!(matches!(
+        plan.scenario.load.shape,
+        LoadShape::Constant { .. }
+    ));
+    let r = run(&plan, false).result;
+    let c = &r.configs[0];
+    assert!(c.dropped > 0, "the cap never dropped anything");
+    assert_eq!(c.upstream_requests + c.dropped, 200);
+    assert!(c.client_peak_in_flight <= 5);
+    assert_eq!(c.attempts, c.downstream_arrivals);
+}
