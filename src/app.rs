@@ -309,6 +309,18 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         live::run(&plan, &opts, rx).await
     });
     let output = output.map_err(AppError::failed)?;
+    let lag = &output.schedule_lag_us;
+    if !lag.is_empty() {
+        eprintln!(
+            "schedule: {} arrivals in {:.1} s ({:.1} req/s offered); start lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            lag.len(),
+            output.result.duration_s,
+            lag.len() as f64 / output.result.duration_s.max(1e-9),
+            lag.value_at_quantile(0.5) as f64 / 1000.0,
+            lag.value_at_quantile(0.99) as f64 / 1000.0,
+            lag.max() as f64 / 1000.0
+        );
+    }
     let mut result = output.result;
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
