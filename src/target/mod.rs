@@ -601,7 +601,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                         StatusCode::UNPROCESSABLE_ENTITY,
                         b"idempotency key reused with another body\n",
                         false,
-                    ))
+                    ));
                 }
             }
         }
