@@ -54,7 +54,8 @@ pub struct TargetStats {
     #[serde(default)]
     pub peak_serving: u64,
     /// Requests served whose response was then lost (lost-response faults): the side effect
-    /// happened, the client got no answer or a gateway error.
+    /// happened, the client got no answer or a gateway error. Dedup replays under such a
+    /// fault are lost the same way (and counted here) but never execute.
     #[serde(default)]
     pub lost_responses: u64,
 }
