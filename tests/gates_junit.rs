@@ -46,6 +46,7 @@ fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) -> Con
         target_served_ok: 950,
         target_shed: 10,
         duplicate_executions: 0,
+        idempotency: Default::default(),
         latency_curve: vec![[50.0, 12.0], [99.0, p99]],
         layers: Vec::new(),
         topology_bound: None,

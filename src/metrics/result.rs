@@ -101,7 +101,11 @@ pub struct ConfigSummary {
     /// Target-side goodput and damage figures.
     pub target_served_ok: u64,
     pub target_shed: u64,
+    /// Logical requests the target executed more than once.
     pub duplicate_executions: u64,
+    /// The rest of the idempotency damage and dedup figures, flat in `summary.json`.
+    #[serde(flatten)]
+    pub idempotency: IdempotencyFigures,
     /// The end-to-end latency distribution as (percentile, ms) points for the HDR curve.
     pub latency_curve: Vec<[f64; 2]>,
     /// Per-layer counts for multi-hop topologies (empty for a direct run).
@@ -110,6 +114,40 @@ pub struct ConfigSummary {
     /// Worst case (K+1)^L over the topology's retrying layers, when there are layers.
     #[serde(default)]
     pub topology_bound: Option<f64>,
+}
+
+/// What non-idempotent retries cost, as the target counted it, and what its
+/// `Idempotency-Key` dedup did. Absent from older `summary.json` files: zeros.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IdempotencyFigures {
+    /// Side-effecting executions of write requests (each debits the request's amount).
+    pub executions: u64,
+    /// Executions beyond the first per logical request: the extra side effects.
+    pub extra_executions: u64,
+    /// Amount debited by all executions, and by the extra ones (money taken twice).
+    pub debited: u64,
+    pub extra_debited: u64,
+    /// Keyed retries answered from the dedup store without executing.
+    pub dedup_replays: u64,
+    /// Keyed duplicates that arrived while the first was executing (409).
+    pub dedup_conflicts: u64,
+    /// Keys reused with another body (422).
+    pub dedup_mismatches: u64,
+}
+
+impl IdempotencyFigures {
+    pub fn of(target: &TargetStats) -> Self {
+        IdempotencyFigures {
+            executions: target.executions,
+            extra_executions: target.extra_executions,
+            debited: target.debited,
+            extra_debited: target.extra_debited,
+            dedup_replays: target.dedup_replays,
+            dedup_conflicts: target.dedup_conflicts,
+            dedup_mismatches: target.dedup_mismatches,
+        }
+    }
 }
 
 /// One second of one config (a row of `timeseries.csv`).
@@ -307,6 +345,7 @@ pub fn summarize(
         target_served_ok: target.served_ok,
         target_shed: target.shed,
         duplicate_executions: target.duplicate_executions,
+        idempotency: IdempotencyFigures::of(target),
         latency_curve: latency_curve(&rec.latency_us),
         layers: Vec::new(),
         topology_bound: None,

@@ -28,16 +28,34 @@ pub struct TargetStats {
     pub shed: u64,
     /// Requests forwarded to a real upstream server (fault proxy only).
     pub forwarded: u64,
-    /// Side-effecting executions of write requests, and logical requests executed more
-    /// than once (the damage non-idempotent retries do).
+    /// Side-effecting executions of write requests (each debits the request's amount), and
+    /// logical requests executed more than once (the damage non-idempotent retries do).
     pub executions: u64,
     pub duplicate_executions: u64,
+    /// Executions beyond the first per logical request: the extra side effects.
+    #[serde(default)]
+    pub extra_executions: u64,
+    /// Amount debited by all executions (`x-stormrig-amount` per request, 1 when absent),
+    /// and the part of it debited by extra executions (money taken twice).
+    #[serde(default)]
+    pub debited: u64,
+    #[serde(default)]
+    pub extra_debited: u64,
+    /// Idempotency-Key dedup: replays answered from the store without executing, duplicates
+    /// that arrived while the key was executing (409), keys reused with another body (422).
+    #[serde(default)]
+    pub dedup_replays: u64,
+    #[serde(default)]
+    pub dedup_conflicts: u64,
+    #[serde(default)]
+    pub dedup_mismatches: u64,
     /// Largest number of requests holding a service slot at once (never above the
     /// concurrency in force); `peak_in_flight` minus this is what queued.
     #[serde(default)]
     pub peak_serving: u64,
     /// Requests served whose response was then lost (lost-response faults): the side effect
-    /// happened, the client got no answer or a gateway error.
+    /// happened, the client got no answer or a gateway error. Dedup replays under such a
+    /// fault are lost the same way (and counted here) but never execute.
     #[serde(default)]
     pub lost_responses: u64,
 }
@@ -62,6 +80,12 @@ impl TargetStats {
         self.forwarded += other.forwarded;
         self.executions += other.executions;
         self.duplicate_executions += other.duplicate_executions;
+        self.extra_executions += other.extra_executions;
+        self.debited += other.debited;
+        self.extra_debited += other.extra_debited;
+        self.dedup_replays += other.dedup_replays;
+        self.dedup_conflicts += other.dedup_conflicts;
+        self.dedup_mismatches += other.dedup_mismatches;
         self.peak_serving += other.peak_serving;
         self.lost_responses += other.lost_responses;
     }

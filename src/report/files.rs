@@ -57,6 +57,15 @@ struct SummaryRow<'a> {
     recovered: Option<bool>,
     recovery_time_s: Option<f64>,
     duplicate_executions: u64,
+    executions: u64,
+    extra_executions: u64,
+    debited: u64,
+    extra_debited: u64,
+    dedup_replays: u64,
+    dedup_conflicts: u64,
+    dedup_mismatches: u64,
+    /// The config's idempotency rules in words (see [`idempotency_rules`]).
+    idempotency_rules: String,
 }
 
 impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
@@ -87,7 +96,28 @@ impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
             recovered: c.recovered,
             recovery_time_s: c.recovery_time_s,
             duplicate_executions: c.duplicate_executions,
+            executions: c.idempotency.executions,
+            extra_executions: c.idempotency.extra_executions,
+            debited: c.idempotency.debited,
+            extra_debited: c.idempotency.extra_debited,
+            dedup_replays: c.idempotency.dedup_replays,
+            dedup_conflicts: c.idempotency.dedup_conflicts,
+            dedup_mismatches: c.idempotency.dedup_mismatches,
+            idempotency_rules: idempotency_rules(&c.policy),
         }
+    }
+}
+
+/// A config's rules for non-idempotent methods (POST, PATCH), in words, read from its
+/// resolved policy JSON (`retry_non_idempotent`, `idempotency_key`). Idempotent methods
+/// (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) are retried under every rule.
+pub fn idempotency_rules(policy: &serde_json::Value) -> String {
+    let flag = |k: &str| policy.get(k).and_then(serde_json::Value::as_bool);
+    match (flag("retry_non_idempotent"), flag("idempotency_key")) {
+        (_, Some(true)) => "POST retried with Idempotency-Key".into(),
+        (Some(true), _) => "POST retried without key".into(),
+        (Some(false), _) => "POST retried only if never sent".into(),
+        (None, _) => "unknown".into(),
     }
 }
 

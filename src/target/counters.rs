@@ -33,6 +33,12 @@ struct Inner {
     forwarded: u64,
     executions: u64,
     duplicate_executions: u64,
+    extra_executions: u64,
+    debited: u64,
+    extra_debited: u64,
+    dedup_replays: u64,
+    dedup_conflicts: u64,
+    dedup_mismatches: u64,
     /// Executions so far per logical request id (write requests only).
     executed: HashMap<u64, u32>,
 }
@@ -158,15 +164,38 @@ impl Counters {
         self.epoch
     }
 
-    /// A write request of logical request `request` executed (its side effect happened).
-    pub(crate) fn execute(&self, request: u64) {
+    /// A write request of logical request `request` executed: its side effect happened,
+    /// debiting `amount` from the account. The second execution of a logical request makes
+    /// it a duplicate; every execution after the first is an extra side effect.
+    pub(crate) fn execute(&self, request: u64, amount: u64) {
         let mut c = self.lock();
         c.executions += 1;
+        c.debited = c.debited.saturating_add(amount);
         let n = c.executed.entry(request).or_insert(0);
         *n += 1;
-        if *n > 1 {
+        let n = *n;
+        if n > 1 {
+            c.extra_executions += 1;
+            c.extra_debited = c.extra_debited.saturating_add(amount);
+        }
+        if n == 2 {
             c.duplicate_executions += 1;
         }
+    }
+
+    /// A keyed request was answered from the dedup store without executing.
+    pub(crate) fn dedup_replay(&self) {
+        self.lock().dedup_replays += 1;
+    }
+
+    /// A keyed request arrived while its key was still executing (answered 409).
+    pub(crate) fn dedup_conflict(&self) {
+        self.lock().dedup_conflicts += 1;
+    }
+
+    /// A used key arrived with another body (answered 422).
+    pub(crate) fn dedup_mismatch(&self) {
+        self.lock().dedup_mismatches += 1;
     }
 
     /// Moves the epoch back by `d`: for tests, the same as `d` passing.
@@ -203,6 +232,12 @@ impl Counters {
             forwarded: c.forwarded,
             executions: c.executions,
             duplicate_executions: c.duplicate_executions,
+            extra_executions: c.extra_executions,
+            debited: c.debited,
+            extra_debited: c.extra_debited,
+            dedup_replays: c.dedup_replays,
+            dedup_conflicts: c.dedup_conflicts,
+            dedup_mismatches: c.dedup_mismatches,
             peak_serving,
             lost_responses: c.lost_responses,
         }
@@ -232,18 +267,30 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_executions_count_each_extra_execution() {
+    fn duplicates_count_requests_extras_count_executions() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
         let _g = rt.enter();
         let c = Counters::new(Instant::now());
-        for r in [1, 2, 1, 1, 3] {
-            c.execute(r);
+        // Request 1 executes three times (amount 5), request 2 twice (amount 7), 3 once.
+        for (r, amount) in [(1, 5), (2, 7), (1, 5), (1, 5), (3, 1), (2, 7)] {
+            c.execute(r, amount);
         }
+        c.dedup_replay();
+        c.dedup_replay();
+        c.dedup_conflict();
+        c.dedup_mismatch();
         let s = c.snapshot(0);
-        assert_eq!(s.executions, 5);
-        assert_eq!(s.duplicate_executions, 2);
+        assert_eq!(s.executions, 6);
+        assert_eq!(s.duplicate_executions, 2, "requests 1 and 2");
+        assert_eq!(s.extra_executions, 3, "two extra for 1, one for 2");
+        assert_eq!(s.debited, 5 + 7 + 5 + 5 + 1 + 7);
+        assert_eq!(s.extra_debited, 5 + 5 + 7);
+        assert_eq!(
+            (s.dedup_replays, s.dedup_conflicts, s.dedup_mismatches),
+            (2, 1, 1)
+        );
     }
 }

@@ -64,12 +64,15 @@ pub mod headers {
     pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
     /// AWS-style error type sent with status faults that set `error_code`.
     pub const ERROR_TYPE: &str = "x-amzn-errortype";
+    /// Amount (u64) a write request debits per execution; 1 when absent or unreadable.
+    pub const AMOUNT: &str = "x-stormrig-amount";
 }
 
 const H_REQUEST: HeaderName = HeaderName::from_static(headers::REQUEST);
 const H_ATTEMPT: HeaderName = HeaderName::from_static(headers::ATTEMPT);
 const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(headers::IDEMPOTENCY_KEY);
 const H_ERROR_TYPE: HeaderName = HeaderName::from_static(headers::ERROR_TYPE);
+const H_AMOUNT: HeaderName = HeaderName::from_static(headers::AMOUNT);
 
 /// First request id given to requests that carry none.
 pub const EXTERNAL_REQUEST_BASE: u64 = 1 << 63;
@@ -508,6 +511,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         .and_then(|a| u32::try_from(a).ok())
         .unwrap_or(1);
     let write = !matches!(*req.method(), Method::GET | Method::HEAD);
+    let amount = parse_u64(req.headers().get(H_AMOUNT)).unwrap_or(1);
     let (timeline, fault_epoch) = shared.armed();
     // Fault windows run from their own epoch (the run's, unless the standalone proxy
     // started them later).
@@ -578,19 +582,26 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
             match dedup.begin(&key, body_hash) {
                 Begin::Execute => Some(Ticket::new(dedup.clone(), key, body_hash)),
                 Begin::Replay(status) => {
+                    shared.counters.dedup_replay();
+                    if lost.is_some() {
+                        // The stored response travels the same lossy path as the first one.
+                        return lose(&shared, verdict.fault).await;
+                    }
                     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
                     return Ok(respond(&shared, status, b"replayed\n", false));
                 }
                 Begin::Conflict => {
-                    return Ok(respond(&shared, StatusCode::CONFLICT, b"conflict\n", false))
+                    shared.counters.dedup_conflict();
+                    return Ok(respond(&shared, StatusCode::CONFLICT, b"conflict\n", false));
                 }
                 Begin::Mismatch => {
+                    shared.counters.dedup_mismatch();
                     return Ok(respond(
                         &shared,
                         StatusCode::UNPROCESSABLE_ENTITY,
                         b"idempotency key reused with another body\n",
                         false,
-                    ))
+                    ));
                 }
             }
         }
@@ -616,7 +627,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
             s.gate.release();
             if forwarded {
                 if write {
-                    s.counters.execute(request);
+                    s.counters.execute(request, amount);
                 }
                 if let Some(ticket) = ticket {
                     ticket.complete(resp.status().as_u16());
@@ -628,7 +639,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         tokio::time::sleep(service_time).await;
         s.gate.release();
         if write {
-            s.counters.execute(request);
+            s.counters.execute(request, amount);
         }
         if let Some(ticket) = ticket {
             ticket.complete(200);
@@ -668,19 +679,21 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                 forwarded: true, ..
             },
             Some(_),
-        ) => {
-            shared.counters.lost_response();
-            let fault = verdict
-                .fault
-                .expect("a lost-response verdict names its fault");
-            match shared.lost_status[fault] {
-                Some(status) => Ok(respond(&shared, status, b"lost\n", false)),
-                None => {
-                    // The response is lost on the way: the client waits until it gives up.
-                    shutdown_signal(shared.shutdown.clone()).await;
-                    Err(CloseConnection("lost response ended by shutdown"))
-                }
-            }
+        ) => lose(&shared, verdict.fault).await,
+    }
+}
+
+/// Loses a response under a lost-response fault (`fault` is its index): answers the
+/// fault's gateway status, or nothing until the client gives up. Counted as lost.
+async fn lose(shared: &Shared, fault: Option<usize>) -> Result<Resp, CloseConnection> {
+    shared.counters.lost_response();
+    let fault = fault.expect("a lost-response verdict names its fault");
+    match shared.lost_status[fault] {
+        Some(status) => Ok(respond(shared, status, b"lost\n", false)),
+        None => {
+            // The response is lost on the way: the client waits until it gives up.
+            shutdown_signal(shared.shutdown.clone()).await;
+            Err(CloseConnection("lost response ended by shutdown"))
         }
     }
 }

@@ -493,11 +493,49 @@ const COLUMNS: &[Column] = &[
         show: recovery_text,
     },
     Column {
+        label: "idempotency",
+        title: "the config's rule for non-idempotent methods (POST, PATCH): not retried once \
+possibly sent, retried without a key, or retried with an Idempotency-Key; idempotent methods \
+are retried under every rule",
+        better: Better::Neither,
+        value: |_| None,
+        show: |c| escape(&crate::report::files::idempotency_rules(&c.policy)),
+    },
+    Column {
         label: "duplicates",
-        title: "requests the target executed more than once",
+        title: "logical requests the target executed more than once",
         better: Better::Lower,
         value: |c| Some(c.duplicate_executions as f64),
         show: |c| int(c.duplicate_executions),
+    },
+    Column {
+        label: "extra side effects",
+        title: "executions beyond the first per logical request (amount debited twice)",
+        better: Better::Lower,
+        value: |c| Some(c.idempotency.extra_executions as f64),
+        show: |c| {
+            format!(
+                "{} <span class=\"bound\">/ {} debited</span>",
+                int(c.idempotency.extra_executions),
+                int(c.idempotency.extra_debited)
+            )
+        },
+    },
+    Column {
+        label: "dedup replay / 409 / 422",
+        title: "Idempotency-Key dedup at the target: replays of a stored response, \
+duplicates while executing (409), keys reused with another body (422)",
+        better: Better::Neither,
+        value: |_| None,
+        show: |c| {
+            let i = &c.idempotency;
+            format!(
+                "{} / {} / {}",
+                int(i.dedup_replays),
+                int(i.dedup_conflicts),
+                int(i.dedup_mismatches)
+            )
+        },
     },
     Column {
         label: "shed",
@@ -829,13 +867,18 @@ fn policies(p: &mut String, run: &RunResult) {
             p,
             "<details><summary>{}{}</summary>\n<p><span class=\"k\">failures by reason</span> {}<br>\
 <span class=\"k\">attempts by outcome</span> {}<br><span class=\"k\">unfinished at end</span> {} · \
-<span class=\"k\">target served ok</span> {}</p>\n<pre>{}</pre></details>\n",
+<span class=\"k\">target served ok</span> {}<br><span class=\"k\">idempotency</span> {} · \
+<span class=\"k\">executions</span> {} · <span class=\"k\">debited</span> {} (extra {})</p>\n<pre>{}</pre></details>\n",
             swatch(i),
             escape(&c.name),
             if reasons.is_empty() { "none".into() } else { reasons.join(", ") },
             if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") },
             int(c.unfinished),
             int(c.target_served_ok),
+            escape(&crate::report::files::idempotency_rules(&c.policy)),
+            int(c.idempotency.executions),
+            int(c.idempotency.debited),
+            int(c.idempotency.extra_debited),
             escape(&json)
         );
     }
