@@ -132,6 +132,18 @@ async fn three_retrying_hops_of_four_attempts_give_64x_exactly() {
         assert_eq!(l.budget_refusals, 0);
         assert!(l.peak_in_flight >= 1);
     }
+    // Every output carries the layers: summary.json, the console table, the HTML report.
+    let json = serde_json::to_value(&out.result).unwrap();
+    let layers = json["configs"][0]["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 3);
+    assert_eq!(layers[2]["attempts"], 64 * u);
+    assert_eq!(json["configs"][0]["topology_bound"], 64.0);
+    let text = stormrig::report::text::summary(&out.result);
+    assert!(text.contains("worst case (K+1)^L 64.00×"), "{text}");
+    assert!(text.contains("backend"), "{text}");
+    let page = stormrig::report::html::render(&out.result, None).unwrap();
+    assert!(page.contains("<section id=\"layers\">"));
+    assert!(page.contains("<td>backend</td>"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
