@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::policy::{BudgetConfig, RetryConfig, RetryConfigSpec};
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, Dist, Scenario};
 
 /// A config the engines run, with its resolved policy.
 #[derive(Debug, Clone)]
@@ -19,6 +19,8 @@ pub struct PlannedConfig {
 pub struct Plan {
     pub scenario: Scenario,
     pub configs: Vec<PlannedConfig>,
+    /// The topology's layers, nearest to the load generator first (empty = direct run).
+    pub layers: Vec<PlannedLayer>,
 }
 
 /// A retry config in the scenario that the policy core refused.
@@ -31,50 +33,118 @@ pub struct PlanError {
     pub message: String,
 }
 
+/// One topology layer the live engine runs, with its resolved policy.
+#[derive(Debug, Clone)]
+pub struct PlannedLayer {
+    pub name: String,
+    /// The layer's retry config; a pass-through layer gets [`pass_through`].
+    pub config: RetryConfig,
+    /// True when the scenario gave the layer no config (it forwards each request once).
+    pub pass_through: bool,
+    pub propagate_deadline: bool,
+    pub service_time: Option<Dist>,
+    pub concurrency: Option<u32>,
+}
+
+/// The config of a layer that only forwards: the `no-retry` preset (one attempt, no
+/// timeout, no deadline, no budget), named after the layer.
+pub fn pass_through(layer: &str) -> RetryConfig {
+    let mut c = crate::policy::preset("no-retry").expect("the no-retry preset exists");
+    c.name = layer.to_string();
+    c.max_attempts = 1;
+    c
+}
+
 /// Resolves every config of `scenario`; `text` is the scenario file's text (for lines).
 pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
-        let located = |field: String, message: String| {
-            let full = if field.is_empty() {
-                entry.field_path.clone()
-            } else {
-                format!("{}.{field}", entry.field_path)
-            };
-            PlanError {
-                file: scenario.path.clone(),
-                line: scenario::locate(text, &full).unwrap_or(entry.line),
-                field: full,
-                message,
-            }
-        };
-        // A config written as just `preset = "x"` is named after its preset.
-        let mut table = entry.table.clone();
-        table
-            .entry("name")
-            .or_insert_with(|| toml::Value::String(entry.name.clone()));
-        let spec: RetryConfigSpec =
-            toml::Value::Table(table)
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    let msg = e.message().to_string();
-                    let field = unknown_field(&msg).unwrap_or_default();
-                    located(field, msg)
-                })?;
-        let config = spec.resolve().map_err(|e| {
-            let field = match (&e, e.field()) {
-                (_, Some(f)) => f.to_string(),
-                (crate::policy::PolicyError::UnknownPreset { .. }, None) => "preset".into(),
-                _ => String::new(),
-            };
-            located(field, e.to_string())
-        })?;
+        let config = resolve(
+            &scenario.path,
+            text,
+            &entry.table,
+            &entry.name,
+            &entry.field_path,
+            entry.line,
+        )?;
         configs.push(PlannedConfig {
             name: entry.name.clone(),
             config,
         });
     }
-    Ok(Plan { scenario, configs })
+    let mut layers = Vec::with_capacity(scenario.topology.len());
+    for (i, l) in scenario.topology.iter().enumerate() {
+        let (config, pass) = match &l.config {
+            None => (pass_through(&l.name), true),
+            Some(table) => {
+                let path = format!("topology[{i}].config");
+                let line = scenario::locate(text, &path).unwrap_or(1);
+                (
+                    resolve(&scenario.path, text, table, &l.name, &path, line)?,
+                    false,
+                )
+            }
+        };
+        layers.push(PlannedLayer {
+            name: l.name.clone(),
+            config,
+            pass_through: pass,
+            propagate_deadline: l.propagate_deadline,
+            service_time: l.service_time.clone(),
+            concurrency: l.concurrency,
+        });
+    }
+    Ok(Plan {
+        scenario,
+        configs,
+        layers,
+    })
+}
+
+/// Resolves one retry-config table (`name`, optional `preset`, overrides) written at
+/// `field_path`; a table without a `name` is named `default_name`.
+fn resolve(
+    file: &Path,
+    text: &str,
+    table: &toml::Table,
+    default_name: &str,
+    field_path: &str,
+    line: usize,
+) -> Result<RetryConfig, PlanError> {
+    let located = |field: String, message: String| {
+        let full = if field.is_empty() {
+            field_path.to_string()
+        } else {
+            format!("{field_path}.{field}")
+        };
+        PlanError {
+            file: file.to_path_buf(),
+            line: scenario::locate(text, &full).unwrap_or(line),
+            field: full,
+            message,
+        }
+    };
+    // A config written as just `preset = "x"` is named after its preset (or its layer).
+    let mut table = table.clone();
+    table
+        .entry("name")
+        .or_insert_with(|| toml::Value::String(default_name.to_string()));
+    let spec: RetryConfigSpec =
+        toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                let msg = e.message().to_string();
+                let field = unknown_field(&msg).unwrap_or_default();
+                located(field, msg)
+            })?;
+    spec.resolve().map_err(|e| {
+        let field = match (&e, e.field()) {
+            (_, Some(f)) => f.to_string(),
+            (crate::policy::PolicyError::UnknownPreset { .. }, None) => "preset".into(),
+            _ => String::new(),
+        };
+        located(field, e.to_string())
+    })
 }
 
 /// The most amplification a config can cause in a run of `duration` at `mean_rate`
@@ -96,6 +166,28 @@ pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Durat
         }
         _ => cap,
     }
+}
+
+/// Bounds of a topology run for one compared config: `(budget_bound, worst_case)`.
+///
+/// `worst_case` is the product of every retrying hop's max attempts (the generator's config,
+/// then each layer's): (K+1)^L when all have K retries. `budget_bound` is the product of the
+/// per-hop [`amplification_bound`]s, where the rate arriving at hop i is the rate of attempts
+/// hop i−1 may send (the upstream rate times the bounds so far); with a ratio budget r at
+/// every hop it tends to (1+r)^L plus the minimum-per-second allowance.
+pub fn topology_bounds(
+    generator: &RetryConfig,
+    layers: &[PlannedLayer],
+    mean_rate: f64,
+    duration: Duration,
+) -> (f64, f64) {
+    let mut worst = f64::from(generator.max_attempts);
+    let mut bound = amplification_bound(generator, mean_rate, duration);
+    for l in layers {
+        worst *= f64::from(l.config.max_attempts);
+        bound *= amplification_bound(&l.config, mean_rate * bound, duration);
+    }
+    (bound, worst)
 }
 
 /// The key serde named in an "unknown field `x`" message, so the error can point at it.

@@ -43,6 +43,9 @@ pub struct ConfigRuntime {
     pub seed: u64,
     /// Pass the remaining deadline downstream in `x-stormrig-deadline-ms`.
     pub propagate_deadline: bool,
+    /// Attempts sent with their per-try timeout cut short by the deadline (they may end by
+    /// timing out at the deadline, never after it).
+    pub deadline_cut: AtomicU64,
 }
 
 /// The request every logical request sends.
@@ -102,7 +105,17 @@ impl ConfigRuntime {
                 let now = epoch.now();
                 let p = g.client.before_attempt(now, &mut state);
                 match &p {
-                    Permit::Send { attempt, .. } => g.rec.attempt_sent(now.mono, *attempt),
+                    Permit::Send {
+                        attempt, timeout, ..
+                    } => {
+                        g.rec.attempt_sent(now.mono, *attempt);
+                        let per_try = g.client.config().per_try_timeout;
+                        if let (Some(t), Some(p)) = (timeout, per_try) {
+                            if *t < p {
+                                self.deadline_cut.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
                     Permit::Refuse(reason) => {
                         if *reason == GiveUpReason::BreakerOpen {
                             g.rec.breaker_refused(now.mono);

@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod driver;
 pub mod http;
+pub mod layer;
 pub mod progress;
 
 use std::net::SocketAddr;
@@ -47,6 +48,8 @@ pub enum LiveError {
         field: &'static str,
         message: String,
     },
+    #[error("could not start a topology layer: {0}")]
+    Layer(std::io::Error),
     #[error("target {host}:{port}: {message}")]
     Resolve {
         host: String,
@@ -61,6 +64,19 @@ pub struct LiveOutput {
     pub attempts: Vec<AttemptRow>,
     /// How late the scheduler started requests versus their intended time.
     pub schedule_lag_us: hdrhistogram::Histogram<u64>,
+    /// Per config, per hop of the topology (generator first, then each layer): figures
+    /// beyond the per-layer summary (empty for a direct run).
+    pub hops: Vec<Vec<HopStats>>,
+}
+
+/// What one hop of a topology did beyond the counts in `LayerSummary`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HopStats {
+    pub name: String,
+    /// Attempts sent with their per-try timeout cut short by the (propagated) deadline.
+    pub deadline_cut: u64,
+    /// Requests a layer answered 503 at once for its concurrency limit (0 for the generator).
+    pub rejected: u64,
 }
 
 /// Runs the plan live. `stop` turning true ends the load at once; the result is then
@@ -113,12 +129,55 @@ pub async fn run(
         targets.push(handle);
     }
 
+    // Topology: one independent chain of layer proxies per config, deepest first, each
+    // pointed at the next hop; the generator then talks to the first layer.
+    let mut chains: Vec<Vec<layer::LayerHandle>> = Vec::with_capacity(targets.len());
+    let mut entries: Vec<String> = Vec::with_capacity(targets.len());
+    for (ci, t) in targets.iter().enumerate() {
+        let mut next = format!("http://{}", t.addr());
+        let mut chain = Vec::with_capacity(plan.layers.len());
+        for (li, pl) in plan.layers.iter().enumerate().rev() {
+            let rt = Arc::new(ConfigRuntime {
+                // Distinct per (config, layer) so jitter draws never coincide across hops.
+                index: ci | ((li + 1) << 16),
+                name: pl.name.clone(),
+                shared: Mutex::new(Shared {
+                    client: RetryClient::new(&pl.config),
+                    rec: Recorder::new(),
+                    log: None,
+                }),
+                http: http::client(),
+                base_uri: next,
+                in_flight: AtomicU64::new(0),
+                max_in_flight: u64::MAX,
+                seed: sc.seed,
+                propagate_deadline: pl.propagate_deadline,
+                deadline_cut: AtomicU64::new(0),
+            });
+            let l = Arc::new(layer::Layer::new(
+                pl.name.clone(),
+                rt,
+                pl.service_time.clone(),
+                pl.concurrency,
+                sc.seed,
+            ));
+            let h = layer::start(bind, l, epoch)
+                .await
+                .map_err(LiveError::Layer)?;
+            next = format!("http://{}", h.addr());
+            chain.push(h);
+        }
+        chain.reverse();
+        entries.push(next);
+        chains.push(chain);
+    }
+
     let runtimes: Vec<Arc<ConfigRuntime>> = plan
         .configs
         .iter()
-        .zip(&targets)
+        .zip(&entries)
         .enumerate()
-        .map(|(i, (c, t))| {
+        .map(|(i, (c, entry))| {
             Arc::new(ConfigRuntime {
                 index: i,
                 name: c.name.clone(),
@@ -128,11 +187,12 @@ pub async fn run(
                     log: opts.attempt_log.then(Vec::new),
                 }),
                 http: http::client(),
-                base_uri: format!("http://{}", t.addr()),
+                base_uri: entry.clone(),
                 in_flight: AtomicU64::new(0),
                 max_in_flight: u64::from(sc.load.max_in_flight),
                 seed: sc.seed,
-                propagate_deadline: false,
+                propagate_deadline: sc.load.propagate_deadline,
+                deadline_cut: AtomicU64::new(0),
             })
         })
         .collect();
@@ -182,6 +242,17 @@ pub async fn run(
     while tasks.join_next().await.is_some() {}
     let partial = interrupted || *stop.borrow();
 
+    // Layers go first: requests still inside them are dropped, then the targets count.
+    let mut layer_sets: Vec<Vec<Arc<layer::Layer>>> = Vec::with_capacity(chains.len());
+    for chain in chains {
+        let mut set = Vec::with_capacity(chain.len());
+        for h in chain {
+            set.push(Arc::clone(&h.layer));
+            h.shutdown().await;
+        }
+        layer_sets.push(set);
+    }
+
     let mut stats: Vec<TargetStats> = Vec::with_capacity(targets.len());
     for t in targets {
         stats.push(t.shutdown().await);
@@ -222,8 +293,14 @@ pub async fn run(
         shape => schedule::expected_count(shape, sc.duration) / sc.duration.as_secs_f64(),
     };
     let mut attempts = Vec::new();
-    for ((rt, planned), st) in runtimes.iter().zip(&plan.configs).zip(&stats) {
-        let (summary, rows) = rt.with(|g| {
+    let mut hops = Vec::new();
+    for (((rt, planned), st), layers) in runtimes
+        .iter()
+        .zip(&plan.configs)
+        .zip(&stats)
+        .zip(&layer_sets)
+    {
+        let (mut summary, rows) = rt.with(|g| {
             if let Some(log) = g.log.as_mut() {
                 attempts.append(log);
             }
@@ -240,6 +317,37 @@ pub async fn run(
                 &shape,
             )
         });
+        if !plan.layers.is_empty() {
+            let (budget, worst) =
+                crate::plan::topology_bounds(&planned.config, &plan.layers, mean_rate, sc.duration);
+            summary.amplification_bound = Some(budget);
+            summary.topology_bound = Some(worst);
+            let upstream = summary.upstream_requests;
+            summary.layers.push(layer::layer_summary(
+                "client",
+                upstream,
+                summary.attempts,
+                summary.retries,
+                summary.budget_refusals,
+                summary.client_peak_in_flight,
+                upstream,
+                planned.config.max_attempts,
+            ));
+            let mut h = vec![HopStats {
+                name: "client".into(),
+                deadline_cut: rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
+                rejected: 0,
+            }];
+            for l in layers {
+                summary.layers.push(l.summary(upstream));
+                h.push(HopStats {
+                    name: l.name.clone(),
+                    deadline_cut: l.rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
+                    rejected: l.rejected.load(std::sync::atomic::Ordering::SeqCst),
+                });
+            }
+            hops.push(h);
+        }
         result.configs.push(summary);
         result.timeline.extend(rows);
     }
@@ -247,6 +355,7 @@ pub async fn run(
         result,
         attempts,
         schedule_lag_us: lag,
+        hops,
     })
 }
 

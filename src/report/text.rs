@@ -59,6 +59,30 @@ pub fn summary(run: &RunResult) -> String {
             c.latency_ms.p99,
             recovery
         );
+        if !c.layers.is_empty() {
+            let bound = |b: Option<f64>| b.map(|v| format!("{v:.2}×")).unwrap_or("-".into());
+            let _ = writeln!(
+                out,
+                "  topology: worst case (K+1)^L {}, budget bound {}",
+                bound(c.topology_bound),
+                bound(c.amplification_bound)
+            );
+            for l in &c.layers {
+                let _ = writeln!(
+                    out,
+                    "  {:<20} {:>9} arrivals {:>9} attempts {:>8} retries {:>7} refused {:>6} peak {:>6.2}× {:>7.2}× cum (max {})",
+                    l.name,
+                    l.arrivals,
+                    l.attempts,
+                    l.retries,
+                    l.budget_refusals,
+                    l.peak_in_flight,
+                    l.amplification,
+                    l.cumulative_amplification,
+                    l.max_attempts
+                );
+            }
+        }
     }
     out
 }

@@ -88,6 +88,10 @@ pub struct LoadSection {
     /// counted, never silently delayed (that would hide the overload the storm causes).
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: u32,
+    /// The load generator passes each request's remaining deadline to the next hop (the
+    /// first topology layer, or the target) in `x-stormrig-deadline-ms`.
+    #[serde(default)]
+    pub propagate_deadline: bool,
 }
 
 fn default_method() -> String {
@@ -125,6 +129,8 @@ pub struct Load {
     pub headers: BTreeMap<String, String>,
     pub body: Option<String>,
     pub max_in_flight: u32,
+    /// Pass the remaining deadline downstream (see [`LoadSection::propagate_deadline`]).
+    pub propagate_deadline: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -316,6 +316,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         headers: l.headers.clone(),
         body: l.body.clone(),
         max_in_flight: l.max_in_flight,
+        propagate_deadline: l.propagate_deadline,
     })
 }
 

@@ -63,6 +63,7 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
     headlines(&mut p, run, baseline);
     gates(&mut p, run);
     table(&mut p, run, baseline);
+    layers(&mut p, run);
     p.push_str("<section id=\"charts\">\n<h2><a href=\"#charts\">Over time</a></h2>\n");
     legend(&mut p, run);
     p.push_str("<div class=\"grid\">\n");
@@ -271,7 +272,11 @@ fn nav(p: &mut String, run: &RunResult) {
     if !run.gates.is_empty() {
         p.push_str("<a href=\"#gates\">Gates</a>");
     }
-    p.push_str("<a href=\"#summary\">Summary table</a><a href=\"#charts\">Over time</a>");
+    p.push_str("<a href=\"#summary\">Summary table</a>");
+    if run.configs.iter().any(|c| !c.layers.is_empty()) {
+        p.push_str("<a href=\"#layers\">Layers</a>");
+    }
+    p.push_str("<a href=\"#charts\">Over time</a>");
     for s in charts::TIME_CHARTS {
         let _ = write!(p, "<a href=\"#{}\">{}</a>", s.id, s.title);
     }
@@ -768,6 +773,56 @@ not in the baseline</td></tr>",
                 missing.join(", ")
             );
         }
+    }
+    p.push_str("</section>\n");
+}
+
+/// One table per config of a multi-hop topology: what each hop received and sent, and the
+/// measured amplification beside the worst case (K+1)^L and the budget bound.
+fn layers(p: &mut String, run: &RunResult) {
+    if run.configs.iter().all(|c| c.layers.is_empty()) {
+        return;
+    }
+    p.push_str(
+        "<section id=\"layers\">\n<h2><a href=\"#layers\">Layers</a></h2>\n\
+<p class=\"k\">Each hop from the load generator's client to the layer nearest the target. \
+Amplification is attempts / arrivals at the hop; cumulative is attempts / upstream requests. \
+The last hop's attempts are the requests the target counted.</p>\n",
+    );
+    for (i, c) in run.configs.iter().enumerate() {
+        if c.layers.is_empty() {
+            continue;
+        }
+        let bound = |b: Option<f64>| b.map(|v| fixed(v, 2) + "×").unwrap_or_else(|| "—".into());
+        let _ = write!(
+            p,
+            "<h3>{}{}</h3>\n<p>measured {}× at the target · worst case (K+1)^L {} · budget bound {}</p>\n\
+<div class=\"tablewrap\"><table>\n<thead><tr><th>layer</th><th>arrivals</th><th>attempts</th>\
+<th>retries</th><th>budget refusals</th><th>peak in flight</th><th>amplification</th>\
+<th>cumulative</th><th>max attempts</th></tr></thead>\n<tbody>\n",
+            swatch(i),
+            escape(&c.name),
+            fixed(c.amplification, 2),
+            bound(c.topology_bound),
+            bound(c.amplification_bound),
+        );
+        for l in &c.layers {
+            let _ = writeln!(
+                p,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+<td>{}×</td><td>{}×</td><td>{}</td></tr>",
+                escape(&l.name),
+                int(l.arrivals),
+                int(l.attempts),
+                int(l.retries),
+                int(l.budget_refusals),
+                int(l.peak_in_flight),
+                fixed(l.amplification, 2),
+                fixed(l.cumulative_amplification, 2),
+                l.max_attempts
+            );
+        }
+        p.push_str("</tbody></table></div>\n");
     }
     p.push_str("</section>\n");
 }

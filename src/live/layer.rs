@@ -1,0 +1,364 @@
+//! Layer proxies for multi-hop topologies: load generator → layer 1 → … → layer L → target.
+//!
+//! Each layer is a hyper HTTP/1.1 server on loopback with its own [`ConfigRuntime`] (the
+//! layer's retry config, or a pass-through one) whose `base_uri` is the next hop. Per request
+//! arriving at a layer, in order:
+//! 1. the arrival is counted and the request goes in flight (an RAII guard keeps the peak
+//!    exact and takes it out of flight however the request ends);
+//! 2. beyond the layer's `concurrency` the request is answered 503 at once (counted as
+//!    rejected, never forwarded);
+//! 3. the layer's own service time is waited (sampled per (request, attempt) from the seed);
+//! 4. `x-stormrig-deadline-ms`, when present, is the inherited deadline: every layer honours
+//!    it, so no attempt is started without time left and no attempt outlives it;
+//! 5. one logical request is driven through the layer's retry config to the next hop, with
+//!    request id `incoming_request × 1024 + incoming_attempt` (wrapping): unique per
+//!    (incoming request, incoming attempt) as long as attempts stay below 1024, which the
+//!    policy's attempt caps do;
+//! 6. the final reply is relayed upstream: a response keeps its status, body and retry
+//!    hints (`retry-after`, `x-amz-retry-after`, `x-amzn-errortype`,
+//!    `grpc-retry-pushback-ms`); a transport failure becomes 504 (timeouts) or 502 (reset,
+//!    refused, protocol); giving up before any attempt becomes 504 for the deadline, else 503.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::clock::Epoch;
+use super::driver::{ConfigRuntime, RequestTemplate};
+use super::http::Reply;
+use crate::metrics::{LayerSummary, Recorder};
+use crate::policy::{GiveUpReason, TransportError};
+use crate::scenario::timeline::{draw, sample};
+use crate::scenario::Dist;
+use crate::target::headers;
+
+/// Multiplier of the incoming request id in the id a layer sends downstream.
+pub const REQUEST_ID_STRIDE: u64 = 1024;
+
+/// Salt of the service-time draws (distinct from the target's draws).
+const SERVICE_SALT: u64 = 0x4c41_5945_5253; // "LAYERS"
+
+/// Headers never copied from the incoming request to the next hop: hop-by-hop ones and
+/// stormrig's own, which the layer's client sets itself.
+const NOT_FORWARDED: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "te",
+    "upgrade",
+    "proxy-connection",
+    headers::REQUEST,
+    headers::ATTEMPT,
+    headers::DEADLINE_MS,
+    headers::IDEMPOTENCY_KEY,
+];
+
+/// Response headers relayed upstream with a layer's final reply (the retry hints).
+const RELAYED: &[&str] = &[
+    "retry-after",
+    "x-amz-retry-after",
+    headers::ERROR_TYPE,
+    "grpc-retry-pushback-ms",
+    "content-type",
+];
+
+/// One running layer of one compared config's chain.
+pub struct Layer {
+    pub name: String,
+    /// The layer's client: its retry config, pointed at the next hop.
+    pub rt: Arc<ConfigRuntime>,
+    pub service_time: Option<Dist>,
+    pub concurrency: Option<u32>,
+    pub seed: u64,
+    /// Requests that arrived at this layer's server.
+    pub arrivals: AtomicU64,
+    /// Requests answered 503 at once for the layer's concurrency limit.
+    pub rejected: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub peak_in_flight: AtomicU64,
+}
+
+impl Layer {
+    pub fn new(
+        name: String,
+        rt: Arc<ConfigRuntime>,
+        service_time: Option<Dist>,
+        concurrency: Option<u32>,
+        seed: u64,
+    ) -> Self {
+        Layer {
+            name,
+            rt,
+            service_time,
+            concurrency,
+            seed,
+            arrivals: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            peak_in_flight: AtomicU64::new(0),
+        }
+    }
+
+    /// This layer's counts; `upstream` = the generator's upstream requests.
+    pub fn summary(&self, upstream: u64) -> LayerSummary {
+        let arrivals = self.arrivals.load(Ordering::SeqCst);
+        let (attempts, retries, budget_refusals, max_attempts) = self.rt.with(|g| {
+            let (a, r, b) = totals(&g.rec);
+            (a, r, b, g.client.config().max_attempts)
+        });
+        layer_summary(
+            &self.name,
+            arrivals,
+            attempts,
+            retries,
+            budget_refusals,
+            self.peak_in_flight.load(Ordering::SeqCst),
+            upstream,
+            max_attempts,
+        )
+    }
+}
+
+/// Builds one row of the per-layer table.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_summary(
+    name: &str,
+    arrivals: u64,
+    attempts: u64,
+    retries: u64,
+    budget_refusals: u64,
+    peak_in_flight: u64,
+    upstream: u64,
+    max_attempts: u32,
+) -> LayerSummary {
+    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    LayerSummary {
+        name: name.to_string(),
+        arrivals,
+        attempts,
+        retries,
+        budget_refusals,
+        peak_in_flight,
+        amplification: ratio(attempts, arrivals),
+        cumulative_amplification: ratio(attempts, upstream),
+        max_attempts,
+    }
+}
+
+/// (attempts, retries, budget refusals) a recorder counted.
+pub fn totals(rec: &Recorder) -> (u64, u64, u64) {
+    rec.seconds().iter().fold((0, 0, 0), |(a, r, b), s| {
+        (a + s.attempts, r + s.retries, b + s.budget_refusals)
+    })
+}
+
+/// A running layer proxy.
+pub struct LayerHandle {
+    addr: SocketAddr,
+    pub layer: Arc<Layer>,
+    shutdown: watch::Sender<bool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl LayerHandle {
+    /// The address the layer listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting and drops every connection and request still in flight.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(a) = self.accept.take() {
+            let _ = a.await;
+        }
+    }
+}
+
+impl Drop for LayerHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+/// Binds `bind` (port 0 picks a free port) and serves `layer` in the background.
+pub async fn start(
+    bind: SocketAddr,
+    layer: Arc<Layer>,
+    epoch: Epoch,
+) -> std::io::Result<LayerHandle> {
+    let listener = TcpListener::bind(bind).await?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = watch::channel(false);
+    let accept = tokio::spawn(accept_loop(listener, Arc::clone(&layer), epoch, rx));
+    Ok(LayerHandle {
+        addr,
+        layer,
+        shutdown: tx,
+        accept: Some(accept),
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    layer: Arc<Layer>,
+    epoch: Epoch,
+    mut stop: watch::Receiver<bool>,
+) {
+    // Dropping the set at the end aborts every connection task still running.
+    let mut conns = JoinSet::new();
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let layer = Arc::clone(&layer);
+        conns.spawn(async move {
+            let svc = service_fn(move |req| handle(Arc::clone(&layer), epoch, req));
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+        while conns.try_join_next().is_some() {}
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+/// Keeps one request in flight at a layer, with an exact peak.
+struct InFlight<'a>(&'a Layer);
+
+impl<'a> InFlight<'a> {
+    fn enter(layer: &'a Layer) -> (Self, u64) {
+        let n = layer.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        layer.peak_in_flight.fetch_max(n, Ordering::SeqCst);
+        (InFlight(layer), n)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn parse_u64(h: &HeaderMap, name: &str) -> Option<u64> {
+    h.get(name)?.to_str().ok()?.trim().parse().ok()
+}
+
+async fn handle(
+    layer: Arc<Layer>,
+    epoch: Epoch,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let arrived = epoch.elapsed();
+    layer.arrivals.fetch_add(1, Ordering::SeqCst);
+    let (_guard, n) = InFlight::enter(&layer);
+    if layer.concurrency.is_some_and(|c| n > u64::from(c)) {
+        layer.rejected.fetch_add(1, Ordering::SeqCst);
+        return Ok(status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "layer at its concurrency limit\n",
+        ));
+    }
+    let (parts, body) = req.into_parts();
+    let request = parse_u64(&parts.headers, headers::REQUEST).unwrap_or(0);
+    let attempt = parse_u64(&parts.headers, headers::ATTEMPT).unwrap_or(1);
+    let inherited = parse_u64(&parts.headers, headers::DEADLINE_MS).map(Duration::from_millis);
+    let body = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Ok(status(StatusCode::BAD_REQUEST, "unreadable body\n")),
+    };
+    if let Some(d) = &layer.service_time {
+        let u = draw(layer.seed, request, attempt as u32, SERVICE_SALT);
+        let u2 = draw(layer.seed, request, attempt as u32, SERVICE_SALT + 1);
+        let t = sample(d, u, u2);
+        if !t.is_zero() {
+            tokio::time::sleep(t).await;
+        }
+    }
+    let mut fwd = HeaderMap::new();
+    for (k, v) in &parts.headers {
+        if !NOT_FORWARDED.contains(&k.as_str()) {
+            fwd.append(k.clone(), v.clone());
+        }
+    }
+    let tmpl = RequestTemplate {
+        method: parts.method,
+        path: parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into()),
+        headers: fwd,
+        body,
+    };
+    let id = request
+        .wrapping_mul(REQUEST_ID_STRIDE)
+        .wrapping_add(attempt.min(REQUEST_ID_STRIDE - 1));
+    let fin = layer.rt.drive(&epoch, &tmpl, id, arrived, inherited).await;
+    Ok(match fin.reply {
+        Some(Reply::Response {
+            status: code,
+            headers: h,
+            body,
+        }) => {
+            let mut r = Response::new(Full::new(body));
+            *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+            for name in RELAYED {
+                if let Some(v) = h.get(*name) {
+                    r.headers_mut()
+                        .insert(HeaderName::from_static(name), v.clone());
+                }
+            }
+            r
+        }
+        Some(Reply::Failed(e)) => match e {
+            TransportError::PerTryTimeout
+            | TransportError::ReadTimeout
+            | TransportError::ConnectTimeout => {
+                status(StatusCode::GATEWAY_TIMEOUT, "next hop timed out\n")
+            }
+            _ => status(StatusCode::BAD_GATEWAY, "next hop failed\n"),
+        },
+        None if fin.reason == Some(GiveUpReason::Deadline) => status(
+            StatusCode::GATEWAY_TIMEOUT,
+            "no time left before the deadline\n",
+        ),
+        None => status(StatusCode::SERVICE_UNAVAILABLE, "layer refused to send\n"),
+    })
+}
+
+fn status(code: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        HeaderName::from_static("content-type"),
+        HeaderValue::from_static("text/plain"),
+    );
+    r
+}
