@@ -6,19 +6,18 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::Method;
 use stormrig::live::clock::Epoch;
-use stormrig::live::driver::{ConfigRuntime, RequestTemplate, Shared};
-use stormrig::live::{self, http, RunOptions};
-use stormrig::metrics::{ConfigSummary, Recorder};
+use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
+use stormrig::live::{self, RunOptions};
+use stormrig::metrics::ConfigSummary;
 use stormrig::plan::{self, Plan};
-use stormrig::policy::{GiveUpReason, RetryClient, RetryConfigSpec};
+use stormrig::policy::{GiveUpReason, RetryConfigSpec};
 use stormrig::scenario::timeline::{Action, FaultTimeline};
 use stormrig::scenario::{LoadShape, Target};
 use stormrig::target::{self, headers, TargetConfig};
@@ -209,21 +208,16 @@ jitter = { kind = "none" }
         .unwrap()
         .port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let rt = Arc::new(ConfigRuntime {
+    let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
         index: 0,
-        name: "post-safe".into(),
-        shared: Mutex::new(Shared {
-            client: RetryClient::new(&cfg),
-            rec: Recorder::new(),
-            log: Some(Vec::new()),
-        }),
-        http: http::client(),
+        name: "post-safe",
+        config: &cfg,
         base_uri: format!("http://{addr}"),
-        in_flight: AtomicU64::new(0),
         max_in_flight: 1000,
         seed: 1,
         propagate_deadline: false,
-    });
+        attempt_log: true,
+    }));
     let mut hdrs = HeaderMap::new();
     hdrs.insert(
         HeaderName::from_static(headers::AMOUNT),

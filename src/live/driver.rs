@@ -76,7 +76,41 @@ pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// What a [`ConfigRuntime`] is built from.
+#[derive(Debug, Clone)]
+pub struct RuntimeSpec<'a> {
+    /// Distinct per (config, layer): it salts the per-request RNG.
+    pub index: usize,
+    pub name: &'a str,
+    pub config: &'a crate::policy::RetryConfig,
+    pub base_uri: String,
+    pub max_in_flight: u64,
+    pub seed: u64,
+    pub propagate_deadline: bool,
+    pub attempt_log: bool,
+}
+
 impl ConfigRuntime {
+    /// A fresh runtime: a new policy client, an empty recorder, its own connection pool.
+    pub fn new(spec: RuntimeSpec<'_>) -> ConfigRuntime {
+        ConfigRuntime {
+            index: spec.index,
+            name: spec.name.to_string(),
+            shared: Mutex::new(Shared {
+                client: RetryClient::new(spec.config),
+                rec: Recorder::new(),
+                log: spec.attempt_log.then(Vec::new),
+            }),
+            http: super::http::client(),
+            base_uri: spec.base_uri,
+            in_flight: AtomicU64::new(0),
+            max_in_flight: spec.max_in_flight,
+            seed: spec.seed,
+            propagate_deadline: spec.propagate_deadline,
+            deadline_cut: AtomicU64::new(0),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
         // A panic while holding the lock would already have failed the run; keep counting.
         self.shared.lock().unwrap_or_else(|p| p.into_inner())

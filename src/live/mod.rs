@@ -10,8 +10,8 @@ pub mod progress;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,13 +21,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::metrics::AttemptRow;
-use crate::metrics::{summarize, Engine, FaultBand, Recorder, RunResult, RunShape, TargetStats};
+use crate::metrics::{summarize, Engine, FaultBand, RunResult, RunShape, TargetStats};
 use crate::plan::Plan;
-use crate::policy::RetryClient;
+
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
 use crate::target::{self, TargetConfig, TargetHandle};
 use clock::Epoch;
-use driver::{ConfigRuntime, RequestTemplate, Shared};
+use driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 
 /// How a live run is carried out (not what it measures: that is the scenario).
 #[derive(Debug, Clone, Default)]
@@ -137,23 +137,17 @@ pub async fn run(
         let mut next = format!("http://{}", t.addr());
         let mut chain = Vec::with_capacity(plan.layers.len());
         for (li, pl) in plan.layers.iter().enumerate().rev() {
-            let rt = Arc::new(ConfigRuntime {
+            let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
                 // Distinct per (config, layer) so jitter draws never coincide across hops.
                 index: ci | ((li + 1) << 16),
-                name: pl.name.clone(),
-                shared: Mutex::new(Shared {
-                    client: RetryClient::new(&pl.config),
-                    rec: Recorder::new(),
-                    log: None,
-                }),
-                http: http::client(),
+                name: &pl.name,
+                config: &pl.config,
                 base_uri: next,
-                in_flight: AtomicU64::new(0),
                 max_in_flight: u64::MAX,
                 seed: sc.seed,
                 propagate_deadline: pl.propagate_deadline,
-                deadline_cut: AtomicU64::new(0),
-            });
+                attempt_log: false,
+            }));
             let l = Arc::new(layer::Layer::new(
                 pl.name.clone(),
                 rt,
@@ -178,22 +172,16 @@ pub async fn run(
         .zip(&entries)
         .enumerate()
         .map(|(i, (c, entry))| {
-            Arc::new(ConfigRuntime {
+            Arc::new(ConfigRuntime::new(RuntimeSpec {
                 index: i,
-                name: c.name.clone(),
-                shared: Mutex::new(Shared {
-                    client: RetryClient::new(&c.config),
-                    rec: Recorder::new(),
-                    log: opts.attempt_log.then(Vec::new),
-                }),
-                http: http::client(),
+                name: &c.name,
+                config: &c.config,
                 base_uri: entry.clone(),
-                in_flight: AtomicU64::new(0),
                 max_in_flight: u64::from(sc.load.max_in_flight),
                 seed: sc.seed,
                 propagate_deadline: sc.load.propagate_deadline,
-                deadline_cut: AtomicU64::new(0),
-            })
+                attempt_log: opts.attempt_log,
+            }))
         })
         .collect();
 
