@@ -30,7 +30,9 @@ fn same_seed_gives_byte_identical_summary() {
     assert_eq!(a.result.timeline, b.result.timeline);
     assert_eq!(a.result.engine, Engine::Sim);
     assert!(!a.result.partial);
-    assert!(String::from_utf8(ja).unwrap().contains("\"engine\": \"sim\""));
+    assert!(String::from_utf8(ja)
+        .unwrap()
+        .contains("\"engine\": \"sim\""));
     // A different seed changes the jittered configs.
     let mut p2 = p.clone();
     p2.scenario.seed = 2;
@@ -162,9 +164,9 @@ fn thundering_herd_jitter_cuts_the_peak() {
 #[test]
 fn topologies_are_refused_clearly() {
     let mut p = plan("downstream-503-10s.toml");
-    p.scenario.topology.push(
-        toml::from_str::<stormrig::scenario::LayerSpec>("name = \"edge\"").unwrap(),
-    );
+    p.scenario
+        .topology
+        .push(toml::from_str::<stormrig::scenario::LayerSpec>("name = \"edge\"").unwrap());
     let e = sim::run(&p, &SimOptions::default()).unwrap_err();
     assert!(matches!(e, SimError::Unsupported(_)));
     assert!(e.to_string().contains("topolog"), "{e}");

@@ -48,7 +48,18 @@ fn live_and_sim_agree_on_the_503_storm() {
         "{:<14} {:>10} {:>10} {:>7} | {:>9} {:>9} {:>7} | {:>5} {:>5}",
         "config", "D live", "D sim", "diff", "amp live", "amp sim", "diff", "peak", "peak"
     );
+    // The comparison only means something if the live engine actually offered the planned
+    // load: on an overloaded machine (or a slow debug build) its scheduler falls behind and
+    // requests never start. Say so plainly rather than blame the simulator.
+    let planned = simulated.configs[0].upstream_requests;
+    let offered = real.configs[0].upstream_requests;
     let mut failures = Vec::new();
+    if (offered as f64) < 0.99 * planned as f64 {
+        failures.push(format!(
+            "the live run started only {offered} of {planned} requests: the machine could not \
+             drive the live load on schedule, so the comparison below is void"
+        ));
+    }
     for (l, s) in real.configs.iter().zip(&simulated.configs) {
         assert_eq!(l.name, s.name);
         let d_diff = rel(l.downstream_arrivals as f64, s.downstream_arrivals as f64);
@@ -72,10 +83,18 @@ fn live_and_sim_agree_on_the_503_storm() {
             s.failures,
         );
         if d_diff > 0.05 {
-            failures.push(format!("{}: downstream arrivals differ by {:.1} %", l.name, d_diff * 100.0));
+            failures.push(format!(
+                "{}: downstream arrivals differ by {:.1} %",
+                l.name,
+                d_diff * 100.0
+            ));
         }
         if a_diff > 0.05 {
-            failures.push(format!("{}: amplification differs by {:.1} %", l.name, a_diff * 100.0));
+            failures.push(format!(
+                "{}: amplification differs by {:.1} %",
+                l.name,
+                a_diff * 100.0
+            ));
         }
         // Peak concurrency at loopback is tiny (a handful of requests in flight), so 20 % of
         // it is less than one request: compare with 20 % or an absolute slack of ±2,

@@ -24,8 +24,8 @@ use super::target::Counters;
 use crate::metrics::engine::{breaker_level, reason_label, request_seed};
 use crate::metrics::{AttemptRow, Recorder, RetryReason, TargetStats};
 use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass,
-    Permit, PolicyEvent, RequestState, Response, RetryClient, RetryConfig, TransportError,
+    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
+    PolicyEvent, RequestState, Response, RetryClient, RetryConfig, TransportError,
 };
 use crate::scenario::schedule::Arrivals;
 use crate::scenario::timeline::{Action, FaultTimeline};
@@ -237,7 +237,9 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         })
         .collect();
     let write = !matches!(cfg.method, "GET" | "HEAD");
-    let cap = cfg.timeline.capacity_at(Duration::ZERO, cfg.model.concurrency);
+    let cap = cfg
+        .timeline
+        .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
         client: RetryClient::new(cfg.config),
         rec: Recorder::new(),
@@ -600,8 +602,7 @@ impl Sim<'_> {
         };
         let d = self.client.on_outcome(nw, state, &outcome, &mut q.rng);
         let label = attempt_label(&outcome, d.class());
-        self.rec
-            .attempt_done(dur(t.saturating_sub(sent_at)), label);
+        self.rec.attempt_done(dur(t.saturating_sub(sent_at)), label);
         let level = self.client.budget_level();
         let breaker = self.client.breaker_state().map(breaker_level);
         self.rec.sample_policy(dur(t), level, breaker);
@@ -803,13 +804,11 @@ impl Sim<'_> {
                 self.send_reply(t, a, 200, NO_FAULT);
             } else {
                 self.counters.lost_response();
-                match self.parts.get(lost as usize).and_then(|p| p.lost_status) {
-                    Some(s) => {
-                        self.counters.respond(t, s, false);
-                        self.send_reply(t, a, s, NO_FAULT);
-                    }
-                    // No answer: the handler holds until the client gives up.
-                    None => {}
+                // Without a status the response is lost on the way: the handler holds until
+                // the client gives up.
+                if let Some(s) = self.parts.get(lost as usize).and_then(|p| p.lost_status) {
+                    self.counters.respond(t, s, false);
+                    self.send_reply(t, a, s, NO_FAULT);
                 }
             }
         }

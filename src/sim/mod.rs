@@ -115,7 +115,9 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             model
         }
         Target::Url { url, .. } => {
-            return Err(SimError::Unsupported(format!("a real server target ({url})")))
+            return Err(SimError::Unsupported(format!(
+                "a real server target ({url})"
+            )))
         }
     };
     let model = scale_model(model, scale);
@@ -227,7 +229,9 @@ fn scale_count(n: u32, scale: f64) -> u32 {
     if n == u32::MAX {
         return n;
     }
-    (f64::from(n) * scale).round().clamp(1.0, f64::from(u32::MAX)) as u32
+    (f64::from(n) * scale)
+        .round()
+        .clamp(1.0, f64::from(u32::MAX)) as u32
 }
 
 fn scale_model(m: &ServiceModel, scale: f64) -> ServiceModel {
@@ -245,12 +249,8 @@ fn scale_model(m: &ServiceModel, scale: f64) -> ServiceModel {
 
 fn scale_shape(shape: &LoadShape, scale: f64) -> LoadShape {
     match shape {
-        LoadShape::Constant { rate } => LoadShape::Constant {
-            rate: rate * scale,
-        },
-        LoadShape::Poisson { rate } => LoadShape::Poisson {
-            rate: rate * scale,
-        },
+        LoadShape::Constant { rate } => LoadShape::Constant { rate: rate * scale },
+        LoadShape::Poisson { rate } => LoadShape::Poisson { rate: rate * scale },
         LoadShape::Ramp { from, to } => LoadShape::Ramp {
             from: from * scale,
             to: to * scale,
