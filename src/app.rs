@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use crate::cli::{Cli, Command, CommonArgs, RunArgs};
+use crate::cli::{Cli, Command, CommonArgs, RunArgs, SimArgs};
 use crate::live;
 use crate::metrics::RunResult;
 use crate::plan::{self, Plan};
@@ -58,7 +58,7 @@ impl AppError {
 pub fn run(cli: Cli) -> Result<Exit, AppError> {
     match cli.command {
         Command::Run(args) => run_live(args),
-        Command::Sim(_) => Err(AppError::bad("`stormrig sim` is not available yet")),
+        Command::Sim(args) => run_sim(args),
         Command::Check { scenarios } => check(&scenarios),
         Command::Thresholds {
             config,
@@ -321,6 +321,36 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             lag.max() as f64 / 1000.0
         );
     }
+    let mut result = output.result;
+    if args.common.attempt_log {
+        write_attempts(&dir, &output.attempts)?;
+    }
+    finish(&dir, &mut result, &gates)
+}
+
+fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
+    let plan = prepare(&args.common)?;
+    let gates = gates_of(&plan, &args.common.gates)?;
+    let dir = out_dir(&args.common, &plan.scenario.name);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
+    let opts = crate::sim::SimOptions {
+        scale: args.scale,
+        attempt_log: args.common.attempt_log,
+    };
+    let wall = std::time::Instant::now();
+    let output = crate::sim::run(&plan, &opts).map_err(AppError::bad)?;
+    let secs = wall.elapsed().as_secs_f64().max(1e-9);
+    let st = output.stats;
+    eprintln!(
+        "simulated {} attempts in {:.3} s wall ({:.2} M attempts/s; {:.0}\u{d7} real time; {} configs, {} events)",
+        st.attempts,
+        secs,
+        st.attempts as f64 / secs / 1e6,
+        st.virtual_time.as_secs_f64() / secs,
+        plan.configs.len(),
+        st.events
+    );
     let mut result = output.result;
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;

@@ -49,6 +49,7 @@ fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) -> Con
         latency_curve: vec![[50.0, 12.0], [99.0, p99]],
         layers: Vec::new(),
         topology_bound: None,
+        peak_retries_per_s: 0,
     }
 }
 

@@ -246,6 +246,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         latency_curve: curve,
         layers: Vec::new(),
         topology_bound: None,
+        peak_retries_per_s: 0,
     }
 }
 

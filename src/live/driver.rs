@@ -22,6 +22,9 @@ use crate::policy::{
 };
 use crate::target::headers;
 
+// Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
+pub use crate::metrics::engine::{breaker_level, reason_label, request_seed};
+
 /// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
 /// and the recorder change together, so counts and decisions can never disagree.
 pub struct Shared {
@@ -64,16 +67,6 @@ pub struct Final {
     /// The last attempt's reply (None when no attempt was sent).
     pub reply: Option<Reply>,
     pub reason: Option<GiveUpReason>,
-}
-
-/// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
-/// whatever order tasks run in.
-pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
-    let mut z =
-        seed ^ (config as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ request.rotate_left(29);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// What a [`ConfigRuntime`] is built from.
@@ -339,15 +332,6 @@ fn drain(g: &mut Shared, _t: Duration) {
     }
 }
 
-/// Breaker state as charted: closed 0, half-open 1, open 2.
-pub fn breaker_level(s: BreakerState) -> u8 {
-    match s {
-        BreakerState::Closed => 0,
-        BreakerState::HalfOpen => 1,
-        BreakerState::Open => 2,
-    }
-}
-
 /// The policy's view of a reply.
 pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
     match reply {
@@ -359,19 +343,5 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
             error_code: reply.header("x-amzn-errortype"),
         }),
         Reply::Failed(e) => AttemptOutcome::Transport(*e),
-    }
-}
-
-/// The give-up reason as reports name it.
-pub fn reason_label(r: GiveUpReason) -> &'static str {
-    match r {
-        GiveUpReason::NonRetryable => "non-retryable",
-        GiveUpReason::MaxAttempts => "max-attempts",
-        GiveUpReason::Deadline => "deadline",
-        GiveUpReason::BudgetRefused => "budget-refused",
-        GiveUpReason::BreakerOpen => "breaker-open",
-        GiveUpReason::CostCap => "cost-cap",
-        GiveUpReason::NotIdempotent => "not-idempotent",
-        GiveUpReason::ServerPushback => "server-pushback",
     }
 }

@@ -114,6 +114,9 @@ pub struct ConfigSummary {
     /// Worst case (K+1)^L over the topology's retrying layers, when there are layers.
     #[serde(default)]
     pub topology_bound: Option<f64>,
+    /// The most retries the client sent in any one second (the thundering-herd peak).
+    #[serde(default)]
+    pub peak_retries_per_s: u64,
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -349,6 +352,7 @@ pub fn summarize(
         latency_curve: latency_curve(&rec.latency_us),
         layers: Vec::new(),
         topology_bound: None,
+        peak_retries_per_s: rows.iter().map(|r| r.retries).max().unwrap_or(0),
     };
     (summary, rows)
 }

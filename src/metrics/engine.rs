@@ -1,0 +1,38 @@
+//! Engine-neutral helpers that the live engine and the simulator must share exactly, so that
+//! the same (seed, config, request) draws the same jitter and the same give-up reason or
+//! breaker state is charted under the same name whichever engine ran.
+
+use crate::policy::{BreakerState, GiveUpReason};
+
+/// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
+/// whatever order requests run in.
+pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
+    let mut z =
+        seed ^ (config as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ request.rotate_left(29);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Breaker state as charted: closed 0, half-open 1, open 2.
+pub fn breaker_level(s: BreakerState) -> u8 {
+    match s {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
+    }
+}
+
+/// The give-up reason as reports name it.
+pub fn reason_label(r: GiveUpReason) -> &'static str {
+    match r {
+        GiveUpReason::NonRetryable => "non-retryable",
+        GiveUpReason::MaxAttempts => "max-attempts",
+        GiveUpReason::Deadline => "deadline",
+        GiveUpReason::BudgetRefused => "budget-refused",
+        GiveUpReason::BreakerOpen => "breaker-open",
+        GiveUpReason::CostCap => "cost-cap",
+        GiveUpReason::NotIdempotent => "not-idempotent",
+        GiveUpReason::ServerPushback => "server-pushback",
+    }
+}
