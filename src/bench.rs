@@ -52,6 +52,13 @@ pub fn cpu_seconds() -> Option<f64> {
     Some((utime + stime) / USER_HZ)
 }
 
+/// CPU time of the calling thread (on-CPU nanoseconds from `/proc/thread-self/schedstat`):
+/// immune to the thread being descheduled on a shared machine, unlike wall time.
+pub fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(s.split_whitespace().next()?.parse().ok()?))
+}
+
 /// Resident set size of this process in KiB (`VmRSS` of `/proc/self/status`).
 pub fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -91,12 +98,22 @@ pub struct PolicyRow {
     pub requests: u64,
     pub attempts: u64,
     pub retries: u64,
+    /// Wall time of the loop.
     pub elapsed: Duration,
+    /// On-CPU time of the loop's thread (None without procfs).
+    pub cpu: Option<Duration>,
 }
 
 impl PolicyRow {
+    /// Wall nanoseconds per attempt.
     pub fn ns_per_attempt(&self) -> f64 {
         self.elapsed.as_nanos() as f64 / self.attempts.max(1) as f64
+    }
+
+    /// On-CPU nanoseconds per attempt (the figure to quote on a shared machine).
+    pub fn cpu_ns_per_attempt(&self) -> Option<f64> {
+        self.cpu
+            .map(|c| c.as_nanos() as f64 / self.attempts.max(1) as f64)
     }
 }
 
@@ -124,6 +141,7 @@ pub fn policy_case(name: &str, status: u16, attempts: u64) -> Result<PolicyRow, 
     let mut sent = 0u64;
     let mut requests = 0u64;
     let mut retries = 0u64;
+    let cpu0 = thread_cpu();
     let start = Instant::now();
     while sent < attempts {
         let id = requests;
@@ -201,6 +219,7 @@ pub fn policy_case(name: &str, status: u16, attempts: u64) -> Result<PolicyRow, 
             .upstream_finished(now.mono, tick, reason.map(driver::reason_label));
     }
     let elapsed = start.elapsed();
+    let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
     black_box(&shared);
     Ok(PolicyRow {
         config: name.to_string(),
@@ -209,6 +228,7 @@ pub fn policy_case(name: &str, status: u16, attempts: u64) -> Result<PolicyRow, 
         attempts: sent,
         retries,
         elapsed,
+        cpu,
     })
 }
 
@@ -226,14 +246,16 @@ pub fn policy_table(rows: &[PolicyRow]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "bench=policy config={} status={} requests={} attempts={} retries={} elapsed_s={:.3} ns_per_attempt={:.1}",
+            "bench=policy config={} status={} requests={} attempts={} retries={} elapsed_s={:.3} ns_per_attempt={:.1} cpu_ns_per_attempt={}",
             r.config,
             r.status,
             r.requests,
             r.attempts,
             r.retries,
             r.elapsed.as_secs_f64(),
-            r.ns_per_attempt()
+            r.ns_per_attempt(),
+            r.cpu_ns_per_attempt()
+                .map_or("NA".to_string(), |v| format!("{v:.1}"))
         );
     }
     out

@@ -10,7 +10,7 @@
 # a shared machine are noisy, ratios measured in the same round much less so.
 #
 # Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, TARGET_PORT, CONFIG (retry preset of the
-# stormrig generator, default naive), MEMORY=1 (also run `stormrig bench memory`, 60 s).
+# stormrig generator, default naive), MEMORY=1 (also run `stormrig bench memory`, 60 s), OHA_INSTALL=0 (never install oha).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
 # oha (cargo install oha --locked; its rows are skipped when that fails, e.g. offline).
 set -euo pipefail
@@ -76,6 +76,8 @@ if command -v oha >/dev/null 2>&1; then
     OHA="$(command -v oha)"
 elif [ -x "$HOME/.cargo/bin/oha" ]; then
     OHA="$HOME/.cargo/bin/oha"
+elif [ "${OHA_INSTALL:-1}" = 0 ]; then
+    log "oha not found and OHA_INSTALL=0: oha rows skipped"
 else
     log "oha not found: cargo install oha --locked (a few minutes)"
     if cargo install oha --locked >"$WORK/oha-install.log" 2>&1; then
