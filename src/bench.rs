@@ -26,8 +26,8 @@ use crate::live::http;
 use crate::metrics::recorder::new_histogram;
 use crate::metrics::{Percentiles, Recorder, RetryReason, TargetStats};
 use crate::policy::{
-    self, AttemptOutcome, Decision, GiveUpReason, Now, OutcomeClass, Permit, Response,
-    RetryClient, RetryConfig,
+    self, AttemptOutcome, Decision, GiveUpReason, Now, OutcomeClass, Permit, Response, RetryClient,
+    RetryConfig,
 };
 use crate::scenario::{schedule, Dist, Fault, FaultKind, LoadShape, ServiceModel};
 use crate::target::{self, TargetConfig, TargetHandle};
@@ -56,7 +56,9 @@ pub fn cpu_seconds() -> Option<f64> {
 /// immune to the thread being descheduled on a shared machine, unlike wall time.
 pub fn thread_cpu() -> Option<Duration> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    Some(Duration::from_nanos(s.split_whitespace().next()?.parse().ok()?))
+    Some(Duration::from_nanos(
+        s.split_whitespace().next()?.parse().ok()?,
+    ))
 }
 
 /// Resident set size of this process in KiB (`VmRSS` of `/proc/self/status`).
@@ -661,7 +663,11 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
     let _ = writeln!(out, "attempts={}", c.attempts);
     let _ = writeln!(out, "dropped={}", c.dropped);
     let _ = writeln!(out, "abandoned={}", r.abandoned);
-    let _ = writeln!(out, "req_per_s={:.0}", c.requests as f64 / opts.duration.as_secs_f64());
+    let _ = writeln!(
+        out,
+        "req_per_s={:.0}",
+        c.requests as f64 / opts.duration.as_secs_f64()
+    );
     // Lag percentiles are in µs in the histogram; `Percentiles` reads them as ms/1000.
     let _ = writeln!(out, "lag_p50_ms={:.3}", r.lag.p50);
     let _ = writeln!(out, "lag_p99_ms={:.3}", r.lag.p99);
@@ -679,11 +685,14 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
 /// A built-in target that answers every request with `status` for `length`, at once and
 /// without service (a `Status` fault covering the whole run).
 pub fn status_target_config(status: u16, length: Duration) -> TargetConfig {
-    one_fault_target(FaultKind::Status {
-        status,
-        retry_after: None,
-        error_code: None,
-    }, length)
+    one_fault_target(
+        FaultKind::Status {
+            status,
+            retry_after: None,
+            error_code: None,
+        },
+        length,
+    )
 }
 
 fn one_fault_target(kind: FaultKind, length: Duration) -> TargetConfig {
@@ -795,10 +804,13 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
     let rt = runtime(threads).map_err(|e| e.to_string())?;
     rt.block_on(async {
         let cfg = one_fault_target(FaultKind::Hang, opts.duration + Duration::from_secs(3600));
-        let handle: TargetHandle =
-            target::start(SocketAddr::from(([127, 0, 0, 1], 0)), cfg, tokio::time::Instant::now())
-                .await
-                .map_err(|e| e.to_string())?;
+        let handle: TargetHandle = target::start(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            cfg,
+            tokio::time::Instant::now(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let mut config = config_named(&opts.config)?;
         config.per_try_timeout = Some(opts.per_try_timeout);
         let ol = OpenLoopOpts {
@@ -835,7 +847,11 @@ pub fn memory_text(opts: &MemoryOpts, r: &MemoryReport) -> String {
     let _ = writeln!(out, "rate={:.0}", opts.rate);
     let _ = writeln!(out, "duration_s={:.0}", opts.duration.as_secs_f64());
     let _ = writeln!(out, "max_in_flight={}", opts.max_in_flight);
-    let _ = writeln!(out, "per_try_timeout_ms={}", opts.per_try_timeout.as_millis());
+    let _ = writeln!(
+        out,
+        "per_try_timeout_ms={}",
+        opts.per_try_timeout.as_millis()
+    );
     let _ = writeln!(out, "scheduled={}", r.open.scheduled);
     let _ = writeln!(out, "dropped={}", r.open.counted.dropped);
     let _ = writeln!(out, "requests_finished={}", r.open.counted.requests);

@@ -90,7 +90,13 @@ async fn generator_counts_match_target_arrivals() {
     };
     let m = kv(&bench::generator_text(&opts, &report));
     assert_eq!(m["requests"], stats.arrivals.to_string());
-    for k in ["req_per_s", "p50_ms", "p99_ms", "cpu_s", "cpu_s_per_million"] {
+    for k in [
+        "req_per_s",
+        "p50_ms",
+        "p99_ms",
+        "cpu_s",
+        "cpu_s_per_million",
+    ] {
         let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
     }
 }

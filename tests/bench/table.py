@@ -25,7 +25,10 @@ def med(xs):
 
 
 def fmt(x, spec):
-    return "-" if x is None else format(x, spec)
+    if x is None:
+        width = int(spec.split(".")[0] or 0)
+        return "-".rjust(width)
+    return format(x, spec)
 
 
 def main(path):
