@@ -79,6 +79,7 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             seed,
             allow_remote.as_deref(),
         ),
+        Command::Bench(b) => bench(b),
         Command::Presets => {
             print!("{}", presets_table());
             Ok(Exit::Ok)
@@ -426,4 +427,92 @@ fn finish(
     } else {
         Exit::GateFailed
     })
+}
+
+fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
+    use crate::bench;
+    use crate::cli::BenchCommand as B;
+    let dur = |flag: &str, s: &str| {
+        duration::parse(s).map_err(|e| AppError::bad(format!("--{flag}: {e}")))
+    };
+    match cmd {
+        B::Policy { iterations } => {
+            let rows = bench::policy_bench(iterations.max(1)).map_err(AppError::bad)?;
+            print!("{}", bench::policy_table(&rows));
+        }
+        B::Generator {
+            url,
+            connections,
+            duration,
+            config,
+            threads,
+        } => {
+            let opts = bench::GeneratorOpts {
+                url,
+                connections,
+                duration: dur("duration", &duration)?,
+                config,
+            };
+            let r = bench::generator(&opts, threads).map_err(AppError::bad)?;
+            print!("{}", bench::generator_text(&opts, &r));
+        }
+        B::OpenLoop {
+            url,
+            rate,
+            duration,
+            config,
+            threads,
+            max_in_flight,
+            scheduler,
+        } => {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(AppError::bad("--rate must be above 0"));
+            }
+            let opts = bench::OpenLoopOpts {
+                url,
+                rate,
+                duration: dur("duration", &duration)?,
+                config,
+                max_in_flight,
+                scheduler: scheduler
+                    .parse()
+                    .map_err(|e| AppError::bad(format!("--scheduler: {e}")))?,
+                drain: std::time::Duration::from_secs(2),
+            };
+            let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;
+            print!("{}", bench::open_loop_text(&opts, &r));
+        }
+        B::Target {
+            listen,
+            status,
+            threads,
+            duration,
+        } => {
+            let out = bench::target_bench(listen, status, threads, dur("duration", &duration)?)
+                .map_err(AppError::bad)?;
+            print!("{out}");
+        }
+        B::Memory {
+            rate,
+            duration,
+            max_in_flight,
+            per_try_timeout,
+            config,
+            threads,
+        } => {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(AppError::bad("--rate must be above 0"));
+            }
+            let opts = bench::MemoryOpts {
+                rate,
+                duration: dur("duration", &duration)?,
+                max_in_flight,
+                per_try_timeout: dur("per-try-timeout", &per_try_timeout)?,
+                config,
+            };
+            let r = bench::memory(&opts, threads).map_err(AppError::bad)?;
+            print!("{}", bench::memory_text(&opts, &r));
+        }
+    }
+    Ok(Exit::Ok)
 }

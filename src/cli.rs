@@ -61,6 +61,10 @@ pub enum Command {
         #[arg(long)]
         allow_remote: Option<String>,
     },
+    /// Benchmarks to compare stormrig with peer tools (wrk, oha, nginx); loopback only,
+    /// bounded in time, `key=value` output (see tests/bench/peers.sh).
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Rebuild index.html of a run directory from its CSV/JSON files.
     Report {
         /// A run directory (holds summary.json).
@@ -120,4 +124,80 @@ pub struct SimArgs {
     /// Multiply arrival rate and target capacity by N.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+}
+
+/// `stormrig bench ...`
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Policy decision plus recording per attempt, without I/O (ns per attempt).
+    Policy {
+        /// Attempts per case.
+        #[arg(long, default_value_t = 5_000_000)]
+        iterations: u64,
+    },
+    /// Closed-loop max throughput through a retry config (policy and recorder in the path).
+    Generator {
+        /// e.g. http://127.0.0.1:8080/
+        #[arg(long)]
+        url: String,
+        /// Logical requests in flight at once (each loops).
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        #[arg(long, default_value = "10s")]
+        duration: String,
+        /// Retry preset.
+        #[arg(long, default_value = "naive")]
+        config: String,
+        /// Runtime threads (1 = a current-thread runtime: the whole generator on one thread).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+    /// Open loop at a fixed rate through a retry config: achieved rate, schedule lag,
+    /// latency from the intended start.
+    OpenLoop {
+        #[arg(long)]
+        url: String,
+        #[arg(long, default_value_t = 20_000.0)]
+        rate: f64,
+        #[arg(long, default_value = "10s")]
+        duration: String,
+        #[arg(long, default_value = "naive")]
+        config: String,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Per-config in-flight cap (arrivals beyond it are dropped and counted).
+        #[arg(long, default_value_t = 10_000)]
+        max_in_flight: u64,
+        /// `sleep` (as `stormrig run`) or `hybrid` (sleep to ~1 ms before, then yield).
+        #[arg(long, default_value = "sleep")]
+        scheduler: String,
+    },
+    /// The built-in target answering every request with one status, for wrk to drive.
+    Target {
+        /// Loopback address, e.g. 127.0.0.1:9090.
+        #[arg(long)]
+        listen: std::net::SocketAddr,
+        #[arg(long, default_value_t = 503)]
+        status: u16,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Serve this long (or until SIGINT/SIGTERM).
+        #[arg(long, default_value = "30s")]
+        duration: String,
+    },
+    /// Open loop against an in-process target that hangs every request: RSS every second.
+    Memory {
+        #[arg(long, default_value_t = 5_000.0)]
+        rate: f64,
+        #[arg(long, default_value = "60s")]
+        duration: String,
+        #[arg(long, default_value_t = 2_000)]
+        max_in_flight: u64,
+        #[arg(long, default_value = "1s")]
+        per_try_timeout: String,
+        #[arg(long, default_value = "naive")]
+        config: String,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+    },
 }

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod bench;
 pub mod cli;
 pub mod live;
 pub mod metrics;

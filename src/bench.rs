@@ -1,0 +1,886 @@
+//! Benchmarks that put stormrig side by side with peer tools (wrk, oha, nginx): each one is
+//! bounded in time and count, stays on loopback, and prints `key=value` lines that
+//! `tests/bench/peers.sh` parses.
+//!
+//! The load paths measured here are the real ones: every logical request goes through a
+//! retry config's [`RetryClient`] and the [`Recorder`] behind the per-config lock, exactly as
+//! in `stormrig run` ([`ConfigRuntime::drive`]). Nothing is skipped to look faster.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::header::HeaderMap;
+use hyper::Method;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::task::JoinSet;
+
+use crate::live::clock::Epoch;
+use crate::live::driver::{self, ConfigRuntime, RequestTemplate, Shared};
+use crate::live::http;
+use crate::metrics::recorder::new_histogram;
+use crate::metrics::{Percentiles, Recorder, RetryReason, TargetStats};
+use crate::policy::{
+    self, AttemptOutcome, Decision, GiveUpReason, Now, OutcomeClass, Permit, Response, RetryClient,
+    RetryConfig,
+};
+use crate::scenario::{schedule, Dist, Fault, FaultKind, LoadShape, ServiceModel};
+use crate::target::{self, TargetConfig, TargetHandle};
+
+// ---------------------------------------------------------------------------------------
+// CPU and memory of this process
+// ---------------------------------------------------------------------------------------
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (USER_HZ; 100 on every Linux ABI).
+const USER_HZ: f64 = 100.0;
+
+/// User + system CPU seconds consumed by this process so far (all threads), from
+/// `/proc/self/stat`; `None` where there is no procfs.
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; fields after its closing ')' are fixed.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime field 15.
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+/// CPU time of the calling thread (on-CPU nanoseconds from `/proc/thread-self/schedstat`):
+/// immune to the thread being descheduled on a shared machine, unlike wall time.
+pub fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(
+        s.split_whitespace().next()?.parse().ok()?,
+    ))
+}
+
+/// Resident set size of this process in KiB (`VmRSS` of `/proc/self/status`).
+pub fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if threads <= 1 {
+        // One thread in all: the load generator and hyper's connection tasks share it, as
+        // `oha --worker-threads 1` and `wrk -t1` do.
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+    }
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+// ---------------------------------------------------------------------------------------
+// bench policy
+// ---------------------------------------------------------------------------------------
+
+/// One row of `bench policy`.
+#[derive(Debug, Clone)]
+pub struct PolicyRow {
+    pub config: String,
+    /// Status every attempt gets.
+    pub status: u16,
+    pub requests: u64,
+    pub attempts: u64,
+    pub retries: u64,
+    /// Wall time of the loop.
+    pub elapsed: Duration,
+    /// On-CPU time of the loop's thread (None without procfs).
+    pub cpu: Option<Duration>,
+}
+
+impl PolicyRow {
+    /// Wall nanoseconds per attempt.
+    pub fn ns_per_attempt(&self) -> f64 {
+        self.elapsed.as_nanos() as f64 / self.attempts.max(1) as f64
+    }
+
+    /// On-CPU nanoseconds per attempt (the figure to quote on a shared machine).
+    pub fn cpu_ns_per_attempt(&self) -> Option<f64> {
+        self.cpu
+            .map(|c| c.as_nanos() as f64 / self.attempts.max(1) as f64)
+    }
+}
+
+/// The cases `bench policy` measures: (preset, status every attempt gets).
+pub const POLICY_CASES: &[(&str, u16)] = &[
+    ("naive", 503),
+    ("aws-standard", 503),
+    ("naive", 200),
+    ("aws-standard", 200),
+];
+
+/// The policy decision plus recording, per attempt, without I/O: what
+/// [`ConfigRuntime::drive`] does under the per-config lock for every attempt (lock,
+/// `before_attempt`, recorder, unlock; lock, `on_outcome`, recorder, unlock), plus the
+/// per-request start/finish and RNG seeding, on a virtual clock advancing 1 µs per attempt.
+pub fn policy_case(name: &str, status: u16, attempts: u64) -> Result<PolicyRow, String> {
+    let config = policy::preset(name).map_err(|e| e.to_string())?;
+    let shared = Mutex::new(Shared {
+        client: RetryClient::new(&config),
+        rec: Recorder::new(),
+        log: None,
+    });
+    let mut clock = Duration::ZERO;
+    let tick = Duration::from_micros(1);
+    let mut sent = 0u64;
+    let mut requests = 0u64;
+    let mut retries = 0u64;
+    let cpu0 = thread_cpu();
+    let start = Instant::now();
+    while sent < attempts {
+        let id = requests;
+        requests += 1;
+        let mut rng = ChaCha8Rng::seed_from_u64(driver::request_seed(1, 0, id));
+        let mut state = {
+            let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+            g.rec.upstream_started(clock);
+            g.client.start(Now::virtual_at(clock), "GET", None)
+        };
+        let reason = loop {
+            let permit = {
+                let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Now::virtual_at(clock);
+                let p = g.client.before_attempt(now, &mut state);
+                match &p {
+                    Permit::Send { attempt, .. } => g.rec.attempt_sent(now.mono, *attempt),
+                    Permit::Refuse(reason) => {
+                        if *reason == GiveUpReason::BudgetRefused {
+                            g.rec.budget_refused(now.mono);
+                        }
+                    }
+                }
+                black_box(g.client.drain_events());
+                p
+            };
+            if let Permit::Refuse(r) = permit {
+                break Some(r);
+            }
+            sent += 1;
+            clock += tick;
+            let outcome = AttemptOutcome::Response(Response::status(black_box(status)));
+            let decision = {
+                let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Now::virtual_at(clock);
+                let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
+                let label = policy::attempt_label(&outcome, d.class());
+                g.rec.attempt_done(tick, label);
+                let level = g.client.budget_level();
+                let breaker = g.client.breaker_state().map(driver::breaker_level);
+                g.rec.sample_policy(now.mono, level, breaker);
+                match &d {
+                    Decision::Retry { class, .. } => g.rec.retry_scheduled(
+                        now.mono,
+                        if *class == OutcomeClass::Throttling {
+                            RetryReason::Throttling
+                        } else {
+                            RetryReason::Transient
+                        },
+                    ),
+                    Decision::GiveUp {
+                        reason: GiveUpReason::BudgetRefused,
+                        ..
+                    } => g.rec.budget_refused(now.mono),
+                    _ => {}
+                }
+                black_box(g.client.drain_events());
+                d
+            };
+            match decision {
+                Decision::Success => break None,
+                Decision::GiveUp { reason, .. } => break Some(reason),
+                // The wait is virtual: the clock does not jump, so the budget sees the
+                // densest possible storm.
+                Decision::Retry { after, .. } => {
+                    black_box(after);
+                    retries += 1;
+                }
+            }
+        };
+        let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Now::virtual_at(clock);
+        g.client.finish(now, state);
+        g.rec
+            .upstream_finished(now.mono, tick, reason.map(driver::reason_label));
+    }
+    let elapsed = start.elapsed();
+    let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
+    black_box(&shared);
+    Ok(PolicyRow {
+        config: name.to_string(),
+        status,
+        requests,
+        attempts: sent,
+        retries,
+        elapsed,
+        cpu,
+    })
+}
+
+/// Every case of [`POLICY_CASES`], `attempts` each.
+pub fn policy_bench(attempts: u64) -> Result<Vec<PolicyRow>, String> {
+    POLICY_CASES
+        .iter()
+        .map(|(name, status)| policy_case(name, *status, attempts))
+        .collect()
+}
+
+/// `bench policy` output: one `key=value` line per case.
+pub fn policy_table(rows: &[PolicyRow]) -> String {
+    let mut out = String::new();
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "bench=policy config={} status={} requests={} attempts={} retries={} elapsed_s={:.3} ns_per_attempt={:.1} cpu_ns_per_attempt={}",
+            r.config,
+            r.status,
+            r.requests,
+            r.attempts,
+            r.retries,
+            r.elapsed.as_secs_f64(),
+            r.ns_per_attempt(),
+            r.cpu_ns_per_attempt()
+                .map_or("NA".to_string(), |v| format!("{v:.1}"))
+        );
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// the real load path, shared by generator / open-loop / memory
+// ---------------------------------------------------------------------------------------
+
+/// `http://host:port/path` split into the base URI the driver prepends and the path.
+pub fn split_url(url: &str) -> Result<(String, String), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("--url {url}: must start with http://"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() {
+        return Err(format!("--url {url}: no host"));
+    }
+    Ok((format!("http://{authority}"), path.to_string()))
+}
+
+fn get(path: &str) -> RequestTemplate {
+    RequestTemplate {
+        method: Method::GET,
+        path: path.to_string(),
+        headers: HeaderMap::new(),
+        body: Bytes::new(),
+    }
+}
+
+/// A config's runtime exactly as `live::run` builds it (pooled keep-alive client, policy
+/// and recorder behind one lock).
+pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64) -> ConfigRuntime {
+    ConfigRuntime {
+        index: 0,
+        name: config.name.clone(),
+        shared: Mutex::new(Shared {
+            client: RetryClient::new(config),
+            rec: Recorder::new(),
+            log: None,
+        }),
+        http: http::client(),
+        base_uri,
+        in_flight: AtomicU64::new(0),
+        max_in_flight,
+        seed: 1,
+        propagate_deadline: false,
+    }
+}
+
+fn config_named(name: &str) -> Result<RetryConfig, String> {
+    let mut c = policy::preset(name).map_err(|e| format!("--config {name}: {e}"))?;
+    if c.name.is_empty() {
+        c.name = name.to_string();
+    }
+    Ok(c)
+}
+
+/// What the recorder of a finished bench run holds.
+#[derive(Debug, Clone, Default)]
+pub struct Counted {
+    /// Logical requests finished.
+    pub requests: u64,
+    pub successes: u64,
+    /// Attempts sent (first tries + retries).
+    pub attempts: u64,
+    pub retries: u64,
+    pub dropped: u64,
+    /// End-to-end latency from the intended start, in ms.
+    pub latency: Percentiles,
+}
+
+fn counted(rt: &ConfigRuntime) -> Counted {
+    rt.with(|g| {
+        let mut c = Counted {
+            latency: Percentiles::of(&g.rec.latency_us),
+            ..Counted::default()
+        };
+        for s in g.rec.seconds() {
+            c.requests += s.finished;
+            c.successes += s.successes;
+            c.attempts += s.attempts;
+            c.retries += s.retries;
+            c.dropped += s.dropped;
+        }
+        c
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// bench generator (closed loop, max throughput)
+// ---------------------------------------------------------------------------------------
+
+/// Options of `bench generator`.
+#[derive(Debug, Clone)]
+pub struct GeneratorOpts {
+    pub url: String,
+    pub connections: usize,
+    pub duration: Duration,
+    pub config: String,
+}
+
+/// Result of `bench generator`.
+#[derive(Debug, Clone)]
+pub struct GeneratorReport {
+    pub counted: Counted,
+    pub elapsed: Duration,
+    /// CPU seconds of the whole process over the run (None without procfs, or when the
+    /// run was driven inside someone else's runtime).
+    pub cpu_s: Option<f64>,
+    pub threads: usize,
+}
+
+impl GeneratorReport {
+    pub fn req_per_s(&self) -> f64 {
+        self.counted.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Closed loop inside the caller's runtime: `connections` logical requests at once, each
+/// driven through the retry config by [`ConfigRuntime::drive`]; a loop starts no request
+/// once `duration` has passed and every request started is finished before this returns
+/// (so the counts are exact: attempts sent == requests the target received).
+pub async fn generator_run(opts: &GeneratorOpts) -> Result<(Counted, Duration), String> {
+    let (base, path) = split_url(&opts.url)?;
+    let config = config_named(&opts.config)?;
+    let rt = Arc::new(config_runtime(&config, base, u64::MAX));
+    let tmpl = Arc::new(get(&path));
+    let epoch = Epoch::start();
+    let users = opts.connections.max(1) as u64;
+    let mut tasks = JoinSet::new();
+    for user in 0..users {
+        let rt = Arc::clone(&rt);
+        let tmpl = Arc::clone(&tmpl);
+        let duration = opts.duration;
+        tasks.spawn(async move {
+            let mut n = 0u64;
+            loop {
+                let intended = epoch.elapsed();
+                if intended >= duration {
+                    break;
+                }
+                rt.drive(&epoch, &tmpl, n * users + user, intended, None)
+                    .await;
+                n += 1;
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let elapsed = epoch.elapsed();
+    Ok((counted(&rt), elapsed))
+}
+
+/// `bench generator`: [`generator_run`] on its own runtime of `threads` threads, with the
+/// process's CPU time around it.
+pub fn generator(opts: &GeneratorOpts, threads: usize) -> Result<GeneratorReport, String> {
+    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let cpu0 = cpu_seconds();
+    let (counted, elapsed) = rt.block_on(generator_run(opts))?;
+    let cpu1 = cpu_seconds();
+    drop(rt);
+    Ok(GeneratorReport {
+        counted,
+        elapsed,
+        cpu_s: cpu0.zip(cpu1).map(|(a, b)| b - a),
+        threads,
+    })
+}
+
+fn cpu_lines(out: &mut String, cpu_s: Option<f64>, requests: u64) {
+    match cpu_s {
+        Some(c) => {
+            let per_m = if requests > 0 {
+                c / (requests as f64 / 1e6)
+            } else {
+                0.0
+            };
+            let _ = writeln!(out, "cpu_s={c:.2}");
+            let _ = writeln!(out, "cpu_s_per_million={per_m:.2}");
+        }
+        None => {
+            let _ = writeln!(out, "cpu_s=NA");
+            let _ = writeln!(out, "cpu_s_per_million=NA");
+        }
+    }
+}
+
+pub fn generator_text(opts: &GeneratorOpts, r: &GeneratorReport) -> String {
+    let c = &r.counted;
+    let mut out = String::new();
+    let _ = writeln!(out, "bench=generator");
+    let _ = writeln!(out, "url={}", opts.url);
+    let _ = writeln!(out, "config={}", opts.config);
+    let _ = writeln!(out, "threads={}", r.threads);
+    let _ = writeln!(out, "connections={}", opts.connections);
+    let _ = writeln!(out, "elapsed_s={:.3}", r.elapsed.as_secs_f64());
+    let _ = writeln!(out, "requests={}", c.requests);
+    let _ = writeln!(out, "successes={}", c.successes);
+    let _ = writeln!(out, "attempts={}", c.attempts);
+    let _ = writeln!(out, "retries={}", c.retries);
+    let _ = writeln!(out, "req_per_s={:.0}", r.req_per_s());
+    let _ = writeln!(out, "p50_ms={:.3}", c.latency.p50);
+    let _ = writeln!(out, "p99_ms={:.3}", c.latency.p99);
+    cpu_lines(&mut out, r.cpu_s, c.requests);
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// bench open-loop
+// ---------------------------------------------------------------------------------------
+
+/// How the open-loop scheduler waits for the next arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheduler {
+    /// `tokio::time::sleep_until(intended)`, as `live::open_loop` does (the tokio timer
+    /// wheel has 1 ms granularity: arrivals inside the same millisecond start in a burst).
+    Sleep,
+    /// Sleep only when the next arrival is more than 1 ms away (to about 1 ms before it),
+    /// then yield to the runtime until it is due, so arrivals start within microseconds.
+    Hybrid,
+}
+
+impl std::str::FromStr for Scheduler {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "sleep" => Ok(Scheduler::Sleep),
+            "hybrid" => Ok(Scheduler::Hybrid),
+            _ => Err(format!("unknown scheduler `{s}` (sleep, hybrid)")),
+        }
+    }
+}
+
+/// Options of `bench open-loop` (and `bench memory`).
+#[derive(Debug, Clone)]
+pub struct OpenLoopOpts {
+    pub url: String,
+    pub rate: f64,
+    pub duration: Duration,
+    pub config: String,
+    pub max_in_flight: u64,
+    pub scheduler: Scheduler,
+    /// Requests still in flight this long after the last arrival are abandoned.
+    pub drain: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct OpenLoopReport {
+    pub counted: Counted,
+    /// Arrivals the scheduler started (or dropped at the in-flight cap).
+    pub scheduled: u64,
+    /// Time from t = 0 to the moment the last arrival was started.
+    pub last_start: Duration,
+    /// Schedule lag (actual start − intended start), µs.
+    pub lag: Percentiles,
+    pub lag_max_us: u64,
+    pub cpu_s: Option<f64>,
+    pub threads: usize,
+    pub abandoned: u64,
+}
+
+impl OpenLoopReport {
+    /// Arrivals started per second of the load phase: the schedule's rate when the
+    /// scheduler kept up; lower when it fell behind (the last start came late).
+    pub fn achieved_rate(&self, opts: &OpenLoopOpts) -> f64 {
+        let span = opts
+            .duration
+            .as_secs_f64()
+            .max(self.last_start.as_secs_f64() + 1.0 / opts.rate);
+        self.scheduled as f64 / span
+    }
+}
+
+/// The open-loop scheduler over the real driver, as `live::open_loop` does it: a seeded
+/// constant-rate schedule, one task per arrival, in-flight cap, lag recorded at spawn.
+pub async fn open_loop_run(
+    opts: &OpenLoopOpts,
+    config: RetryConfig,
+    mut on_second: impl FnMut(u64),
+) -> Result<(OpenLoopReport, Arc<ConfigRuntime>), String> {
+    let (base, path) = split_url(&opts.url)?;
+    if opts.max_in_flight == 0 {
+        return Err("max in flight must be at least 1".into());
+    }
+    let rt = Arc::new(config_runtime(&config, base, opts.max_in_flight));
+    let tmpl = Arc::new(get(&path));
+    let shape = LoadShape::Constant { rate: opts.rate };
+    let arrivals = schedule::arrivals(&shape, opts.duration, 1);
+    let epoch = Epoch::start();
+    let mut lag = new_histogram(3);
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut scheduled = 0u64;
+    let mut last_start = Duration::ZERO;
+    let mut next_second = 1u64;
+    let spin_window = Duration::from_millis(1);
+    for (id, intended) in arrivals.enumerate() {
+        let when = epoch.at(intended);
+        match opts.scheduler {
+            Scheduler::Sleep => {
+                if tokio::time::Instant::now() < when {
+                    tokio::time::sleep_until(when).await;
+                }
+            }
+            Scheduler::Hybrid => {
+                let now = tokio::time::Instant::now();
+                if when > now + 2 * spin_window {
+                    tokio::time::sleep_until(when - spin_window).await;
+                }
+                while tokio::time::Instant::now() < when {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        let started = epoch.elapsed();
+        while started.as_secs() >= next_second {
+            on_second(next_second);
+            next_second += 1;
+        }
+        lag.saturating_record(started.saturating_sub(intended).as_micros() as u64);
+        scheduled += 1;
+        last_start = started;
+        if !rt.try_claim() {
+            rt.dropped(intended);
+            continue;
+        }
+        let rt2 = Arc::clone(&rt);
+        let tmpl = Arc::clone(&tmpl);
+        tasks.spawn(async move {
+            rt2.drive(&epoch, &tmpl, id as u64, intended, None).await;
+            rt2.release();
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    // The rest of the load phase (when the schedule ended early) and the drain.
+    let load_end = epoch.at(opts.duration);
+    let drain_end = epoch.at(opts.duration + opts.drain);
+    loop {
+        tokio::select! {
+            next = tasks.join_next() => if next.is_none() { break },
+            _ = tokio::time::sleep_until(drain_end) => break,
+        }
+    }
+    tokio::time::sleep_until(load_end).await;
+    let abandoned = tasks.len() as u64;
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let report = OpenLoopReport {
+        counted: counted(&rt),
+        scheduled,
+        last_start,
+        lag: Percentiles::of(&lag),
+        lag_max_us: lag.max(),
+        cpu_s: None,
+        threads: 0,
+        abandoned,
+    };
+    Ok((report, rt))
+}
+
+/// `bench open-loop` on its own runtime.
+pub fn open_loop(opts: &OpenLoopOpts, threads: usize) -> Result<OpenLoopReport, String> {
+    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let cpu0 = cpu_seconds();
+    let config = config_named(&opts.config)?;
+    let (mut r, _) = rt.block_on(open_loop_run(opts, config, |_| {}))?;
+    let cpu1 = cpu_seconds();
+    drop(rt);
+    r.cpu_s = cpu0.zip(cpu1).map(|(a, b)| b - a);
+    r.threads = threads;
+    Ok(r)
+}
+
+pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
+    let c = &r.counted;
+    let mut out = String::new();
+    let _ = writeln!(out, "bench=open-loop");
+    let _ = writeln!(out, "url={}", opts.url);
+    let _ = writeln!(out, "config={}", opts.config);
+    let _ = writeln!(out, "threads={}", r.threads);
+    let _ = writeln!(
+        out,
+        "scheduler={}",
+        match opts.scheduler {
+            Scheduler::Sleep => "sleep",
+            Scheduler::Hybrid => "hybrid",
+        }
+    );
+    let _ = writeln!(out, "rate={:.0}", opts.rate);
+    let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
+    let _ = writeln!(out, "scheduled={}", r.scheduled);
+    let _ = writeln!(out, "last_start_s={:.4}", r.last_start.as_secs_f64());
+    let _ = writeln!(out, "achieved_rate={:.1}", r.achieved_rate(opts));
+    let _ = writeln!(
+        out,
+        "achieved_rate_error_pct={:.3}",
+        (r.achieved_rate(opts) / opts.rate - 1.0) * 100.0
+    );
+    let _ = writeln!(out, "requests={}", c.requests);
+    let _ = writeln!(out, "successes={}", c.successes);
+    let _ = writeln!(out, "attempts={}", c.attempts);
+    let _ = writeln!(out, "dropped={}", c.dropped);
+    let _ = writeln!(out, "abandoned={}", r.abandoned);
+    let _ = writeln!(
+        out,
+        "req_per_s={:.0}",
+        c.requests as f64 / opts.duration.as_secs_f64()
+    );
+    // Lag percentiles are in µs in the histogram; `Percentiles` reads them as ms/1000.
+    let _ = writeln!(out, "lag_p50_ms={:.3}", r.lag.p50);
+    let _ = writeln!(out, "lag_p99_ms={:.3}", r.lag.p99);
+    let _ = writeln!(out, "lag_max_ms={:.3}", ms(r.lag_max_us));
+    let _ = writeln!(out, "p50_ms={:.3}", c.latency.p50);
+    let _ = writeln!(out, "p99_ms={:.3}", c.latency.p99);
+    cpu_lines(&mut out, r.cpu_s, c.requests);
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// bench target
+// ---------------------------------------------------------------------------------------
+
+/// A built-in target that answers every request with `status` for `length`, at once and
+/// without service (a `Status` fault covering the whole run).
+pub fn status_target_config(status: u16, length: Duration) -> TargetConfig {
+    one_fault_target(
+        FaultKind::Status {
+            status,
+            retry_after: None,
+            error_code: None,
+        },
+        length,
+    )
+}
+
+fn one_fault_target(kind: FaultKind, length: Duration) -> TargetConfig {
+    TargetConfig {
+        model: ServiceModel {
+            concurrency: u32::MAX,
+            queue: u32::MAX,
+            queue_timeout: None,
+            service_time: Dist::Constant {
+                value: Duration::ZERO,
+            },
+        },
+        faults: vec![Fault {
+            at: Duration::ZERO,
+            length,
+            path: None,
+            probability: 1.0,
+            kind,
+        }],
+        seed: 1,
+        dedup: None,
+    }
+}
+
+/// `bench target`: serves until `duration` passes or SIGINT/SIGTERM, then prints the
+/// target's own counts and its CPU time.
+pub fn target_bench(
+    listen: SocketAddr,
+    status: u16,
+    threads: usize,
+    duration: Duration,
+) -> Result<String, String> {
+    if !listen.ip().is_loopback() {
+        return Err(format!("--listen {listen}: loopback only"));
+    }
+    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let cpu0 = cpu_seconds();
+    let started = Instant::now();
+    let stats: TargetStats = rt.block_on(async {
+        // Faults cover an extra hour so a run stopped late never serves 200s.
+        let cfg = status_target_config(status, duration + Duration::from_secs(3600));
+        let handle = target::start(listen, cfg, tokio::time::Instant::now())
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!("stormrig bench target: listening on {}", handle.addr());
+        tokio::select! {
+            _ = tokio::time::sleep(duration) => {}
+            _ = shutdown_signal() => {}
+        }
+        Ok::<_, String>(handle.shutdown().await)
+    })?;
+    let cpu1 = cpu_seconds();
+    let elapsed = started.elapsed();
+    drop(rt);
+    let mut out = String::new();
+    let _ = writeln!(out, "bench=target");
+    let _ = writeln!(out, "listen={listen}");
+    let _ = writeln!(out, "threads={threads}");
+    let _ = writeln!(out, "elapsed_s={:.3}", elapsed.as_secs_f64());
+    let _ = writeln!(out, "arrivals={}", stats.arrivals);
+    for (s, n) in &stats.responses_by_status {
+        let _ = writeln!(out, "responses_{s}={n}");
+    }
+    cpu_lines(&mut out, cpu0.zip(cpu1).map(|(a, b)| b - a), stats.arrivals);
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// bench memory
+// ---------------------------------------------------------------------------------------
+
+/// Options of `bench memory`.
+#[derive(Debug, Clone)]
+pub struct MemoryOpts {
+    pub rate: f64,
+    pub duration: Duration,
+    pub max_in_flight: u64,
+    pub per_try_timeout: Duration,
+    pub config: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemoryReport {
+    /// VmRSS in KiB at each whole second of the load phase (index 0 = before the load).
+    pub rss_kib: Vec<u64>,
+    pub open: OpenLoopReport,
+    pub target: TargetStats,
+    /// Configured cap and the largest number of logical requests in flight at once.
+    pub peak_in_flight: u64,
+}
+
+impl MemoryReport {
+    /// (max − min) / min of the RSS over the second half of the series.
+    pub fn second_half_spread(&self) -> f64 {
+        let half = &self.rss_kib[self.rss_kib.len() / 2..];
+        let (min, max) = half
+            .iter()
+            .fold((u64::MAX, 0u64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        if half.is_empty() || min == 0 {
+            return 0.0;
+        }
+        (max - min) as f64 / min as f64
+    }
+}
+
+/// `bench memory`: open loop at `rate` against an in-process built-in target that hangs
+/// every request; the in-flight cap and the per-try timeout must keep memory flat.
+pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String> {
+    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let cfg = one_fault_target(FaultKind::Hang, opts.duration + Duration::from_secs(3600));
+        let handle: TargetHandle = target::start(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            cfg,
+            tokio::time::Instant::now(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let mut config = config_named(&opts.config)?;
+        config.per_try_timeout = Some(opts.per_try_timeout);
+        let ol = OpenLoopOpts {
+            url: format!("http://{}/", handle.addr()),
+            rate: opts.rate,
+            duration: opts.duration,
+            config: opts.config.clone(),
+            max_in_flight: opts.max_in_flight,
+            scheduler: Scheduler::Sleep,
+            drain: Duration::ZERO,
+        };
+        let mut rss = vec![rss_kib().unwrap_or(0)];
+        // The scheduler samples RSS as each second passes (no extra task, same clock).
+        let (report, crt) = open_loop_run(&ol, config, |_| {
+            rss.push(rss_kib().unwrap_or(0));
+        })
+        .await?;
+        rss.push(rss_kib().unwrap_or(0));
+        let peak = crt.with(|g| g.rec.client_in_flight_peak);
+        let target = handle.shutdown().await;
+        Ok(MemoryReport {
+            rss_kib: rss,
+            open: report,
+            target,
+            peak_in_flight: peak,
+        })
+    })
+}
+
+pub fn memory_text(opts: &MemoryOpts, r: &MemoryReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "bench=memory");
+    let _ = writeln!(out, "config={}", opts.config);
+    let _ = writeln!(out, "rate={:.0}", opts.rate);
+    let _ = writeln!(out, "duration_s={:.0}", opts.duration.as_secs_f64());
+    let _ = writeln!(out, "max_in_flight={}", opts.max_in_flight);
+    let _ = writeln!(
+        out,
+        "per_try_timeout_ms={}",
+        opts.per_try_timeout.as_millis()
+    );
+    let _ = writeln!(out, "scheduled={}", r.open.scheduled);
+    let _ = writeln!(out, "dropped={}", r.open.counted.dropped);
+    let _ = writeln!(out, "requests_finished={}", r.open.counted.requests);
+    let _ = writeln!(out, "attempts={}", r.open.counted.attempts);
+    let _ = writeln!(out, "target_arrivals={}", r.target.arrivals);
+    let _ = writeln!(out, "target_hangs={}", r.target.hangs);
+    let _ = writeln!(out, "peak_in_flight={}", r.peak_in_flight);
+    let series: Vec<String> = r.rss_kib.iter().map(|v| v.to_string()).collect();
+    let _ = writeln!(out, "rss_kib_series={}", series.join(","));
+    let _ = writeln!(
+        out,
+        "rss_second_half_spread_pct={:.2}",
+        r.second_half_spread() * 100.0
+    );
+    out
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

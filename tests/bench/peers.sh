@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# stormrig side by side with its peers (issue 10): wrk, oha and nginx on loopback.
+#
+#   tests/bench/peers.sh            # ~5 min: 3 rounds of 10 s per tool and mode
+#   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)
+#
+# Generators run pinned to CPU $GEN_CPU (default 0), servers (nginx, stormrig's target) to
+# $SRV_CPU (default 1). Each section alternates the tools round by round (A/B/A/B), and the
+# table quotes medians of the rounds and the median of per-round ratios: absolute figures on
+# a shared machine are noisy, ratios measured in the same round much less so.
+#
+# Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, TARGET_PORT, CONFIG (retry preset of the
+# stormrig generator, default naive), MEMORY=1 (also run `stormrig bench memory`, 60 s), OHA_INSTALL=0 (never install oha).
+# Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
+# oha (cargo install oha --locked; its rows are skipped when that fails, e.g. offline).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+HERE="$ROOT/tests/bench"
+QUICK="${QUICK:-0}"
+if [ "$QUICK" = 1 ]; then
+    ROUNDS="${ROUNDS:-1}"
+    DUR="${DUR:-3}"
+else
+    ROUNDS="${ROUNDS:-3}"
+    DUR="${DUR:-10}"
+fi
+GEN_CPU="${GEN_CPU:-0}"
+SRV_CPU="${SRV_CPU:-1}"
+NGINX_PORT="${NGINX_PORT:-18480}"
+TARGET_PORT="${TARGET_PORT:-18481}"
+CONFIG="${CONFIG:-naive}"
+CONNS=64
+RATE=20000
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/stormrig-peers.XXXXXX")"
+RESULTS="$WORK/results.tsv"
+: >"$RESULTS"
+TARGET_PID=""
+NGINX_STARTED=0
+
+cleanup() {
+    set +e
+    if [ -n "$TARGET_PID" ] && kill -0 "$TARGET_PID" 2>/dev/null; then
+        kill -TERM "$TARGET_PID" 2>/dev/null
+        wait "$TARGET_PID" 2>/dev/null
+    fi
+    if [ "$NGINX_STARTED" = 1 ]; then
+        "$ROOT/targets/nginx/run.sh" stop "$WORK/nginx" >/dev/null 2>&1
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { echo "peers: $*" >&2; }
+
+# ---- tools -------------------------------------------------------------------------------
+missing=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+[ -x /usr/bin/time ] || missing+=(time)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        log "installing ${missing[*]}"
+        apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        log "missing ${missing[*]} and not root: install them (apt-get install -y ${missing[*]})"
+        exit 3
+    fi
+fi
+OHA=""
+if command -v oha >/dev/null 2>&1; then
+    OHA="$(command -v oha)"
+elif [ -x "$HOME/.cargo/bin/oha" ]; then
+    OHA="$HOME/.cargo/bin/oha"
+elif [ "${OHA_INSTALL:-1}" = 0 ]; then
+    log "oha not found and OHA_INSTALL=0: oha rows skipped"
+else
+    log "oha not found: cargo install oha --locked (a few minutes)"
+    if cargo install oha --locked >"$WORK/oha-install.log" 2>&1; then
+        OHA="$(command -v oha || echo "$HOME/.cargo/bin/oha")"
+    else
+        log "could not install oha (offline?): its rows are skipped; see the log tail:"
+        tail -3 "$WORK/oha-install.log" >&2 || true
+    fi
+fi
+
+log "building stormrig (release)"
+(cd "$ROOT" && cargo build --release --quiet)
+STORMRIG="${CARGO_TARGET_DIR:-$ROOT/target}/release/stormrig"
+[ -x "$STORMRIG" ] || STORMRIG="$ROOT/target/release/stormrig"
+
+# ---- helpers -----------------------------------------------------------------------------
+# CPU seconds (user + system) of one process from /proc (USER_HZ = 100).
+proc_cpu() {
+    awk '{ sub(/^.*\) /, ""); print ($12 + $13) / 100 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# Runs a generator pinned to GEN_CPU under /usr/bin/time; stdout to $1, "user sys" to $1.time.
+timed() {
+    local out="$1"
+    shift
+    /usr/bin/time -f "%U %S" -o "$out.time" taskset -c "$GEN_CPU" "$@" >"$out" 2>"$out.err" || {
+        log "command failed: $*"
+        tail -5 "$out.err" >&2 || true
+        return 1
+    }
+}
+
+cpu_of() { awk '{ print $1 + $2 }' "$1.time"; }
+
+per_million() { # cpu_s requests
+    awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.3f", c / (n / 1e6); else print "NA" }'
+}
+
+# wrk latency "250.00us" / "1.20ms" / "1.01s" -> ms
+wrk_ms() {
+    awk -v v="$1" 'BEGIN {
+        if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
+        else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
+        else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.3f", v * 60000 }
+        else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
+        else print "NA" }'
+}
+
+kv() { sed -n "s/^$2=//p" "$1" | head -1; }
+
+record() { # section tool mode round rps p50 p99 cpu_per_m [note]
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+}
+
+run_wrk() { # section mode round url [server-pid]
+    local out="$WORK/wrk.out" srv_cpu0=0 cpu n rps p50 p99
+    [ -n "${5:-}" ] && srv_cpu0="$(proc_cpu "$5")"
+    timed "$out" wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "$4" || return 0
+    rps="$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+    n="$(awk '/requests in/ { print $1 }' "$out")"
+    p50="$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$out")")"
+    p99="$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$out")")"
+    if [ -n "${5:-}" ]; then
+        # Target rows: the server's CPU per million requests it answered.
+        cpu="$(awk -v a="$(proc_cpu "$5")" -v b="$srv_cpu0" 'BEGIN { print a - b }')"
+    else
+        cpu="$(cpu_of "$out")"
+    fi
+    record "$1" wrk "$2" "$3" "$rps" "$p50" "$p99" "$(per_million "$cpu" "$n")" ""
+}
+
+run_oha() { # section mode round url extra-args...
+    [ -n "$OHA" ] || return 0
+    local section="$1" mode="$2" round="$3" url="$4" out="$WORK/oha.out"
+    shift 4
+    timed "$out" "$OHA" -z "${DUR}s" -c "$CONNS" --no-tui -j "$@" "$url" || return 0
+    python3 - "$out" "$(cpu_of "$out")" "$section" "$mode" "$round" >>"$RESULTS" <<'EOF'
+import json, sys
+path, cpu, section, mode, rnd = sys.argv[1:6]
+d = json.load(open(path))
+s, p = d["summary"], d.get("latencyPercentiles", {})
+n = sum(d.get("statusCodeDistribution", {}).values()) or s.get("total", 0)
+rps = s.get("requestsPerSec") or 0
+per_m = float(cpu) / (n / 1e6) if n else float("nan")
+ms = lambda v: "NA" if v is None else "%.3f" % (v * 1000)
+print("\t".join([section, "oha", mode, rnd, "%.1f" % rps, ms(p.get("p50")), ms(p.get("p99")), "%.3f" % per_m, ""]))
+EOF
+}
+
+run_gen() { # round
+    local out="$WORK/gen.out" cpu n
+    timed "$out" "$STORMRIG" bench generator --url "http://127.0.0.1:$NGINX_PORT/" \
+        --connections "$CONNS" --duration "${DUR}s" --config "$CONFIG" --threads 1 || return 0
+    n="$(kv "$out" requests)"
+    cpu="$(cpu_of "$out")"
+    record generator stormrig "closed, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
+        "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
+        "attempts=$(kv "$out" attempts)"
+}
+
+run_open() { # round scheduler
+    local out="$WORK/open.out" cpu n
+    timed "$out" "$STORMRIG" bench open-loop --url "http://127.0.0.1:$NGINX_PORT/" \
+        --rate "$RATE" --duration "${DUR}s" --config "$CONFIG" --threads 1 \
+        --scheduler "$2" || return 0
+    n="$(kv "$out" requests)"
+    cpu="$(cpu_of "$out")"
+    record open-loop stormrig "$RATE/s, $CONFIG, 1 thread, $2" "$1" "$(kv "$out" achieved_rate)" \
+        "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
+        "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms"
+}
+
+# ---- servers -----------------------------------------------------------------------------
+log "nginx (1 worker) on 127.0.0.1:$NGINX_PORT pinned to CPU $SRV_CPU"
+taskset -c "$SRV_CPU" "$ROOT/targets/nginx/run.sh" start "$WORK/nginx" "$NGINX_PORT"
+NGINX_STARTED=1
+NGINX_WORKER="$(pgrep -P "$(cat "$WORK/nginx/nginx.pid")" | head -1)"
+# The access log grows by ~1 M lines per 10 s round: truncate it between runs.
+trunc_log() { : >"$WORK/nginx/access.log"; }
+
+log "stormrig bench target (503, 1 thread) on 127.0.0.1:$TARGET_PORT pinned to CPU $SRV_CPU"
+taskset -c "$SRV_CPU" "$STORMRIG" bench target --listen "127.0.0.1:$TARGET_PORT" --status 503 \
+    --threads 1 --duration "$((ROUNDS * DUR * 4 + 120))s" >"$WORK/target.out" 2>"$WORK/target.err" &
+TARGET_PID=$!
+for _ in $(seq 1 100); do
+    grep -q listening "$WORK/target.err" 2>/dev/null && break
+    sleep 0.05
+done
+
+# Warm-up: connections, page cache, CPU frequency.
+wrk -t1 -c"$CONNS" -d1s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 || true
+trunc_log
+
+# ---- rounds ------------------------------------------------------------------------------
+for r in $(seq 1 "$ROUNDS"); do
+    log "round $r/$ROUNDS: generator max throughput (closed loop, $CONNS connections, ${DUR}s)"
+    run_gen "$r"
+    trunc_log
+    run_wrk generator "closed, -t1 -c$CONNS" "$r" "http://127.0.0.1:$NGINX_PORT/"
+    trunc_log
+    run_oha generator "closed, --worker-threads 1 -c$CONNS" "$r" \
+        "http://127.0.0.1:$NGINX_PORT/" --worker-threads 1
+    trunc_log
+done
+for r in $(seq 1 "$ROUNDS"); do
+    log "round $r/$ROUNDS: open loop at $RATE req/s"
+    run_open "$r" sleep
+    trunc_log
+    run_oha open-loop "-q $RATE --latency-correction" "$r" \
+        "http://127.0.0.1:$NGINX_PORT/" -q "$RATE" --latency-correction
+    trunc_log
+    run_open "$r" hybrid
+    trunc_log
+done
+for r in $(seq 1 "$ROUNDS"); do
+    log "round $r/$ROUNDS: targets serving 503 (wrk -t1 -c$CONNS)"
+    run_wrk target "nginx /fail (503), 1 worker" "$r" \
+        "http://127.0.0.1:$NGINX_PORT/fail" "$NGINX_WORKER"
+    trunc_log
+    run_wrk target-sr "stormrig target (503), 1 thread" "$r" \
+        "http://127.0.0.1:$TARGET_PORT/" "$TARGET_PID"
+done
+# The target section compares two servers driven by the same wrk: relabel so the ratio
+# column reads stormrig target / nginx.
+python3 - "$RESULTS" <<'EOF'
+import sys
+p = sys.argv[1]
+out = []
+for line in open(p):
+    f = line.rstrip("\n").split("\t")
+    if f[0] == "target-sr":
+        f[0], f[1] = "target", "stormrig"
+    out.append("\t".join(f))
+# stormrig rows first within each section so the table reads top-down.
+order = {"generator": 0, "open-loop": 1, "target": 2}
+out.sort(key=lambda l: (order.get(l.split("\t")[0], 9), l.split("\t")[1] != "stormrig"))
+open(p, "w").write("\n".join(out) + "\n")
+EOF
+
+log "policy decision plus recording"
+"$STORMRIG" bench policy --iterations 2000000 >"$WORK/policy.out"
+
+MEM_OUT=""
+if [ "${MEMORY:-0}" = 1 ]; then
+    log "memory: 60 s open loop at 5000 req/s against a target that hangs every request"
+    "$STORMRIG" bench memory --rate 5000 --duration 60s --max-in-flight 2000 \
+        --per-try-timeout 1s >"$WORK/memory.out"
+    MEM_OUT="$WORK/memory.out"
+fi
+
+# ---- report ------------------------------------------------------------------------------
+echo
+echo "stormrig vs peers: nproc=$(nproc), generators on CPU $GEN_CPU, servers on CPU $SRV_CPU," \
+    "$ROUNDS round(s) x ${DUR}s, alternating; medians of rounds."
+echo "Note: the machine is shared; absolute figures are noisy, ratios within a round less so."
+echo "Target rows: CPU-s/M is the server's CPU (nginx worker / stormrig target) per million answered."
+[ -n "$OHA" ] || echo "oha: not installed (offline?): oha rows skipped."
+echo
+python3 "$HERE/table.py" "$RESULTS"
+echo
+cat "$WORK/policy.out"
+if [ -n "$MEM_OUT" ]; then
+    echo
+    cat "$MEM_OUT"
+fi

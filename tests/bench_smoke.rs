@@ -1,0 +1,152 @@
+//! Smoke tests of `stormrig bench`: the figures parse and the counts are exact (what the
+//! client counted equals what the built-in target counted). No timing assertions.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use stormrig::bench::{self, GeneratorOpts, OpenLoopOpts, Scheduler};
+use stormrig::scenario::{Dist, ServiceModel};
+use stormrig::target::{self, TargetConfig};
+
+fn kv(text: &str) -> BTreeMap<String, String> {
+    text.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn serve_ok() -> TargetConfig {
+    TargetConfig {
+        model: ServiceModel {
+            concurrency: 1024,
+            queue: 1024,
+            queue_timeout: None,
+            service_time: Dist::Constant {
+                value: Duration::ZERO,
+            },
+        },
+        faults: Vec::new(),
+        seed: 1,
+        dedup: None,
+    }
+}
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+#[test]
+fn policy_bench_counts_and_prints() {
+    let rows = bench::policy_bench(10_000).unwrap();
+    assert_eq!(rows.len(), bench::POLICY_CASES.len());
+    for r in &rows {
+        assert_eq!(r.attempts, 10_000, "{r:?}");
+        assert!(r.requests >= 1);
+        if r.status == 200 {
+            assert_eq!(r.requests, r.attempts);
+            assert_eq!(r.retries, 0);
+        }
+    }
+    // naive retries every 503 up to 4 attempts: 2,500 requests of 4 attempts each.
+    let naive = rows
+        .iter()
+        .find(|r| r.config == "naive" && r.status == 503)
+        .unwrap();
+    assert_eq!(naive.requests, 2_500);
+    assert_eq!(naive.retries, 7_500);
+    let text = bench::policy_table(&rows);
+    assert_eq!(text.lines().count(), rows.len());
+    for line in text.lines() {
+        let m = kv(line);
+        assert_eq!(m["attempts"], "10000");
+        let ns: f64 = m["ns_per_attempt"].parse().unwrap();
+        assert!(ns > 0.0);
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn generator_counts_match_target_arrivals() {
+    let handle = target::start(loopback(), serve_ok(), tokio::time::Instant::now())
+        .await
+        .unwrap();
+    let opts = GeneratorOpts {
+        url: format!("http://{}/", handle.addr()),
+        connections: 8,
+        duration: Duration::from_secs(1),
+        config: "naive".into(),
+    };
+    let (counted, elapsed) = bench::generator_run(&opts).await.unwrap();
+    let stats = handle.shutdown().await;
+    assert!(counted.requests > 0);
+    assert_eq!(counted.successes, counted.requests);
+    assert_eq!(counted.attempts, counted.requests);
+    assert_eq!(stats.arrivals, counted.attempts);
+    let report = bench::GeneratorReport {
+        counted,
+        elapsed,
+        cpu_s: bench::cpu_seconds(),
+        threads: 1,
+    };
+    let m = kv(&bench::generator_text(&opts, &report));
+    assert_eq!(m["requests"], stats.arrivals.to_string());
+    for k in [
+        "req_per_s",
+        "p50_ms",
+        "p99_ms",
+        "cpu_s",
+        "cpu_s_per_million",
+    ] {
+        let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn generator_retries_reach_the_target() {
+    // Every request gets 503: naive sends 4 attempts per logical request, all counted there.
+    let cfg = bench::status_target_config(503, Duration::from_secs(60));
+    let handle = target::start(loopback(), cfg, tokio::time::Instant::now())
+        .await
+        .unwrap();
+    let opts = GeneratorOpts {
+        url: format!("http://{}/", handle.addr()),
+        connections: 4,
+        duration: Duration::from_millis(500),
+        config: "naive".into(),
+    };
+    let (counted, _) = bench::generator_run(&opts).await.unwrap();
+    let stats = handle.shutdown().await;
+    assert!(counted.requests > 0);
+    assert_eq!(counted.successes, 0);
+    assert_eq!(counted.attempts, 4 * counted.requests);
+    assert_eq!(counted.retries, 3 * counted.requests);
+    assert_eq!(stats.arrivals, counted.attempts);
+    assert_eq!(stats.responses_by_status.get(&503), Some(&counted.attempts));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn open_loop_starts_every_arrival() {
+    let handle = target::start(loopback(), serve_ok(), tokio::time::Instant::now())
+        .await
+        .unwrap();
+    let opts = OpenLoopOpts {
+        url: format!("http://{}/", handle.addr()),
+        rate: 200.0,
+        duration: Duration::from_millis(500),
+        config: "naive".into(),
+        max_in_flight: 1000,
+        scheduler: Scheduler::Hybrid,
+        drain: Duration::from_secs(2),
+    };
+    let config = stormrig::policy::preset("naive").unwrap();
+    let (r, _) = bench::open_loop_run(&opts, config, |_| {}).await.unwrap();
+    let stats = handle.shutdown().await;
+    assert_eq!(r.scheduled, 100);
+    assert_eq!(r.counted.requests, 100);
+    assert_eq!(r.counted.dropped, 0);
+    assert_eq!(stats.arrivals, 100);
+    let m = kv(&bench::open_loop_text(&opts, &r));
+    assert_eq!(m["scheduled"], "100");
+    let _: f64 = m["lag_p99_ms"].parse().unwrap();
+    let _: f64 = m["achieved_rate"].parse().unwrap();
+}
