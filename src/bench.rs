@@ -9,7 +9,6 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,8 +20,8 @@ use rand_chacha::ChaCha8Rng;
 use tokio::task::JoinSet;
 
 use crate::live::clock::Epoch;
-use crate::live::driver::{self, ConfigRuntime, RequestTemplate, Shared};
-use crate::live::http;
+use crate::live::driver::{self, ConfigRuntime, RequestTemplate, RuntimeSpec, Shared};
+
 use crate::metrics::recorder::new_histogram;
 use crate::metrics::{Percentiles, Recorder, RetryReason, TargetStats};
 use crate::policy::{
@@ -294,21 +293,16 @@ fn get(path: &str) -> RequestTemplate {
 /// A config's runtime exactly as `live::run` builds it (pooled keep-alive client, policy
 /// and recorder behind one lock).
 pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64) -> ConfigRuntime {
-    ConfigRuntime {
+    ConfigRuntime::new(RuntimeSpec {
         index: 0,
-        name: config.name.clone(),
-        shared: Mutex::new(Shared {
-            client: RetryClient::new(config),
-            rec: Recorder::new(),
-            log: None,
-        }),
-        http: http::client(),
+        name: &config.name,
+        config,
         base_uri,
-        in_flight: AtomicU64::new(0),
         max_in_flight,
         seed: 1,
         propagate_deadline: false,
-    }
+        attempt_log: false,
+    })
 }
 
 fn config_named(name: &str) -> Result<RetryConfig, String> {
