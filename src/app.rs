@@ -300,6 +300,7 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let opts = live::RunOptions {
         attempt_log: args.common.attempt_log,
         progress: !args.common.quiet,
+        abort_when: args.abort_on_fail.then(|| abort_check(gates.clone())),
     };
     let output = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
@@ -322,19 +323,22 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             lag.max() as f64 / 1000.0
         );
     }
+    let aborted = output.aborted;
     let mut result = output.result;
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
     }
-    finish(&dir, &mut result, &gates)
+    if aborted {
+        eprintln!(
+            "stormrig: a gate could no longer pass; the run was stopped early (--abort-on-fail)"
+        );
+    }
+    finish(&dir, &mut result, &gates, aborted)
 }
 
 fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
     let plan = prepare(&args.common)?;
     let gates = gates_of(&plan, &args.common.gates)?;
-    let dir = out_dir(&args.common, &plan.scenario.name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
     let opts = crate::sim::SimOptions {
         scale: args.scale,
         attempt_log: args.common.attempt_log,
@@ -352,11 +356,39 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
         plan.configs.len(),
         st.events
     );
+    // Only now that there is a result to write does the run directory appear.
+    let dir = out_dir(&args.common, &plan.scenario.name);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
     let mut result = output.result;
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
     }
-    finish(&dir, &mut result, &gates)
+    finish(&dir, &mut result, &gates, false)
+}
+
+/// `--abort-on-fail`: true as soon as a gate on a count that can only grow is already
+/// broken for some config (e.g. `attempts <= 1000` with 1001 attempts sent).
+fn abort_check(gates: Vec<report::gates::Gate>) -> live::AbortCheck {
+    use report::gates::{can_no_longer_pass, is_monotone_count, Selector};
+    let gates: Vec<_> = gates
+        .into_iter()
+        .filter(|g| is_monotone_count(&g.figure))
+        .collect();
+    std::sync::Arc::new(move |snap: &live::Snapshot| {
+        gates.iter().any(|g| {
+            let applies = match &g.selector {
+                Selector::All => true,
+                Selector::Config(name) => *name == snap.config,
+            };
+            applies
+                && snap
+                    .figures
+                    .iter()
+                    .find(|(name, _)| *name == g.figure)
+                    .is_some_and(|(_, v)| can_no_longer_pass(g, *v))
+        })
+    })
 }
 
 /// Waits for SIGINT or SIGTERM.
@@ -393,11 +425,14 @@ fn write_attempts(dir: &Path, rows: &[crate::metrics::AttemptRow]) -> Result<(),
     files::write_atomic(dir, "attempts.csv", &bytes).map_err(AppError::failed)
 }
 
-/// Gates, files, page, console summary, exit code: the same for every engine.
+/// Gates, files, page, console summary, exit code: the same for every engine. `aborted`
+/// says the run was stopped on purpose by `--abort-on-fail` (partial, but the verdicts
+/// decide the exit code).
 fn finish(
     dir: &Path,
     result: &mut RunResult,
     gates: &[report::gates::Gate],
+    aborted: bool,
 ) -> Result<Exit, AppError> {
     let verdicts = report::gates::evaluate(gates, result);
     let (verdicts, gate_error) = match verdicts {
@@ -418,7 +453,7 @@ fn finish(
     if let Some(e) = gate_error {
         return Err(AppError::bad(e));
     }
-    if result.partial {
+    if result.partial && !aborted {
         eprintln!("stormrig: the run was interrupted; the reports are marked partial");
         return Ok(Exit::RunFailed);
     }

@@ -365,3 +365,38 @@ fn thresholds_json_for_aws_standard() {
         stderr(&o)
     );
 }
+
+/// `--abort-on-fail` stops a live run once a gate on a growing count is already broken,
+/// still writes the reports, and exits 1 on that gate.
+#[test]
+fn abort_on_fail_stops_early_on_a_broken_count_gate() {
+    let dir = tmp("abort");
+    let sc = write_scenario(
+        &dir,
+        "long.toml",
+        &SMALL
+            .replace("duration = \"1s\"", "duration = \"30s\"")
+            .replace("for = \"1s\"", "for = \"30s\""),
+    );
+    let out = dir.join("out");
+    let started = Instant::now();
+    let o = run(&[
+        "run",
+        sc.to_str().unwrap(),
+        "--quiet",
+        "--abort-on-fail",
+        "--gate",
+        "naive: attempts <= 100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let took = started.elapsed();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(stderr(&o).contains("--abort-on-fail"), "{}", stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["partial"], true);
+    assert_eq!(summary["gates"][0]["passed"], false);
+    assert!(summary["gates"][0]["measured"].as_f64().unwrap() > 100.0);
+}

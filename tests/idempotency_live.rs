@@ -77,6 +77,7 @@ async fn lost_responses_duplicate_only_unkeyed_post_retries() {
     let opts = RunOptions {
         attempt_log: true,
         progress: false,
+        abort_when: None,
     };
     let out = live::run(&plan, &opts, rx).await.expect("live run");
     let run = &out.result;

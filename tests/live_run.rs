@@ -26,6 +26,7 @@ fn run(plan: &Plan, attempt_log: bool) -> live::LiveOutput {
         let opts = RunOptions {
             attempt_log,
             progress: false,
+            abort_when: None,
         };
         live::run(plan, &opts, rx).await.expect("run completes")
     })

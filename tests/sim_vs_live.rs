@@ -28,6 +28,7 @@ fn live_run(p: &plan::Plan) -> RunResult {
             &RunOptions {
                 attempt_log: false,
                 progress: false,
+                abort_when: None,
             },
             rx,
         )

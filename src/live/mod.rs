@@ -30,12 +30,77 @@ use clock::Epoch;
 use driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 
 /// How a live run is carried out (not what it measures: that is the scenario).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Keep one row per attempt for `attempts.csv`.
     pub attempt_log: bool,
     /// Draw progress bars (terminal) or print periodic lines (otherwise); false = silent.
     pub progress: bool,
+    /// Asked every [`ABORT_CHECK_EVERY`] with each config's counts so far; true stops the
+    /// run (`--abort-on-fail`: a gate on a count that can only grow has already failed).
+    pub abort_when: Option<AbortCheck>,
+}
+
+/// A predicate over running counts; see [`RunOptions::abort_when`].
+pub type AbortCheck = Arc<dyn Fn(&Snapshot) -> bool + Send + Sync>;
+
+/// How often `abort_when` is asked.
+pub const ABORT_CHECK_EVERY: Duration = Duration::from_millis(200);
+
+/// One config's counts so far, by their summary.json names. Only counts that never go down
+/// are here, so a gate they break cannot pass any more.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub config: String,
+    pub figures: Vec<(&'static str, f64)>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("attempt_log", &self.attempt_log)
+            .field("progress", &self.progress)
+            .field("abort_when", &self.abort_when.is_some())
+            .finish()
+    }
+}
+
+/// Counts so far for one config: the client's from its recorder, arrivals from its target.
+fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> Snapshot {
+    rt.with(|g| {
+        let mut sum = [0u64; 8];
+        for s in g.rec.seconds() {
+            for (acc, v) in sum.iter_mut().zip([
+                s.started,
+                s.attempts,
+                s.retries,
+                s.budget_refusals,
+                s.breaker_refusals,
+                s.successes,
+                s.failures,
+                s.dropped,
+            ]) {
+                *acc += v;
+            }
+        }
+        let names = [
+            "upstream_requests",
+            "attempts",
+            "retries",
+            "budget_refusals",
+            "breaker_refusals",
+            "successes",
+            "failures",
+            "dropped",
+        ];
+        let mut figures: Vec<(&'static str, f64)> =
+            names.iter().zip(sum).map(|(n, v)| (*n, v as f64)).collect();
+        figures.push(("downstream_arrivals", arrivals as f64));
+        Snapshot {
+            config: rt.name.clone(),
+            figures,
+        }
+    })
 }
 
 /// Why a live run could not be carried out at all.
@@ -67,6 +132,8 @@ pub struct LiveOutput {
     /// Per config, per hop of the topology (generator first, then each layer): figures
     /// beyond the per-layer summary (empty for a direct run).
     pub hops: Vec<Vec<HopStats>>,
+    /// The run was stopped by `abort_when` (a gate could no longer pass).
+    pub aborted: bool,
 }
 
 /// What one hop of a topology did beyond the counts in `LayerSummary`.
@@ -84,9 +151,25 @@ pub struct HopStats {
 pub async fn run(
     plan: &Plan,
     opts: &RunOptions,
-    mut stop: watch::Receiver<bool>,
+    external_stop: watch::Receiver<bool>,
 ) -> Result<LiveOutput, LiveError> {
     let sc = &plan.scenario;
+    // One stop signal for the run: the caller's (SIGINT, SIGTERM) or an abort on a gate.
+    let (stop_tx, mut stop) = watch::channel(false);
+    let stop_tx = Arc::new(stop_tx);
+    let forward = {
+        let tx = Arc::clone(&stop_tx);
+        let mut ext = external_stop;
+        tokio::spawn(async move {
+            while ext.changed().await.is_ok() {
+                if *ext.borrow() {
+                    let _ = tx.send(true);
+                    break;
+                }
+            }
+        })
+    };
+    let aborted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let tmpl = template(plan)?;
     let epoch = Epoch::start();
 
@@ -189,6 +272,28 @@ pub async fn run(
         .progress
         .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
 
+    let watcher = opts.abort_when.clone().map(|check| {
+        let probes: Vec<_> = targets.iter().map(|t| t.probe()).collect();
+        let runtimes = runtimes.clone();
+        let tx = Arc::clone(&stop_tx);
+        let aborted = Arc::clone(&aborted);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(ABORT_CHECK_EVERY);
+            loop {
+                tick.tick().await;
+                let hit = runtimes
+                    .iter()
+                    .zip(&probes)
+                    .any(|(rt, p)| check(&snapshot(rt, p.arrivals())));
+                if hit {
+                    aborted.store(true, std::sync::atomic::Ordering::SeqCst);
+                    let _ = tx.send(true);
+                    break;
+                }
+            }
+        })
+    });
+
     let mut tasks = JoinSet::new();
     let mut lag = crate::metrics::recorder::new_histogram(3);
     let interrupted = match &sc.load.shape {
@@ -229,6 +334,10 @@ pub async fn run(
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
     let partial = interrupted || *stop.borrow();
+    forward.abort();
+    if let Some(w) = watcher {
+        w.abort();
+    }
 
     // Layers go first: requests still inside them are dropped, then the targets count.
     let mut layer_sets: Vec<Vec<Arc<layer::Layer>>> = Vec::with_capacity(chains.len());
@@ -344,6 +453,7 @@ pub async fn run(
         attempts,
         schedule_lag_us: lag,
         hops,
+        aborted: aborted.load(std::sync::atomic::Ordering::SeqCst),
     })
 }
 
