@@ -238,3 +238,47 @@ fn in_flight_cap_counts_drops() {
     assert!(c.client_peak_in_flight <= 5);
     assert_eq!(c.attempts, c.downstream_arrivals);
 }
+
+/// A real target that refuses connections: the fault proxy answers 502 and says the request
+/// never reached the server, so a config that keeps POST retries to never-sent requests
+/// still retries, and counts stay exact at the proxy.
+#[test]
+fn refused_real_target_is_a_failed_connect_even_for_post() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!(
+        r#"
+name = "refused"
+duration = "1s"
+
+[load]
+kind = "constant"
+rate = 20
+method = "POST"
+
+[target]
+url = "http://127.0.0.1:{port}"
+
+[[configs]]
+name = "post-safe"
+preset = "naive"
+max_attempts = 3
+retry_non_idempotent = false
+"#
+    );
+    let plan = plan_of(&text);
+    let out = run(&plan, true);
+    let c = &out.result.configs[0];
+    assert_eq!(c.upstream_requests, 20);
+    assert_eq!(
+        c.attempts, 60,
+        "every POST retried: it never reached the server"
+    );
+    assert_eq!(c.downstream_arrivals, 60, "arrivals at the proxy");
+    assert_eq!(c.failures_by_reason.get("max-attempts"), Some(&20));
+    assert_eq!(c.duplicate_executions, 0);
+    assert!(out.attempts.iter().all(|a| a.outcome == "transient"));
+}

@@ -332,9 +332,15 @@ fn drain(g: &mut Shared, _t: Duration) {
     }
 }
 
-/// The policy's view of a reply.
+/// The policy's view of a reply. A gateway answer from stormrig's own fault proxy that
+/// says the real server was never reached is what it stands for: a failed connect.
 pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
     match reply {
+        Reply::Response { .. }
+            if reply.header(headers::UPSTREAM) == Some(headers::UPSTREAM_CONNECT_FAILED) =>
+        {
+            AttemptOutcome::Transport(crate::policy::TransportError::ConnectRefused)
+        }
         Reply::Response { status, .. } => AttemptOutcome::Response(Response {
             status: *status,
             retry_after: reply.header("retry-after"),

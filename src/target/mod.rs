@@ -66,6 +66,11 @@ pub mod headers {
     pub const ERROR_TYPE: &str = "x-amzn-errortype";
     /// Amount (u64) a write request debits per execution; 1 when absent or unreadable.
     pub const AMOUNT: &str = "x-stormrig-amount";
+    /// Set by the fault proxy on a gateway answer whose request never reached the real
+    /// server, so the client can treat it as a failed connect (safe to retry, even a POST).
+    pub const UPSTREAM: &str = "x-stormrig-upstream";
+    /// The value of [`UPSTREAM`] for "could not connect to the real server".
+    pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
 }
 
 const H_REQUEST: HeaderName = HeaderName::from_static(headers::REQUEST);

@@ -522,10 +522,14 @@ impl Upstream {
                     .downcast_ref::<hyper_util::client::legacy::Error>()
                     .is_some_and(|e| e.is_connect());
                 if connect {
-                    (
-                        gateway(StatusCode::BAD_GATEWAY, "upstream connect failed"),
-                        false,
-                    )
+                    let mut resp = gateway(StatusCode::BAD_GATEWAY, "upstream connect failed");
+                    resp.headers_mut().insert(
+                        super::headers::UPSTREAM,
+                        hyper::header::HeaderValue::from_static(
+                            super::headers::UPSTREAM_CONNECT_FAILED,
+                        ),
+                    );
+                    (resp, false)
                 } else {
                     counters.forward();
                     (
