@@ -84,5 +84,35 @@ pub fn summary(run: &RunResult) -> String {
             }
         }
     }
+    // Thundering herds show in the worst second of retries, not in totals: give the peak per
+    // 1 s slot and how much lower the calmest config kept it than the worst.
+    let peaks: Vec<(&str, u64)> = run
+        .configs
+        .iter()
+        .filter(|c| c.retries > 0)
+        .map(|c| (c.name.as_str(), c.peak_retries_per_s))
+        .collect();
+    if peaks.len() >= 2 {
+        let (hi_name, hi) = peaks
+            .iter()
+            .max_by_key(|p| p.1)
+            .copied()
+            .unwrap_or_default();
+        let (lo_name, lo) = peaks
+            .iter()
+            .min_by_key(|p| p.1)
+            .copied()
+            .unwrap_or_default();
+        let list: Vec<String> = peaks.iter().map(|(n, p)| format!("{n} {p}")).collect();
+        let _ = write!(out, "peak retries per 1 s slot: {}", list.join(", "));
+        if lo > 0 && hi > lo {
+            let _ = write!(
+                out,
+                " ({lo_name} is {:.2}× lower than {hi_name})",
+                hi as f64 / lo as f64
+            );
+        }
+        out.push('\n');
+    }
     out
 }
