@@ -4,69 +4,9 @@
 use stormrig::report::diff::{diff, has_regression, parse_tolerance, table, DiffRow, RowStatus};
 use stormrig::report::files;
 
-// ---- fixture (each tests/gates_*.rs is its own crate, so this is repeated) ----
-use std::collections::BTreeMap;
-
-use stormrig::metrics::{ConfigSummary, Engine, Percentiles, RunResult};
-
-fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) -> ConfigSummary {
-    ConfigSummary {
-        name: name.to_string(),
-        policy: serde_json::json!({"max_attempts": 3}),
-        upstream_requests: 1000,
-        attempts: 1200,
-        retries: 200,
-        downstream_arrivals: (1000.0 * amplification) as u64,
-        amplification,
-        peak_amplification_1s: amplification * 2.0,
-        peak_concurrency: 40,
-        client_peak_in_flight: 35,
-        budget_refusals,
-        first_budget_refusal_s: None,
-        breaker_refusals: 0,
-        successes: 950,
-        failures: 50,
-        failures_by_reason: BTreeMap::from([("max-attempts".to_string(), 50)]),
-        attempts_by_outcome: BTreeMap::from([("ok".to_string(), 950)]),
-        dropped: 0,
-        unfinished: 0,
-        latency_ms: Percentiles {
-            p50: 12.0,
-            p90: 40.0,
-            p99,
-            p999: p99 * 2.0,
-            max: p99 * 3.0,
-        },
-        attempt_latency_ms: Percentiles::default(),
-        recovery_time_s: Some(4.0),
-        recovered: Some(true),
-        amplification_bound: Some(3.0),
-        target_served_ok: 950,
-        target_shed: 10,
-        duplicate_executions: 0,
-        idempotency: Default::default(),
-        latency_curve: vec![[50.0, 12.0], [99.0, p99]],
-        layers: Vec::new(),
-        topology_bound: None,
-        peak_retries_per_s: 0,
-    }
-}
-
-fn run(configs: Vec<ConfigSummary>) -> RunResult {
-    RunResult {
-        scenario: "brownout".to_string(),
-        description: "test run".to_string(),
-        seed: 7,
-        engine: Engine::Sim,
-        partial: false,
-        duration_s: 60.0,
-        stormrig_version: "0.1.0".to_string(),
-        faults: vec![],
-        configs,
-        gates: vec![],
-        timeline: vec![],
-    }
-}
+mod support;
+use stormrig::metrics::RunResult;
+use support::{config, run};
 
 fn baseline() -> RunResult {
     run(vec![
