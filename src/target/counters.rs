@@ -60,6 +60,20 @@ fn raise(series: &mut Vec<u64>, sec: usize, level: u64) {
 }
 
 impl Inner {
+    fn arrive(&mut self, sec: usize) {
+        let sec = sec.max(self.cur_sec);
+        self.advance(sec);
+        self.arrivals += 1;
+        bump(&mut self.arrivals_per_s, sec);
+        self.in_flight += 1;
+        let level = self.in_flight;
+        if level > self.peak_in_flight {
+            self.peak_in_flight = level;
+        }
+        let s = self.cur_sec;
+        raise(&mut self.peak_in_flight_per_s, s, level);
+    }
+
     /// Brings the per-second in-flight peaks up to `sec`: the level in flight now has been
     /// held through every second since the last change, so each of them saw at least it.
     fn advance(&mut self, sec: usize) {
@@ -102,21 +116,30 @@ impl Counters {
     }
 
     /// Counts an arrival and puts it in flight. Returns its run time.
+    #[cfg(test)]
     pub(crate) fn arrive(&self) -> Duration {
         let mut c = self.lock();
         // Read the clock under the lock so seconds only move forward.
         let (t, sec) = self.now();
-        c.advance(sec);
-        c.arrivals += 1;
-        bump(&mut c.arrivals_per_s, sec);
-        c.in_flight += 1;
-        let level = c.in_flight;
-        if level > c.peak_in_flight {
-            c.peak_in_flight = level;
-        }
-        let s = c.cur_sec;
-        raise(&mut c.peak_in_flight_per_s, s, level);
+        c.arrive(sec);
         t
+    }
+
+    /// Counts an arrival at whole second `sec` (from [`Counters::now`], read just before)
+    /// and puts it in flight. A second already passed by another thread counts as that
+    /// later second, so seconds only move forward.
+    pub(crate) fn arrive_at(&self, sec: usize) {
+        self.lock().arrive(sec);
+    }
+
+    /// An arrival at whole second `sec` answered at once with `status` (not served): the
+    /// arrival, the response and the leave under one lock, as if the answer took no time.
+    /// Counts exactly what `arrive_at`, `respond(status, false)` and `leave` would.
+    pub(crate) fn answer_at_once(&self, sec: usize, status: u16) {
+        let mut c = self.lock();
+        c.arrive(sec);
+        c.by_status[status as usize] += 1;
+        c.in_flight -= 1;
     }
 
     /// A request left flight (answered, or dropped with its connection).

@@ -406,6 +406,8 @@ where
     tokio::spawn(async move {
         let _guard = guard;
         tokio::select! {
+            // The task's own work first: the shutdown signal is polled only while it waits.
+            biased;
             out = fut => Some(out),
             _ = stop => None,
         }
@@ -490,6 +492,19 @@ pub(crate) fn respond(
     r
 }
 
+/// The answer of a status fault (not counted here).
+fn status_response(parts: &StatusParts) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from_static(b"fault\n")));
+    *r.status_mut() = parts.status;
+    if let Some(ra) = &parts.retry_after {
+        r.headers_mut().insert(RETRY_AFTER, ra.clone());
+    }
+    if let Some(et) = &parts.error_type {
+        r.headers_mut().insert(H_ERROR_TYPE, et.clone());
+    }
+    r
+}
+
 /// What the work task reports back.
 enum Worked {
     Served,
@@ -507,19 +522,43 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         // Control traffic is not storm traffic: never counted, never faulted.
         return Ok(proxy::control(&shared, req).await);
     }
-    let t = shared.counters.arrive();
-    let _in_flight = InFlight(&shared.counters);
-
+    // The arrival's run time; it is counted below, once the verdict says how.
+    let (t, sec) = shared.counters.now();
     let request = parse_u64(req.headers().get(H_REQUEST))
         .unwrap_or_else(|| shared.external_ids.fetch_add(1, Ordering::Relaxed));
     let attempt = parse_u64(req.headers().get(H_ATTEMPT))
         .and_then(|a| u32::try_from(a).ok())
         .unwrap_or(1);
+    let (timeline, fault_epoch) = {
+        let armed = shared.armed.read().unwrap_or_else(|e| e.into_inner());
+        // Fault windows run from their own epoch (the run's, unless the standalone proxy
+        // started them later).
+        let tf = (shared.counters.epoch() + t).saturating_duration_since(armed.epoch);
+        let verdict = armed
+            .timeline
+            .decide(tf, req.uri().path(), request, attempt);
+        // Fast path: a request without a body whose verdict is a status answered at once
+        // is in flight only while it is counted; no await, no clone of the timeline.
+        if let (Action::Status { .. }, true, true, Some(fault)) = (
+            verdict.action,
+            verdict.extra_latency.is_zero(),
+            req.body().is_end_stream(),
+            verdict.fault,
+        ) {
+            let parts = shared.status_parts[fault]
+                .as_ref()
+                .expect("status parts precomputed for status faults");
+            shared.counters.answer_at_once(sec, parts.status.as_u16());
+            return Ok(status_response(parts));
+        }
+        (armed.timeline.clone(), armed.epoch)
+    };
+    shared.counters.arrive_at(sec);
+    let _in_flight = InFlight(&shared.counters);
+
     let write = !matches!(*req.method(), Method::GET | Method::HEAD);
     let amount = parse_u64(req.headers().get(H_AMOUNT)).unwrap_or(1);
-    let (timeline, fault_epoch) = shared.armed();
-    // Fault windows run from their own epoch (the run's, unless the standalone proxy
-    // started them later).
+    // Deterministic: the same verdict as above, from the same timeline.
     let tf = (shared.counters.epoch() + t).saturating_duration_since(fault_epoch);
     let verdict = timeline.decide(tf, req.uri().path(), request, attempt);
     let key = match &shared.dedup {
@@ -559,14 +598,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                     let parts = shared.status_parts[fault]
                         .as_ref()
                         .expect("status parts precomputed for status faults");
-                    let mut r = respond(&shared, parts.status, b"fault\n", false);
-                    if let Some(ra) = &parts.retry_after {
-                        r.headers_mut().insert(RETRY_AFTER, ra.clone());
-                    }
-                    if let Some(et) = &parts.error_type {
-                        r.headers_mut().insert(H_ERROR_TYPE, et.clone());
-                    }
-                    Ok(r)
+                    shared.counters.respond(parts.status.as_u16(), false);
+                    Ok(status_response(parts))
                 }
                 Action::Reset => {
                     shared.counters.reset();
