@@ -109,7 +109,8 @@ impl LazyRng {
     #[inline]
     fn get(&mut self) -> &mut ChaCha8Rng {
         let seed = self.seed;
-        self.rng.get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+        self.rng
+            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
     }
 }
 
@@ -178,7 +179,10 @@ impl EventQueue {
     fn pop(&mut self) -> Option<Event> {
         // Where the least event is: LANES for the heap.
         let mut best = LANES;
-        let mut key = self.heap.peek().map_or((u64::MAX, u64::MAX), |e| (e.t, e.seq));
+        let mut key = self
+            .heap
+            .peek()
+            .map_or((u64::MAX, u64::MAX), |e| (e.t, e.seq));
         for (i, lane) in self.lanes.iter().enumerate() {
             if let Some(e) = lane.front() {
                 if (e.t, e.seq) < key {
