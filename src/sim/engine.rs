@@ -17,7 +17,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::target::Counters;
@@ -87,6 +87,118 @@ impl Ord for Event {
     }
 }
 
+/// A request's `ChaCha8Rng`, seeded on its first draw rather than when the request starts:
+/// most requests never draw (no jitter before a first success), and seeding on first use
+/// gives exactly the same sequence as seeding up front.
+struct LazyRng {
+    seed: u64,
+    rng: Option<ChaCha8Rng>,
+}
+
+impl LazyRng {
+    fn new(seed: u64) -> Self {
+        LazyRng { seed, rng: None }
+    }
+
+    #[inline]
+    fn reseed(&mut self, seed: u64) {
+        self.seed = seed;
+        self.rng = None;
+    }
+
+    #[inline]
+    fn get(&mut self) -> &mut ChaCha8Rng {
+        let seed = self.seed;
+        self.rng
+            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+    }
+}
+
+impl RngCore for LazyRng {
+    fn next_u32(&mut self) -> u32 {
+        self.get().next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.get().next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.get().fill_bytes(dest)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.get().try_fill_bytes(dest)
+    }
+}
+
+/// The pending events, popped in (time, sequence) order exactly as one binary heap would.
+///
+/// Most events are scheduled a fixed delay after "now" (network legs, per-try timeouts,
+/// queue timeouts, think time), and "now" never goes back, so each such kind arrives in
+/// (time, sequence) order already: it goes to a FIFO lane of its own while its time is not
+/// below the lane's last (else, and for every other kind, to the heap). A pop takes the
+/// least (time, sequence) of the heap's top and the lanes' heads. This keeps the heap small
+/// (service completions, retries, arrivals) and stale timeouts cheap.
+struct EventQueue {
+    heap: BinaryHeap<Event>,
+    lanes: [VecDeque<Event>; LANES],
+}
+
+const LANES: usize = 4;
+
+impl EventQueue {
+    fn new() -> Self {
+        EventQueue {
+            heap: BinaryHeap::with_capacity(1024),
+            lanes: std::array::from_fn(|_| VecDeque::with_capacity(1024)),
+        }
+    }
+
+    #[inline]
+    fn lane_of(kind: Kind) -> Option<usize> {
+        match kind {
+            Kind::TargetArrive | Kind::Reply => Some(0),
+            Kind::ClientTimeout => Some(1),
+            Kind::QueueTimeout => Some(2),
+            Kind::UserStart => Some(3),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, ev: Event) {
+        if let Some(l) = Self::lane_of(ev.kind) {
+            let lane = &mut self.lanes[l];
+            if lane.back().is_none_or(|b| b.t <= ev.t) {
+                lane.push_back(ev);
+                return;
+            }
+        }
+        self.heap.push(ev);
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Event> {
+        // Where the least event is: LANES for the heap.
+        let mut best = LANES;
+        let mut key = self
+            .heap
+            .peek()
+            .map_or((u64::MAX, u64::MAX), |e| (e.t, e.seq));
+        for (i, lane) in self.lanes.iter().enumerate() {
+            if let Some(e) = lane.front() {
+                if (e.t, e.seq) < key {
+                    key = (e.t, e.seq);
+                    best = i;
+                }
+            }
+        }
+        if best == LANES {
+            self.heap.pop()
+        } else {
+            self.lanes[best].pop_front()
+        }
+    }
+}
+
 /// What the target does with an arrival after its added latency.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Act {
@@ -100,7 +212,7 @@ struct Req {
     id: u64,
     intended: u64,
     state: Option<RequestState>,
-    rng: ChaCha8Rng,
+    rng: LazyRng,
     user: u32,
     claimed: bool,
 }
@@ -189,13 +301,16 @@ struct Sim<'a> {
     rec: Recorder,
     log: Vec<AttemptRow>,
     counters: Counters,
-    heap: BinaryHeap<Event>,
+    events: EventQueue,
     seq: u64,
     reqs: Vec<Req>,
     free_reqs: Vec<u32>,
     atts: Vec<Att>,
     free_atts: Vec<u32>,
     parts: Vec<FaultParts>,
+    /// Active windows `[from, to)` in ns of the faults that act on requests (all but
+    /// capacity faults), exactly as `Fault::active_at` tests them.
+    fault_windows: Vec<(u64, u64)>,
     write: bool,
     claimed: u64,
     next_id: u64,
@@ -236,6 +351,16 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
             },
         })
         .collect();
+    let fault_windows = cfg
+        .timeline
+        .faults()
+        .iter()
+        .filter(|f| !matches!(f.kind, FaultKind::Capacity { .. }))
+        .map(|f| {
+            let to = f.at.checked_add(f.length).map_or(u64::MAX, ns);
+            (ns(f.at), to)
+        })
+        .collect();
     let write = !matches!(cfg.method, "GET" | "HEAD");
     let cap = cfg
         .timeline
@@ -245,13 +370,14 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         rec: Recorder::new(),
         log: Vec::new(),
         counters: Counters::new(),
-        heap: BinaryHeap::with_capacity(1024),
+        events: EventQueue::new(),
         seq: 0,
         reqs: Vec::new(),
         free_reqs: Vec::new(),
         atts: Vec::new(),
         free_atts: Vec::new(),
         parts,
+        fault_windows,
         write,
         claimed: 0,
         next_id: 0,
@@ -269,7 +395,7 @@ impl Sim<'_> {
     #[inline]
     fn push(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
         self.seq += 1;
-        self.heap.push(Event {
+        self.events.push(Event {
             t,
             seq: self.seq,
             kind,
@@ -301,7 +427,7 @@ impl Sim<'_> {
         let end = self.cfg.end;
         let mut events = 0u64;
         let mut last_t = 0u64;
-        while let Some(ev) = self.heap.pop() {
+        while let Some(ev) = self.events.pop() {
             if ev.t >= end {
                 break;
             }
@@ -418,7 +544,7 @@ impl Sim<'_> {
             id: 0,
             intended: 0,
             state: None,
-            rng: ChaCha8Rng::seed_from_u64(0),
+            rng: LazyRng::new(0),
             user: NONE,
             claimed: false,
         });
@@ -468,7 +594,7 @@ impl Sim<'_> {
         q.intended = t;
         q.user = user;
         q.claimed = claimed;
-        q.rng = ChaCha8Rng::seed_from_u64(seed);
+        q.rng.reseed(seed);
         q.state = Some(state);
         self.try_attempt(t, r);
     }
@@ -654,6 +780,16 @@ impl Sim<'_> {
         }
         self.counters.arrive(t);
         at.handler_alive = true;
+        if !self
+            .fault_windows
+            .iter()
+            .any(|&(from, to)| t >= from && t < to)
+        {
+            // No request fault is active: `decide` would serve plainly, without a draw.
+            at.work_active = true;
+            self.work_start(t, a);
+            return;
+        }
         let v = self
             .cfg
             .timeline
