@@ -3,22 +3,22 @@
 //! decision of its own; it only carries them out and counts.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request};
-use rand::SeedableRng;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, HOST};
+use hyper::{Method, Request, Uri};
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::{
-    AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, Permit, PolicyEvent,
-    Response, RetryClient,
+    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit, PolicyEvent,
+    RequestState, Response, RetryClient,
 };
 use crate::target::headers;
 
@@ -49,6 +49,8 @@ pub struct ConfigRuntime {
     /// Attempts sent with their per-try timeout cut short by the deadline (they may end by
     /// timing out at the deadline, never after it).
     pub deadline_cut: AtomicU64,
+    /// The last template path and its origin-form URI on this hop.
+    uri_cache: OnceLock<(String, Uri)>,
 }
 
 /// The request every logical request sends.
@@ -94,13 +96,14 @@ impl ConfigRuntime {
                 rec: Recorder::new(),
                 log: spec.attempt_log.then(Vec::new),
             }),
-            http: super::http::client(),
+            http: super::http::client(&spec.base_uri),
             base_uri: spec.base_uri,
             in_flight: AtomicU64::new(0),
             max_in_flight: spec.max_in_flight,
             seed: spec.seed,
             propagate_deadline: spec.propagate_deadline,
             deadline_cut: AtomicU64::new(0),
+            uri_cache: OnceLock::new(),
         }
     }
 
@@ -110,6 +113,10 @@ impl ConfigRuntime {
     }
 
     /// Runs one logical request from its intended start to its end.
+    ///
+    /// The shared state is locked once per attempt on the hot path: the start of the
+    /// request shares its section with the first permit, each outcome with the next permit
+    /// (when the retry needs no wait) or with the end of the request.
     pub async fn drive(
         &self,
         epoch: &Epoch,
@@ -118,44 +125,18 @@ impl ConfigRuntime {
         intended: Duration,
         inherited_deadline: Option<Duration>,
     ) -> Final {
-        let mut rng = ChaCha8Rng::seed_from_u64(request_seed(self.seed, self.index, request));
-        let mut state = {
+        let mut rng = LazyRng::new(request_seed(self.seed, self.index, request));
+        let (mut state, mut permit) = {
             let mut g = self.lock();
             g.rec.upstream_started(intended);
-            g.client
-                .start(epoch.now(), tmpl.method.as_str(), inherited_deadline)
+            let mut state = g
+                .client
+                .start(epoch.now(), tmpl.method.as_str(), inherited_deadline);
+            let p = self.permit_locked(&mut g, epoch, &mut state, request);
+            (state, p)
         };
         let mut last: Option<Reply> = None;
-        let fin = loop {
-            let permit = {
-                let mut g = self.lock();
-                let now = epoch.now();
-                let p = g.client.before_attempt(now, &mut state);
-                match &p {
-                    Permit::Send {
-                        attempt, timeout, ..
-                    } => {
-                        g.rec.attempt_sent(now.mono, *attempt);
-                        let per_try = g.client.config().per_try_timeout;
-                        if let (Some(t), Some(p)) = (timeout, per_try) {
-                            if *t < p {
-                                self.deadline_cut.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
-                    Permit::Refuse(reason) => {
-                        if *reason == GiveUpReason::BreakerOpen {
-                            g.rec.breaker_refused(now.mono);
-                        }
-                        if *reason == GiveUpReason::BudgetRefused {
-                            g.rec.budget_refused(now.mono);
-                        }
-                        note_refusal(&mut g, &self.name, request, state.attempts() + 1);
-                    }
-                }
-                drain(&mut g, now.mono);
-                p
-            };
+        loop {
             let (attempt, timeout, remaining, key) = match permit {
                 Permit::Send {
                     attempt,
@@ -164,18 +145,20 @@ impl ConfigRuntime {
                     idempotency_key,
                 } => (attempt, timeout, remaining_deadline, idempotency_key),
                 Permit::Refuse(reason) => {
-                    break Final {
+                    let mut g = self.lock();
+                    finish_locked(&mut g, epoch.now(), state, intended, Some(reason));
+                    return Final {
                         ok: false,
                         reply: last,
                         reason: Some(reason),
-                    }
+                    };
                 }
             };
             let req = self.build(tmpl, request, attempt, remaining, key);
             let sent_at = epoch.elapsed();
             let reply = http::send(&self.http, req, timeout).await;
             let latency = epoch.elapsed().saturating_sub(sent_at);
-            let decision = {
+            let wait = {
                 let outcome = to_outcome(&reply);
                 let mut g = self.lock();
                 let now = epoch.now();
@@ -210,38 +193,95 @@ impl ConfigRuntime {
                     });
                 }
                 drain(&mut g, now.mono);
-                d
+                match d {
+                    Decision::Success => {
+                        finish_locked(&mut g, now, state, intended, None);
+                        drop(g);
+                        return Final {
+                            ok: true,
+                            reply: Some(reply),
+                            reason: None,
+                        };
+                    }
+                    Decision::GiveUp { reason, .. } => {
+                        finish_locked(&mut g, now, state, intended, Some(reason));
+                        drop(g);
+                        return Final {
+                            ok: false,
+                            reply: Some(reply),
+                            reason: Some(reason),
+                        };
+                    }
+                    Decision::Retry { after, .. } if after.is_zero() => {
+                        permit = self.permit_locked(&mut g, epoch, &mut state, request);
+                        None
+                    }
+                    Decision::Retry { after, .. } => Some(after),
+                }
             };
             last = Some(reply);
-            match decision {
-                Decision::Success => {
-                    break Final {
-                        ok: true,
-                        reply: last,
-                        reason: None,
-                    }
-                }
-                Decision::GiveUp { reason, .. } => {
-                    break Final {
-                        ok: false,
-                        reply: last,
-                        reason: Some(reason),
-                    }
-                }
-                Decision::Retry { after, .. } => {
-                    if !after.is_zero() {
-                        tokio::time::sleep(after).await;
+            if let Some(after) = wait {
+                tokio::time::sleep(after).await;
+                let mut g = self.lock();
+                permit = self.permit_locked(&mut g, epoch, &mut state, request);
+            }
+        }
+    }
+
+    /// Asks the policy for the next attempt and counts what it said (lock held).
+    fn permit_locked(
+        &self,
+        g: &mut Shared,
+        epoch: &Epoch,
+        state: &mut RequestState,
+        request: u64,
+    ) -> Permit {
+        let now = epoch.now();
+        let p = g.client.before_attempt(now, state);
+        match &p {
+            Permit::Send {
+                attempt, timeout, ..
+            } => {
+                g.rec.attempt_sent(now.mono, *attempt);
+                let per_try = g.client.config().per_try_timeout;
+                if let (Some(t), Some(p)) = (timeout, per_try) {
+                    if *t < p {
+                        self.deadline_cut.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }
+            Permit::Refuse(reason) => {
+                if *reason == GiveUpReason::BreakerOpen {
+                    g.rec.breaker_refused(now.mono);
+                }
+                if *reason == GiveUpReason::BudgetRefused {
+                    g.rec.budget_refused(now.mono);
+                }
+                note_refusal(g, &self.name, request, state.attempts() + 1);
+            }
+        }
+        drain(g, now.mono);
+        p
+    }
+
+    /// The origin-form URI of `path` on this config's next hop (`base_uri` + `path`, as the
+    /// request line carries it), parsed once per template path.
+    fn origin_uri(&self, path: &str) -> Uri {
+        if let Some((p, uri)) = self.uri_cache.get() {
+            if p == path {
+                return uri.clone();
+            }
+        }
+        let full = format!("{}{}", self.base_uri, path);
+        let full = full
+            .parse::<Uri>()
+            .expect("method, uri and headers were validated");
+        let uri = match full.path_and_query() {
+            Some(pq) => Uri::from(pq.clone()),
+            None => Uri::from_static("/"),
         };
-        let mut g = self.lock();
-        let now = epoch.now();
-        g.client.finish(now, state);
-        let failure = fin.reason.map(reason_label);
-        g.rec
-            .upstream_finished(now.mono, now.mono.saturating_sub(intended), failure);
-        fin
+        let _ = self.uri_cache.set((path.to_string(), uri.clone()));
+        uri
     }
 
     fn build(
@@ -252,11 +292,13 @@ impl ConfigRuntime {
         remaining: Option<Duration>,
         key: bool,
     ) -> Request<Full<Bytes>> {
-        let mut b = Request::builder()
-            .method(tmpl.method.clone())
-            .uri(format!("{}{}", self.base_uri, tmpl.path));
-        let h = b.headers_mut().expect("builder without error so far");
-        h.extend(tmpl.headers.clone());
+        let mut h = HeaderMap::with_capacity(tmpl.headers.len() + 5);
+        for (name, value) in &tmpl.headers {
+            h.append(name.clone(), value.clone());
+        }
+        if !h.contains_key(HOST) {
+            h.insert(HOST, self.http.host().clone());
+        }
         h.insert(
             HeaderName::from_static(headers::REQUEST),
             HeaderValue::from(request),
@@ -277,8 +319,11 @@ impl ConfigRuntime {
                 h.insert(HeaderName::from_static(headers::IDEMPOTENCY_KEY), v);
             }
         }
-        b.body(Full::new(tmpl.body.clone()))
-            .expect("method, uri and headers were validated")
+        let mut req = Request::new(Full::new(tmpl.body.clone()));
+        *req.method_mut() = tmpl.method.clone();
+        *req.uri_mut() = self.origin_uri(&tmpl.path);
+        *req.headers_mut() = h;
+        req
     }
 
     /// Counts one logical request as started and tries to claim an in-flight slot.
@@ -304,6 +349,59 @@ impl ConfigRuntime {
     /// Runs `f` on the shared state (for snapshots and the end of the run).
     pub fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
         f(&mut self.lock())
+    }
+}
+
+/// Ends a logical request: the policy's bookkeeping and the recorder (lock held).
+fn finish_locked(
+    g: &mut Shared,
+    now: Now,
+    state: RequestState,
+    intended: Duration,
+    reason: Option<GiveUpReason>,
+) {
+    g.client.finish(now, state);
+    g.rec.upstream_finished(
+        now.mono,
+        now.mono.saturating_sub(intended),
+        reason.map(reason_label),
+    );
+}
+
+/// The per-request RNG, seeded on first use: most requests never draw (no retry, or no
+/// jitter), so they skip seeding a ChaCha. Same seed, same sequence as an eager one.
+struct LazyRng {
+    seed: u64,
+    rng: Option<ChaCha8Rng>,
+}
+
+impl LazyRng {
+    fn new(seed: u64) -> Self {
+        LazyRng { seed, rng: None }
+    }
+
+    fn get(&mut self) -> &mut ChaCha8Rng {
+        let seed = self.seed;
+        self.rng
+            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+    }
+}
+
+impl RngCore for LazyRng {
+    fn next_u32(&mut self) -> u32 {
+        self.get().next_u32()
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.get().next_u64()
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.get().fill_bytes(dest)
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.get().try_fill_bytes(dest)
     }
 }
 

@@ -1,34 +1,134 @@
 //! Sending one attempt over real sockets, and translating what hyper and the kernel said
 //! into the policy core's vocabulary. hyper types stop here; the policy never sees them.
+//!
+//! The client is a lean per-config pool of hyper HTTP/1.1 connections (`conn::http1`
+//! senders over `TcpStream`s with `TCP_NODELAY`), not hyper-util's legacy `Client`: one
+//! target per config, so no pool key hashing, no executor hop per request, LIFO reuse.
 
 use std::error::Error as StdError;
 use std::io;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::Request;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
 
 use crate::policy::TransportError;
-
-/// A pooled keep-alive HTTP/1.1 client.
-pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// Connection set-up time allowed before an attempt counts as a connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Builds a client: keep-alive, `TCP_NODELAY`, bounded connect time.
-pub fn client() -> HttpClient {
-    let mut conn = HttpConnector::new();
-    conn.set_nodelay(true);
-    conn.set_connect_timeout(Some(CONNECT_TIMEOUT));
-    Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(conn)
+type Sender = SendRequest<Full<Bytes>>;
+
+/// A keep-alive HTTP/1.1 client for one target (`host:port`): idle connections are reused
+/// last-in first-out; a connection whose attempt failed or timed out is never reused.
+pub struct HttpClient {
+    /// `host:port` dialled for new connections.
+    addr: String,
+    /// `Host` header value sent with every request (unless the template sets one).
+    host: HeaderValue,
+    idle: Mutex<Vec<Sender>>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    /// `host:port` this client dials.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The `Host` header value of the target.
+    pub fn host(&self) -> &HeaderValue {
+        &self.host
+    }
+
+    fn take_idle(&self) -> Option<Sender> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
+    }
+
+    fn put_idle(&self, s: Sender) {
+        if !s.is_closed() {
+            self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+        }
+    }
+
+    /// A connection ready for a request: an idle one (skipping any the server closed
+    /// meanwhile) or a new one. `Err` only when dialling failed.
+    async fn checkout(&self) -> Result<(Sender, bool), TransportError> {
+        while let Some(mut s) = self.take_idle() {
+            // Readiness involves no request: a closed idle connection is simply dropped.
+            if s.ready().await.is_ok() {
+                return Ok((s, true));
+            }
+        }
+        self.dial().await.map(|s| (s, false))
+    }
+
+    /// Opens a new connection within [`CONNECT_TIMEOUT`]. Every failure here means the
+    /// request never left the client (refused, timed out, or another connect error).
+    async fn dial(&self) -> Result<Sender, TransportError> {
+        let stream =
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&*self.addr)).await {
+                Err(_) => return Err(TransportError::ConnectTimeout),
+                Ok(Err(e)) if e.kind() == io::ErrorKind::TimedOut => {
+                    return Err(TransportError::ConnectTimeout)
+                }
+                Ok(Err(_)) => return Err(TransportError::ConnectRefused),
+                Ok(Ok(s)) => s,
+            };
+        let _ = stream.set_nodelay(true);
+        let (mut sender, conn) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|_| TransportError::ConnectRefused)?;
+        tokio::spawn(async move {
+            // Errors surface through the request that was in flight; nothing to do here.
+            let _ = conn.await;
+        });
+        sender
+            .ready()
+            .await
+            .map_err(|_| TransportError::ConnectRefused)?;
+        Ok(sender)
+    }
+}
+
+/// Builds a client for the target at `base_uri` (`http://host[:port]`, any path ignored):
+/// keep-alive, `TCP_NODELAY`, bounded connect time.
+pub fn client(base_uri: &str) -> HttpClient {
+    let rest = base_uri
+        .strip_prefix("http://")
+        .or_else(|| base_uri.strip_prefix("HTTP://"))
+        .unwrap_or(base_uri);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let addr = if authority.starts_with('[') {
+        // IPv6 literal: port after the closing bracket.
+        match authority.rfind("]:") {
+            Some(_) => authority.to_string(),
+            None => format!("{authority}:80"),
+        }
+    } else if authority.contains(':') {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let host = HeaderValue::from_str(authority).unwrap_or(HeaderValue::from_static("localhost"));
+    HttpClient {
+        addr,
+        host,
+        idle: Mutex::new(Vec::new()),
+    }
 }
 
 /// What came back from one attempt: a whole response, or a transport failure.
@@ -52,18 +152,35 @@ impl Reply {
     }
 }
 
-/// Sends `req` and reads the whole response within `timeout` (the per-try timeout, already
-/// cut to the remaining deadline by the policy). A timed-out attempt's connection is dropped,
-/// never returned to the pool half-read.
+/// Sends `req` (origin-form URI, `Host` set) and reads the whole response within `timeout`
+/// (the per-try timeout, already cut to the remaining deadline by the policy). Only a
+/// connection whose response was read whole goes back to the pool: a timed-out or failed
+/// attempt's connection is dropped, never reused half-read.
+///
+/// A pooled connection the server closed between checks can refuse the request before a
+/// byte of it is written (hyper hands the request back); that request never reached the
+/// server, so it is sent once more on a fresh connection, and counts as one attempt.
 pub async fn send(
     client: &HttpClient,
     req: Request<Full<Bytes>>,
     timeout: Option<Duration>,
 ) -> Reply {
     let exchange = async {
-        let resp = client.request(req).await.map_err(|e| classify(&e))?;
+        let (mut sender, reused) = client.checkout().await?;
+        let resp = match sender.try_send_request(req).await {
+            Ok(resp) => resp,
+            Err(mut e) => match e.take_message() {
+                Some(req) if reused => {
+                    drop(sender);
+                    sender = client.dial().await?;
+                    sender.send_request(req).await.map_err(|e| classify(&e))?
+                }
+                _ => return Err(classify(e.error())),
+            },
+        };
         let (parts, body) = resp.into_parts();
         let body = body.collect().await.map_err(|e| classify(&e))?.to_bytes();
+        client.put_idle(sender);
         Ok::<_, TransportError>(Reply::Response {
             status: parts.status.as_u16(),
             headers: parts.headers,

@@ -503,6 +503,10 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
 /// Open loop: arrivals come on schedule whatever the responses do. Each arrival starts one
 /// logical request per config; a config at its in-flight cap drops (and counts) it.
 /// Returns true when stopped early.
+/// How long before an arrival [`open_loop`] stops sleeping and yields until it is due:
+/// one tick of tokio's timer wheel.
+const SPIN_WINDOW: Duration = Duration::from_millis(1);
+
 async fn open_loop(
     arrivals: schedule::Arrivals,
     runtimes: &[Arc<ConfigRuntime>],
@@ -516,9 +520,21 @@ async fn open_loop(
     for (id, intended) in arrivals.enumerate() {
         let when = epoch.at(intended);
         if tokio::time::Instant::now() < when {
-            tokio::select! {
-                _ = tokio::time::sleep_until(when) => {}
-                _ = stop.changed() => return true,
+            // tokio's timer wheel ticks in whole milliseconds and rounds a deadline up, so
+            // `sleep_until(when)` wakes up to ~1 ms late and every arrival due in that
+            // millisecond starts in one burst. Sleep only to `SPIN_WINDOW` before the
+            // arrival, then yield until it is due: each yield lets in-flight requests and
+            // the I/O driver run, and the spin is bounded by `SPIN_WINDOW` (plus the
+            // timer's own lateness), after which the stop signal is checked below.
+            let coarse = when.checked_sub(SPIN_WINDOW).unwrap_or(when);
+            if tokio::time::Instant::now() < coarse {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(coarse) => {}
+                    _ = stop.changed() => return true,
+                }
+            }
+            while tokio::time::Instant::now() < when {
+                tokio::task::yield_now().await;
             }
         }
         if *stop.borrow() {
