@@ -358,3 +358,68 @@ async fn reset_faults_never_reach_nginx() {
     assert_eq!(s.forwarded, 5);
     assert_eq!(log.len(), 5);
 }
+
+/// The full engine in front of nginx: for each config of a shipped scenario (its target
+/// switched to nginx, its reset window kept, shortened), the requests in nginx's access log
+/// equal the proxy's forwarded count exactly, and arrivals at the proxy equal the client's
+/// attempts.
+#[test]
+fn live_run_through_the_proxy_matches_nginx_log_per_config() {
+    let Some(nginx) = Nginx::start() else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/connection-resets.toml");
+    let base = stormrig::plan::load(&path).expect("shipped scenario plans");
+    assert!(base.configs.len() >= 2);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for config in &base.configs {
+        let mut plan = base.clone();
+        plan.configs = vec![config.clone()];
+        plan.scenario.duration = Duration::from_millis(1500);
+        plan.scenario.target = stormrig::scenario::Target::Url {
+            url: format!("http://127.0.0.1:{}", nginx.port),
+            host: "127.0.0.1".into(),
+            port: nginx.port,
+            dedup: None,
+        };
+        for f in &mut plan.scenario.faults {
+            f.at = Duration::ZERO;
+            f.length = Duration::from_millis(1500);
+        }
+        let before = nginx.log().len();
+        let out = rt.block_on(async {
+            let (_tx, rx) = tokio::sync::watch::channel(false);
+            let opts = stormrig::live::RunOptions {
+                attempt_log: false,
+                progress: false,
+                abort_when: None,
+            };
+            stormrig::live::run(&plan, &opts, rx).await.expect("run")
+        });
+        let c = &out.result.configs[0];
+        let logged = rt
+            .block_on(nginx.log_with(before + c.target_forwarded as usize))
+            .len()
+            - before;
+        assert!(c.upstream_requests > 0);
+        assert_eq!(
+            c.downstream_arrivals, c.attempts,
+            "{}: proxy arrivals vs client attempts",
+            c.name
+        );
+        assert_eq!(
+            logged as u64, c.target_forwarded,
+            "{}: nginx log vs forwarded",
+            c.name
+        );
+        assert!(
+            c.target_forwarded < c.attempts,
+            "{}: the reset window kept some attempts from nginx",
+            c.name
+        );
+    }
+}

@@ -101,6 +101,9 @@ pub struct ConfigSummary {
     /// Target-side goodput and damage figures.
     pub target_served_ok: u64,
     pub target_shed: u64,
+    /// Requests the fault proxy handed to the real server (0 for the built-in target).
+    #[serde(default)]
+    pub target_forwarded: u64,
     /// Logical requests the target executed more than once.
     pub duplicate_executions: u64,
     /// The rest of the idempotency damage and dedup figures, flat in `summary.json`.
@@ -347,6 +350,7 @@ pub fn summarize(
         amplification_bound,
         target_served_ok: target.served_ok,
         target_shed: target.shed,
+        target_forwarded: target.forwarded,
         duplicate_executions: target.duplicate_executions,
         idempotency: IdempotencyFigures::of(target),
         latency_curve: latency_curve(&rec.latency_us),
