@@ -10,8 +10,6 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, HOST};
 use hyper::{Method, Request, Uri};
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
@@ -23,7 +21,7 @@ use crate::policy::{
 use crate::target::headers;
 
 // Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
-pub use crate::metrics::engine::{breaker_level, reason_label, request_seed};
+pub use crate::metrics::engine::{breaker_level, reason_label, request_seed, LazyRng};
 
 /// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
 /// and the recorder change together, so counts and decisions can never disagree.
@@ -366,43 +364,6 @@ fn finish_locked(
         now.mono.saturating_sub(intended),
         reason.map(reason_label),
     );
-}
-
-/// The per-request RNG, seeded on first use: most requests never draw (no retry, or no
-/// jitter), so they skip seeding a ChaCha. Same seed, same sequence as an eager one.
-struct LazyRng {
-    seed: u64,
-    rng: Option<ChaCha8Rng>,
-}
-
-impl LazyRng {
-    fn new(seed: u64) -> Self {
-        LazyRng { seed, rng: None }
-    }
-
-    fn get(&mut self) -> &mut ChaCha8Rng {
-        let seed = self.seed;
-        self.rng
-            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
-    }
-}
-
-impl RngCore for LazyRng {
-    fn next_u32(&mut self) -> u32 {
-        self.get().next_u32()
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.get().next_u64()
-    }
-
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.get().fill_bytes(dest)
-    }
-
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
-        self.get().try_fill_bytes(dest)
-    }
 }
 
 fn note_refusal(g: &mut Shared, config: &str, request: u64, attempt: u32) {

@@ -2,6 +2,9 @@
 //! the same (seed, config, request) draws the same jitter and the same give-up reason or
 //! breaker state is charted under the same name whichever engine ran.
 
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::policy::{BreakerState, GiveUpReason};
 
 /// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
@@ -34,5 +37,49 @@ pub fn reason_label(r: GiveUpReason) -> &'static str {
         GiveUpReason::CostCap => "cost-cap",
         GiveUpReason::NotIdempotent => "not-idempotent",
         GiveUpReason::ServerPushback => "server-pushback",
+    }
+}
+
+/// A request's `ChaCha8Rng`, seeded on its first draw rather than when the request starts:
+/// most requests never draw (no retry, or no jitter), so they skip seeding a ChaCha, and
+/// seeding on first use gives exactly the same sequence as seeding up front.
+#[derive(Debug, Clone)]
+pub struct LazyRng {
+    seed: u64,
+    rng: Option<ChaCha8Rng>,
+}
+
+impl LazyRng {
+    pub fn new(seed: u64) -> Self {
+        LazyRng { seed, rng: None }
+    }
+
+    /// Starts over with another seed (the simulator reuses request slots).
+    #[inline]
+    pub fn reseed(&mut self, seed: u64) {
+        self.seed = seed;
+        self.rng = None;
+    }
+
+    #[inline]
+    fn get(&mut self) -> &mut ChaCha8Rng {
+        let seed = self.seed;
+        self.rng
+            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+    }
+}
+
+impl RngCore for LazyRng {
+    fn next_u32(&mut self) -> u32 {
+        self.get().next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.get().next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.get().fill_bytes(dest)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.get().try_fill_bytes(dest)
     }
 }

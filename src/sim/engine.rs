@@ -17,11 +17,8 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use super::target::Counters;
-use crate::metrics::engine::{breaker_level, reason_label, request_seed};
+use crate::metrics::engine::{breaker_level, reason_label, request_seed, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason, TargetStats};
 use crate::policy::{
     attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
@@ -84,48 +81,6 @@ impl Ord for Event {
     /// Reversed: `BinaryHeap` is a max-heap and the earliest event must come out first.
     fn cmp(&self, o: &Self) -> Ordering {
         o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
-    }
-}
-
-/// A request's `ChaCha8Rng`, seeded on its first draw rather than when the request starts:
-/// most requests never draw (no jitter before a first success), and seeding on first use
-/// gives exactly the same sequence as seeding up front.
-struct LazyRng {
-    seed: u64,
-    rng: Option<ChaCha8Rng>,
-}
-
-impl LazyRng {
-    fn new(seed: u64) -> Self {
-        LazyRng { seed, rng: None }
-    }
-
-    #[inline]
-    fn reseed(&mut self, seed: u64) {
-        self.seed = seed;
-        self.rng = None;
-    }
-
-    #[inline]
-    fn get(&mut self) -> &mut ChaCha8Rng {
-        let seed = self.seed;
-        self.rng
-            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
-    }
-}
-
-impl RngCore for LazyRng {
-    fn next_u32(&mut self) -> u32 {
-        self.get().next_u32()
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.get().next_u64()
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.get().fill_bytes(dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
-        self.get().try_fill_bytes(dest)
     }
 }
 
