@@ -4,6 +4,8 @@
 #   targets/nginx/run.sh stop  PREFIX_DIR        # stops the nginx whose pid is in PREFIX_DIR
 # nginx listens on 127.0.0.1:PORT with 1 worker; access log: PREFIX_DIR/access.log, format
 #   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key"
+# NGINX_ACCESS_LOG=off turns the access log off (peer benchmarks: a log line per request
+# costs nginx a write per request that wrk-vs-nginx figures elsewhere do not pay).
 # Install: apt-get update && apt-get install -y nginx
 set -eu
 
@@ -34,7 +36,13 @@ start)
     else
         user=""
     fi
-    sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$port|g" -e "s|@USER@|$user|g" \
+    if [ "${NGINX_ACCESS_LOG:-on}" = off ]; then
+        access_log="access_log off;"
+    else
+        access_log="access_log $prefix/access.log stormrig;"
+    fi
+    sed -e "s|@ACCESS_LOG@|$access_log|g" -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$port|g" \
+        -e "s|@USER@|$user|g" \
         "$HERE/nginx.conf.template" >"$prefix/nginx.conf"
     : >"$prefix/access.log"
     "$NGINX" -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log"
