@@ -498,7 +498,7 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             config,
             threads,
             max_in_flight,
-            scheduler,
+            connections,
         } => {
             if !(rate.is_finite() && rate > 0.0) {
                 return Err(AppError::bad("--rate must be above 0"));
@@ -509,9 +509,7 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 duration: dur("duration", &duration)?,
                 config,
                 max_in_flight,
-                scheduler: scheduler
-                    .parse()
-                    .map_err(|e| AppError::bad(format!("--scheduler: {e}")))?,
+                connections: (connections > 0).then_some(connections),
                 drain: std::time::Duration::from_secs(2),
             };
             let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;

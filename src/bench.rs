@@ -299,6 +299,7 @@ pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64
         config,
         base_uri,
         max_in_flight,
+        max_connections: None,
         seed: 1,
         propagate_deadline: false,
         attempt_log: false,
@@ -466,28 +467,6 @@ pub fn generator_text(opts: &GeneratorOpts, r: &GeneratorReport) -> String {
 // bench open-loop
 // ---------------------------------------------------------------------------------------
 
-/// How the open-loop scheduler waits for the next arrival.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheduler {
-    /// `tokio::time::sleep_until(intended)`, as `live::open_loop` does (the tokio timer
-    /// wheel has 1 ms granularity: arrivals inside the same millisecond start in a burst).
-    Sleep,
-    /// Sleep only when the next arrival is more than 1 ms away (to about 1 ms before it),
-    /// then yield to the runtime until it is due, so arrivals start within microseconds.
-    Hybrid,
-}
-
-impl std::str::FromStr for Scheduler {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "sleep" => Ok(Scheduler::Sleep),
-            "hybrid" => Ok(Scheduler::Hybrid),
-            _ => Err(format!("unknown scheduler `{s}` (sleep, hybrid)")),
-        }
-    }
-}
-
 /// Options of `bench open-loop` (and `bench memory`).
 #[derive(Debug, Clone)]
 pub struct OpenLoopOpts {
@@ -496,7 +475,9 @@ pub struct OpenLoopOpts {
     pub duration: Duration,
     pub config: String,
     pub max_in_flight: u64,
-    pub scheduler: Scheduler,
+    /// Connections the config's pool may hold (attempts beyond them wait for one), as
+    /// oha's `-c`; None: unbounded, as `stormrig run`.
+    pub connections: Option<usize>,
     /// Requests still in flight this long after the last arrival are abandoned.
     pub drain: Duration,
 }
@@ -528,66 +509,42 @@ impl OpenLoopReport {
     }
 }
 
-/// The open-loop scheduler over the real driver, as `live::open_loop` does it: a seeded
-/// constant-rate schedule, one task per arrival, in-flight cap, lag recorded at spawn.
+/// The open loop of `stormrig run` ([`crate::live::open_loop`]: its scheduler, spawning,
+/// in-flight cap and lag measurement) over the real driver, on a seeded constant-rate
+/// schedule, then a bounded drain.
 pub async fn open_loop_run(
     opts: &OpenLoopOpts,
     config: RetryConfig,
-    mut on_second: impl FnMut(u64),
 ) -> Result<(OpenLoopReport, Arc<ConfigRuntime>), String> {
     let (base, path) = split_url(&opts.url)?;
     if opts.max_in_flight == 0 {
         return Err("max in flight must be at least 1".into());
     }
-    let rt = Arc::new(config_runtime(&config, base, opts.max_in_flight));
-    let tmpl = Arc::new(get(&path));
+    let mut crt = config_runtime(&config, base, opts.max_in_flight);
+    if let Some(n) = opts.connections {
+        crt.http = crt.http.with_max_connections(n);
+    }
+    let rt = Arc::new(crt);
+    let tmpl = get(&path);
     let shape = LoadShape::Constant { rate: opts.rate };
     let arrivals = schedule::arrivals(&shape, opts.duration, 1);
     let epoch = Epoch::start();
     let mut lag = new_histogram(3);
     let mut tasks: JoinSet<()> = JoinSet::new();
-    let mut scheduled = 0u64;
-    let mut last_start = Duration::ZERO;
-    let mut next_second = 1u64;
-    let spin_window = Duration::from_millis(1);
-    for (id, intended) in arrivals.enumerate() {
-        let when = epoch.at(intended);
-        match opts.scheduler {
-            Scheduler::Sleep => {
-                if tokio::time::Instant::now() < when {
-                    tokio::time::sleep_until(when).await;
-                }
-            }
-            Scheduler::Hybrid => {
-                let now = tokio::time::Instant::now();
-                if when > now + 2 * spin_window {
-                    tokio::time::sleep_until(when - spin_window).await;
-                }
-                while tokio::time::Instant::now() < when {
-                    tokio::task::yield_now().await;
-                }
-            }
-        }
-        let started = epoch.elapsed();
-        while started.as_secs() >= next_second {
-            on_second(next_second);
-            next_second += 1;
-        }
-        lag.saturating_record(started.saturating_sub(intended).as_micros() as u64);
-        scheduled += 1;
-        last_start = started;
-        if !rt.try_claim() {
-            rt.dropped(intended);
-            continue;
-        }
-        let rt2 = Arc::clone(&rt);
-        let tmpl = Arc::clone(&tmpl);
-        tasks.spawn(async move {
-            rt2.drive(&epoch, &tmpl, id as u64, intended, None).await;
-            rt2.release();
-        });
-        while tasks.try_join_next().is_some() {}
-    }
+    // Never signalled: the bench runs its whole schedule.
+    let (_stop_tx, mut stop) = tokio::sync::watch::channel(false);
+    crate::live::open_loop(
+        arrivals,
+        std::slice::from_ref(&rt),
+        &tmpl,
+        epoch,
+        &mut tasks,
+        &mut lag,
+        &mut stop,
+    )
+    .await;
+    let last_start = epoch.elapsed();
+    let scheduled = lag.len();
     // The rest of the load phase (when the schedule ended early) and the drain.
     let load_end = epoch.at(opts.duration);
     let drain_end = epoch.at(opts.duration + opts.drain);
@@ -619,7 +576,7 @@ pub fn open_loop(opts: &OpenLoopOpts, threads: usize) -> Result<OpenLoopReport, 
     let rt = runtime(threads).map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
     let config = config_named(&opts.config)?;
-    let (mut r, _) = rt.block_on(open_loop_run(opts, config, |_| {}))?;
+    let (mut r, _) = rt.block_on(open_loop_run(opts, config))?;
     let cpu1 = cpu_seconds();
     drop(rt);
     r.cpu_s = cpu0.zip(cpu1).map(|(a, b)| b - a);
@@ -634,14 +591,14 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
     let _ = writeln!(out, "url={}", opts.url);
     let _ = writeln!(out, "config={}", opts.config);
     let _ = writeln!(out, "threads={}", r.threads);
-    let _ = writeln!(
-        out,
-        "scheduler={}",
-        match opts.scheduler {
-            Scheduler::Sleep => "sleep",
-            Scheduler::Hybrid => "hybrid",
+    match opts.connections {
+        Some(n) => {
+            let _ = writeln!(out, "connections={n}");
         }
-    );
+        None => {
+            let _ = writeln!(out, "connections=unbounded");
+        }
+    }
     let _ = writeln!(out, "rate={:.0}", opts.rate);
     let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
     let _ = writeln!(out, "scheduled={}", r.scheduled);
@@ -813,15 +770,22 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
             duration: opts.duration,
             config: opts.config.clone(),
             max_in_flight: opts.max_in_flight,
-            scheduler: Scheduler::Sleep,
+            connections: None,
             drain: Duration::ZERO,
         };
-        let mut rss = vec![rss_kib().unwrap_or(0)];
-        // The scheduler samples RSS as each second passes (no extra task, same clock).
-        let (report, crt) = open_loop_run(&ol, config, |_| {
-            rss.push(rss_kib().unwrap_or(0));
-        })
-        .await?;
+        // RSS once per second of the load phase, from a task beside the open loop.
+        let seconds = opts.duration.as_secs();
+        let sampler = tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            let mut rss = vec![rss_kib().unwrap_or(0)];
+            for s in 1..=seconds {
+                tokio::time::sleep_until(start + Duration::from_secs(s)).await;
+                rss.push(rss_kib().unwrap_or(0));
+            }
+            rss
+        });
+        let (report, crt) = open_loop_run(&ol, config).await?;
+        let mut rss = sampler.await.map_err(|e| e.to_string())?;
         rss.push(rss_kib().unwrap_or(0));
         let peak = crt.with(|g| g.rec.client_in_flight_peak);
         let target = handle.shutdown().await;

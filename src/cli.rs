@@ -168,9 +168,9 @@ pub enum BenchCommand {
         /// Per-config in-flight cap (arrivals beyond it are dropped and counted).
         #[arg(long, default_value_t = 10_000)]
         max_in_flight: u64,
-        /// `sleep` (as `stormrig run`) or `hybrid` (sleep to ~1 ms before, then yield).
-        #[arg(long, default_value = "sleep")]
-        scheduler: String,
+        /// Connections the pool may hold, as oha's `-c` (0: unbounded, as `stormrig run`).
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
     },
     /// The built-in target answering every request with one status, for wrk to drive.
     Target {

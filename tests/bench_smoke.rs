@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use stormrig::bench::{self, GeneratorOpts, OpenLoopOpts, Scheduler};
+use stormrig::bench::{self, GeneratorOpts, OpenLoopOpts};
 use stormrig::scenario::{Dist, ServiceModel};
 use stormrig::target::{self, TargetConfig};
 
@@ -135,11 +135,11 @@ async fn open_loop_starts_every_arrival() {
         duration: Duration::from_millis(500),
         config: "naive".into(),
         max_in_flight: 1000,
-        scheduler: Scheduler::Hybrid,
+        connections: Some(8),
         drain: Duration::from_secs(2),
     };
     let config = stormrig::policy::preset("naive").unwrap();
-    let (r, _) = bench::open_loop_run(&opts, config, |_| {}).await.unwrap();
+    let (r, _) = bench::open_loop_run(&opts, config).await.unwrap();
     let stats = handle.shutdown().await;
     assert_eq!(r.scheduled, 100);
     assert_eq!(r.counted.requests, 100);

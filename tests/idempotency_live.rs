@@ -215,6 +215,7 @@ jitter = { kind = "none" }
         config: &cfg,
         base_uri: format!("http://{addr}"),
         max_in_flight: 1000,
+        max_connections: None,
         seed: 1,
         propagate_deadline: false,
         attempt_log: true,

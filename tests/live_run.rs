@@ -239,6 +239,40 @@ fn in_flight_cap_counts_drops() {
     assert_eq!(c.attempts, c.downstream_arrivals);
 }
 
+/// A bounded client pool holds the target's concurrency to the bound: with 300 ms of added
+/// latency for the first 2 s at 100 req/s (about 30 requests in flight unbounded), the
+/// target never sees more than 3 at once, requests queue in the client instead (their
+/// latency counts from the intended start), and counts stay exact.
+#[test]
+fn bounded_connection_pool_caps_target_concurrency() {
+    let mut plan = plan_of(ALWAYS_503);
+    plan.configs.truncate(1);
+    plan.scenario.load.max_connections = Some(3);
+    plan.scenario.faults = vec![Fault {
+        at: Duration::ZERO,
+        length: Duration::from_secs(2),
+        path: None,
+        probability: 1.0,
+        kind: FaultKind::Latency {
+            add: scenario::Dist::Constant {
+                value: Duration::from_millis(300),
+            },
+        },
+    }];
+    plan.scenario.drain = Duration::from_secs(30);
+    let r = run(&plan, false).result;
+    let c = &r.configs[0];
+    assert_eq!(c.upstream_requests, 200);
+    assert_eq!(c.attempts, c.downstream_arrivals);
+    assert!(
+        (1..=3).contains(&c.peak_concurrency),
+        "target saw {} at once",
+        c.peak_concurrency
+    );
+    // The requests the pool held back were in flight at the client, waiting.
+    assert!(c.client_peak_in_flight > 3, "{}", c.client_peak_in_flight);
+}
+
 /// A real target that refuses connections: the fault proxy answers 502 and says the request
 /// never reached the server, so a config that keeps POST retries to never-sent requests
 /// still retries, and counts stay exact at the proxy.

@@ -119,6 +119,12 @@ fn negative_rate() {
 }
 
 #[test]
+fn zero_connections() {
+    let e = refused(&edit(6, "rate = 100.0\nmax_connections = 0"));
+    assert_at(&e, 7, Some("load.max_connections"));
+}
+
+#[test]
 fn probability_above_one() {
     let e = refused(&edit(19, "probability = 1.5"));
     assert_eq!(

@@ -172,6 +172,15 @@ fn topologies_are_refused_clearly() {
     assert!(e.to_string().contains("topolog"), "{e}");
 }
 
+#[test]
+fn bounded_connection_pools_are_refused_clearly() {
+    let mut p = plan("downstream-503-10s.toml");
+    p.scenario.load.max_connections = Some(8);
+    let e = sim::run(&p, &SimOptions::default()).unwrap_err();
+    assert!(matches!(e, SimError::Unsupported(_)));
+    assert!(e.to_string().contains("max_connections"), "{e}");
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();

@@ -78,6 +78,8 @@ pub struct RuntimeSpec<'a> {
     pub config: &'a crate::policy::RetryConfig,
     pub base_uri: String,
     pub max_in_flight: u64,
+    /// Bound of the connection pool to the next hop (None: unbounded).
+    pub max_connections: Option<usize>,
     pub seed: u64,
     pub propagate_deadline: bool,
     pub attempt_log: bool,
@@ -94,7 +96,10 @@ impl ConfigRuntime {
                 rec: Recorder::new(),
                 log: spec.attempt_log.then(Vec::new),
             }),
-            http: super::http::client(&spec.base_uri),
+            http: match spec.max_connections {
+                Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
+                None => super::http::client(&spec.base_uri),
+            },
             base_uri: spec.base_uri,
             in_flight: AtomicU64::new(0),
             max_in_flight: spec.max_in_flight,

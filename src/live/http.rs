@@ -4,10 +4,17 @@
 //! The client is a lean per-config pool of hyper HTTP/1.1 connections (`conn::http1`
 //! senders over `TcpStream`s with `TCP_NODELAY`), not hyper-util's legacy `Client`: one
 //! target per config, so no pool key hashing, no executor hop per request, LIFO reuse.
+//!
+//! The pool may be bounded ([`HttpClient::with_max_connections`]): an attempt then waits for
+//! a connection like a real client with a pool limit does, and that wait is part of the
+//! attempt's latency and of its per-try timeout. Unbounded, an overloaded generator opens
+//! connections without limit and becomes its own storm (every arrival that finds no idle
+//! connection dials, the dials slow everything down, more arrivals find no connection).
 
 use std::error::Error as StdError;
 use std::io;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -17,6 +24,7 @@ use hyper::header::{HeaderMap, HeaderValue};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::policy::TransportError;
 
@@ -33,6 +41,17 @@ pub struct HttpClient {
     /// `Host` header value sent with every request (unless the template sets one).
     host: HeaderValue,
     idle: Mutex<Vec<Sender>>,
+    /// One permit per connection an attempt may hold at once (None: unbounded). A permit
+    /// is taken before a connection is checked out or dialled and returned after the
+    /// connection went back to the idle list, so connections never outnumber permits.
+    slots: Option<(usize, Arc<Semaphore>)>,
+}
+
+/// A connection checked out for one attempt, with its pool slot (when bounded).
+struct Lease {
+    sender: Sender,
+    reused: bool,
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -54,6 +73,18 @@ impl HttpClient {
         &self.host
     }
 
+    /// Bounds the pool to `n` connections (at least 1): attempts beyond them wait for one.
+    pub fn with_max_connections(mut self, n: usize) -> HttpClient {
+        let n = n.max(1);
+        self.slots = Some((n, Arc::new(Semaphore::new(n))));
+        self
+    }
+
+    /// The pool's bound, if any.
+    pub fn max_connections(&self) -> Option<usize> {
+        self.slots.as_ref().map(|(n, _)| *n)
+    }
+
     fn take_idle(&self) -> Option<Sender> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }
@@ -65,15 +96,34 @@ impl HttpClient {
     }
 
     /// A connection ready for a request: an idle one (skipping any the server closed
-    /// meanwhile) or a new one. `Err` only when dialling failed.
-    async fn checkout(&self) -> Result<(Sender, bool), TransportError> {
+    /// meanwhile) or a new one, after waiting for a pool slot when the pool is bounded.
+    /// `Err` only when dialling failed.
+    async fn checkout(&self) -> Result<Lease, TransportError> {
+        let slot = match &self.slots {
+            Some((_, sem)) => Some(
+                Arc::clone(sem)
+                    .acquire_owned()
+                    .await
+                    .expect("the pool's semaphore is never closed"),
+            ),
+            None => None,
+        };
         while let Some(mut s) = self.take_idle() {
             // Readiness involves no request: a closed idle connection is simply dropped.
             if s.ready().await.is_ok() {
-                return Ok((s, true));
+                return Ok(Lease {
+                    sender: s,
+                    reused: true,
+                    _slot: slot,
+                });
             }
         }
-        self.dial().await.map(|s| (s, false))
+        let sender = self.dial().await?;
+        Ok(Lease {
+            sender,
+            reused: false,
+            _slot: slot,
+        })
     }
 
     /// Opens a new connection within [`CONNECT_TIMEOUT`]. Every failure here means the
@@ -128,6 +178,7 @@ pub fn client(base_uri: &str) -> HttpClient {
         addr,
         host,
         idle: Mutex::new(Vec::new()),
+        slots: None,
     }
 }
 
@@ -160,27 +211,38 @@ impl Reply {
 /// A pooled connection the server closed between checks can refuse the request before a
 /// byte of it is written (hyper hands the request back); that request never reached the
 /// server, so it is sent once more on a fresh connection, and counts as one attempt.
+///
+/// When the timeout ends the attempt before it had a connection (waiting for a pool slot,
+/// or dialling), the request never left the client: that is a connect timeout, safe to
+/// retry whatever the method, not a per-try timeout of a request the server may have seen.
 pub async fn send(
     client: &HttpClient,
     req: Request<Full<Bytes>>,
     timeout: Option<Duration>,
 ) -> Reply {
+    let connected = AtomicBool::new(false);
     let exchange = async {
-        let (mut sender, reused) = client.checkout().await?;
-        let resp = match sender.try_send_request(req).await {
+        let mut lease = client.checkout().await?;
+        connected.store(true, Ordering::Relaxed);
+        let resp = match lease.sender.try_send_request(req).await {
             Ok(resp) => resp,
             Err(mut e) => match e.take_message() {
-                Some(req) if reused => {
-                    drop(sender);
-                    sender = client.dial().await?;
-                    sender.send_request(req).await.map_err(|e| classify(&e))?
+                Some(req) if lease.reused => {
+                    lease.sender = client.dial().await?;
+                    lease
+                        .sender
+                        .send_request(req)
+                        .await
+                        .map_err(|e| classify(&e))?
                 }
                 _ => return Err(classify(e.error())),
             },
         };
         let (parts, body) = resp.into_parts();
         let body = body.collect().await.map_err(|e| classify(&e))?.to_bytes();
-        client.put_idle(sender);
+        // Back to the idle list before the slot is released (when `lease` drops), so an
+        // attempt waiting for the slot finds this connection instead of dialling.
+        client.put_idle(lease.sender);
         Ok::<_, TransportError>(Reply::Response {
             status: parts.status.as_u16(),
             headers: parts.headers,
@@ -190,6 +252,7 @@ pub async fn send(
     let result = match timeout {
         Some(t) => match tokio::time::timeout(t, exchange).await {
             Ok(r) => r,
+            Err(_) if !connected.load(Ordering::Relaxed) => Err(TransportError::ConnectTimeout),
             Err(_) => Err(TransportError::PerTryTimeout),
         },
         None => exchange.await,
@@ -243,5 +306,84 @@ pub fn classify(err: &(dyn StdError + 'static)) -> TransportError {
         TransportError::ConnectRefused
     } else {
         TransportError::Reset
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    /// A loopback server that accepts connections, counts them, reads and never answers.
+    async fn silent_server() -> (String, Arc<AtomicU64>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let n = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                n.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    while matches!(s.read(&mut buf).await, Ok(k) if k > 0) {}
+                });
+            }
+        });
+        (format!("http://{addr}"), accepted)
+    }
+
+    fn get() -> Request<Full<Bytes>> {
+        Request::get("/")
+            .header("host", "127.0.0.1")
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_bounded_pool_never_opens_more_connections_and_a_wait_that_times_out_never_left() {
+        let (base, accepted) = silent_server().await;
+        let c = Arc::new(client(&base).with_max_connections(1));
+        assert_eq!(c.max_connections(), Some(1));
+        // A takes the only slot and hangs on the silent server for 300 ms.
+        let a = {
+            let c = Arc::clone(&c);
+            tokio::spawn(async move { send(&c, get(), Some(Duration::from_millis(300))).await })
+        };
+        while accepted.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        // B waits for the slot and its 50 ms end while A still holds it: never sent.
+        let b = send(&c, get(), Some(Duration::from_millis(50))).await;
+        assert!(
+            matches!(b, Reply::Failed(TransportError::ConnectTimeout)),
+            "{b:?}"
+        );
+        let a = a.await.unwrap();
+        assert!(
+            matches!(a, Reply::Failed(TransportError::PerTryTimeout)),
+            "{a:?}"
+        );
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_unbounded_pool_dials_for_every_concurrent_attempt() {
+        let (base, accepted) = silent_server().await;
+        let c = Arc::new(client(&base));
+        assert_eq!(c.max_connections(), None);
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..3 {
+            let c = Arc::clone(&c);
+            set.spawn(async move { send(&c, get(), Some(Duration::from_millis(100))).await });
+        }
+        while let Some(r) = set.join_next().await {
+            assert!(matches!(
+                r.unwrap(),
+                Reply::Failed(TransportError::PerTryTimeout)
+            ));
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
     }
 }

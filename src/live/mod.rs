@@ -227,6 +227,7 @@ pub async fn run(
                 config: &pl.config,
                 base_uri: next,
                 max_in_flight: u64::MAX,
+                max_connections: None,
                 seed: sc.seed,
                 propagate_deadline: pl.propagate_deadline,
                 attempt_log: false,
@@ -261,6 +262,7 @@ pub async fn run(
                 config: &c.config,
                 base_uri: entry.clone(),
                 max_in_flight: u64::from(sc.load.max_in_flight),
+                max_connections: sc.load.max_connections.map(|n| n as usize),
                 seed: sc.seed,
                 propagate_deadline: sc.load.propagate_deadline,
                 attempt_log: opts.attempt_log,
@@ -500,14 +502,15 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
     })
 }
 
-/// Open loop: arrivals come on schedule whatever the responses do. Each arrival starts one
-/// logical request per config; a config at its in-flight cap drops (and counts) it.
-/// Returns true when stopped early.
 /// How long before an arrival [`open_loop`] stops sleeping and yields until it is due:
 /// one tick of tokio's timer wheel.
 const SPIN_WINDOW: Duration = Duration::from_millis(1);
 
-async fn open_loop(
+/// Open loop: arrivals come on schedule whatever the responses do. Each arrival starts one
+/// logical request per config; a config at its in-flight cap drops (and counts) it. The
+/// start lag of each arrival (actual − intended start, µs) goes into `lag`.
+/// Returns true when stopped early. `stormrig bench open-loop` measures this very function.
+pub(crate) async fn open_loop(
     arrivals: schedule::Arrivals,
     runtimes: &[Arc<ConfigRuntime>],
     tmpl: &RequestTemplate,

@@ -88,6 +88,12 @@ pub struct LoadSection {
     /// counted, never silently delayed (that would hide the overload the storm causes).
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: u32,
+    /// Per-config cap on the client's connections to the next hop, as a real client's pool
+    /// limit: attempts beyond it wait for a connection (the wait is part of their latency
+    /// and per-try timeout). Unset: unbounded, every attempt that finds no idle connection
+    /// dials a new one.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
     /// The load generator passes each request's remaining deadline to the next hop (the
     /// first topology layer, or the target) in `x-stormrig-deadline-ms`.
     #[serde(default)]
@@ -129,6 +135,8 @@ pub struct Load {
     pub headers: BTreeMap<String, String>,
     pub body: Option<String>,
     pub max_in_flight: u32,
+    /// Client connection pool bound (see [`LoadSection::max_connections`]).
+    pub max_connections: Option<u32>,
     /// Pass the remaining deadline downstream (see [`LoadSection::propagate_deadline`]).
     pub propagate_deadline: bool,
 }

@@ -309,6 +309,9 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
     if l.max_in_flight == 0 {
         return refuse(f("max_in_flight"), "0 is outside [1, 4294967295]");
     }
+    if l.max_connections == Some(0) {
+        return refuse(f("max_connections"), "0 is outside [1, 4294967295]");
+    }
     Ok(Load {
         shape,
         method: l.method.clone(),
@@ -316,6 +319,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         headers: l.headers.clone(),
         body: l.body.clone(),
         max_in_flight: l.max_in_flight,
+        max_connections: l.max_connections,
         propagate_deadline: l.propagate_deadline,
     })
 }

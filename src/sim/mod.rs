@@ -105,6 +105,11 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             sc.topology.len()
         )));
     }
+    if let Some(n) = sc.load.max_connections {
+        return Err(SimError::Unsupported(format!(
+            "a bounded client connection pool (load.max_connections = {n})"
+        )));
+    }
     let model = match &sc.target {
         Target::Builtin { model, dedup, .. } => {
             if dedup.as_ref().is_some_and(|d| d.enabled) {

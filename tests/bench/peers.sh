@@ -178,14 +178,14 @@ run_gen() { # round
         "attempts=$(kv "$out" attempts)"
 }
 
-run_open() { # round scheduler
+run_open() { # round
     local out="$WORK/open.out" cpu n
     timed "$out" "$STORMRIG" bench open-loop --url "http://127.0.0.1:$NGINX_PORT/" \
         --rate "$RATE" --duration "${DUR}s" --config "$CONFIG" --threads 1 \
-        --scheduler "$2" || return 0
+        --connections "$CONNS" || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record open-loop stormrig "$RATE/s, $CONFIG, 1 thread, $2" "$1" "$(kv "$out" achieved_rate)" \
+    record open-loop stormrig "$RATE/s, $CONFIG, 1 thread, -c$CONNS" "$1" "$(kv "$out" achieved_rate)" \
         "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
         "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms"
 }
@@ -224,12 +224,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 for r in $(seq 1 "$ROUNDS"); do
     log "round $r/$ROUNDS: open loop at $RATE req/s"
-    run_open "$r" sleep
+    run_open "$r"
     trunc_log
-    run_oha open-loop "-q $RATE --latency-correction" "$r" \
-        "http://127.0.0.1:$NGINX_PORT/" -q "$RATE" --latency-correction
-    trunc_log
-    run_open "$r" hybrid
+    run_oha open-loop "-q $RATE --latency-correction, 1 thread" "$r" \
+        "http://127.0.0.1:$NGINX_PORT/" -q "$RATE" --latency-correction --worker-threads 1
     trunc_log
 done
 for r in $(seq 1 "$ROUNDS"); do
