@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue, HOST};
+use hyper::header::{HeaderMap, HeaderValue, HOST};
 use hyper::{Method, Request, Uri};
 
 use super::clock::Epoch;
@@ -302,24 +302,18 @@ impl ConfigRuntime {
         if !h.contains_key(HOST) {
             h.insert(HOST, self.http.host().clone());
         }
-        h.insert(
-            HeaderName::from_static(headers::REQUEST),
-            HeaderValue::from(request),
-        );
-        h.insert(
-            HeaderName::from_static(headers::ATTEMPT),
-            HeaderValue::from(attempt),
-        );
+        h.insert(crate::target::H_REQUEST, HeaderValue::from(request));
+        h.insert(crate::target::H_ATTEMPT, HeaderValue::from(attempt));
         if let (true, Some(rem)) = (self.propagate_deadline, remaining) {
             h.insert(
-                HeaderName::from_static(headers::DEADLINE_MS),
+                crate::target::H_DEADLINE_MS,
                 HeaderValue::from(rem.as_millis() as u64),
             );
         }
         if key {
             let v = format!("{}-{request}", self.name);
             if let Ok(v) = HeaderValue::from_str(&v) {
-                h.insert(HeaderName::from_static(headers::IDEMPOTENCY_KEY), v);
+                h.insert(crate::target::H_IDEMPOTENCY_KEY, v);
             }
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));
@@ -400,6 +394,9 @@ fn drain(g: &mut Shared, _t: Duration) {
 /// says the real server was never reached is what it stands for: a failed connect.
 pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
     match reply {
+        Reply::Response { status, .. } if !Response::headers_matter(*status) => {
+            AttemptOutcome::Response(Response::status(*status))
+        }
         Reply::Response { .. }
             if reply.header(headers::UPSTREAM) == Some(headers::UPSTREAM_CONNECT_FAILED) =>
         {

@@ -65,6 +65,13 @@ pub struct Response<'a> {
 }
 
 impl<'a> Response<'a> {
+    /// Whether the policy reads anything but the status of a response with `status`: only
+    /// failures are classified by error code and carry retry hints, so an engine may skip
+    /// looking up headers (a hash per name, per attempt) for everything else.
+    pub fn headers_matter(status: u16) -> bool {
+        status >= 400
+    }
+
     /// A response with only a status.
     pub fn status(status: u16) -> Self {
         Response {
@@ -218,7 +225,7 @@ impl RetryOn {
                 let code = r.error_code.unwrap_or("");
                 let has = |list: &[String]| !code.is_empty() && list.iter().any(|c| c == code);
                 let any = |list: &[StatusPattern]| list.iter().any(|p| p.matches(r.status));
-                let class = if r.status < 400 {
+                let class = if !Response::headers_matter(r.status) {
                     OutcomeClass::Success
                 } else if has(&self.throttling_codes) || any(&self.throttling_statuses) {
                     OutcomeClass::Throttling

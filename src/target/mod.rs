@@ -73,9 +73,12 @@ pub mod headers {
     pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
 }
 
-const H_REQUEST: HeaderName = HeaderName::from_static(headers::REQUEST);
-const H_ATTEMPT: HeaderName = HeaderName::from_static(headers::ATTEMPT);
-const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(headers::IDEMPOTENCY_KEY);
+// Parsed at compile time: `HeaderName::from_static` at run time validates the name on
+// every call, and these are set or read on every request.
+pub(crate) const H_REQUEST: HeaderName = HeaderName::from_static(headers::REQUEST);
+pub(crate) const H_ATTEMPT: HeaderName = HeaderName::from_static(headers::ATTEMPT);
+pub(crate) const H_DEADLINE_MS: HeaderName = HeaderName::from_static(headers::DEADLINE_MS);
+pub(crate) const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(headers::IDEMPOTENCY_KEY);
 const H_ERROR_TYPE: HeaderName = HeaderName::from_static(headers::ERROR_TYPE);
 const H_AMOUNT: HeaderName = HeaderName::from_static(headers::AMOUNT);
 
