@@ -9,25 +9,21 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::header::HeaderMap;
 use hyper::Method;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use tokio::task::JoinSet;
 
+use crate::hotpath::PolicyPath;
 use crate::live::clock::Epoch;
-use crate::live::driver::{self, ConfigRuntime, RequestTemplate, RuntimeSpec, Shared};
+use crate::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 
 use crate::metrics::recorder::new_histogram;
-use crate::metrics::{Percentiles, Recorder, RetryReason, TargetStats};
-use crate::policy::{
-    self, AttemptOutcome, Decision, GiveUpReason, Now, OutcomeClass, Permit, Response, RetryClient,
-    RetryConfig,
-};
+use crate::metrics::{Percentiles, TargetStats};
+use crate::policy::{self, RetryConfig};
 use crate::scenario::{schedule, Dist, Fault, FaultKind, LoadShape, ServiceModel};
 use crate::target::{self, TargetConfig, TargetHandle};
 
@@ -126,108 +122,25 @@ pub const POLICY_CASES: &[(&str, u16)] = &[
     ("aws-standard", 200),
 ];
 
-/// The policy decision plus recording, per attempt, without I/O: what
-/// [`ConfigRuntime::drive`] does under the per-config lock for every attempt (lock,
-/// `before_attempt`, recorder, unlock; lock, `on_outcome`, recorder, unlock), plus the
-/// per-request start/finish and RNG seeding, on a virtual clock advancing 1 µs per attempt.
+/// The policy decision plus recording, per attempt, without I/O: `attempts` attempts of
+/// [`PolicyPath`], which does what [`ConfigRuntime::drive`] does under the per-config lock.
 pub fn policy_case(name: &str, status: u16, attempts: u64) -> Result<PolicyRow, String> {
     let config = policy::preset(name).map_err(|e| e.to_string())?;
-    let shared = Mutex::new(Shared {
-        client: RetryClient::new(&config),
-        rec: Recorder::new(),
-        log: None,
-    });
-    let mut clock = Duration::ZERO;
-    let tick = Duration::from_micros(1);
-    let mut sent = 0u64;
-    let mut requests = 0u64;
-    let mut retries = 0u64;
+    let mut path = PolicyPath::new(&config, status);
     let cpu0 = thread_cpu();
     let start = Instant::now();
-    while sent < attempts {
-        let id = requests;
-        requests += 1;
-        let mut rng = ChaCha8Rng::seed_from_u64(driver::request_seed(1, 0, id));
-        let mut state = {
-            let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-            g.rec.upstream_started(clock);
-            g.client.start(Now::virtual_at(clock), "GET", None)
-        };
-        let reason = loop {
-            let permit = {
-                let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-                let now = Now::virtual_at(clock);
-                let p = g.client.before_attempt(now, &mut state);
-                match &p {
-                    Permit::Send { attempt, .. } => g.rec.attempt_sent(now.mono, *attempt),
-                    Permit::Refuse(reason) => {
-                        if *reason == GiveUpReason::BudgetRefused {
-                            g.rec.budget_refused(now.mono);
-                        }
-                    }
-                }
-                black_box(g.client.drain_events());
-                p
-            };
-            if let Permit::Refuse(r) = permit {
-                break Some(r);
-            }
-            sent += 1;
-            clock += tick;
-            let outcome = AttemptOutcome::Response(Response::status(black_box(status)));
-            let decision = {
-                let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-                let now = Now::virtual_at(clock);
-                let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
-                let label = policy::attempt_label(&outcome, d.class());
-                g.rec.attempt_done(tick, label);
-                let level = g.client.budget_level();
-                let breaker = g.client.breaker_state().map(driver::breaker_level);
-                g.rec.sample_policy(now.mono, level, breaker);
-                match &d {
-                    Decision::Retry { class, .. } => g.rec.retry_scheduled(
-                        now.mono,
-                        if *class == OutcomeClass::Throttling {
-                            RetryReason::Throttling
-                        } else {
-                            RetryReason::Transient
-                        },
-                    ),
-                    Decision::GiveUp {
-                        reason: GiveUpReason::BudgetRefused,
-                        ..
-                    } => g.rec.budget_refused(now.mono),
-                    _ => {}
-                }
-                black_box(g.client.drain_events());
-                d
-            };
-            match decision {
-                Decision::Success => break None,
-                Decision::GiveUp { reason, .. } => break Some(reason),
-                // The wait is virtual: the clock does not jump, so the budget sees the
-                // densest possible storm.
-                Decision::Retry { after, .. } => {
-                    black_box(after);
-                    retries += 1;
-                }
-            }
-        };
-        let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Now::virtual_at(clock);
-        g.client.finish(now, state);
-        g.rec
-            .upstream_finished(now.mono, tick, reason.map(driver::reason_label));
+    for _ in 0..attempts {
+        path.attempt();
     }
     let elapsed = start.elapsed();
     let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
-    black_box(&shared);
+    black_box(&path);
     Ok(PolicyRow {
         config: name.to_string(),
         status,
-        requests,
-        attempts: sent,
-        retries,
+        requests: path.requests,
+        attempts: path.attempts,
+        retries: path.retries,
         elapsed,
         cpu,
     })

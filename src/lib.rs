@@ -10,6 +10,7 @@
 pub mod app;
 pub mod bench;
 pub mod cli;
+pub mod hotpath;
 pub mod live;
 pub mod metrics;
 pub mod plan;

@@ -267,7 +267,7 @@ jitter = { kind = "none" }
     let st = t.shutdown().await;
     let (attempts, log) = rt.with(|g| {
         (
-            g.rec.attempts_by_outcome.values().sum::<u64>(),
+            g.rec.attempts_by_outcome().values().sum::<u64>(),
             g.log.clone().unwrap_or_default(),
         )
     });

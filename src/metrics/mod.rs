@@ -2,6 +2,7 @@
 //! Counts are exact integers; latency lives in HDR histograms; everything merges exactly.
 
 pub mod engine;
+pub mod labels;
 pub mod recorder;
 pub mod result;
 pub mod target;

@@ -6,10 +6,13 @@
 //! per-second series small). Two recorders of the same config merge exactly, so a storm
 //! split across load machines can be combined without re-measuring.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+use super::labels::{LabelCounts, ATTEMPT_LABELS, REASON_LABELS};
 
 /// Highest latency a histogram tracks: one hour. Longer values are clamped (and still counted).
 const MAX_LATENCY_US: u64 = 3_600_000_000;
@@ -109,10 +112,8 @@ pub struct Recorder {
     /// Latency of single attempts that got an answer or an error.
     pub attempt_latency_us: Histogram<u64>,
     pub first_budget_refusal: Option<Duration>,
-    /// Why requests failed, by reason label.
-    pub failures_by_reason: std::collections::BTreeMap<String, u64>,
-    /// Attempt outcomes by attempt-log label (ok, transient, throttle, timeout, ...).
-    pub attempts_by_outcome: std::collections::BTreeMap<String, u64>,
+    failures_by_reason: LabelCounts<{ REASON_LABELS.len() }>,
+    attempts_by_outcome: LabelCounts<{ ATTEMPT_LABELS.len() }>,
     client_in_flight: u64,
     pub client_in_flight_peak: u64,
     pub breaker_opens: u64,
@@ -131,8 +132,8 @@ impl Recorder {
             latency_us: new_histogram(3),
             attempt_latency_us: new_histogram(3),
             first_budget_refusal: None,
-            failures_by_reason: Default::default(),
-            attempts_by_outcome: Default::default(),
+            failures_by_reason: LabelCounts::new(&REASON_LABELS),
+            attempts_by_outcome: LabelCounts::new(&ATTEMPT_LABELS),
             client_in_flight: 0,
             client_in_flight_peak: 0,
             breaker_opens: 0,
@@ -147,6 +148,16 @@ impl Recorder {
         &mut self.seconds[i]
     }
 
+    /// Why requests failed: give-up reason label → requests.
+    pub fn failures_by_reason(&self) -> BTreeMap<String, u64> {
+        self.failures_by_reason.to_map()
+    }
+
+    /// Attempt outcomes: attempt-log label (ok, transient, throttle, timeout, ...) → attempts.
+    pub fn attempts_by_outcome(&self) -> BTreeMap<String, u64> {
+        self.attempts_by_outcome.to_map()
+    }
+
     /// Per-second rows recorded so far.
     pub fn seconds(&self) -> &[Second] {
         &self.seconds
@@ -154,11 +165,11 @@ impl Recorder {
 
     /// A logical request started (its intended start time is `t`).
     pub fn upstream_started(&mut self, t: Duration) {
-        self.at(t).started += 1;
         self.client_in_flight += 1;
         let n = self.client_in_flight;
         self.client_in_flight_peak = self.client_in_flight_peak.max(n);
         let s = self.at(t);
+        s.started += 1;
         s.client_in_flight_peak = s.client_in_flight_peak.max(n);
     }
 
@@ -179,12 +190,7 @@ impl Recorder {
     /// An attempt ended with `label` (attempt-log vocabulary) after `latency`.
     pub fn attempt_done(&mut self, latency: Duration, label: &str) {
         self.attempt_latency_us.saturating_record(micros(latency));
-        match self.attempts_by_outcome.get_mut(label) {
-            Some(n) => *n += 1,
-            None => {
-                self.attempts_by_outcome.insert(label.to_string(), 1);
-            }
-        }
+        self.attempts_by_outcome.add(label, 1);
     }
 
     /// The policy decided to retry.
@@ -227,12 +233,7 @@ impl Recorder {
             None => s.successes += 1,
             Some(reason) => {
                 s.failures += 1;
-                match self.failures_by_reason.get_mut(reason) {
-                    Some(n) => *n += 1,
-                    None => {
-                        self.failures_by_reason.insert(reason.to_string(), 1);
-                    }
-                }
+                self.failures_by_reason.add(reason, 1);
             }
         }
     }
@@ -275,12 +276,8 @@ impl Recorder {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        for (k, v) in &o.failures_by_reason {
-            *self.failures_by_reason.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &o.attempts_by_outcome {
-            *self.attempts_by_outcome.entry(k.clone()).or_default() += v;
-        }
+        self.failures_by_reason.merge(&o.failures_by_reason);
+        self.attempts_by_outcome.merge(&o.attempts_by_outcome);
         self.client_in_flight += o.client_in_flight;
         self.client_in_flight_peak += o.client_in_flight_peak;
         self.breaker_opens += o.breaker_opens;
@@ -336,7 +333,7 @@ mod tests {
         assert_eq!(r.seconds()[1].retries, 1);
         assert_eq!(r.seconds()[1].retries_transient, 1);
         assert_eq!(r.seconds()[2].failures, 1);
-        assert_eq!(r.failures_by_reason["max-attempts"], 1);
+        assert_eq!(r.failures_by_reason()["max-attempts"], 1);
         assert_eq!(r.in_flight(), 0);
     }
 
@@ -361,6 +358,7 @@ mod tests {
         assert_eq!(m.seconds()[1].budget_refusals, 50);
         assert_eq!(m.first_budget_refusal, Some(s(1.5)));
         assert_eq!(m.latency_us.max(), b.latency_us.max());
+        assert_eq!(m.failures_by_reason()["budget-refused"], 50);
     }
 
     #[test]

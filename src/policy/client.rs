@@ -29,7 +29,8 @@
 //!    `retry_non_idempotent = false` → `GiveUp(NotIdempotent)`;
 //! 4. `attempts ≥ max_attempts` → `GiveUp(MaxAttempts)`;
 //! 5. delay = Retry-After handling of jitter(backoff(n)); `now + delay ≥ deadline` →
-//!    `GiveUp(Deadline)` (never wait past the deadline);
+//!    `GiveUp(Deadline)` (never wait past the deadline); without a deadline the delay
+//!    cannot block, so it is computed after step 7, for granted retries only;
 //! 6. cost caps → `GiveUp(CostCap)`;
 //! 7. budget refuses → `GiveUp(BudgetRefused)` (+ an event the first time);
 //! 8. otherwise `Retry { after: delay }`.
@@ -374,6 +375,11 @@ impl RetryClient {
     }
 
     /// Feed an attempt's result; the decision says what to do next.
+    ///
+    /// Without a deadline the jitter is drawn only for a retry the budget granted, so `rng`
+    /// sees no draw for a refused one. The engines give every request its own RNG, for which
+    /// that changes nothing; a caller sharing one RNG across requests would see its later
+    /// draws shift.
     pub fn on_outcome(
         &mut self,
         now: Now,
@@ -414,6 +420,12 @@ impl RetryClient {
             AttemptOutcome::Response(r) => self.config.retry_after.hint(r, now.wall),
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
+        // The delay (a jitter draw, which seeds a request's lazy RNG) is computed before the
+        // blockers only when a deadline needs it to decide; otherwise only once the retry is
+        // granted. The decisions are the same either way: cost caps and budgets do not look
+        // at the delay, and a request that gives up never draws again. What changes is that
+        // a storm's refused retries (a drained budget's whole traffic) draw nothing.
+        let deadline_bound = req.deadline_at.is_some();
         let mut blocker = None;
         let mut after = Duration::ZERO;
         if hint == Hint::DoNotRetry {
@@ -427,25 +439,16 @@ impl RetryClient {
         } else if req.attempts >= self.config.max_attempts {
             blocker = Some(GiveUpReason::MaxAttempts);
         } else {
-            let n = req.retries_since_reset + 1;
-            let cfg = &self.config;
-            let nominal = cfg.backoff.nominal(n, throttling);
-            let jittered = cfg.jitter.apply(
-                nominal,
-                cfg.backoff.base(throttling),
-                cfg.backoff.cap(),
-                &mut req.decorrelated_prev,
-                rng,
-            );
-            let (delay, reset) = cfg.retry_after.combine(jittered, hint);
-            req.retries_since_reset = if reset { 0 } else { n };
-            after = delay;
-            if req
-                .deadline_at
-                .is_some_and(|d| now.mono.saturating_add(after) >= d)
-            {
-                blocker = Some(GiveUpReason::Deadline);
-            } else if !self.cost_check(now, req) {
+            if deadline_bound {
+                after = self.delay(req, throttling, hint, rng);
+                if req
+                    .deadline_at
+                    .is_some_and(|d| now.mono.saturating_add(after) >= d)
+                {
+                    blocker = Some(GiveUpReason::Deadline);
+                }
+            }
+            if blocker.is_none() && !self.cost_check(now, req) {
                 blocker = Some(GiveUpReason::CostCap);
             }
         }
@@ -474,10 +477,37 @@ impl RetryClient {
                 }
             }
         }
+        if !deadline_bound {
+            after = self.delay(req, throttling, hint, rng);
+        }
         Decision::Retry {
             after,
             class: c.class,
         }
+    }
+
+    /// The wait before the request's next retry: backoff, jitter, then the server's hint;
+    /// advances the request's backoff sequence.
+    fn delay(
+        &self,
+        req: &mut RequestState,
+        throttling: bool,
+        hint: Hint,
+        rng: &mut dyn rand::RngCore,
+    ) -> Duration {
+        let n = req.retries_since_reset + 1;
+        let cfg = &self.config;
+        let nominal = cfg.backoff.nominal(n, throttling);
+        let jittered = cfg.jitter.apply(
+            nominal,
+            cfg.backoff.base(throttling),
+            cfg.backoff.cap(),
+            &mut req.decorrelated_prev,
+            rng,
+        );
+        let (delay, reset) = cfg.retry_after.combine(jittered, hint);
+        req.retries_since_reset = if reset { 0 } else { n };
+        delay
     }
 
     /// Must be called exactly once when the logical request ends (any way).

@@ -268,6 +268,13 @@ pub const REFUSED_LABEL: &str = "refused";
 /// RFC 9110 §9.2.2: PUT, DELETE and the safe methods (GET, HEAD, OPTIONS, TRACE) are idempotent.
 /// Anything else (POST, PATCH, CONNECT, unknown extension methods) is treated as not idempotent.
 pub fn is_idempotent_method(method: &str) -> bool {
+    // Methods nearly always arrive in their canonical upper case; match that without folding.
+    if matches!(
+        method,
+        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
+    ) {
+        return true;
+    }
     const IDEMPOTENT: [&str; 6] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"];
     IDEMPOTENT.iter().any(|m| m.eq_ignore_ascii_case(method))
 }
