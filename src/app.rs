@@ -546,6 +546,10 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             let r = bench::memory(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::memory_text(&opts, &r));
         }
+        B::Sim { scale } => {
+            let r = crate::bench_sim::run(scale).map_err(AppError::bad)?;
+            print!("{}", crate::bench_sim::text(&r));
+        }
     }
     Ok(Exit::Ok)
 }

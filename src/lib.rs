@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod bench_sim;
 pub mod cli;
 pub mod hotpath;
 pub mod live;

@@ -150,3 +150,52 @@ async fn open_loop_starts_every_arrival() {
     let _: f64 = m["lag_p99_ms"].parse().unwrap();
     let _: f64 = m["achieved_rate"].parse().unwrap();
 }
+
+#[test]
+fn sim_bench_prints_its_keys() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["bench", "sim", "--scale", "0.5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let m = kv(&text);
+    assert_eq!(m["bench"], "sim");
+    assert_eq!(m["configs"], "naive,aws-standard,envoy");
+    assert_eq!(m["scale"], "0.5");
+    let attempts: u64 = m["attempts"].parse().unwrap();
+    let events: u64 = m["events"].parse().unwrap();
+    assert!(attempts > 0);
+    assert!(events >= attempts);
+    let simulated: f64 = m["simulated_s"].parse().unwrap();
+    assert!(simulated >= 20.0, "the load lasts 20 s: {simulated}");
+    for k in [
+        "wall_s",
+        "thread_cpu_s",
+        "attempts_per_cpu_s",
+        "attempts_per_wall_s",
+        "sim_speedup",
+        "target_attempts_per_cpu_s",
+    ] {
+        let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+    }
+    assert!(["true", "false"].contains(&m["target_met"].as_str()));
+}
+
+#[test]
+fn sim_bench_refuses_a_bad_scale() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["bench", "sim", "--scale", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--scale"));
+}
+
+#[test]
+fn sim_bench_storm_is_the_named_three_configs() {
+    let plan = stormrig::bench_sim::storm_plan().unwrap();
+    let names: Vec<_> = plan.configs.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, stormrig::bench_sim::CONFIGS);
+    assert_eq!(plan.scenario.name, stormrig::bench_sim::STORM);
+}

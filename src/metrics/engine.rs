@@ -3,7 +3,7 @@
 //! breaker state is charted under the same name whichever engine ran.
 
 use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::policy::{BreakerState, GiveUpReason};
 
@@ -40,13 +40,19 @@ pub fn reason_label(r: GiveUpReason) -> &'static str {
     }
 }
 
-/// A request's `ChaCha8Rng`, seeded on its first draw rather than when the request starts:
-/// most requests never draw (no retry, or no jitter), so they skip seeding a ChaCha, and
-/// seeding on first use gives exactly the same sequence as seeding up front.
+/// A request's RNG, seeded on its first draw rather than when the request starts: most
+/// requests never draw (no retry, or no jitter), so they skip seeding, and seeding on first
+/// use gives exactly the same sequence as seeding up front.
+///
+/// Xoshiro256++ rather than a ChaCha: a request draws a few jitter values at most, and a
+/// ChaCha computes a 256-byte block for them (the simulator's largest single cost after the
+/// event loop); jitter needs a well-distributed seedable stream, not a cryptographic one.
+/// Both engines use this type, so the same (seed, config, request) still draws the same
+/// jitter whichever engine runs.
 #[derive(Debug, Clone)]
 pub struct LazyRng {
     seed: u64,
-    rng: Option<ChaCha8Rng>,
+    rng: Option<Xoshiro256PlusPlus>,
 }
 
 impl LazyRng {
@@ -62,10 +68,10 @@ impl LazyRng {
     }
 
     #[inline]
-    fn get(&mut self) -> &mut ChaCha8Rng {
+    fn get(&mut self) -> &mut Xoshiro256PlusPlus {
         let seed = self.seed;
         self.rng
-            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+            .get_or_insert_with(|| Xoshiro256PlusPlus::seed_from_u64(seed))
     }
 }
 

@@ -44,11 +44,24 @@ fn mix64(mut z: u64) -> u64 {
 /// result, so every value is exactly representable and `1.0` is never returned.
 #[inline]
 pub fn draw(seed: u64, request: u64, attempt: u32, salt: u64) -> f64 {
-    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+    draw_salted(draw_key(seed, request, attempt), salt)
+}
+
+const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The part of [`draw`] that does not depend on the salt: the several draws of one attempt
+/// (each fault, the two of the service time) compute it once.
+#[inline]
+pub fn draw_key(seed: u64, request: u64, attempt: u32) -> u64 {
     let mut h = mix64(seed.wrapping_add(GAMMA));
     h = mix64(h ^ request.wrapping_add(GAMMA.wrapping_mul(2)));
-    h = mix64(h ^ (attempt as u64).wrapping_add(GAMMA.wrapping_mul(3)));
-    h = mix64(h ^ salt.wrapping_add(GAMMA.wrapping_mul(4)));
+    mix64(h ^ (attempt as u64).wrapping_add(GAMMA.wrapping_mul(3)))
+}
+
+/// [`draw`] from its [`draw_key`]: `draw(s, r, a, salt) == draw_salted(draw_key(s, r, a), salt)`.
+#[inline]
+pub fn draw_salted(key: u64, salt: u64) -> f64 {
+    let h = mix64(key ^ salt.wrapping_add(GAMMA.wrapping_mul(4)));
     (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
@@ -72,21 +85,66 @@ const Z99: f64 = 2.326_347_874;
 ///
 /// `u2` is only used by the log-normal.
 pub fn sample(dist: &Dist, u: f64, u2: f64) -> Duration {
-    match dist {
-        Dist::Constant { value } => *value,
-        Dist::Uniform { min, max } => {
-            let (lo, hi) = (min.as_secs_f64(), max.as_secs_f64());
-            secs(lo + (hi - lo) * u)
-        }
-        Dist::Exponential { mean } => secs(-(1.0 - u).ln() * mean.as_secs_f64()),
-        Dist::LogNormal { median, p99 } => {
-            let m = median.as_secs_f64();
-            if m <= 0.0 {
-                return Duration::ZERO;
+    Sampler::new(dist).sample(u, u2)
+}
+
+/// A distribution with what [`sample`] derives from its parameters worked out once (the
+/// log-normal's σ costs a logarithm), for callers that sample it per request. Samples are
+/// bit-for-bit those of [`sample`]: the same expressions, evaluated in the same order.
+#[derive(Debug, Clone, Copy)]
+pub enum Sampler {
+    Constant(Duration),
+    /// Bounds in seconds.
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
+    /// Mean in seconds.
+    Exponential {
+        mean: f64,
+    },
+    /// Median in seconds (above 0) and σ.
+    LogNormal {
+        median: f64,
+        sigma: f64,
+    },
+}
+
+impl Sampler {
+    pub fn new(dist: &Dist) -> Self {
+        match dist {
+            Dist::Constant { value } => Sampler::Constant(*value),
+            Dist::Uniform { min, max } => Sampler::Uniform {
+                lo: min.as_secs_f64(),
+                hi: max.as_secs_f64(),
+            },
+            Dist::Exponential { mean } => Sampler::Exponential {
+                mean: mean.as_secs_f64(),
+            },
+            Dist::LogNormal { median, p99 } => {
+                let m = median.as_secs_f64();
+                if m <= 0.0 {
+                    return Sampler::Constant(Duration::ZERO);
+                }
+                Sampler::LogNormal {
+                    median: m,
+                    sigma: (p99.as_secs_f64() / m).ln().max(0.0) / Z99,
+                }
             }
-            let sigma = (p99.as_secs_f64() / m).ln().max(0.0) / Z99;
-            let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-            secs(m * (sigma * z).exp())
+        }
+    }
+
+    /// See [`sample`].
+    #[inline]
+    pub fn sample(&self, u: f64, u2: f64) -> Duration {
+        match *self {
+            Sampler::Constant(d) => d,
+            Sampler::Uniform { lo, hi } => secs(lo + (hi - lo) * u),
+            Sampler::Exponential { mean } => secs(-(1.0 - u).ln() * mean),
+            Sampler::LogNormal { median, sigma } => {
+                let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                secs(median * (sigma * z).exp())
+            }
         }
     }
 }
@@ -158,6 +216,7 @@ impl FaultTimeline {
             action: Action::Serve,
             fault: None,
         };
+        let mut key = None;
         for (i, f) in self.faults.iter().enumerate() {
             if matches!(f.kind, FaultKind::Capacity { .. }) || !f.active_at(t) {
                 continue;
@@ -171,14 +230,15 @@ impl FaultTimeline {
             if terminal && verdict.fault.is_some() {
                 continue; // an earlier terminal fault already won; skip the draw
             }
-            if draw(self.seed, request, attempt, i as u64) >= f.probability {
+            let key = *key.get_or_insert_with(|| draw_key(self.seed, request, attempt));
+            if draw_salted(key, i as u64) >= f.probability {
                 continue;
             }
             let action = match &f.kind {
                 FaultKind::Latency { add } => {
                     let salt = SALT_LATENCY_BASE + 2 * i as u64;
-                    let u = draw(self.seed, request, attempt, salt);
-                    let u2 = draw(self.seed, request, attempt, salt + 1);
+                    let u = draw_salted(key, salt);
+                    let u2 = draw_salted(key, salt + 1);
                     verdict.extra_latency =
                         verdict.extra_latency.saturating_add(sample(add, u, u2));
                     continue;
@@ -235,9 +295,18 @@ impl FaultTimeline {
     /// The service time of `(request, attempt)` under `model`, from two draws with fixed
     /// salts ([`SALT_SERVICE_1`], [`SALT_SERVICE_2`]).
     pub fn service_time(&self, model: &ServiceModel, request: u64, attempt: u32) -> Duration {
-        let u = draw(self.seed, request, attempt, SALT_SERVICE_1);
-        let u2 = draw(self.seed, request, attempt, SALT_SERVICE_2);
-        sample(&model.service_time, u, u2)
+        self.service_time_with(&Sampler::new(&model.service_time), request, attempt)
+    }
+
+    /// [`service_time`](FaultTimeline::service_time) with the model's distribution
+    /// prepared once.
+    #[inline]
+    pub fn service_time_with(&self, sampler: &Sampler, request: u64, attempt: u32) -> Duration {
+        let key = draw_key(self.seed, request, attempt);
+        sampler.sample(
+            draw_salted(key, SALT_SERVICE_1),
+            draw_salted(key, SALT_SERVICE_2),
+        )
     }
 }
 

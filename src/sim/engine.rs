@@ -1,6 +1,6 @@
-//! One config's run in virtual time: a discrete-event loop over a binary heap ordered by
-//! (time in ns, sequence number), so that events at the same instant run in the order they
-//! were scheduled and every run of the same plan is identical.
+//! One config's run in virtual time: a discrete-event loop over events popped in (time in
+//! ns, sequence number) order (see `queue`), so that events at the same instant run in the
+//! order they were scheduled and every run of the same plan is identical.
 //!
 //! Two slabs hold the moving parts, reused through free lists (no allocation per event or
 //! per request once they have grown):
@@ -13,10 +13,10 @@
 //! generation no longer matches (a timer of an attempt that already ended) is stale and
 //! skipped.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::queue::{self, EventQueue};
 use super::target::Counters;
 use crate::metrics::engine::{breaker_level, reason_label, request_seed, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason, TargetStats};
@@ -25,7 +25,7 @@ use crate::policy::{
     PolicyEvent, RequestState, Response, RetryClient, RetryConfig, TransportError,
 };
 use crate::scenario::schedule::Arrivals;
-use crate::scenario::timeline::{Action, FaultTimeline};
+use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
 
 /// One-way network delay between client and target (each way), a loopback round trip's
@@ -57,100 +57,28 @@ enum Kind {
     Capacity,
 }
 
+/// What an event does: its kind, and the slab entry (request, attempt or user) it is for
+/// with that entry's generation when scheduled.
 #[derive(Clone, Copy, Debug)]
-struct Event {
-    t: u64,
-    seq: u64,
+struct Ev {
     kind: Kind,
     idx: u32,
     gen: u32,
 }
 
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    /// Reversed: `BinaryHeap` is a max-heap and the earliest event must come out first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
-    }
-}
+type Event = queue::Event<Ev>;
 
-/// The pending events, popped in (time, sequence) order exactly as one binary heap would.
-///
-/// Most events are scheduled a fixed delay after "now" (network legs, per-try timeouts,
-/// queue timeouts, think time), and "now" never goes back, so each such kind arrives in
-/// (time, sequence) order already: it goes to a FIFO lane of its own while its time is not
-/// below the lane's last (else, and for every other kind, to the heap). A pop takes the
-/// least (time, sequence) of the heap's top and the lanes' heads. This keeps the heap small
-/// (service completions, retries, arrivals) and stale timeouts cheap.
-struct EventQueue {
-    heap: BinaryHeap<Event>,
-    lanes: [VecDeque<Event>; LANES],
-}
-
-const LANES: usize = 4;
-
-impl EventQueue {
-    fn new() -> Self {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
-            lanes: std::array::from_fn(|_| VecDeque::with_capacity(1024)),
-        }
-    }
-
-    #[inline]
-    fn lane_of(kind: Kind) -> Option<usize> {
-        match kind {
-            Kind::TargetArrive | Kind::Reply => Some(0),
-            Kind::ClientTimeout => Some(1),
-            Kind::QueueTimeout => Some(2),
-            Kind::UserStart => Some(3),
-            _ => None,
-        }
-    }
-
-    #[inline]
-    fn push(&mut self, ev: Event) {
-        if let Some(l) = Self::lane_of(ev.kind) {
-            let lane = &mut self.lanes[l];
-            if lane.back().is_none_or(|b| b.t <= ev.t) {
-                lane.push_back(ev);
-                return;
-            }
-        }
-        self.heap.push(ev);
-    }
-
-    #[inline]
-    fn pop(&mut self) -> Option<Event> {
-        // Where the least event is: LANES for the heap.
-        let mut best = LANES;
-        let mut key = self
-            .heap
-            .peek()
-            .map_or((u64::MAX, u64::MAX), |e| (e.t, e.seq));
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(e) = lane.front() {
-                if (e.t, e.seq) < key {
-                    key = (e.t, e.seq);
-                    best = i;
-                }
-            }
-        }
-        if best == LANES {
-            self.heap.pop()
-        } else {
-            self.lanes[best].pop_front()
-        }
+/// The FIFO lane of each kind that is always scheduled a fixed delay after "now" (or, for
+/// arrivals, in schedule order); see `queue`.
+#[inline]
+fn lane_of(kind: Kind) -> Option<usize> {
+    match kind {
+        Kind::TargetArrive | Kind::Reply => Some(0),
+        Kind::ClientTimeout => Some(1),
+        Kind::QueueTimeout => Some(2),
+        Kind::UserStart => Some(3),
+        Kind::Arrival => Some(4),
+        _ => None,
     }
 }
 
@@ -256,13 +184,15 @@ struct Sim<'a> {
     rec: Recorder,
     log: Vec<AttemptRow>,
     counters: Counters,
-    events: EventQueue,
+    events: EventQueue<Ev>,
     seq: u64,
     reqs: Vec<Req>,
     free_reqs: Vec<u32>,
     atts: Vec<Att>,
     free_atts: Vec<u32>,
     parts: Vec<FaultParts>,
+    /// The model's service-time distribution, prepared once.
+    service: Sampler,
     /// Active windows `[from, to)` in ns of the faults that act on requests (all but
     /// capacity faults), exactly as `Fault::active_at` tests them.
     fault_windows: Vec<(u64, u64)>,
@@ -332,6 +262,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         atts: Vec::new(),
         free_atts: Vec::new(),
         parts,
+        service: Sampler::new(&cfg.model.service_time),
         fault_windows,
         write,
         claimed: 0,
@@ -350,13 +281,14 @@ impl Sim<'_> {
     #[inline]
     fn push(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
         self.seq += 1;
-        self.events.push(Event {
-            t,
-            seq: self.seq,
-            kind,
-            idx,
-            gen,
-        });
+        self.events.push(
+            Event {
+                t,
+                seq: self.seq,
+                payload: Ev { kind, idx, gen },
+            },
+            lane_of(kind),
+        );
     }
 
     fn run(mut self) -> ConfigOut {
@@ -389,7 +321,8 @@ impl Sim<'_> {
             events += 1;
             last_t = ev.t;
             let t = ev.t;
-            match ev.kind {
+            let Ev { kind, idx, gen } = ev.payload;
+            match kind {
                 Kind::Arrival => {
                     let id = self.next_id;
                     self.next_id += 1;
@@ -405,7 +338,7 @@ impl Sim<'_> {
                 }
                 Kind::UserStart => {
                     if t < self.cfg.duration {
-                        let user = ev.idx;
+                        let user = idx;
                         let users = self.user_n.len() as u64;
                         let n = self.user_n[user as usize];
                         self.user_n[user as usize] += 1;
@@ -414,47 +347,47 @@ impl Sim<'_> {
                     }
                 }
                 Kind::RetryDue => {
-                    let r = ev.idx as usize;
-                    if self.reqs[r].gen == ev.gen && self.reqs[r].state.is_some() {
-                        self.try_attempt(t, ev.idx);
+                    let r = idx as usize;
+                    if self.reqs[r].gen == gen && self.reqs[r].state.is_some() {
+                        self.try_attempt(t, idx);
                     }
                 }
                 Kind::TargetArrive => {
-                    if self.att_ok(ev) {
-                        self.target_arrive(t, ev.idx);
+                    if self.att_ok(idx, gen) {
+                        self.target_arrive(t, idx);
                     }
                 }
                 Kind::FaultAct => {
-                    if self.att_ok(ev) {
-                        self.fault_act(t, ev.idx);
+                    if self.att_ok(idx, gen) {
+                        self.fault_act(t, idx);
                     }
                 }
                 Kind::WorkStart => {
-                    if self.att_ok(ev) {
-                        self.work_start(t, ev.idx);
+                    if self.att_ok(idx, gen) {
+                        self.work_start(t, idx);
                     }
                 }
                 Kind::QueueTimeout => {
-                    if self.att_ok(ev) && self.atts[ev.idx as usize].queued {
-                        self.queue_timeout(t, ev.idx);
+                    if self.att_ok(idx, gen) && self.atts[idx as usize].queued {
+                        self.queue_timeout(t, idx);
                     }
                 }
                 Kind::ServiceDone => {
-                    if self.att_ok(ev) {
-                        self.service_done(t, ev.idx);
+                    if self.att_ok(idx, gen) {
+                        self.service_done(t, idx);
                     }
                 }
                 Kind::Reply => {
-                    if self.att_ok(ev) && self.atts[ev.idx as usize].client_waiting {
-                        let a = &mut self.atts[ev.idx as usize];
+                    if self.att_ok(idx, gen) && self.atts[idx as usize].client_waiting {
+                        let a = &mut self.atts[idx as usize];
                         a.client_waiting = false;
                         let (status, fault) = (a.reply_status, a.reply_fault);
-                        self.client_outcome(t, ev.idx, status, fault);
+                        self.client_outcome(t, idx, status, fault);
                     }
                 }
                 Kind::ClientTimeout => {
-                    if self.att_ok(ev) && self.atts[ev.idx as usize].client_waiting {
-                        let a = &mut self.atts[ev.idx as usize];
+                    if self.att_ok(idx, gen) && self.atts[idx as usize].client_waiting {
+                        let a = &mut self.atts[idx as usize];
                         a.client_waiting = false;
                         // The client closes its connection: the target's handler ends (the
                         // request leaves flight); work already accepted carries on.
@@ -462,7 +395,7 @@ impl Sim<'_> {
                             a.handler_alive = false;
                             self.counters.leave(t);
                         }
-                        self.client_outcome(t, ev.idx, 1, NO_FAULT);
+                        self.client_outcome(t, idx, 1, NO_FAULT);
                     }
                 }
                 Kind::Capacity => {
@@ -486,8 +419,8 @@ impl Sim<'_> {
     }
 
     #[inline]
-    fn att_ok(&self, ev: Event) -> bool {
-        self.atts[ev.idx as usize].gen == ev.gen
+    fn att_ok(&self, idx: u32, gen: u32) -> bool {
+        self.atts[idx as usize].gen == gen
     }
 
     fn alloc_req(&mut self) -> u32 {
@@ -844,7 +777,7 @@ impl Sim<'_> {
         let service = self
             .cfg
             .timeline
-            .service_time(self.cfg.model, at.request, at.attempt);
+            .service_time_with(&self.service, at.request, at.attempt);
         let gen = at.gen;
         self.push(t.saturating_add(ns(service)), Kind::ServiceDone, a, gen);
     }

@@ -6,7 +6,7 @@
 //!
 //! Pure: no tokio, no sockets, no clock reads. Time is a `u64` of virtual nanoseconds;
 //! randomness comes from the same seeded sources as live (the hash-based fault timeline and
-//! service times, and a `ChaCha8Rng` per logical request seeded with
+//! service times, and a per-request [`crate::metrics::engine::LazyRng`] seeded with
 //! [`crate::metrics::engine::request_seed`]). The same plan and options always give the
 //! same result, byte for byte.
 //!
@@ -32,6 +32,7 @@
 //! target; those return [`SimError::Unsupported`].
 
 mod engine;
+mod queue;
 mod target;
 
 use std::time::Duration;
