@@ -36,8 +36,8 @@ pub struct PolicyPath {
     clock: Duration,
     /// The request between two attempts, if one is in flight.
     state: Option<RequestState>,
-    /// Its RNG, reseeded per request in place (as the simulator does with its request
-    /// slots) rather than built anew: a ChaCha state is a few hundred bytes to move.
+    /// Its RNG, reseeded per request in place, as the simulator does with its request
+    /// slots (seeding is lazy, so a request that never draws never seeds).
     rng: LazyRng,
     intended: Duration,
     /// The permit already granted for the next attempt; `None` when the last retry had to
