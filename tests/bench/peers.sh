@@ -258,6 +258,9 @@ EOF
 log "policy decision plus recording"
 "$STORMRIG" bench policy --iterations 2000000 >"$WORK/policy.out"
 
+log "simulator: 3-config storm on one thread"
+taskset -c "$GEN_CPU" "$STORMRIG" bench sim >"$WORK/sim.out"
+
 MEM_OUT=""
 if [ "${MEMORY:-0}" = 1 ]; then
     log "memory: 60 s open loop at 5000 req/s against a target that hangs every request"
@@ -277,6 +280,9 @@ echo
 python3 "$HERE/table.py" "$RESULTS"
 echo
 cat "$WORK/policy.out"
+echo
+grep -E '^(bench|configs|scale|attempts|events|thread_cpu_s|attempts_per_cpu_s|sim_speedup|target_attempts_per_cpu_s|target_met)=' \
+    "$WORK/sim.out" | paste -sd' '
 if [ -n "$MEM_OUT" ]; then
     echo
     cat "$MEM_OUT"
