@@ -14,11 +14,11 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::live::driver::Shared;
-use crate::metrics::engine::{breaker_level, reason_label, request_seed, LazyRng};
-use crate::metrics::{Recorder, RetryReason};
+use crate::metrics::engine::{reason_label, record_decision, request_seed, LazyRng};
+use crate::metrics::Recorder;
 use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
-    PolicyEvent, RequestState, Response, RetryClient, RetryConfig,
+    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
+    Response, RetryClient, RetryConfig,
 };
 
 /// Virtual time one attempt takes: the clock moves by this much per attempt sent and never
@@ -112,26 +112,8 @@ impl PolicyPath {
         let d = g
             .client
             .on_outcome(now, &mut state, &outcome, &mut self.rng);
-        g.rec
-            .attempt_done(ATTEMPT_TIME, attempt_label(&outcome, d.class()));
-        let level = g.client.budget_level();
-        let breaker = g.client.breaker_state().map(breaker_level);
-        g.rec.sample_policy(now.mono, level, breaker);
-        match &d {
-            Decision::Retry { class, .. } => g.rec.retry_scheduled(
-                now.mono,
-                if *class == OutcomeClass::Throttling {
-                    RetryReason::Throttling
-                } else {
-                    RetryReason::Transient
-                },
-            ),
-            Decision::GiveUp {
-                reason: GiveUpReason::BudgetRefused,
-                ..
-            } => g.rec.budget_refused(now.mono),
-            _ => {}
-        }
+        let Shared { client, rec, .. } = &mut *g;
+        record_decision(rec, client, now.mono, ATTEMPT_TIME, &outcome, &d);
         drain(&mut g);
         match d {
             Decision::Success => finish_locked(&mut g, self.clock, state, self.intended, None),

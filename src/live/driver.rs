@@ -13,15 +13,17 @@ use hyper::{Method, Request, Uri};
 
 use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
-use crate::metrics::{AttemptRow, Recorder, RetryReason};
+use crate::metrics::{AttemptRow, Recorder};
 use crate::policy::{
-    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit, PolicyEvent,
-    RequestState, Response, RetryClient,
+    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
+    Response, RetryClient,
 };
 use crate::target::headers;
 
 // Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
-pub use crate::metrics::engine::{breaker_level, reason_label, request_seed, LazyRng};
+pub use crate::metrics::engine::{
+    breaker_level, reason_label, record_decision, request_seed, LazyRng,
+};
 
 /// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
 /// and the recorder change together, so counts and decisions can never disagree.
@@ -166,26 +168,8 @@ impl ConfigRuntime {
                 let mut g = self.lock();
                 let now = epoch.now();
                 let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
-                let label = crate::policy::attempt_label(&outcome, d.class());
-                g.rec.attempt_done(latency, label);
-                let level = g.client.budget_level();
-                let breaker = g.client.breaker_state().map(breaker_level);
-                g.rec.sample_policy(now.mono, level, breaker);
-                match &d {
-                    Decision::Retry { class, .. } => g.rec.retry_scheduled(
-                        now.mono,
-                        if *class == OutcomeClass::Throttling {
-                            RetryReason::Throttling
-                        } else {
-                            RetryReason::Transient
-                        },
-                    ),
-                    Decision::GiveUp {
-                        reason: GiveUpReason::BudgetRefused,
-                        ..
-                    } => g.rec.budget_refused(now.mono),
-                    _ => {}
-                }
+                let Shared { client, rec, .. } = &mut *g;
+                let (label, level) = record_decision(rec, client, now.mono, latency, &outcome, &d);
                 if let Some(log) = g.log.as_mut() {
                     log.push(AttemptRow {
                         config: self.name.clone(),

@@ -5,7 +5,48 @@
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::policy::{BreakerState, GiveUpReason};
+use std::time::Duration;
+
+use super::recorder::{Recorder, RetryReason};
+use crate::policy::{
+    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, RetryClient,
+};
+
+/// Records what the policy decided about one attempt's outcome, identically in both engines
+/// (and in the policy benchmark): the attempt's end and its label, the budget and breaker
+/// sample, and a scheduled retry or a retry the budget refused. `t` is when the outcome
+/// arrived, `latency` how long the attempt took. Returns the attempt-log label and the budget
+/// level after the decision.
+pub fn record_decision(
+    rec: &mut Recorder,
+    client: &RetryClient,
+    t: Duration,
+    latency: Duration,
+    outcome: &AttemptOutcome<'_>,
+    decision: &Decision,
+) -> (&'static str, Option<f64>) {
+    let label = attempt_label(outcome, decision.class());
+    rec.attempt_done(latency, label);
+    let level = client.budget_level();
+    let breaker = client.breaker_state().map(breaker_level);
+    rec.sample_policy(t, level, breaker);
+    match decision {
+        Decision::Retry { class, .. } => rec.retry_scheduled(
+            t,
+            if *class == OutcomeClass::Throttling {
+                RetryReason::Throttling
+            } else {
+                RetryReason::Transient
+            },
+        ),
+        Decision::GiveUp {
+            reason: GiveUpReason::BudgetRefused,
+            ..
+        } => rec.budget_refused(t),
+        _ => {}
+    }
+    (label, level)
+}
 
 /// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
 /// whatever order requests run in.

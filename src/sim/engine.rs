@@ -18,11 +18,11 @@ use std::time::Duration;
 
 use super::queue::{self, EventQueue};
 use super::target::Counters;
-use crate::metrics::engine::{breaker_level, reason_label, request_seed, LazyRng};
-use crate::metrics::{AttemptRow, Recorder, RetryReason, TargetStats};
+use crate::metrics::engine::{reason_label, record_decision, request_seed, LazyRng};
+use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
-    PolicyEvent, RequestState, Response, RetryClient, RetryConfig, TransportError,
+    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
+    Response, RetryClient, RetryConfig, TransportError,
 };
 use crate::scenario::schedule::Arrivals;
 use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
@@ -615,26 +615,14 @@ impl Sim<'_> {
             }
         };
         let d = self.client.on_outcome(nw, state, &outcome, &mut q.rng);
-        let label = attempt_label(&outcome, d.class());
-        self.rec.attempt_done(dur(t.saturating_sub(sent_at)), label);
-        let level = self.client.budget_level();
-        let breaker = self.client.breaker_state().map(breaker_level);
-        self.rec.sample_policy(dur(t), level, breaker);
-        match &d {
-            Decision::Retry { class, .. } => self.rec.retry_scheduled(
-                dur(t),
-                if *class == OutcomeClass::Throttling {
-                    RetryReason::Throttling
-                } else {
-                    RetryReason::Transient
-                },
-            ),
-            Decision::GiveUp {
-                reason: GiveUpReason::BudgetRefused,
-                ..
-            } => self.rec.budget_refused(dur(t)),
-            _ => {}
-        }
+        let (label, level) = record_decision(
+            &mut self.rec,
+            &self.client,
+            dur(t),
+            dur(t.saturating_sub(sent_at)),
+            &outcome,
+            &d,
+        );
         if self.cfg.attempt_log {
             self.log.push(AttemptRow {
                 config: self.cfg.name.to_string(),
