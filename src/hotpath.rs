@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::live::driver::Shared;
-use crate::metrics::engine::{reason_label, record_decision, request_seed, LazyRng};
+use crate::metrics::engine::{reason_label, record_decision, record_permit, request_seed, LazyRng};
 use crate::metrics::Recorder;
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
@@ -159,24 +159,11 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 fn permit_locked(g: &mut Shared, clock: Duration, state: &mut RequestState) -> Permit {
     let now = Now::virtual_at(clock);
     let p = g.client.before_attempt(now, state);
-    match &p {
-        Permit::Send {
-            attempt, timeout, ..
-        } => {
-            g.rec.attempt_sent(now.mono, *attempt);
-            // The driver counts attempts whose per-try timeout the deadline cut short.
-            let per_try = g.client.config().per_try_timeout;
-            black_box(matches!((timeout, per_try), (Some(t), Some(p)) if *t < p));
-        }
-        Permit::Refuse(reason) => {
-            if *reason == GiveUpReason::BreakerOpen {
-                g.rec.breaker_refused(now.mono);
-            }
-            if *reason == GiveUpReason::BudgetRefused {
-                g.rec.budget_refused(now.mono);
-            }
-            black_box(g.client.budget_level());
-        }
+    let Shared { client, rec, .. } = &mut *g;
+    // The driver counts attempts whose per-try timeout the deadline cut short.
+    black_box(record_permit(rec, client, now.mono, &p));
+    if let Permit::Refuse(_) = p {
+        black_box(g.client.budget_level());
     }
     drain(g);
     p

@@ -22,7 +22,7 @@ use crate::target::headers;
 
 // Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
 pub use crate::metrics::engine::{
-    breaker_level, reason_label, record_decision, request_seed, LazyRng,
+    breaker_level, reason_label, record_decision, record_permit, request_seed, LazyRng,
 };
 
 /// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
@@ -225,27 +225,12 @@ impl ConfigRuntime {
     ) -> Permit {
         let now = epoch.now();
         let p = g.client.before_attempt(now, state);
-        match &p {
-            Permit::Send {
-                attempt, timeout, ..
-            } => {
-                g.rec.attempt_sent(now.mono, *attempt);
-                let per_try = g.client.config().per_try_timeout;
-                if let (Some(t), Some(p)) = (timeout, per_try) {
-                    if *t < p {
-                        self.deadline_cut.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            Permit::Refuse(reason) => {
-                if *reason == GiveUpReason::BreakerOpen {
-                    g.rec.breaker_refused(now.mono);
-                }
-                if *reason == GiveUpReason::BudgetRefused {
-                    g.rec.budget_refused(now.mono);
-                }
-                note_refusal(g, &self.name, request, state.attempts() + 1);
-            }
+        let Shared { client, rec, .. } = &mut *g;
+        if record_permit(rec, client, now.mono, &p) {
+            self.deadline_cut.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Permit::Refuse(_) = p {
+            note_refusal(g, &self.name, request, state.attempts() + 1);
         }
         drain(g, now.mono);
         p

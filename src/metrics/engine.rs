@@ -2,15 +2,47 @@
 //! the same (seed, config, request) draws the same jitter and the same give-up reason or
 //! breaker state is charted under the same name whichever engine ran.
 
+use std::time::Duration;
+
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use std::time::Duration;
-
 use super::recorder::{Recorder, RetryReason};
 use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, RetryClient,
+    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, Permit,
+    RetryClient,
 };
+
+/// Records what the policy answered when asked for the next attempt, identically in both
+/// engines (and in the policy benchmark): an attempt sent, or a refusal by the breaker or
+/// the budget. Returns true when a sent attempt's per-try timeout was cut short by the
+/// request's deadline (the live engine counts those).
+pub fn record_permit(
+    rec: &mut Recorder,
+    client: &RetryClient,
+    t: Duration,
+    permit: &Permit,
+) -> bool {
+    match permit {
+        Permit::Send {
+            attempt, timeout, ..
+        } => {
+            rec.attempt_sent(t, *attempt);
+            matches!(
+                (timeout, client.config().per_try_timeout),
+                (Some(t), Some(p)) if *t < p
+            )
+        }
+        Permit::Refuse(reason) => {
+            match reason {
+                GiveUpReason::BreakerOpen => rec.breaker_refused(t),
+                GiveUpReason::BudgetRefused => rec.budget_refused(t),
+                _ => {}
+            }
+            false
+        }
+    }
+}
 
 /// Records what the policy decided about one attempt's outcome, identically in both engines
 /// (and in the policy benchmark): the attempt's end and its label, the budget and breaker

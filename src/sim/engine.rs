@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::queue::{self, EventQueue};
 use super::target::Counters;
-use crate::metrics::engine::{reason_label, record_decision, request_seed, LazyRng};
+use crate::metrics::engine::{reason_label, record_decision, record_permit, request_seed, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
@@ -494,11 +494,11 @@ impl Sim<'_> {
             return;
         };
         let permit = self.client.before_attempt(nw, state);
+        record_permit(&mut self.rec, &self.client, dur(t), &permit);
         match permit {
             Permit::Send {
                 attempt, timeout, ..
             } => {
-                self.rec.attempt_sent(dur(t), attempt);
                 self.drain_policy();
                 self.attempts += 1;
                 let (id, req_gen) = (q_id(&self.reqs[r as usize]), self.reqs[r as usize].gen);
@@ -523,12 +523,6 @@ impl Sim<'_> {
                 }
             }
             Permit::Refuse(reason) => {
-                if reason == GiveUpReason::BreakerOpen {
-                    self.rec.breaker_refused(dur(t));
-                }
-                if reason == GiveUpReason::BudgetRefused {
-                    self.rec.budget_refused(dur(t));
-                }
                 if self.cfg.attempt_log {
                     let q = &self.reqs[r as usize];
                     let attempt = q.state.as_ref().map_or(0, |s| s.attempts()) + 1;
