@@ -210,13 +210,9 @@ fn same_seed_gives_same_counts() {
     }
 }
 
-/// A per-config in-flight cap drops arrivals explicitly instead of slowing down.
-#[test]
-fn in_flight_cap_counts_drops() {
-    let mut plan = plan_of(ALWAYS_503);
-    plan.configs.truncate(1);
-    plan.scenario.load.max_in_flight = 5;
-    plan.scenario.faults = vec![Fault {
+/// 300 ms added to every request that arrives in the first 2 s.
+fn slow_first_two_seconds() -> Fault {
+    Fault {
         at: Duration::ZERO,
         length: Duration::from_secs(2),
         path: None,
@@ -226,7 +222,16 @@ fn in_flight_cap_counts_drops() {
                 value: Duration::from_millis(300),
             },
         },
-    }];
+    }
+}
+
+/// A per-config in-flight cap drops arrivals explicitly instead of slowing down.
+#[test]
+fn in_flight_cap_counts_drops() {
+    let mut plan = plan_of(ALWAYS_503);
+    plan.configs.truncate(1);
+    plan.scenario.load.max_in_flight = 5;
+    plan.scenario.faults = vec![slow_first_two_seconds()];
     assert!(matches!(
         plan.scenario.load.shape,
         LoadShape::Constant { .. }
@@ -248,17 +253,7 @@ fn bounded_connection_pool_caps_target_concurrency() {
     let mut plan = plan_of(ALWAYS_503);
     plan.configs.truncate(1);
     plan.scenario.load.max_connections = Some(3);
-    plan.scenario.faults = vec![Fault {
-        at: Duration::ZERO,
-        length: Duration::from_secs(2),
-        path: None,
-        probability: 1.0,
-        kind: FaultKind::Latency {
-            add: scenario::Dist::Constant {
-                value: Duration::from_millis(300),
-            },
-        },
-    }];
+    plan.scenario.faults = vec![slow_first_two_seconds()];
     plan.scenario.drain = Duration::from_secs(30);
     let r = run(&plan, false).result;
     let c = &r.configs[0];
