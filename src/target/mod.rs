@@ -439,6 +439,10 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             let svc = service_fn(move |req| handle(conn_shared.clone(), req));
             let _ = http1::Builder::new()
                 .keep_alive(true)
+                // Answers are a head and a few bytes of body: one flattened write per
+                // response instead of a writev of two buffers (about 5 % less server CPU
+                // per request in a wrk run, within the noise of this machine).
+                .writev(false)
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
