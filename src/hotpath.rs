@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::live::driver::Shared;
-use crate::metrics::engine::{reason_label, record_decision, record_permit, request_seed, LazyRng};
+use crate::metrics::engine::{record_decision, record_permit, request_seed, LazyRng};
 use crate::metrics::Recorder;
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
@@ -179,11 +179,8 @@ fn finish_locked(
 ) {
     let now = Now::virtual_at(clock);
     g.client.finish(now, state);
-    g.rec.upstream_finished(
-        now.mono,
-        now.mono.saturating_sub(intended),
-        reason.map(reason_label),
-    );
+    g.rec
+        .upstream_finished(now.mono, now.mono.saturating_sub(intended), reason);
 }
 
 fn drain(g: &mut Shared) {

@@ -40,7 +40,7 @@ per_try_timeout = "500ms"
             Permit::Send { timeout, .. } => {
                 assert!(timeout.unwrap() <= Duration::from_millis(500));
                 let d = client.on_outcome(now, &mut req, outcome, &mut rng);
-                log.push(attempt_label(outcome, d.class()));
+                log.push(attempt_label(outcome, d.class()).as_str());
                 match d {
                     Decision::Retry { after, .. } => now = Now::virtual_at(now.mono + after),
                     _ => break,

@@ -29,10 +29,9 @@ impl Epoch {
 
     /// The policy's view of the present.
     pub fn now(&self) -> Now {
-        let mono = self.elapsed();
         Now {
-            mono,
-            wall: self.wall + mono,
+            mono: self.elapsed(),
+            epoch_wall: self.wall,
         }
     }
 

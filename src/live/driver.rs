@@ -22,7 +22,7 @@ use crate::target::headers;
 
 // Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
 pub use crate::metrics::engine::{
-    breaker_level, reason_label, record_decision, record_permit, request_seed, LazyRng,
+    breaker_level, record_decision, record_permit, request_seed, LazyRng,
 };
 
 /// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
@@ -327,11 +327,8 @@ fn finish_locked(
     reason: Option<GiveUpReason>,
 ) {
     g.client.finish(now, state);
-    g.rec.upstream_finished(
-        now.mono,
-        now.mono.saturating_sub(intended),
-        reason.map(reason_label),
-    );
+    g.rec
+        .upstream_finished(now.mono, now.mono.saturating_sub(intended), reason);
 }
 
 fn note_refusal(g: &mut Shared, config: &str, request: u64, attempt: u32) {

@@ -59,6 +59,7 @@ pub fn record_decision(
 ) -> (&'static str, Option<f64>) {
     let label = attempt_label(outcome, decision.class());
     rec.attempt_done(latency, label);
+    let label = label.as_str();
     let level = client.budget_level();
     let breaker = client.breaker_state().map(breaker_level);
     rec.sample_policy(t, level, breaker);

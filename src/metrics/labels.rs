@@ -1,148 +1,170 @@
 //! Counts by label without a string map on the hot path.
 //!
-//! The recorder counts every attempt by its attempt-log label and every failed request by
-//! its give-up reason. Those labels come from small fixed vocabularies, so each known label
-//! gets a fixed slot, found by comparing a handful of short strings instead of walking a
-//! `BTreeMap<String, _>`. A label outside the vocabulary still counts, in a map on the side:
-//! the vocabulary decides only how fast a label is counted, never whether or how much.
+//! The recorder counts every attempt by what it came to and every failed request by why it
+//! gave up. Both come from closed sets (enums of the policy core), so each label owns a
+//! fixed slot: counting is an array index, and the `label → count` maps reports serialize
+//! are built once, when a run is summarized.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
-/// Labels of sent attempts ([`crate::policy::attempt_label`]).
-pub const ATTEMPT_LABELS: [&str; 5] = ["ok", "transient", "throttle", "timeout", "client-error"];
+use super::engine::reason_label;
+use crate::policy::{AttemptLabel, GiveUpReason};
 
-/// Give-up reasons as reports name them ([`crate::metrics::engine::reason_label`]).
-pub const REASON_LABELS: [&str; 8] = [
-    "non-retryable",
-    "max-attempts",
-    "deadline",
-    "budget-refused",
-    "breaker-open",
-    "cost-cap",
-    "not-idempotent",
-    "server-pushback",
-];
+/// Most labels a vocabulary may have (slots are a fixed array).
+const MAX_LABELS: usize = 16;
+
+/// A closed vocabulary of labels, each with its own slot below [`MAX_LABELS`].
+pub trait Label: Copy + 'static {
+    /// Every label, each once.
+    const ALL: &'static [Self];
+    /// The label's slot.
+    fn slot(self) -> usize;
+    /// The name reports use.
+    fn name(self) -> &'static str;
+}
+
+impl Label for AttemptLabel {
+    const ALL: &'static [Self] = &AttemptLabel::ALL;
+    #[inline]
+    fn slot(self) -> usize {
+        self as usize
+    }
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl Label for GiveUpReason {
+    const ALL: &'static [Self] = &[
+        GiveUpReason::NonRetryable,
+        GiveUpReason::MaxAttempts,
+        GiveUpReason::Deadline,
+        GiveUpReason::BudgetRefused,
+        GiveUpReason::BreakerOpen,
+        GiveUpReason::CostCap,
+        GiveUpReason::NotIdempotent,
+        GiveUpReason::ServerPushback,
+    ];
+    #[inline]
+    fn slot(self) -> usize {
+        self as usize
+    }
+    fn name(self) -> &'static str {
+        reason_label(self)
+    }
+}
 
 /// Exact counts by label; reads back as the `label → count` map of the labels seen.
 #[derive(Debug, Clone)]
-pub struct LabelCounts<const N: usize> {
-    vocabulary: &'static [&'static str; N],
-    slots: [u64; N],
-    other: BTreeMap<String, u64>,
+pub struct LabelCounts<L> {
+    slots: [u64; MAX_LABELS],
+    labels: PhantomData<L>,
 }
 
-impl<const N: usize> LabelCounts<N> {
-    pub fn new(vocabulary: &'static [&'static str; N]) -> Self {
+impl<L: Label> Default for LabelCounts<L> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<L: Label> LabelCounts<L> {
+    pub fn new() -> Self {
         LabelCounts {
-            vocabulary,
-            slots: [0; N],
-            other: BTreeMap::new(),
+            slots: [0; MAX_LABELS],
+            labels: PhantomData,
         }
     }
 
     /// Counts `n` more of `label`.
     #[inline]
-    pub fn add(&mut self, label: &str, n: u64) {
-        match self.vocabulary.iter().position(|v| *v == label) {
-            Some(i) => self.slots[i] += n,
-            None => match self.other.get_mut(label) {
-                Some(c) => *c += n,
-                None => {
-                    self.other.insert(label.to_string(), n);
-                }
-            },
-        }
+    pub fn add(&mut self, label: L, n: u64) {
+        self.slots[label.slot()] += n;
     }
 
-    /// The count of `label` (0 when never seen).
-    pub fn get(&self, label: &str) -> u64 {
-        match self.vocabulary.iter().position(|v| *v == label) {
-            Some(i) => self.slots[i],
-            None => self.other.get(label).copied().unwrap_or(0),
-        }
+    /// The count of `label`.
+    pub fn get(&self, label: L) -> u64 {
+        self.slots[label.slot()]
     }
 
     /// Every label counted at least once, with its count: what reports serialize.
     pub fn to_map(&self) -> BTreeMap<String, u64> {
-        let mut m = self.other.clone();
-        for (label, &n) in self.vocabulary.iter().zip(&self.slots) {
-            if n > 0 {
-                m.insert(label.to_string(), n);
-            }
-        }
-        m
+        L::ALL
+            .iter()
+            .filter(|l| self.get(**l) > 0)
+            .map(|l| (l.name().to_string(), self.get(*l)))
+            .collect()
     }
 
     /// Adds another set of counts exactly.
-    pub fn merge(&mut self, o: &LabelCounts<N>) {
-        for (k, &v) in &o.other {
-            self.add(k, v);
-        }
-        for (label, &n) in o.vocabulary.iter().zip(&o.slots) {
-            if n > 0 {
-                self.add(label, n);
-            }
+    pub fn merge(&mut self, o: &LabelCounts<L>) {
+        for (a, b) in self.slots.iter_mut().zip(&o.slots) {
+            *a += b;
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
-    use crate::metrics::engine::reason_label;
-    use crate::policy::{attempt_label, AttemptOutcome, GiveUpReason, OutcomeClass};
-    use crate::policy::{Response, TransportError};
+
+    /// Slots and names are one-to-one, and every slot fits.
+    fn vocabulary_is_sound<L: Label>() {
+        let slots: HashSet<usize> = L::ALL.iter().map(|l| l.slot()).collect();
+        let names: HashSet<&str> = L::ALL.iter().map(|l| l.name()).collect();
+        assert_eq!(slots.len(), L::ALL.len());
+        assert_eq!(names.len(), L::ALL.len());
+        assert!(slots.iter().all(|s| *s < MAX_LABELS));
+    }
 
     #[test]
-    fn counts_known_and_unknown_labels_exactly() {
-        let mut a = LabelCounts::new(&ATTEMPT_LABELS);
-        a.add("ok", 1);
-        a.add("ok", 2);
-        a.add("refused", 1);
-        assert_eq!(
-            (a.get("ok"), a.get("refused"), a.get("throttle")),
-            (3, 1, 0)
-        );
-        let mut b = LabelCounts::new(&ATTEMPT_LABELS);
-        b.add("refused", 4);
-        b.add("timeout", 1);
+    fn vocabularies_are_sound() {
+        vocabulary_is_sound::<AttemptLabel>();
+        vocabulary_is_sound::<GiveUpReason>();
+    }
+
+    #[test]
+    fn every_give_up_reason_is_listed() {
+        use GiveUpReason::*;
+        // Exhaustive: a new reason fails to compile here until it is numbered, and then
+        // fails the length check until `ALL` lists it (else it would count, unreported).
+        fn arm(r: GiveUpReason) -> usize {
+            match r {
+                NonRetryable => 0,
+                MaxAttempts => 1,
+                Deadline => 2,
+                BudgetRefused => 3,
+                BreakerOpen => 4,
+                CostCap => 5,
+                NotIdempotent => 6,
+                ServerPushback => 7,
+            }
+        }
+        let listed: HashSet<usize> = <GiveUpReason as Label>::ALL
+            .iter()
+            .map(|r| arm(*r))
+            .collect();
+        assert_eq!(listed.len(), 8);
+        assert_eq!(<GiveUpReason as Label>::ALL.len(), 8);
+    }
+
+    #[test]
+    fn counts_and_merges_exactly() {
+        let mut a = LabelCounts::<AttemptLabel>::new();
+        a.add(AttemptLabel::Ok, 1);
+        a.add(AttemptLabel::Ok, 2);
+        a.add(AttemptLabel::Timeout, 1);
+        let mut b = LabelCounts::new();
+        b.add(AttemptLabel::Timeout, 4);
+        b.add(AttemptLabel::ClientError, 1);
         a.merge(&b);
-        let want: BTreeMap<String, u64> = [("ok", 3), ("refused", 5), ("timeout", 1)]
+        let want: BTreeMap<String, u64> = [("ok", 3), ("timeout", 5), ("client-error", 1)]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         assert_eq!(a.to_map(), want);
-    }
-
-    #[test]
-    fn vocabularies_hold_every_label_the_engines_produce() {
-        use GiveUpReason::*;
-        for r in [
-            NonRetryable,
-            MaxAttempts,
-            Deadline,
-            BudgetRefused,
-            BreakerOpen,
-            CostCap,
-            NotIdempotent,
-            ServerPushback,
-        ] {
-            assert!(REASON_LABELS.contains(&reason_label(r)), "{r:?}");
-        }
-        let outcomes = [
-            AttemptOutcome::Response(Response::status(200)),
-            AttemptOutcome::Transport(TransportError::ReadTimeout),
-            AttemptOutcome::Transport(TransportError::Reset),
-        ];
-        for o in &outcomes {
-            for c in [
-                OutcomeClass::Success,
-                OutcomeClass::Transient,
-                OutcomeClass::Throttling,
-                OutcomeClass::NonRetryable,
-            ] {
-                assert!(ATTEMPT_LABELS.contains(&attempt_label(o, c)));
-            }
-        }
+        assert_eq!(a.get(AttemptLabel::Throttle), 0);
     }
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::labels::{LabelCounts, ATTEMPT_LABELS, REASON_LABELS};
+use super::labels::LabelCounts;
+use crate::policy::{AttemptLabel, GiveUpReason};
 
 /// Highest latency a histogram tracks: one hour. Longer values are clamped (and still counted).
 const MAX_LATENCY_US: u64 = 3_600_000_000;
@@ -112,8 +113,8 @@ pub struct Recorder {
     /// Latency of single attempts that got an answer or an error.
     pub attempt_latency_us: Histogram<u64>,
     pub first_budget_refusal: Option<Duration>,
-    failures_by_reason: LabelCounts<{ REASON_LABELS.len() }>,
-    attempts_by_outcome: LabelCounts<{ ATTEMPT_LABELS.len() }>,
+    failures_by_reason: LabelCounts<GiveUpReason>,
+    attempts_by_outcome: LabelCounts<AttemptLabel>,
     client_in_flight: u64,
     pub client_in_flight_peak: u64,
     pub breaker_opens: u64,
@@ -132,8 +133,8 @@ impl Recorder {
             latency_us: new_histogram(3),
             attempt_latency_us: new_histogram(3),
             first_budget_refusal: None,
-            failures_by_reason: LabelCounts::new(&REASON_LABELS),
-            attempts_by_outcome: LabelCounts::new(&ATTEMPT_LABELS),
+            failures_by_reason: LabelCounts::new(),
+            attempts_by_outcome: LabelCounts::new(),
             client_in_flight: 0,
             client_in_flight_peak: 0,
             breaker_opens: 0,
@@ -187,8 +188,8 @@ impl Recorder {
         }
     }
 
-    /// An attempt ended with `label` (attempt-log vocabulary) after `latency`.
-    pub fn attempt_done(&mut self, latency: Duration, label: &str) {
+    /// An attempt ended as `label` after `latency`.
+    pub fn attempt_done(&mut self, latency: Duration, label: AttemptLabel) {
         self.attempt_latency_us.saturating_record(micros(latency));
         self.attempts_by_outcome.add(label, 1);
     }
@@ -221,8 +222,13 @@ impl Recorder {
     }
 
     /// A logical request ended at `t`; `latency` runs from its intended start.
-    /// `failure` is `None` on success, else the give-up reason label.
-    pub fn upstream_finished(&mut self, t: Duration, latency: Duration, failure: Option<&str>) {
+    /// `failure` is `None` on success, else why it gave up.
+    pub fn upstream_finished(
+        &mut self,
+        t: Duration,
+        latency: Duration,
+        failure: Option<GiveUpReason>,
+    ) {
         self.client_in_flight = self.client_in_flight.saturating_sub(1);
         let us = micros(latency);
         self.latency_us.saturating_record(us);
@@ -326,7 +332,7 @@ mod tests {
         r.attempt_sent(s(0.5), 1);
         r.attempt_sent(s(1.2), 2);
         r.retry_scheduled(s(1.1), RetryReason::Transient);
-        r.upstream_finished(s(2.5), s(2.0), Some("max-attempts"));
+        r.upstream_finished(s(2.5), s(2.0), Some(GiveUpReason::MaxAttempts));
         assert_eq!(r.seconds().len(), 3);
         assert_eq!(r.seconds()[0].started, 1);
         assert_eq!(r.seconds()[0].attempts, 1);
@@ -348,7 +354,11 @@ mod tests {
         for i in 0..50 {
             b.upstream_started(s(1.0 + i as f64 * 0.01));
             b.budget_refused(s(1.5));
-            b.upstream_finished(s(1.9), Duration::from_millis(200), Some("budget-refused"));
+            b.upstream_finished(
+                s(1.9),
+                Duration::from_millis(200),
+                Some(GiveUpReason::BudgetRefused),
+            );
         }
         let mut m = a.clone();
         m.merge(&b);

@@ -46,23 +46,31 @@ use super::retry_after::Hint;
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
 
-/// Injected time: monotonic since the run's epoch, plus the wall-clock equivalent (for
-/// HTTP-date Retry-After).
+/// Injected time: monotonic since the run's epoch, plus the wall clock at that epoch. The
+/// wall-clock present (for HTTP-date Retry-After) is only worked out when asked for: nearly
+/// every decision needs `mono` alone, and a `SystemTime` sum costs more than the rest of
+/// building a `Now`.
 #[derive(Clone, Copy, Debug)]
 pub struct Now {
     /// Monotonic time since the run's epoch.
     pub mono: Duration,
-    /// The wall-clock time corresponding to `mono`.
-    pub wall: SystemTime,
+    /// The wall-clock time of the run's epoch (`mono` zero).
+    pub epoch_wall: SystemTime,
 }
 
 impl Now {
     /// A `Now` whose wall clock is `UNIX_EPOCH + mono` (simulations and tests).
+    #[inline]
     pub fn virtual_at(mono: Duration) -> Now {
         Now {
             mono,
-            wall: SystemTime::UNIX_EPOCH + mono,
+            epoch_wall: SystemTime::UNIX_EPOCH,
         }
+    }
+
+    /// The wall-clock time corresponding to `mono`.
+    pub fn wall(&self) -> SystemTime {
+        self.epoch_wall + self.mono
     }
 }
 
@@ -417,7 +425,7 @@ impl RetryClient {
             CostKind::Transient
         };
         let hint = match outcome {
-            AttemptOutcome::Response(r) => self.config.retry_after.hint(r, now.wall),
+            AttemptOutcome::Response(r) => self.config.retry_after.hint(r, || now.wall()),
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
         // The delay (a jitter draw, which seeds a request's lazy RNG) is computed before the

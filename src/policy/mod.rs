@@ -40,8 +40,8 @@ pub use config::{RetryConfig, RetryConfigSpec};
 pub use cost::{CostConfig, CostScope};
 pub use error::PolicyError;
 pub use outcome::{
-    attempt_label, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern, TransportError,
-    REFUSED_LABEL,
+    attempt_label, AttemptLabel, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern,
+    TransportError, REFUSED_LABEL,
 };
 pub use presets::{preset, preset_names, PresetInfo, PRESETS};
 pub use retry_after::{HintHeader, RetryAfterConfig};

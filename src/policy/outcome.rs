@@ -244,21 +244,54 @@ impl RetryOn {
     }
 }
 
-/// Label of a *sent* attempt for `attempts.csv`: `ok`, `transient`, `throttle`, `timeout`,
-/// `client-error`. Connect, read and per-try timeouts are `timeout` whatever their class, so the
-/// log separates slow failures from fast ones; non-retryable outcomes are `client-error`.
+/// What a *sent* attempt came to, as `attempts.csv` and the `attempts_by_outcome` counts
+/// name it. A closed set, so counting one is an array index rather than a string lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AttemptLabel {
+    Ok,
+    Transient,
+    Throttle,
+    Timeout,
+    ClientError,
+}
+
+impl AttemptLabel {
+    /// Every label, in the order of their slots.
+    pub const ALL: [AttemptLabel; 5] = [
+        AttemptLabel::Ok,
+        AttemptLabel::Transient,
+        AttemptLabel::Throttle,
+        AttemptLabel::Timeout,
+        AttemptLabel::ClientError,
+    ];
+
+    /// The name reports and the attempt log use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptLabel::Ok => "ok",
+            AttemptLabel::Transient => "transient",
+            AttemptLabel::Throttle => "throttle",
+            AttemptLabel::Timeout => "timeout",
+            AttemptLabel::ClientError => "client-error",
+        }
+    }
+}
+
+/// Label of a *sent* attempt: `ok`, `transient`, `throttle`, `timeout`, `client-error`.
+/// Connect, read and per-try timeouts are `timeout` whatever their class, so the log
+/// separates slow failures from fast ones; non-retryable outcomes are `client-error`.
 /// Attempts refused before sending (breaker, budget, deadline, cost) use [`REFUSED_LABEL`].
-pub fn attempt_label(outcome: &AttemptOutcome<'_>, class: OutcomeClass) -> &'static str {
+pub fn attempt_label(outcome: &AttemptOutcome<'_>, class: OutcomeClass) -> AttemptLabel {
     if let AttemptOutcome::Transport(t) = outcome {
         if t.is_timeout() {
-            return "timeout";
+            return AttemptLabel::Timeout;
         }
     }
     match class {
-        OutcomeClass::Success => "ok",
-        OutcomeClass::Transient => "transient",
-        OutcomeClass::Throttling => "throttle",
-        OutcomeClass::NonRetryable => "client-error",
+        OutcomeClass::Success => AttemptLabel::Ok,
+        OutcomeClass::Transient => AttemptLabel::Transient,
+        OutcomeClass::Throttling => AttemptLabel::Throttle,
+        OutcomeClass::NonRetryable => AttemptLabel::ClientError,
     }
 }
 
@@ -338,18 +371,19 @@ mod tests {
 
     #[test]
     fn labels() {
+        let label = |o: &AttemptOutcome<'_>, c| attempt_label(o, c).as_str();
         let t = AttemptOutcome::Transport(TransportError::PerTryTimeout);
-        assert_eq!(attempt_label(&t, OutcomeClass::Transient), "timeout");
-        assert_eq!(attempt_label(&t, OutcomeClass::NonRetryable), "timeout");
+        assert_eq!(label(&t, OutcomeClass::Transient), "timeout");
+        assert_eq!(label(&t, OutcomeClass::NonRetryable), "timeout");
         let reset = AttemptOutcome::Transport(TransportError::Reset);
-        assert_eq!(attempt_label(&reset, OutcomeClass::Transient), "transient");
-        assert_eq!(attempt_label(&resp(200, None), OutcomeClass::Success), "ok");
+        assert_eq!(label(&reset, OutcomeClass::Transient), "transient");
+        assert_eq!(label(&resp(200, None), OutcomeClass::Success), "ok");
         assert_eq!(
-            attempt_label(&resp(429, None), OutcomeClass::Throttling),
+            label(&resp(429, None), OutcomeClass::Throttling),
             "throttle"
         );
         assert_eq!(
-            attempt_label(&resp(404, None), OutcomeClass::NonRetryable),
+            label(&resp(404, None), OutcomeClass::NonRetryable),
             "client-error"
         );
         assert_eq!(REFUSED_LABEL, "refused");

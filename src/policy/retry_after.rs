@@ -5,7 +5,7 @@
 //! it (reference §1.4, §2.1, §7.1):
 //!
 //! * `retry-after` (RFC 9110 §10.2.3): integer delay-seconds or an HTTP-date, relative to
-//!   `now.wall`. The hint **replaces** the computed backoff, capped at `cap`. A date in the past
+//!   `now.wall()`. The hint **replaces** the computed backoff, capped at `cap`. A date in the past
 //!   means the condition the server announced is over: the hint is **0** (retry immediately),
 //!   not a fallback. Unparseable values (garbage, negative, decimals) fall back to the computed
 //!   backoff.
@@ -101,14 +101,15 @@ pub fn parse_grpc_pushback(value: &str) -> Hint {
 }
 
 impl RetryAfterConfig {
-    /// Read the honoured header of `resp`.
-    pub fn hint(&self, resp: &Response<'_>, now_wall: SystemTime) -> Hint {
+    /// Read the honoured header of `resp`. The wall clock is asked for only when an
+    /// HTTP-date needs it (rarely; it is not free).
+    pub fn hint(&self, resp: &Response<'_>, now_wall: impl FnOnce() -> SystemTime) -> Hint {
         let opt = |d: Option<Duration>| d.map_or(Hint::Absent, Hint::Delay);
         match self.header {
             HintHeader::None => Hint::Absent,
             HintHeader::RetryAfter => opt(resp
                 .retry_after
-                .and_then(|v| parse_retry_after(v, now_wall))),
+                .and_then(|v| parse_retry_after(v, now_wall()))),
             HintHeader::XAmzRetryAfter => opt(resp.amz_retry_after.and_then(parse_amz_retry_after)),
             HintHeader::GrpcRetryPushbackMs => resp
                 .grpc_pushback_ms
@@ -182,7 +183,7 @@ mod tests {
             retry_after: Some("7"),
             ..Response::default()
         };
-        let h = c.hint(&r, wall());
+        let h = c.hint(&r, wall);
         assert_eq!(
             c.combine(Duration::from_millis(10), h).0,
             Duration::from_secs(7)
@@ -191,7 +192,7 @@ mod tests {
             retry_after: Some("86400"),
             ..r
         };
-        let h = c.hint(&huge, wall());
+        let h = c.hint(&huge, wall);
         assert_eq!(
             c.combine(Duration::from_millis(10), h).0,
             Duration::from_secs(30)
@@ -200,7 +201,7 @@ mod tests {
             retry_after: Some("later"),
             ..r
         };
-        let h = c.hint(&garbage, wall());
+        let h = c.hint(&garbage, wall);
         assert_eq!(h, Hint::Absent);
         assert_eq!(
             c.combine(Duration::from_millis(10), h).0,
@@ -212,7 +213,7 @@ mod tests {
             amz_retry_after: Some("1000"),
             ..Response::default()
         };
-        assert_eq!(c.hint(&amz, wall()), Hint::Absent);
+        assert_eq!(c.hint(&amz, wall), Hint::Absent);
     }
 
     #[test]
@@ -228,7 +229,7 @@ mod tests {
                 amz_retry_after: Some(v),
                 ..Response::default()
             };
-            c.combine(t, c.hint(&r, wall())).0
+            c.combine(t, c.hint(&r, wall)).0
         };
         assert_eq!(at("1500"), Duration::from_millis(1500));
         assert_eq!(at("100"), t); // never below t
@@ -257,6 +258,6 @@ mod tests {
         );
         assert_eq!((d, reset), (Duration::from_secs(3), true));
         let none = Response::status(503);
-        assert_eq!(c.hint(&none, wall()), Hint::Absent);
+        assert_eq!(c.hint(&none, wall), Hint::Absent);
     }
 }

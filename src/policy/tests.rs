@@ -327,7 +327,10 @@ fn retry_after_through_the_client_respects_cap_and_deadline() {
         ..constant_config(100, 5, Some(20_000))
     };
     let wall = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-    let now = Now { mono: ms(0), wall };
+    let now = Now {
+        mono: ms(0),
+        epoch_wall: wall,
+    };
     let one = |v: &'static str| {
         let mut c = RetryClient::new(&cfg);
         let mut req = c.start(now, "GET", None);

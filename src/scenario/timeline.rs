@@ -230,13 +230,15 @@ impl FaultTimeline {
             if terminal && verdict.fault.is_some() {
                 continue; // an earlier terminal fault already won; skip the draw
             }
-            let key = *key.get_or_insert_with(|| draw_key(self.seed, request, attempt));
-            if draw_salted(key, i as u64) >= f.probability {
+            // A draw is below 1 always: a certain fault needs none (nor the key).
+            let mut key = || *key.get_or_insert_with(|| draw_key(self.seed, request, attempt));
+            if f.probability < 1.0 && draw_salted(key(), i as u64) >= f.probability {
                 continue;
             }
             let action = match &f.kind {
                 FaultKind::Latency { add } => {
                     let salt = SALT_LATENCY_BASE + 2 * i as u64;
+                    let key = key();
                     let u = draw_salted(key, salt);
                     let u2 = draw_salted(key, salt + 1);
                     verdict.extra_latency =

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::queue::{self, EventQueue};
 use super::target::Counters;
-use crate::metrics::engine::{reason_label, record_decision, record_permit, request_seed, LazyRng};
+use crate::metrics::engine::{record_decision, record_permit, request_seed, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
@@ -68,13 +68,18 @@ struct Ev {
 
 type Event = queue::Event<Ev>;
 
+/// The lane of the per-try timers.
+const TIMEOUT_LANE: usize = 1;
+/// The timer lane is not swept of stale timers below this length.
+const MIN_SWEEP: usize = 4096;
+
 /// The FIFO lane of each kind that is always scheduled a fixed delay after "now" (or, for
 /// arrivals, in schedule order); see `queue`.
 #[inline]
 fn lane_of(kind: Kind) -> Option<usize> {
     match kind {
         Kind::TargetArrive | Kind::Reply => Some(0),
-        Kind::ClientTimeout => Some(1),
+        Kind::ClientTimeout => Some(TIMEOUT_LANE),
         Kind::QueueTimeout => Some(2),
         Kind::UserStart => Some(3),
         Kind::Arrival => Some(4),
@@ -205,6 +210,8 @@ struct Sim<'a> {
     serving: u32,
     queue: VecDeque<(u32, u32)>,
     attempts: u64,
+    /// Length of the timer lane at which its stale timers are swept out.
+    sweep_at: usize,
 }
 
 /// Simulates one config from t = 0 to the end of its drain.
@@ -272,6 +279,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         serving: 0,
         queue: VecDeque::new(),
         attempts: 0,
+        sweep_at: MIN_SWEEP,
         cfg,
     };
     sim.run()
@@ -318,11 +326,12 @@ impl Sim<'_> {
             if ev.t >= end {
                 break;
             }
-            events += 1;
-            last_t = ev.t;
             let t = ev.t;
             let Ev { kind, idx, gen } = ev.payload;
-            match kind {
+            // Whether the event moved a request, an attempt or a user on (a stale timer, a
+            // reply nobody waits for, a capacity change do not): the run lasts until the
+            // last one that did, as a live run drains until its last request is done.
+            let acted = match kind {
                 Kind::Arrival => {
                     let id = self.next_id;
                     self.next_id += 1;
@@ -335,9 +344,11 @@ impl Sim<'_> {
                     if let Some(next) = arrivals.as_mut().and_then(|a| a.next()) {
                         self.push(ns(next), Kind::Arrival, 0, 0);
                     }
+                    true
                 }
                 Kind::UserStart => {
-                    if t < self.cfg.duration {
+                    let go = t < self.cfg.duration;
+                    if go {
                         let user = idx;
                         let users = self.user_n.len() as u64;
                         let n = self.user_n[user as usize];
@@ -345,48 +356,64 @@ impl Sim<'_> {
                         // Request ids interleave users so they stay unique, as live does.
                         self.start_request(t, n * users + u64::from(user), user, false);
                     }
+                    go
                 }
                 Kind::RetryDue => {
                     let r = idx as usize;
-                    if self.reqs[r].gen == gen && self.reqs[r].state.is_some() {
+                    let go = self.reqs[r].gen == gen && self.reqs[r].state.is_some();
+                    if go {
                         self.try_attempt(t, idx);
                     }
+                    go
                 }
                 Kind::TargetArrive => {
-                    if self.att_ok(idx, gen) {
+                    let go = self.att_ok(idx, gen);
+                    if go {
                         self.target_arrive(t, idx);
                     }
+                    go
                 }
                 Kind::FaultAct => {
-                    if self.att_ok(idx, gen) {
+                    let go = self.att_ok(idx, gen);
+                    if go {
                         self.fault_act(t, idx);
                     }
+                    go
                 }
                 Kind::WorkStart => {
-                    if self.att_ok(idx, gen) {
+                    let go = self.att_ok(idx, gen);
+                    if go {
                         self.work_start(t, idx);
                     }
+                    go
                 }
                 Kind::QueueTimeout => {
-                    if self.att_ok(idx, gen) && self.atts[idx as usize].queued {
+                    let go = self.att_ok(idx, gen) && self.atts[idx as usize].queued;
+                    if go {
                         self.queue_timeout(t, idx);
                     }
+                    go
                 }
                 Kind::ServiceDone => {
-                    if self.att_ok(idx, gen) {
+                    let go = self.att_ok(idx, gen);
+                    if go {
                         self.service_done(t, idx);
                     }
+                    go
                 }
                 Kind::Reply => {
-                    if self.att_ok(idx, gen) && self.atts[idx as usize].client_waiting {
+                    let go = self.att_ok(idx, gen) && self.atts[idx as usize].client_waiting;
+                    if go {
                         let a = &mut self.atts[idx as usize];
                         a.client_waiting = false;
                         let (status, fault) = (a.reply_status, a.reply_fault);
                         self.client_outcome(t, idx, status, fault);
                     }
+                    go
                 }
                 Kind::ClientTimeout => {
-                    if self.att_ok(idx, gen) && self.atts[idx as usize].client_waiting {
+                    let go = self.timer_live(idx, gen);
+                    if go {
                         let a = &mut self.atts[idx as usize];
                         a.client_waiting = false;
                         // The client closes its connection: the target's handler ends (the
@@ -397,6 +424,7 @@ impl Sim<'_> {
                         }
                         self.client_outcome(t, idx, 1, NO_FAULT);
                     }
+                    go
                 }
                 Kind::Capacity => {
                     self.cap = self
@@ -404,7 +432,12 @@ impl Sim<'_> {
                         .timeline
                         .capacity_at(dur(t), self.cfg.model.concurrency);
                     self.pump(t);
+                    false
                 }
+            };
+            if acted {
+                events += 1;
+                last_t = t;
             }
         }
         let end_t = last_t.max(self.cfg.duration).min(end);
@@ -421,6 +454,25 @@ impl Sim<'_> {
     #[inline]
     fn att_ok(&self, idx: u32, gen: u32) -> bool {
         self.atts[idx as usize].gen == gen
+    }
+
+    #[inline]
+    fn timer_live(&self, idx: u32, gen: u32) -> bool {
+        timer_live(&self.atts[idx as usize], gen)
+    }
+
+    /// Sweeps the stale per-try timers out of their lane. Nearly every attempt ends long
+    /// before its timer is due (envoy's 15 s route timeout at 60 k attempts/s leaves about
+    /// a million), and a stale timer does nothing when popped, so dropping them changes no
+    /// result; it keeps the lane the size of the attempts still waiting instead of growing
+    /// (and page-faulting) by the rate times the timeout. Sweeping when the lane has
+    /// doubled since the last sweep costs O(1) per timer.
+    fn sweep_timers(&mut self) {
+        let atts = &self.atts;
+        self.events.retain_lane(TIMEOUT_LANE, |ev| {
+            timer_live(&atts[ev.idx as usize], ev.gen)
+        });
+        self.sweep_at = (2 * self.events.lane_len(TIMEOUT_LANE)).max(MIN_SWEEP);
     }
 
     fn alloc_req(&mut self) -> u32 {
@@ -520,6 +572,9 @@ impl Sim<'_> {
                 self.push(t + ns(NET_DELAY), Kind::TargetArrive, a, gen);
                 if let Some(to) = timeout {
                     self.push(t.saturating_add(ns(to)), Kind::ClientTimeout, a, gen);
+                    if self.events.lane_len(TIMEOUT_LANE) >= self.sweep_at {
+                        self.sweep_timers();
+                    }
                 }
             }
             Permit::Refuse(reason) => {
@@ -561,11 +616,8 @@ impl Sim<'_> {
         q.gen = q.gen.wrapping_add(1);
         self.free_reqs.push(r);
         self.client.finish(now(t), state);
-        self.rec.upstream_finished(
-            dur(t),
-            dur(t.saturating_sub(intended)),
-            reason.map(reason_label),
-        );
+        self.rec
+            .upstream_finished(dur(t), dur(t.saturating_sub(intended)), reason);
         if claimed {
             self.claimed -= 1;
         }
@@ -820,6 +872,12 @@ impl Sim<'_> {
         }
         self.maybe_free(a);
     }
+}
+
+/// A per-try timer (of generation `gen`) still has an attempt to end.
+#[inline]
+fn timer_live(a: &Att, gen: u32) -> bool {
+    a.gen == gen && a.client_waiting
 }
 
 #[inline]

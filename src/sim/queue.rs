@@ -182,6 +182,18 @@ impl<P: Copy> EventQueue<P> {
         }
     }
 
+    /// Events waiting in `lane`.
+    #[inline]
+    pub(super) fn lane_len(&self, lane: usize) -> usize {
+        self.lanes[lane].len()
+    }
+
+    /// Drops the events of `lane` whose payload `keep` refuses; the rest keep their order,
+    /// so the lane stays sorted. For lanes that fill up with events known to be stale.
+    pub(super) fn retain_lane(&mut self, lane: usize, mut keep: impl FnMut(&P) -> bool) {
+        self.lanes[lane].retain(|e| keep(&e.payload));
+    }
+
     /// Events pending.
     #[cfg(test)]
     fn len(&self) -> usize {
