@@ -6,6 +6,7 @@ pub mod labels;
 pub mod recorder;
 pub mod result;
 pub mod target;
+pub mod target_counts;
 
 pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{

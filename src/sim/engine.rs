@@ -17,8 +17,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::queue::{self, EventQueue};
-use super::target::Counters;
 use crate::metrics::engine::{record_decision, record_permit, request_seed, LazyRng};
+use crate::metrics::target_counts::{second_of_ns as sec, TargetCounts};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
@@ -188,7 +188,9 @@ struct Sim<'a> {
     client: RetryClient,
     rec: Recorder,
     log: Vec<AttemptRow>,
-    counters: Counters,
+    counters: TargetCounts,
+    /// Most requests the gate served at once.
+    peak_serving: u64,
     events: EventQueue<Ev>,
     seq: u64,
     reqs: Vec<Req>,
@@ -261,7 +263,8 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         client: RetryClient::new(cfg.config),
         rec: Recorder::new(),
         log: Vec::new(),
-        counters: Counters::new(),
+        counters: TargetCounts::new(),
+        peak_serving: 0,
         events: EventQueue::new(),
         seq: 0,
         reqs: Vec::new(),
@@ -420,7 +423,7 @@ impl Sim<'_> {
                         // request leaves flight); work already accepted carries on.
                         if a.handler_alive {
                             a.handler_alive = false;
-                            self.counters.leave(t);
+                            self.counters.leave(sec(t));
                         }
                         self.client_outcome(t, idx, 1, NO_FAULT);
                     }
@@ -442,7 +445,7 @@ impl Sim<'_> {
         }
         let end_t = last_t.max(self.cfg.duration).min(end);
         ConfigOut {
-            stats: self.counters.snapshot(end_t),
+            stats: self.counters.snapshot(sec(end_t), self.peak_serving),
             rec: self.rec,
             log: self.log,
             attempts: self.attempts,
@@ -700,7 +703,7 @@ impl Sim<'_> {
         if !at.client_waiting {
             return; // the client gave up before the request got there
         }
-        self.counters.arrive(t);
+        self.counters.arrive(sec(t));
         at.handler_alive = true;
         if !self
             .fault_windows
@@ -762,7 +765,7 @@ impl Sim<'_> {
         match at.act {
             Act::Status => {
                 let (s, f) = (at.reply_status, at.reply_fault);
-                self.counters.respond(t, s, false);
+                self.counters.respond(s, false, sec(t));
                 self.send_reply(t, a, s, f);
             }
             Act::Reset => {
@@ -775,7 +778,7 @@ impl Sim<'_> {
 
     /// The handler ends and the reply travels back to the client.
     fn send_reply(&mut self, t: u64, a: u32, status: u16, fault: u16) {
-        self.counters.leave(t);
+        self.counters.leave(sec(t));
         let at = &mut self.atts[a as usize];
         at.handler_alive = false;
         at.reply_status = status;
@@ -805,7 +808,7 @@ impl Sim<'_> {
 
     fn grant(&mut self, t: u64, a: u32) {
         self.serving += 1;
-        self.counters.peak_serving = self.counters.peak_serving.max(u64::from(self.serving));
+        self.peak_serving = self.peak_serving.max(u64::from(self.serving));
         let at = &mut self.atts[a as usize];
         at.queued = false;
         let service = self
@@ -841,7 +844,7 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         at.work_active = false;
         if at.handler_alive {
-            self.counters.respond(t, 503, false);
+            self.counters.respond(503, false, sec(t));
             self.send_reply(t, a, 503, NO_FAULT);
         }
         self.maybe_free(a);
@@ -854,18 +857,19 @@ impl Sim<'_> {
         at.work_active = false;
         let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
         if self.write {
-            self.counters.execute(request);
+            // The simulator debits one unit per execution (it does not read amounts).
+            self.counters.execute(request, 1);
         }
         if alive {
             if lost == NO_FAULT {
-                self.counters.respond(t, 200, true);
+                self.counters.respond(200, true, sec(t));
                 self.send_reply(t, a, 200, NO_FAULT);
             } else {
                 self.counters.lost_response();
                 // Without a status the response is lost on the way: the handler holds until
                 // the client gives up.
                 if let Some(s) = self.parts.get(lost as usize).and_then(|p| p.lost_status) {
-                    self.counters.respond(t, s, false);
+                    self.counters.respond(s, false, sec(t));
                     self.send_reply(t, a, s, NO_FAULT);
                 }
             }

@@ -33,7 +33,6 @@
 
 mod engine;
 mod queue;
-mod target;
 
 use std::time::Duration;
 

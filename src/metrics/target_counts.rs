@@ -1,0 +1,319 @@
+//! A target's counts as they are made, by whole second of run time: one plain struct for
+//! the live target (behind its mutex, reading the clock) and the simulator's modeled target
+//! (driven by virtual time), so that both count with exactly the same meaning.
+//!
+//! An arrival goes in flight until its response leaves, its connection is reset, or the
+//! client drops the connection. Seconds only move forward: a second older than one already
+//! seen counts as that later second.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::TargetStats;
+
+/// Per-second series never grow past this index (a week), whatever the clock says.
+pub const MAX_SECOND: usize = 7 * 24 * 3600;
+
+/// The whole second of run time `t_ns` (in ns), capped at [`MAX_SECOND`].
+#[inline]
+pub fn second_of_ns(t_ns: u64) -> usize {
+    ((t_ns / 1_000_000_000) as usize).min(MAX_SECOND)
+}
+
+fn bump(series: &mut Vec<u64>, sec: usize) {
+    if series.len() <= sec {
+        series.resize(sec + 1, 0);
+    }
+    series[sec] += 1;
+}
+
+fn raise(series: &mut Vec<u64>, sec: usize, level: u64) {
+    if series.len() <= sec {
+        series.resize(sec + 1, 0);
+    }
+    if series[sec] < level {
+        series[sec] = level;
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TargetCounts {
+    arrivals: u64,
+    arrivals_per_s: Vec<u64>,
+    in_flight: u64,
+    peak_in_flight: u64,
+    peak_in_flight_per_s: Vec<u64>,
+    /// Last second whose `peak_in_flight_per_s` entry has been brought up to date.
+    cur_sec: usize,
+    served_ok: u64,
+    served_ok_per_s: Vec<u64>,
+    /// Responses by status, indexed by the code (100..=999).
+    by_status: Vec<u64>,
+    resets: u64,
+    hangs: u64,
+    shed: u64,
+    lost_responses: u64,
+    forwarded: u64,
+    executions: u64,
+    duplicate_executions: u64,
+    extra_executions: u64,
+    debited: u64,
+    extra_debited: u64,
+    dedup_replays: u64,
+    dedup_conflicts: u64,
+    dedup_mismatches: u64,
+    /// Executions so far per logical request id (write requests only).
+    executed: HashMap<u64, u32>,
+}
+
+impl Default for TargetCounts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TargetCounts {
+    pub fn new() -> Self {
+        TargetCounts {
+            arrivals: 0,
+            arrivals_per_s: Vec::new(),
+            in_flight: 0,
+            peak_in_flight: 0,
+            peak_in_flight_per_s: Vec::new(),
+            cur_sec: 0,
+            served_ok: 0,
+            served_ok_per_s: Vec::new(),
+            by_status: vec![0; 1000],
+            resets: 0,
+            hangs: 0,
+            shed: 0,
+            lost_responses: 0,
+            forwarded: 0,
+            executions: 0,
+            duplicate_executions: 0,
+            extra_executions: 0,
+            debited: 0,
+            extra_debited: 0,
+            dedup_replays: 0,
+            dedup_conflicts: 0,
+            dedup_mismatches: 0,
+            executed: HashMap::new(),
+        }
+    }
+
+    /// Brings the per-second in-flight peaks up to `sec`: the level in flight now has been
+    /// held through every second since the last change, so each of them saw at least it.
+    #[inline]
+    pub fn advance(&mut self, sec: usize) {
+        if sec > self.cur_sec {
+            let level = self.in_flight;
+            for s in self.cur_sec + 1..=sec {
+                raise(&mut self.peak_in_flight_per_s, s, level);
+            }
+            self.cur_sec = sec;
+        }
+    }
+
+    /// Counts an arrival at second `sec` and puts it in flight.
+    #[inline]
+    pub fn arrive(&mut self, sec: usize) {
+        let sec = sec.max(self.cur_sec);
+        self.advance(sec);
+        self.arrivals += 1;
+        bump(&mut self.arrivals_per_s, sec);
+        self.in_flight += 1;
+        let level = self.in_flight;
+        if level > self.peak_in_flight {
+            self.peak_in_flight = level;
+        }
+        raise(&mut self.peak_in_flight_per_s, sec, level);
+    }
+
+    /// A request left flight at second `sec` (answered, or dropped with its connection).
+    #[inline]
+    pub fn leave(&mut self, sec: usize) {
+        self.advance(sec);
+        self.in_flight -= 1;
+    }
+
+    /// An arrival at `sec` answered at once with `status` (not served): exactly what
+    /// `arrive`, `respond(status, false, _)` and `leave` would count, as if the answer
+    /// took no time.
+    pub fn answer_at_once(&mut self, sec: usize, status: u16) {
+        self.arrive(sec);
+        self.count_status(status);
+        self.in_flight -= 1;
+    }
+
+    #[inline]
+    fn count_status(&mut self, status: u16) {
+        if let Some(n) = self.by_status.get_mut(usize::from(status)) {
+            *n += 1;
+        }
+    }
+
+    /// A response went out at `sec` with `status`; `served` when it is a 2xx after real
+    /// service (goodput).
+    #[inline]
+    pub fn respond(&mut self, status: u16, served: bool, sec: usize) {
+        self.count_status(status);
+        if served {
+            self.served_ok += 1;
+            bump(&mut self.served_ok_per_s, sec);
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.resets += 1;
+    }
+
+    pub fn hang(&mut self) {
+        self.hangs += 1;
+    }
+
+    pub fn shed(&mut self) {
+        self.shed += 1;
+    }
+
+    pub fn lost_response(&mut self) {
+        self.lost_responses += 1;
+    }
+
+    /// A request was handed to the real upstream server (fault proxy only).
+    pub fn forward(&mut self) {
+        self.forwarded += 1;
+    }
+
+    /// A write request of logical request `request` executed: its side effect happened,
+    /// debiting `amount` from the account. The second execution of a logical request makes
+    /// it a duplicate; every execution after the first is an extra side effect.
+    pub fn execute(&mut self, request: u64, amount: u64) {
+        self.executions += 1;
+        self.debited = self.debited.saturating_add(amount);
+        let n = self.executed.entry(request).or_insert(0);
+        *n += 1;
+        let n = *n;
+        if n > 1 {
+            self.extra_executions += 1;
+            self.extra_debited = self.extra_debited.saturating_add(amount);
+        }
+        if n == 2 {
+            self.duplicate_executions += 1;
+        }
+    }
+
+    /// A keyed request was answered from the dedup store without executing.
+    pub fn dedup_replay(&mut self) {
+        self.dedup_replays += 1;
+    }
+
+    /// A keyed request arrived while its key was still executing (answered 409).
+    pub fn dedup_conflict(&mut self) {
+        self.dedup_conflicts += 1;
+    }
+
+    /// A used key arrived with another body (answered 422).
+    pub fn dedup_mismatch(&mut self) {
+        self.dedup_mismatches += 1;
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// The counts as of second `sec`; `peak_serving` comes from the target's gate.
+    pub fn snapshot(&mut self, sec: usize, peak_serving: u64) -> TargetStats {
+        self.advance(sec);
+        TargetStats {
+            arrivals: self.arrivals,
+            arrivals_per_s: self.arrivals_per_s.clone(),
+            peak_in_flight: self.peak_in_flight,
+            peak_in_flight_per_s: self.peak_in_flight_per_s.clone(),
+            served_ok: self.served_ok,
+            served_ok_per_s: self.served_ok_per_s.clone(),
+            responses_by_status: self
+                .by_status
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(s, n)| (s as u16, *n))
+                .collect::<BTreeMap<u16, u64>>(),
+            resets: self.resets,
+            hangs: self.hangs,
+            shed: self.shed,
+            forwarded: self.forwarded,
+            executions: self.executions,
+            duplicate_executions: self.duplicate_executions,
+            extra_executions: self.extra_executions,
+            debited: self.debited,
+            extra_debited: self.extra_debited,
+            dedup_replays: self.dedup_replays,
+            dedup_conflicts: self.dedup_conflicts,
+            dedup_mismatches: self.dedup_mismatches,
+            peak_serving,
+            lost_responses: self.lost_responses,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_second_peaks_carry_the_level_held_across_seconds() {
+        let mut c = TargetCounts::new();
+        c.arrive(0);
+        c.arrive(0);
+        c.arrive(2); // second 2: 3 in flight
+        c.leave(2);
+        c.leave(2);
+        let s = c.snapshot(3, 0);
+        assert_eq!(s.arrivals, 3);
+        assert_eq!(s.arrivals_per_s, vec![2, 0, 1]);
+        assert_eq!(s.peak_in_flight, 3);
+        // Second 1 had no event but still held 2 in flight; second 3 holds 1.
+        assert_eq!(s.peak_in_flight_per_s, vec![2, 2, 3, 1]);
+    }
+
+    #[test]
+    fn seconds_only_move_forward() {
+        let mut c = TargetCounts::new();
+        c.arrive(3);
+        c.arrive(1); // read before another thread's second 3: counts in second 3
+        assert_eq!(c.snapshot(3, 0).arrivals_per_s, vec![0, 0, 0, 2]);
+    }
+
+    #[test]
+    fn answer_at_once_counts_what_its_three_steps_would() {
+        let mut a = TargetCounts::new();
+        a.answer_at_once(1, 503);
+        let mut b = TargetCounts::new();
+        b.arrive(1);
+        b.respond(503, false, 1);
+        b.leave(1);
+        assert_eq!(a.snapshot(2, 0), b.snapshot(2, 0));
+    }
+
+    #[test]
+    fn duplicates_count_requests_extras_count_executions() {
+        let mut c = TargetCounts::new();
+        // Request 1 executes three times (amount 5), request 2 twice (amount 7), 3 once.
+        for (r, amount) in [(1, 5), (2, 7), (1, 5), (1, 5), (3, 1), (2, 7)] {
+            c.execute(r, amount);
+        }
+        c.dedup_replay();
+        c.dedup_replay();
+        c.dedup_conflict();
+        c.dedup_mismatch();
+        let s = c.snapshot(0, 0);
+        assert_eq!(s.executions, 6);
+        assert_eq!(s.duplicate_executions, 2, "requests 1 and 2");
+        assert_eq!(s.extra_executions, 3, "two extra for 1, one for 2");
+        assert_eq!(s.debited, 5 + 7 + 5 + 5 + 1 + 7);
+        assert_eq!(s.extra_debited, 5 + 5 + 7);
+        assert_eq!(
+            (s.dedup_replays, s.dedup_conflicts, s.dedup_mismatches),
+            (2, 1, 1)
+        );
+    }
+}
