@@ -35,32 +35,17 @@ fn raise(series: &mut Vec<u64>, sec: usize, level: u64) {
     }
 }
 
+/// The counts so far: the plain totals and series already in their reported form
+/// (`stats`), plus what only counting needs.
 #[derive(Debug, Clone)]
 pub struct TargetCounts {
-    arrivals: u64,
-    arrivals_per_s: Vec<u64>,
+    /// Everything but `responses_by_status` and `peak_serving`, filled in by `snapshot`.
+    stats: TargetStats,
     in_flight: u64,
-    peak_in_flight: u64,
-    peak_in_flight_per_s: Vec<u64>,
     /// Last second whose `peak_in_flight_per_s` entry has been brought up to date.
     cur_sec: usize,
-    served_ok: u64,
-    served_ok_per_s: Vec<u64>,
-    /// Responses by status, indexed by the code (100..=999).
+    /// Responses by status, indexed by the code (100..=999): an index, not a map lookup.
     by_status: Vec<u64>,
-    resets: u64,
-    hangs: u64,
-    shed: u64,
-    lost_responses: u64,
-    forwarded: u64,
-    executions: u64,
-    duplicate_executions: u64,
-    extra_executions: u64,
-    debited: u64,
-    extra_debited: u64,
-    dedup_replays: u64,
-    dedup_conflicts: u64,
-    dedup_mismatches: u64,
     /// Executions so far per logical request id (write requests only).
     executed: HashMap<u64, u32>,
 }
@@ -74,28 +59,10 @@ impl Default for TargetCounts {
 impl TargetCounts {
     pub fn new() -> Self {
         TargetCounts {
-            arrivals: 0,
-            arrivals_per_s: Vec::new(),
+            stats: TargetStats::default(),
             in_flight: 0,
-            peak_in_flight: 0,
-            peak_in_flight_per_s: Vec::new(),
             cur_sec: 0,
-            served_ok: 0,
-            served_ok_per_s: Vec::new(),
             by_status: vec![0; 1000],
-            resets: 0,
-            hangs: 0,
-            shed: 0,
-            lost_responses: 0,
-            forwarded: 0,
-            executions: 0,
-            duplicate_executions: 0,
-            extra_executions: 0,
-            debited: 0,
-            extra_debited: 0,
-            dedup_replays: 0,
-            dedup_conflicts: 0,
-            dedup_mismatches: 0,
             executed: HashMap::new(),
         }
     }
@@ -107,7 +74,7 @@ impl TargetCounts {
         if sec > self.cur_sec {
             let level = self.in_flight;
             for s in self.cur_sec + 1..=sec {
-                raise(&mut self.peak_in_flight_per_s, s, level);
+                raise(&mut self.stats.peak_in_flight_per_s, s, level);
             }
             self.cur_sec = sec;
         }
@@ -118,14 +85,14 @@ impl TargetCounts {
     pub fn arrive(&mut self, sec: usize) {
         let sec = sec.max(self.cur_sec);
         self.advance(sec);
-        self.arrivals += 1;
-        bump(&mut self.arrivals_per_s, sec);
+        self.stats.arrivals += 1;
+        bump(&mut self.stats.arrivals_per_s, sec);
         self.in_flight += 1;
         let level = self.in_flight;
-        if level > self.peak_in_flight {
-            self.peak_in_flight = level;
+        if level > self.stats.peak_in_flight {
+            self.stats.peak_in_flight = level;
         }
-        raise(&mut self.peak_in_flight_per_s, sec, level);
+        raise(&mut self.stats.peak_in_flight_per_s, sec, level);
     }
 
     /// A request left flight at second `sec` (answered, or dropped with its connection).
@@ -157,63 +124,63 @@ impl TargetCounts {
     pub fn respond(&mut self, status: u16, served: bool, sec: usize) {
         self.count_status(status);
         if served {
-            self.served_ok += 1;
-            bump(&mut self.served_ok_per_s, sec);
+            self.stats.served_ok += 1;
+            bump(&mut self.stats.served_ok_per_s, sec);
         }
     }
 
     pub fn reset(&mut self) {
-        self.resets += 1;
+        self.stats.resets += 1;
     }
 
     pub fn hang(&mut self) {
-        self.hangs += 1;
+        self.stats.hangs += 1;
     }
 
     pub fn shed(&mut self) {
-        self.shed += 1;
+        self.stats.shed += 1;
     }
 
     pub fn lost_response(&mut self) {
-        self.lost_responses += 1;
+        self.stats.lost_responses += 1;
     }
 
     /// A request was handed to the real upstream server (fault proxy only).
     pub fn forward(&mut self) {
-        self.forwarded += 1;
+        self.stats.forwarded += 1;
     }
 
     /// A write request of logical request `request` executed: its side effect happened,
     /// debiting `amount` from the account. The second execution of a logical request makes
     /// it a duplicate; every execution after the first is an extra side effect.
     pub fn execute(&mut self, request: u64, amount: u64) {
-        self.executions += 1;
-        self.debited = self.debited.saturating_add(amount);
+        self.stats.executions += 1;
+        self.stats.debited = self.stats.debited.saturating_add(amount);
         let n = self.executed.entry(request).or_insert(0);
         *n += 1;
         let n = *n;
         if n > 1 {
-            self.extra_executions += 1;
-            self.extra_debited = self.extra_debited.saturating_add(amount);
+            self.stats.extra_executions += 1;
+            self.stats.extra_debited = self.stats.extra_debited.saturating_add(amount);
         }
         if n == 2 {
-            self.duplicate_executions += 1;
+            self.stats.duplicate_executions += 1;
         }
     }
 
     /// A keyed request was answered from the dedup store without executing.
     pub fn dedup_replay(&mut self) {
-        self.dedup_replays += 1;
+        self.stats.dedup_replays += 1;
     }
 
     /// A keyed request arrived while its key was still executing (answered 409).
     pub fn dedup_conflict(&mut self) {
-        self.dedup_conflicts += 1;
+        self.stats.dedup_conflicts += 1;
     }
 
     /// A used key arrived with another body (answered 422).
     pub fn dedup_mismatch(&mut self) {
-        self.dedup_mismatches += 1;
+        self.stats.dedup_mismatches += 1;
     }
 
     pub fn in_flight(&self) -> u64 {
@@ -224,12 +191,6 @@ impl TargetCounts {
     pub fn snapshot(&mut self, sec: usize, peak_serving: u64) -> TargetStats {
         self.advance(sec);
         TargetStats {
-            arrivals: self.arrivals,
-            arrivals_per_s: self.arrivals_per_s.clone(),
-            peak_in_flight: self.peak_in_flight,
-            peak_in_flight_per_s: self.peak_in_flight_per_s.clone(),
-            served_ok: self.served_ok,
-            served_ok_per_s: self.served_ok_per_s.clone(),
             responses_by_status: self
                 .by_status
                 .iter()
@@ -237,20 +198,8 @@ impl TargetCounts {
                 .filter(|(_, n)| **n > 0)
                 .map(|(s, n)| (s as u16, *n))
                 .collect::<BTreeMap<u16, u64>>(),
-            resets: self.resets,
-            hangs: self.hangs,
-            shed: self.shed,
-            forwarded: self.forwarded,
-            executions: self.executions,
-            duplicate_executions: self.duplicate_executions,
-            extra_executions: self.extra_executions,
-            debited: self.debited,
-            extra_debited: self.extra_debited,
-            dedup_replays: self.dedup_replays,
-            dedup_conflicts: self.dedup_conflicts,
-            dedup_mismatches: self.dedup_mismatches,
             peak_serving,
-            lost_responses: self.lost_responses,
+            ..self.stats.clone()
         }
     }
 }
