@@ -68,7 +68,8 @@ impl Default for SimOptions {
 pub struct SimStats {
     /// Attempts simulated over all configs.
     pub attempts: u64,
-    /// Events processed over all configs.
+    /// Events that moved a request, attempt or user on, over all configs (stale timers
+    /// and replies nobody waited for are not counted).
     pub events: u64,
     /// Virtual time simulated: the longest config's span (load plus the drain it needed).
     pub virtual_time: Duration,
