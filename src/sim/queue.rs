@@ -211,11 +211,14 @@ mod tests {
 
     use super::*;
 
-    /// A step of a simulation: pop one event, then schedule some after it.
+    /// A step of a simulation: pop one event, then schedule some after it, then perhaps
+    /// sweep a lane.
     #[derive(Debug, Clone)]
     struct Step {
         /// (delay after now, lane choice) of each push.
         pushes: Vec<(u64, u8)>,
+        /// (lane, m): drop that lane's events whose payload is a multiple of m.
+        sweep: Option<(u8, u8)>,
     }
 
     fn delay() -> impl Strategy<Value = u64> {
@@ -229,11 +232,16 @@ mod tests {
     }
 
     fn step() -> impl Strategy<Value = Step> {
-        prop::collection::vec((delay(), 0u8..8), 0..4).prop_map(|pushes| Step { pushes })
+        (
+            prop::collection::vec((delay(), 0u8..8), 0..4),
+            prop::option::weighted(0.1, (0u8..LANES as u8, 2u8..4)),
+        )
+            .prop_map(|(pushes, sweep)| Step { pushes, sweep })
     }
 
     proptest! {
-        /// Pops come out exactly as from a binary heap ordered by (time, sequence).
+        /// Pops come out exactly as from a binary heap ordered by (time, sequence), less
+        /// the events a lane sweep dropped.
         #[test]
         fn pops_in_heap_order(initial in prop::collection::vec((delay(), 0u8..8), 1..20),
                               steps in prop::collection::vec(step(), 0..300)) {
@@ -257,6 +265,17 @@ mod tests {
                 prop_assert_eq!(got.payload, got.seq);
                 for (d, lane) in s.pushes {
                     push(&mut q, &mut reference, want.0 + d, lane);
+                }
+                if let Some((lane, m)) = s.sweep {
+                    let mut dropped = std::collections::HashSet::new();
+                    q.retain_lane(usize::from(lane), |p| {
+                        let keep = p % u64::from(m) != 0;
+                        if !keep {
+                            dropped.insert(*p);
+                        }
+                        keep
+                    });
+                    reference.retain(|Reverse((_, seq))| !dropped.contains(seq));
                 }
                 prop_assert_eq!(q.len(), reference.len());
             }
