@@ -88,10 +88,11 @@ else
     fi
 fi
 
-log "building stormrig (release)"
-(cd "$ROOT" && cargo build --release --quiet)
-STORMRIG="${CARGO_TARGET_DIR:-$ROOT/target}/release/stormrig"
-[ -x "$STORMRIG" ] || STORMRIG="$ROOT/target/release/stormrig"
+log "building stormrig (perf profile: release + fat LTO)"
+# The perf profile (fat LTO, one codegen unit; see Cargo.toml): what a benchmark should run.
+(cd "$ROOT" && cargo build --profile perf --quiet)
+STORMRIG="${CARGO_TARGET_DIR:-$ROOT/target}/perf/stormrig"
+[ -x "$STORMRIG" ] || STORMRIG="$ROOT/target/perf/stormrig"
 
 # ---- helpers -----------------------------------------------------------------------------
 # CPU seconds (user + system) of one process from /proc (USER_HZ = 100).
