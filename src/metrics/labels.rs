@@ -36,16 +36,7 @@ impl Label for AttemptLabel {
 }
 
 impl Label for GiveUpReason {
-    const ALL: &'static [Self] = &[
-        GiveUpReason::NonRetryable,
-        GiveUpReason::MaxAttempts,
-        GiveUpReason::Deadline,
-        GiveUpReason::BudgetRefused,
-        GiveUpReason::BreakerOpen,
-        GiveUpReason::CostCap,
-        GiveUpReason::NotIdempotent,
-        GiveUpReason::ServerPushback,
-    ];
+    const ALL: &'static [Self] = &GiveUpReason::ALL;
     #[inline]
     fn slot(self) -> usize {
         self as usize

@@ -96,6 +96,20 @@ pub enum GiveUpReason {
     ServerPushback,
 }
 
+impl GiveUpReason {
+    /// Every reason, in the order of their slots.
+    pub const ALL: [GiveUpReason; 8] = [
+        GiveUpReason::NonRetryable,
+        GiveUpReason::MaxAttempts,
+        GiveUpReason::Deadline,
+        GiveUpReason::BudgetRefused,
+        GiveUpReason::BreakerOpen,
+        GiveUpReason::CostCap,
+        GiveUpReason::NotIdempotent,
+        GiveUpReason::ServerPushback,
+    ];
+}
+
 /// The answer to "may I send an attempt now?".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Permit {
