@@ -7,16 +7,17 @@
 //! seen counts as that later second.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 use super::TargetStats;
 
 /// Per-second series never grow past this index (a week), whatever the clock says.
-pub const MAX_SECOND: usize = 7 * 24 * 3600;
+const MAX_SECOND: usize = 7 * 24 * 3600;
 
-/// The whole second of run time `t_ns` (in ns), capped at [`MAX_SECOND`].
+/// The whole second of run time `t` that the per-second series count it in (capped).
 #[inline]
-pub fn second_of_ns(t_ns: u64) -> usize {
-    ((t_ns / 1_000_000_000) as usize).min(MAX_SECOND)
+pub fn second_of(t: Duration) -> usize {
+    (t.as_secs() as usize).min(MAX_SECOND)
 }
 
 fn bump(series: &mut Vec<u64>, sec: usize) {
@@ -103,7 +104,7 @@ impl TargetCounts {
     }
 
     /// An arrival at `sec` answered at once with `status` (not served): exactly what
-    /// `arrive`, `respond(status, false, _)` and `leave` would count, as if the answer
+    /// `arrive`, `respond(status, None)` and `leave` would count, as if the answer
     /// took no time.
     pub fn answer_at_once(&mut self, sec: usize, status: u16) {
         self.arrive(sec);
@@ -118,12 +119,13 @@ impl TargetCounts {
         }
     }
 
-    /// A response went out at `sec` with `status`; `served` when it is a 2xx after real
-    /// service (goodput).
+    /// A response went out with `status`; `served_at` is its second when it is a 2xx after
+    /// real service (goodput), `None` for any other answer (no second needed: a caller
+    /// reading a clock reads it only for goodput).
     #[inline]
-    pub fn respond(&mut self, status: u16, served: bool, sec: usize) {
+    pub fn respond(&mut self, status: u16, served_at: Option<usize>) {
         self.count_status(status);
-        if served {
+        if let Some(sec) = served_at {
             self.stats.served_ok += 1;
             bump(&mut self.stats.served_ok_per_s, sec);
         }
@@ -238,7 +240,7 @@ mod tests {
         a.answer_at_once(1, 503);
         let mut b = TargetCounts::new();
         b.arrive(1);
-        b.respond(503, false, 1);
+        b.respond(503, None);
         b.leave(1);
         assert_eq!(a.snapshot(2, 0), b.snapshot(2, 0));
     }

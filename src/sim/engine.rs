@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::queue::{self, EventQueue};
 use crate::metrics::engine::{record_decision, record_permit, request_seed, LazyRng};
-use crate::metrics::target_counts::{second_of_ns as sec, TargetCounts};
+use crate::metrics::target_counts::{second_of, TargetCounts};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
@@ -176,6 +176,12 @@ fn ns(d: Duration) -> u64 {
 #[inline]
 fn dur(t: u64) -> Duration {
     Duration::from_nanos(t)
+}
+
+/// The target's whole second of virtual time `t`.
+#[inline]
+fn sec(t: u64) -> usize {
+    second_of(dur(t))
 }
 
 #[inline]
@@ -405,7 +411,7 @@ impl Sim<'_> {
                     go
                 }
                 Kind::Reply => {
-                    let go = self.att_ok(idx, gen) && self.atts[idx as usize].client_waiting;
+                    let go = self.client_waits(idx, gen);
                     if go {
                         let a = &mut self.atts[idx as usize];
                         a.client_waiting = false;
@@ -415,7 +421,7 @@ impl Sim<'_> {
                     go
                 }
                 Kind::ClientTimeout => {
-                    let go = self.timer_live(idx, gen);
+                    let go = self.client_waits(idx, gen);
                     if go {
                         let a = &mut self.atts[idx as usize];
                         a.client_waiting = false;
@@ -460,8 +466,8 @@ impl Sim<'_> {
     }
 
     #[inline]
-    fn timer_live(&self, idx: u32, gen: u32) -> bool {
-        timer_live(&self.atts[idx as usize], gen)
+    fn client_waits(&self, idx: u32, gen: u32) -> bool {
+        client_waits(&self.atts[idx as usize], gen)
     }
 
     /// Sweeps the stale per-try timers out of their lane. Nearly every attempt ends long
@@ -473,7 +479,7 @@ impl Sim<'_> {
     fn sweep_timers(&mut self) {
         let atts = &self.atts;
         self.events.retain_lane(TIMEOUT_LANE, |ev| {
-            timer_live(&atts[ev.idx as usize], ev.gen)
+            client_waits(&atts[ev.idx as usize], ev.gen)
         });
         self.sweep_at = (2 * self.events.lane_len(TIMEOUT_LANE)).max(MIN_SWEEP);
     }
@@ -765,7 +771,7 @@ impl Sim<'_> {
         match at.act {
             Act::Status => {
                 let (s, f) = (at.reply_status, at.reply_fault);
-                self.counters.respond(s, false, sec(t));
+                self.counters.respond(s, None);
                 self.send_reply(t, a, s, f);
             }
             Act::Reset => {
@@ -844,7 +850,7 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         at.work_active = false;
         if at.handler_alive {
-            self.counters.respond(503, false, sec(t));
+            self.counters.respond(503, None);
             self.send_reply(t, a, 503, NO_FAULT);
         }
         self.maybe_free(a);
@@ -862,14 +868,14 @@ impl Sim<'_> {
         }
         if alive {
             if lost == NO_FAULT {
-                self.counters.respond(200, true, sec(t));
+                self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);
             } else {
                 self.counters.lost_response();
                 // Without a status the response is lost on the way: the handler holds until
                 // the client gives up.
                 if let Some(s) = self.parts.get(lost as usize).and_then(|p| p.lost_status) {
-                    self.counters.respond(s, false, sec(t));
+                    self.counters.respond(s, None);
                     self.send_reply(t, a, s, NO_FAULT);
                 }
             }
@@ -878,9 +884,10 @@ impl Sim<'_> {
     }
 }
 
-/// A per-try timer (of generation `gen`) still has an attempt to end.
+/// The client still waits on attempt `a` as of generation `gen`: a reply or a per-try
+/// timer of that generation still has something to end.
 #[inline]
-fn timer_live(a: &Att, gen: u32) -> bool {
+fn client_waits(a: &Att, gen: u32) -> bool {
     a.gen == gen && a.client_waiting
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::metrics::target_counts::{TargetCounts, MAX_SECOND};
+use crate::metrics::target_counts::{second_of, TargetCounts};
 use crate::metrics::TargetStats;
 
 pub(crate) struct Counters {
@@ -33,7 +33,7 @@ impl Counters {
     /// Run time now (zero before the epoch) and its whole second.
     pub(crate) fn now(&self) -> (Duration, usize) {
         let t = Instant::now().saturating_duration_since(self.epoch);
-        (t, (t.as_secs() as usize).min(MAX_SECOND))
+        (t, second_of(t))
     }
 
     /// Counts an arrival and puts it in flight. Returns its run time.
@@ -70,8 +70,7 @@ impl Counters {
     /// A response went out with `status`; `served` when it is a 2xx after real service.
     pub(crate) fn respond(&self, status: u16, served: bool) {
         let mut c = self.lock();
-        let sec = if served { self.now().1 } else { 0 };
-        c.respond(status, served, sec);
+        c.respond(status, served.then(|| self.now().1));
     }
 
     pub(crate) fn reset(&self) {
