@@ -139,7 +139,7 @@ fn proxy(
     seed: u64,
     allow_remote: Option<&str>,
 ) -> Result<Exit, AppError> {
-    use crate::target::proxy;
+    use crate::server::proxy;
     use std::net::ToSocketAddrs;
     if !listen.ip().is_loopback() {
         return Err(AppError::bad(format!(
@@ -547,8 +547,8 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             print!("{}", bench::memory_text(&opts, &r));
         }
         B::Sim { scale } => {
-            let r = crate::bench_sim::run(scale).map_err(AppError::bad)?;
-            print!("{}", crate::bench_sim::text(&r));
+            let r = crate::bench::sim::run(scale).map_err(AppError::bad)?;
+            print!("{}", crate::bench::sim::text(&r));
         }
     }
     Ok(Exit::Ok)

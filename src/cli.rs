@@ -204,7 +204,7 @@ pub enum BenchCommand {
     /// naive, aws-standard, envoy): attempts per on-CPU second against the 5 M/s target.
     Sim {
         /// Multiply arrival rate and target capacity by N.
-        #[arg(long, default_value_t = crate::bench_sim::DEFAULT_SCALE)]
+        #[arg(long, default_value_t = crate::bench::sim::DEFAULT_SCALE)]
         scale: f64,
     },
 }

@@ -9,14 +9,12 @@
 
 pub mod app;
 pub mod bench;
-pub mod bench_sim;
 pub mod cli;
-pub mod hotpath;
 pub mod live;
 pub mod metrics;
 pub mod plan;
 pub mod policy;
 pub mod report;
 pub mod scenario;
+pub mod server;
 pub mod sim;
-pub mod target;

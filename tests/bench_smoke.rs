@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stormrig::bench::{self, GeneratorOpts, OpenLoopOpts};
 use stormrig::scenario::{Dist, ServiceModel};
-use stormrig::target::{self, TargetConfig};
+use stormrig::server::{self, TargetConfig};
 
 fn kv(text: &str) -> BTreeMap<String, String> {
     text.split_whitespace()
@@ -67,7 +67,7 @@ fn policy_bench_counts_and_prints() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn generator_counts_match_target_arrivals() {
-    let handle = target::start(loopback(), serve_ok(), tokio::time::Instant::now())
+    let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
         .await
         .unwrap();
     let opts = GeneratorOpts {
@@ -105,7 +105,7 @@ async fn generator_counts_match_target_arrivals() {
 async fn generator_retries_reach_the_target() {
     // Every request gets 503: naive sends 4 attempts per logical request, all counted there.
     let cfg = bench::status_target_config(503, Duration::from_secs(60));
-    let handle = target::start(loopback(), cfg, tokio::time::Instant::now())
+    let handle = server::start(loopback(), cfg, tokio::time::Instant::now())
         .await
         .unwrap();
     let opts = GeneratorOpts {
@@ -126,7 +126,7 @@ async fn generator_retries_reach_the_target() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn open_loop_starts_every_arrival() {
-    let handle = target::start(loopback(), serve_ok(), tokio::time::Instant::now())
+    let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
         .await
         .unwrap();
     let opts = OpenLoopOpts {
@@ -194,8 +194,8 @@ fn sim_bench_refuses_a_bad_scale() {
 
 #[test]
 fn sim_bench_storm_is_the_named_three_configs() {
-    let plan = stormrig::bench_sim::storm_plan().unwrap();
+    let plan = stormrig::bench::sim::storm_plan().unwrap();
     let names: Vec<_> = plan.configs.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, stormrig::bench_sim::CONFIGS);
-    assert_eq!(plan.scenario.name, stormrig::bench_sim::STORM);
+    assert_eq!(names, stormrig::bench::sim::CONFIGS);
+    assert_eq!(plan.scenario.name, stormrig::bench::sim::STORM);
 }

@@ -90,10 +90,7 @@ fn simulator_outputs_match_the_golden_files() {
             }
             match fs::read_to_string(&path) {
                 Ok(want) if want == got => {}
-                Ok(want) => drift.push(format!(
-                    "{stem}/{name}: {}",
-                    first_difference(&want, &got)
-                )),
+                Ok(want) => drift.push(format!("{stem}/{name}: {}", first_difference(&want, &got))),
                 Err(_) => drift.push(format!("{stem}/{name}: no golden file")),
             }
         }

@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use stormrig::scenario::{DedupSpec, Dist, Fault, FaultKind, ServiceModel};
-use stormrig::target::{self, headers, TargetConfig, TargetHandle};
+use stormrig::server::{self, headers, TargetConfig, TargetHandle};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -35,7 +35,7 @@ async fn start(service_ms: u64, faults: Vec<Fault>, retention_ms: u64) -> Target
         }),
     };
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    target::start(addr, config, Instant::now()).await.unwrap()
+    server::start(addr, config, Instant::now()).await.unwrap()
 }
 
 /// One POST on a fresh connection: request id, attempt, key, amount, body.

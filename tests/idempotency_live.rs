@@ -20,7 +20,7 @@ use stormrig::plan::{self, Plan};
 use stormrig::policy::{GiveUpReason, RetryConfigSpec};
 use stormrig::scenario::timeline::{Action, FaultTimeline};
 use stormrig::scenario::{LoadShape, Target};
-use stormrig::target::{self, headers, TargetConfig};
+use stormrig::server::{self, headers, TargetConfig};
 use tokio::sync::watch;
 
 const AMOUNT: u64 = 100;
@@ -248,7 +248,7 @@ jitter = { kind = "none" }
         }));
     }
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let t = target::start(
+    let t = server::start(
         addr,
         TargetConfig {
             model: Default::default(),

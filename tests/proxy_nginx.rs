@@ -16,8 +16,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use stormrig::scenario::{Dist, Fault, FaultKind, ServiceModel};
-use stormrig::target::proxy::start_proxy;
-use stormrig::target::{headers, TargetConfig};
+use stormrig::server::proxy::start_proxy;
+use stormrig::server::{headers, TargetConfig};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 

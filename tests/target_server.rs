@@ -12,7 +12,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use stormrig::scenario::{DedupSpec, Dist, Fault, FaultKind, ServiceModel};
-use stormrig::target::{self, headers, TargetConfig, TargetHandle};
+use stormrig::server::{self, headers, TargetConfig, TargetHandle};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, timeout, Instant};
@@ -60,7 +60,7 @@ async fn start(
         dedup,
     };
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let t = target::start(addr, config, epoch)
+    let t = server::start(addr, config, epoch)
         .await
         .expect("target starts");
     (t, epoch)
@@ -506,7 +506,7 @@ async fn bind_failure_names_the_address() {
         seed: 1,
         dedup: None,
     };
-    let err = match target::start(taken, config, Instant::now()).await {
+    let err = match server::start(taken, config, Instant::now()).await {
         Err(e) => e,
         Ok(_) => panic!("binding a taken port must fail"),
     };

@@ -18,7 +18,7 @@ use crate::policy::{
     AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
     Response, RetryClient,
 };
-use crate::target::headers;
+use crate::server::headers;
 
 // Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
 pub use crate::metrics::engine::{
@@ -271,18 +271,18 @@ impl ConfigRuntime {
         if !h.contains_key(HOST) {
             h.insert(HOST, self.http.host().clone());
         }
-        h.insert(crate::target::H_REQUEST, HeaderValue::from(request));
-        h.insert(crate::target::H_ATTEMPT, HeaderValue::from(attempt));
+        h.insert(crate::server::H_REQUEST, HeaderValue::from(request));
+        h.insert(crate::server::H_ATTEMPT, HeaderValue::from(attempt));
         if let (true, Some(rem)) = (self.propagate_deadline, remaining) {
             h.insert(
-                crate::target::H_DEADLINE_MS,
+                crate::server::H_DEADLINE_MS,
                 HeaderValue::from(rem.as_millis() as u64),
             );
         }
         if key {
             let v = format!("{}-{request}", self.name);
             if let Ok(v) = HeaderValue::from_str(&v) {
-                h.insert(crate::target::H_IDEMPOTENCY_KEY, v);
+                h.insert(crate::server::H_IDEMPOTENCY_KEY, v);
             }
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));

@@ -44,7 +44,7 @@ use crate::metrics::{LayerSummary, Recorder};
 use crate::policy::{GiveUpReason, TransportError};
 use crate::scenario::timeline::{draw, sample};
 use crate::scenario::Dist;
-use crate::target::headers;
+use crate::server::headers;
 
 /// Multiplier of the incoming request id in the id a layer sends downstream.
 pub const REQUEST_ID_STRIDE: u64 = 1024;

@@ -25,7 +25,7 @@ use crate::metrics::{summarize, Engine, FaultBand, RunResult, RunShape, TargetSt
 use crate::plan::Plan;
 
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
-use crate::target::{self, TargetConfig, TargetHandle};
+use crate::server::{self, TargetConfig, TargetHandle};
 use clock::Epoch;
 use driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 
@@ -107,7 +107,7 @@ fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> Snapshot {
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     #[error("could not start the built-in target: {0}")]
-    Target(#[from] target::TargetError),
+    Target(#[from] server::TargetError),
     #[error("load.{field}: {message}")]
     Request {
         field: &'static str,
@@ -186,7 +186,7 @@ pub async fn run(
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                target::start(bind, cfg, epoch.mono).await?
+                server::start(bind, cfg, epoch.mono).await?
             }
             Target::Url {
                 host, port, dedup, ..
@@ -206,7 +206,7 @@ pub async fn run(
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                target::proxy::start_proxy(bind, upstream, cfg, epoch.mono).await?
+                server::proxy::start_proxy(bind, upstream, cfg, epoch.mono).await?
             }
         };
         targets.push(handle);

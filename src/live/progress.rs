@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::clock::Epoch;
 use super::driver::ConfigRuntime;
-use crate::target::TargetHandle;
+use crate::server::TargetHandle;
 
 /// How often plain (non-terminal) progress lines are printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);

@@ -89,7 +89,7 @@ fn policy_imports_nothing_forbidden() {
         "hyper",
         "crate::live",
         "crate::sim",
-        "crate::target",
+        "crate::server",
         "crate::metrics",
         "crate::scenario",
         "crate::report",

@@ -12,7 +12,7 @@
 //! No tokio, no clock reads: time comes in as an argument (time since the run's epoch).
 //!
 //! Requests that carry no request id (external traffic through the fault proxy) get one
-//! from a per-server counter (see `crate::target`), so they are still decided
+//! from a per-server counter (see `crate::server`), so they are still decided
 //! deterministically given their arrival order, though that order itself is not reproducible.
 
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! [`crate::metrics::engine::request_seed`]). The same plan and options always give the
 //! same result, byte for byte.
 //!
-//! What is modeled (mirroring `crate::target` and `crate::live`):
+//! What is modeled (mirroring `crate::server` and `crate::live`):
 //! * the arrival schedule of the scenario (open loop, lazily from `schedule::arrivals`, with
 //!   the per-config `max_in_flight` cap dropping and counting arrivals), or a closed loop of
 //!   users with think time;

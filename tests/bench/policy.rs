@@ -5,8 +5,8 @@
 //! `cargo bench --bench policy`
 
 use divan::Bencher;
+use stormrig::bench::hotpath::PolicyPath;
 use stormrig::bench::POLICY_CASES;
-use stormrig::hotpath::PolicyPath;
 
 fn main() {
     divan::main();

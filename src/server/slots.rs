@@ -1,6 +1,6 @@
 //! Concurrency slots with a bounded FIFO queue in front, whose slot count can change while
 //! the run goes on (capacity faults). A tokio `Semaphore` cannot shrink below the permits
-//! already handed out, so this is a small gate of its own: the capacity in force *at the
+//! already handed out, so this is a small slot counter of its own: the capacity in force *at the
 //! moment a request asks for a slot* (or when a slot frees up) decides; requests already
 //! being served when capacity drops finish normally.
 
@@ -31,16 +31,16 @@ struct State {
 /// The slot count in force now.
 pub(crate) type CapacityFn = Box<dyn Fn() -> u32 + Send + Sync>;
 
-pub(crate) struct Gate {
+pub(crate) struct Slots {
     capacity: CapacityFn,
     queue: usize,
     queue_timeout: Option<Duration>,
     state: Mutex<State>,
 }
 
-impl Gate {
+impl Slots {
     pub(crate) fn new(capacity: CapacityFn, queue: u32, queue_timeout: Option<Duration>) -> Self {
-        Gate {
+        Slots {
             capacity,
             queue: queue as usize,
             queue_timeout,
@@ -58,7 +58,7 @@ impl Gate {
     }
 
     /// Takes a slot, waiting in FIFO order when none is free. On `Ok`, the caller holds one
-    /// slot and must call [`Gate::release`].
+    /// slot and must call [`Slots::release`].
     pub(crate) async fn acquire(&self) -> Result<(), Refused> {
         let (id, mut rx) = {
             let capacity = (self.capacity)();
@@ -80,7 +80,7 @@ impl Gate {
         // Removes our entry if we stop waiting for any reason (timeout or cancellation), so
         // that a dead waiter never holds a queue place.
         let mut cleanup = Cleanup {
-            gate: self,
+            slots: self,
             id,
             armed: true,
         };
@@ -148,7 +148,7 @@ impl Gate {
 }
 
 struct Cleanup<'a> {
-    gate: &'a Gate,
+    slots: &'a Slots,
     id: u64,
     armed: bool,
 }
@@ -156,14 +156,14 @@ struct Cleanup<'a> {
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let capacity = (self.gate.capacity)();
-            let mut st = self.gate.lock();
+            let capacity = (self.slots.capacity)();
+            let mut st = self.slots.lock();
             if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == self.id) {
                 st.waiters.remove(pos);
             } else {
                 // We were granted a slot but are being cancelled before using it: pass it on.
                 st.serving -= 1;
-                Gate::pump_locked(&mut st, capacity);
+                Slots::pump_locked(&mut st, capacity);
             }
         }
     }
@@ -175,10 +175,10 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
 
-    fn gate(queue: u32, timeout: Option<Duration>) -> (Arc<Gate>, Arc<AtomicU32>) {
+    fn gate(queue: u32, timeout: Option<Duration>) -> (Arc<Slots>, Arc<AtomicU32>) {
         let cap = Arc::new(AtomicU32::new(1));
         let c = cap.clone();
-        let g = Gate::new(Box::new(move || c.load(Ordering::SeqCst)), queue, timeout);
+        let g = Slots::new(Box::new(move || c.load(Ordering::SeqCst)), queue, timeout);
         (Arc::new(g), cap)
     }
 

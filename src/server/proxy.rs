@@ -10,7 +10,7 @@
 //!    the request until the client leaves (none of these three is ever forwarded);
 //! 4. dedup by `Idempotency-Key` when `config.dedup` is enabled (replays, 409, 422 answered
 //!    by the proxy, not forwarded);
-//! 5. the proxy's concurrency gate: `model.concurrency` slots, `model.queue` waiting places
+//! 5. the proxy's concurrency slots: `model.concurrency` slots, `model.queue` waiting places
 //!    and `model.queue_timeout` (shed with 503, as the built-in target), with **capacity**
 //!    faults changing the slot count. `model.service_time` is not used: the real server's
 //!    own time is the service time. Pass `concurrency = u32::MAX` for "no limit but the
@@ -355,7 +355,7 @@ pub fn metrics_text(stats: &TargetStats, in_flight: u64) -> String {
     metric(
         "stormrig_proxy_shed_total",
         "counter",
-        "Requests refused by the proxy's concurrency gate (capacity faults).",
+        "Requests refused by the proxy's concurrency slots (capacity faults).",
         one(stats.shed),
     );
     metric(
@@ -390,7 +390,7 @@ pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
                 Instant::now(),
             );
             shared.spawn_capacity_pump();
-            shared.gate.pump();
+            shared.slots.pump();
             text(
                 StatusCode::OK,
                 format!("faults started: {} windows\n", ctl.faults.len()),
@@ -398,14 +398,14 @@ pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
         }
         ("faults/stop", Method::POST) => {
             shared.arm(FaultTimeline::new(Vec::new(), ctl.seed), Instant::now());
-            shared.gate.pump();
+            shared.slots.pump();
             text(StatusCode::OK, "faults stopped\n".into())
         }
         ("metrics", Method::GET | Method::HEAD) => {
             let mut r = text(
                 StatusCode::OK,
                 metrics_text(
-                    &shared.counters.snapshot(shared.gate.peak_serving()),
+                    &shared.counters.snapshot(shared.slots.peak_serving()),
                     shared.counters.in_flight(),
                 ),
             );

@@ -21,8 +21,8 @@
 
 mod counters;
 mod dedup;
-mod gate;
 pub mod proxy;
+mod slots;
 
 use std::future::Future;
 use std::hash::Hasher;
@@ -50,7 +50,7 @@ use crate::scenario::{DedupSpec, Fault, FaultKind, ServiceModel};
 
 use counters::Counters;
 use dedup::{Begin, Dedup, Ticket};
-use gate::{Gate, Refused};
+use slots::{Refused, Slots};
 
 /// Header names stormrig uses between its load generator, layers and targets.
 pub mod headers {
@@ -140,7 +140,7 @@ pub(crate) struct Shared {
     armed: Arc<RwLock<Armed>>,
     model: ServiceModel,
     counters: Counters,
-    gate: Gate,
+    slots: Slots,
     dedup: Option<Arc<Dedup>>,
     /// Indexed like the faults; `Some` for status faults.
     status_parts: Vec<Option<StatusParts>>,
@@ -182,7 +182,7 @@ impl Shared {
         spawn_tracked(self, async move {
             for at in changes {
                 tokio::time::sleep_until(epoch + at).await;
-                shared.gate.pump();
+                shared.slots.pump();
             }
         });
     }
@@ -296,7 +296,7 @@ pub(crate) async fn start_inner(
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
-        gate: Gate::new(capacity, config.model.queue, config.model.queue_timeout),
+        slots: Slots::new(capacity, config.model.queue, config.model.queue_timeout),
         model: config.model,
         counters: Counters::new(epoch),
         dedup: config
@@ -337,7 +337,7 @@ impl TargetHandle {
     pub fn stats(&self) -> TargetStats {
         self.shared
             .counters
-            .snapshot(self.shared.gate.peak_serving())
+            .snapshot(self.shared.slots.peak_serving())
     }
 
     /// Requests in flight right now.
@@ -661,7 +661,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         if !extra.is_zero() {
             tokio::time::sleep(extra).await;
         }
-        if let Err(why) = s.gate.acquire().await {
+        if let Err(why) = s.slots.acquire().await {
             if why != Refused::Closed {
                 s.counters.shed();
             }
@@ -669,7 +669,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         }
         if let Some(upstream) = &s.upstream {
             let (resp, forwarded) = upstream.forward(&s.counters, parts, kept.into()).await;
-            s.gate.release();
+            s.slots.release();
             if forwarded {
                 if write {
                     s.counters.execute(request, amount);
@@ -682,7 +682,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         }
         drop(parts);
         tokio::time::sleep(service_time).await;
-        s.gate.release();
+        s.slots.release();
         if write {
             s.counters.execute(request, amount);
         }

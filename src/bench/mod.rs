@@ -6,6 +6,9 @@
 //! retry config's [`RetryClient`] and the [`Recorder`] behind the per-config lock, exactly as
 //! in `stormrig run` ([`ConfigRuntime::drive`]). Nothing is skipped to look faster.
 
+pub mod hotpath;
+pub mod sim;
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -17,15 +20,15 @@ use hyper::header::HeaderMap;
 use hyper::Method;
 use tokio::task::JoinSet;
 
-use crate::hotpath::PolicyPath;
 use crate::live::clock::Epoch;
 use crate::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
+use hotpath::PolicyPath;
 
 use crate::metrics::recorder::new_histogram;
 use crate::metrics::{Percentiles, TargetStats};
 use crate::policy::{self, RetryConfig};
 use crate::scenario::{schedule, Dist, Fault, FaultKind, LoadShape, ServiceModel};
-use crate::target::{self, TargetConfig, TargetHandle};
+use crate::server::{self, TargetConfig, TargetHandle};
 
 // ---------------------------------------------------------------------------------------
 // CPU and memory of this process
@@ -598,7 +601,7 @@ pub fn target_bench(
     let stats: TargetStats = rt.block_on(async {
         // Faults cover an extra hour so a run stopped late never serves 200s.
         let cfg = status_target_config(status, duration + Duration::from_secs(3600));
-        let handle = target::start(listen, cfg, tokio::time::Instant::now())
+        let handle = server::start(listen, cfg, tokio::time::Instant::now())
             .await
             .map_err(|e| e.to_string())?;
         eprintln!("stormrig bench target: listening on {}", handle.addr());
@@ -668,7 +671,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
     let rt = runtime(threads).map_err(|e| e.to_string())?;
     rt.block_on(async {
         let cfg = one_fault_target(FaultKind::Hang, opts.duration + Duration::from_secs(3600));
-        let handle: TargetHandle = target::start(
+        let handle: TargetHandle = server::start(
             SocketAddr::from(([127, 0, 0, 1], 0)),
             cfg,
             tokio::time::Instant::now(),

@@ -10,13 +10,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::bench::thread_cpu;
+use super::thread_cpu;
 use crate::plan::{self, Plan};
 use crate::scenario;
 use crate::sim::{self, SimOptions, SimStats};
 
 /// The scenario of the storm (its builtin target is the compiled-in default).
-const SCENARIO: &str = include_str!("../scenarios/downstream-503-10s.toml");
+const SCENARIO: &str = include_str!("../../scenarios/downstream-503-10s.toml");
 /// What the storm is called in the output.
 pub const STORM: &str = "downstream-503-10s";
 /// The three configs it keeps: no budget, a token bucket, a concurrent-retry cap.
