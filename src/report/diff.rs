@@ -39,8 +39,11 @@ pub enum Class {
     /// A count that timing moves a lot: refusals and failures are small differences of
     /// large counts; peaks depend on a few milliseconds.
     Volatile,
-    /// A latency in milliseconds.
+    /// A latency percentile in milliseconds with enough requests behind it (p50, p99).
     Latency,
+    /// A far-tail latency (p999): a few requests of a run decide it, so two live runs can
+    /// differ by several times. Shown, never a regression live unless a tolerance names it.
+    Tail,
     /// A share of requests, 0 to 1.
     Share,
     /// A time in seconds, on the 1 s grid of the time series.
@@ -60,6 +63,10 @@ impl Tolerance {
         relative: 0.0,
         absolute: ABS_EPSILON,
     };
+    pub const UNGATED: Tolerance = Tolerance {
+        relative: f64::INFINITY,
+        absolute: f64::INFINITY,
+    };
 
     fn allows(&self, baseline: f64, worse_by: f64) -> bool {
         worse_by <= (self.relative * baseline.abs()).max(self.absolute)
@@ -69,6 +76,9 @@ impl Tolerance {
     pub fn describe(&self) -> String {
         if self.relative == 0.0 && self.absolute <= ABS_EPSILON {
             return "exact".into();
+        }
+        if self.absolute == f64::INFINITY {
+            return "not gated".into();
         }
         let mut s = String::new();
         if self.relative > 0.0 {
@@ -121,7 +131,7 @@ pub const FIGURES: &[Figure] = &[
     },
     fig("latency_ms.p50", Class::Latency),
     fig("latency_ms.p99", Class::Latency),
-    fig("latency_ms.p999", Class::Latency),
+    fig("latency_ms.p999", Class::Tail),
     fig("recovery_time_s", Class::Seconds),
 ];
 
@@ -129,11 +139,14 @@ pub const FIGURES: &[Figure] = &[
 pub fn live_default(class: Class) -> Tolerance {
     let t = |relative, absolute| Tolerance { relative, absolute };
     match class {
-        // Window edges: a few attempts in ten thousand.
-        Class::Seeded => t(0.001, 0.0),
+        // Measured on the main job, six live runs on a loaded 2-core machine diffed pairwise:
+        // naive's retries 5997 to 6003 (window edges), envoy's refusals 363 to 455, peak
+        // concurrency 3 to 14, p99 14 to 24 ms, p999 17 to 95 ms.
+        Class::Seeded => t(0.005, 0.0),
         Class::Timed => t(0.05, 10.0),
-        Class::Volatile => t(0.25, 10.0),
-        Class::Latency => t(0.25, 5.0),
+        Class::Volatile => t(0.25, 20.0),
+        Class::Latency => t(0.25, 10.0),
+        Class::Tail => Tolerance::UNGATED,
         Class::Share => t(0.0, 0.01),
         Class::Seconds => t(0.20, 1.0),
     }
@@ -378,6 +391,9 @@ fn tolerance_for(f: &Figure, both_sim: bool, seeded_holds: bool, opts: &DiffOpti
         t.absolute = t.absolute.min(ABS_EPSILON);
     }
     if let Some(rel) = opts.all {
+        if t == Tolerance::UNGATED {
+            t.absolute = ABS_EPSILON;
+        }
         t.relative = rel;
     }
     t
