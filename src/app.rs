@@ -94,7 +94,8 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             baseline,
             run,
             tolerance,
-        } => diff(&baseline, &run, &tolerance),
+            force,
+        } => diff(&baseline, &run, &tolerance, force),
     }
 }
 
@@ -224,11 +225,21 @@ fn presets_table() -> String {
     out
 }
 
-fn diff(baseline: &Path, run: &Path, tolerance: &str) -> Result<Exit, AppError> {
-    let tol = report::diff::parse_tolerance(tolerance).map_err(AppError::bad)?;
+fn diff(baseline: &Path, run: &Path, tolerance: &[String], force: bool) -> Result<Exit, AppError> {
+    let opts = report::diff::parse_options(tolerance).map_err(AppError::bad)?;
     let a = files::read_data(baseline).map_err(AppError::bad)?;
     let b = files::read_data(run).map_err(AppError::bad)?;
-    let rows = report::diff::diff(&a, &b, tol);
+    let m = report::diff::mismatch(&a, &b);
+    if !m.fatal.is_empty() && !force {
+        return Err(AppError::bad(format!(
+            "the two runs are not of the same experiment ({}); pass --force to compare anyway",
+            m.fatal.join("; ")
+        )));
+    }
+    for w in m.fatal.iter().chain(&m.warnings) {
+        eprintln!("warning: the runs differ in {w}");
+    }
+    let rows = report::diff::diff(&a, &b, &opts);
     print!("{}", report::diff::table(&rows));
     Ok(if report::diff::has_regression(&rows) {
         Exit::GateFailed

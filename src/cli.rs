@@ -71,12 +71,19 @@ pub enum Command {
         dir: PathBuf,
     },
     /// Compare a run with a baseline run; exit 1 on a regression beyond the tolerance.
+    /// Each figure has a default tolerance for its noise between two live runs (exact for
+    /// two simulator runs); the ALLOWED column shows it.
     Diff {
         baseline: PathBuf,
         run: PathBuf,
-        /// Relative change that counts as a regression ("10%" or "0.1").
-        #[arg(long, default_value = "10%")]
-        tolerance: String,
+        /// "10%" sets the relative tolerance of every figure (absolute floors kept);
+        /// "FIGURE=20%" or "FIGURE=20%,5" (share, absolute floor in the figure's unit) one
+        /// figure's, e.g. 'latency_ms.p99=30%,5'; "FIGURE=0" makes it exact. Repeatable.
+        #[arg(long)]
+        tolerance: Vec<String>,
+        /// Compare even runs of different scenarios or engines.
+        #[arg(long)]
+        force: bool,
     },
 }
 

@@ -1,11 +1,14 @@
 //! Run-to-run diff: planted regression, no regression, tolerance parsing, and a round trip
 //! through the run files.
 
-use stormrig::report::diff::{diff, has_regression, parse_tolerance, table, DiffRow, RowStatus};
+use stormrig::report::diff::{
+    diff, has_regression, mismatch, parse_options, parse_tolerance, table, timing_free,
+    DiffOptions, DiffRow, RowStatus, Tolerance,
+};
 use stormrig::report::files;
 
 mod support;
-use stormrig::metrics::RunResult;
+use stormrig::metrics::{Engine, RunResult};
 use support::{config, run};
 
 fn baseline() -> RunResult {
@@ -13,6 +16,14 @@ fn baseline() -> RunResult {
         config("aws-standard", 1.25, 700.0, 3),
         config("naive", 2.5, 900.0, 0),
     ])
+}
+
+/// The same relative tolerance for every figure, as `--tolerance 10%` gives.
+fn tol(share: f64) -> DiffOptions {
+    DiffOptions {
+        all: Some(share),
+        ..DiffOptions::default()
+    }
 }
 
 fn row<'a>(rows: &'a [DiffRow], config: &str, figure: &str) -> &'a DiffRow {
@@ -23,8 +34,8 @@ fn row<'a>(rows: &'a [DiffRow], config: &str, figure: &str) -> &'a DiffRow {
 
 #[test]
 fn identical_runs_have_no_regression() {
-    let rows = diff(&baseline(), &baseline(), 0.10);
-    assert_eq!(rows.len(), 2 * 12);
+    let rows = diff(&baseline(), &baseline(), &tol(0.10));
+    assert_eq!(rows.len(), 2 * 14);
     assert!(!has_regression(&rows));
     let r = row(&rows, "naive", "amplification");
     assert_eq!(
@@ -42,7 +53,7 @@ fn planted_regression_is_found_and_tolerance_respected() {
     now.configs[1].amplification = 3.0; // +20 %: beyond 10 %
     now.configs[1].latency_ms.p99 = 950.0; // +5.6 %: within 10 %
     now.configs[0].latency_ms.p50 = 6.0; // −50 %: an improvement
-    let rows = diff(&baseline(), &now, 0.10);
+    let rows = diff(&baseline(), &now, &tol(0.10));
     assert!(has_regression(&rows));
     let bad: Vec<(&str, &str)> = rows
         .iter()
@@ -56,7 +67,7 @@ fn planted_regression_is_found_and_tolerance_respected() {
     let r = row(&rows, "aws-standard", "latency_ms.p50");
     assert_eq!((r.change_pct, r.regression), (Some(-50.0), false));
     // A looser tolerance lets the same change through.
-    assert!(!has_regression(&diff(&baseline(), &now, 0.25)));
+    assert!(!has_regression(&diff(&baseline(), &now, &tol(0.25))));
 }
 
 #[test]
@@ -65,7 +76,7 @@ fn direction_zero_baseline_and_nulls() {
     now.configs[1].budget_refusals = 1; // baseline 0: any increase counts
     now.configs[0].successes = 800; // success share 0.95 → 0.80: higher is better, so worse
     now.configs[0].recovery_time_s = None; // never recovered where the baseline did
-    let rows = diff(&baseline(), &now, 0.10);
+    let rows = diff(&baseline(), &now, &tol(0.10));
     let r = row(&rows, "naive", "budget_refusals");
     assert_eq!((r.change_pct, r.regression), (None, true));
     let r = row(&rows, "aws-standard", "success_share");
@@ -80,7 +91,7 @@ fn direction_zero_baseline_and_nulls() {
     );
 
     // More successes and a recovery where there was none: improvements.
-    let rows = diff(&now, &baseline(), 0.10);
+    let rows = diff(&now, &baseline(), &tol(0.10));
     let r = row(&rows, "aws-standard", "success_share");
     assert!(!r.regression);
     let r = row(&rows, "aws-standard", "recovery_time_s");
@@ -94,7 +105,7 @@ fn added_and_removed_configs_are_listed_not_regressions() {
     let mut now = baseline();
     now.configs.remove(0);
     now.configs.push(config("token-bucket", 9.0, 5000.0, 0));
-    let rows = diff(&baseline(), &now, 0.10);
+    let rows = diff(&baseline(), &now, &tol(0.10));
     assert!(!has_regression(&rows));
     let statuses: Vec<(&str, RowStatus)> = rows
         .iter()
@@ -139,18 +150,22 @@ fn tolerance_parsing() {
 }
 
 #[test]
-fn table_shows_change_and_verdict() {
+fn table_shows_change_allowance_and_verdict() {
     let mut b = baseline();
     b.configs.truncate(1);
     let mut now = b.clone();
     now.configs[0].amplification = 1.5;
-    let rows = diff(&b, &now, 0.10);
-    let t = table(&rows[..2]);
+    let rows = diff(&b, &now, &tol(0.10));
+    let shown: Vec<DiffRow> = rows
+        .into_iter()
+        .filter(|r| r.figure.contains("amplification"))
+        .collect();
+    let t = table(&shown);
     let expected = "\
-CONFIG        FIGURE                 BASELINE  NOW  CHANGE  RESULT
-------------  ---------------------  --------  ---  ------  ----------
-aws-standard  amplification          1.25      1.5  +20.0%  REGRESSION
-aws-standard  peak_amplification_1s  2.5       2.5  0%      ok
+CONFIG        FIGURE                 BASELINE  NOW  CHANGE  ALLOWED  RESULT
+------------  ---------------------  --------  ---  ------  -------  ----------
+aws-standard  amplification          1.25      1.5  +20.0%  ±10%     REGRESSION
+aws-standard  peak_amplification_1s  2.5       2.5  0%      ±10%     ok
 1 regression beyond tolerance
 ";
     assert_eq!(t, expected);
@@ -171,7 +186,7 @@ fn diff_round_trips_through_run_files() {
         files::read_data(&ndir).unwrap(),
     );
     assert_eq!(b, baseline());
-    let rows = diff(&b, &n, 0.10);
+    let rows = diff(&b, &n, &tol(0.10));
     assert!(has_regression(&rows));
     let bad: Vec<(&str, &str)> = rows
         .iter()
@@ -179,6 +194,247 @@ fn diff_round_trips_through_run_files() {
         .map(|r| (r.config.as_str(), r.figure.as_str()))
         .collect();
     assert_eq!(bad, vec![("aws-standard", "latency_ms.p999")]);
-    assert!(!has_regression(&diff(&b, &b, 0.10)));
+    assert!(!has_regression(&diff(&b, &b, &tol(0.10))));
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The same run measured live: budgets, backoff and a deadline make a config's counts
+/// depend on timing; naive's do not.
+fn live(configs: Vec<stormrig::metrics::ConfigSummary>) -> RunResult {
+    let mut r = run(configs);
+    r.engine = Engine::Live;
+    r
+}
+
+fn live_baseline() -> RunResult {
+    let mut envoy = config("envoy", 1.4, 30.0, 363);
+    envoy.policy = serde_json::json!({
+        "max_attempts": 2, "budget": {"kind": "envoy"}, "backoff": {"kind": "exponential"},
+        "deadline": "15s"
+    });
+    let mut naive = config("naive", 2.5, 3.0, 0);
+    naive.policy = serde_json::json!({
+        "max_attempts": 4, "budget": {"kind": "none"}, "backoff": {"kind": "none"}
+    });
+    naive.latency_ms.p50 = 1.40;
+    live(vec![envoy, naive])
+}
+
+/// What two live runs of the same seed measured on a shared runner a minute apart: latency
+/// and the timing-dependent counts moved, the seed-fixed ones did not.
+#[test]
+fn live_noise_is_not_a_regression_by_default() {
+    let mut now = live_baseline();
+    now.configs[1].latency_ms.p50 = 2.12; // +51 %, but 0.72 ms
+    now.configs[1].latency_ms.p99 = 4.5; // +50 %, 1.5 ms
+    now.configs[0].budget_refusals = 407; // +12 %
+    now.configs[0].downstream_arrivals += 20; // +1.4 %
+    now.configs[0].amplification *= 1.01;
+    now.configs[0].peak_concurrency = 14; // 3 → 14 seen between two runs of the main job
+    now.configs[1].latency_ms.p999 *= 4.0; // a handful of requests decide it
+    let rows = diff(&live_baseline(), &now, &DiffOptions::default());
+    assert!(!has_regression(&rows), "{}", table(&rows));
+    // The allowance of each class is shown.
+    let r = row(&rows, "naive", "latency_ms.p50");
+    assert_eq!(r.tolerance.unwrap().describe(), "±25% ≥10");
+    let r = row(&rows, "naive", "latency_ms.p999");
+    assert_eq!(r.tolerance.unwrap().describe(), "not gated");
+    let r = row(&rows, "naive", "downstream_arrivals");
+    assert_eq!(r.tolerance.unwrap().describe(), "±0.5%");
+    let r = row(&rows, "envoy", "downstream_arrivals");
+    assert_eq!(r.tolerance.unwrap().describe(), "±5% ≥10");
+}
+
+#[test]
+fn live_defaults_catch_a_planted_regression() {
+    // +20 % amplification of the timed config: beyond its 5 %.
+    let mut now = live_baseline();
+    now.configs[0].amplification *= 1.2;
+    let rows = diff(&live_baseline(), &now, &DiffOptions::default());
+    let bad: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r.regression)
+        .map(|r| (r.config.as_str(), r.figure.as_str()))
+        .collect();
+    assert_eq!(bad, vec![("envoy", "amplification")]);
+    // Seed-fixed counts of a timer-free config: a few attempts more is a regression.
+    let mut now = live_baseline();
+    now.configs[1].downstream_arrivals += 30; // 2500 → 2530: +1.2 %
+    let rows = diff(&live_baseline(), &now, &DiffOptions::default());
+    assert!(row(&rows, "naive", "downstream_arrivals").regression);
+    // A latency regression well beyond the floor.
+    let mut now = live_baseline();
+    now.configs[0].latency_ms.p99 = 45.0; // 30 → 45 ms: +50 %, 15 ms
+    assert!(
+        row(
+            &diff(&live_baseline(), &now, &DiffOptions::default()),
+            "envoy",
+            "latency_ms.p99"
+        )
+        .regression
+    );
+}
+
+#[test]
+fn simulator_runs_compare_exactly_by_default() {
+    let mut now = baseline();
+    now.configs[0].latency_ms.p50 += 0.001;
+    let rows = diff(&baseline(), &now, &DiffOptions::default());
+    let r = row(&rows, "aws-standard", "latency_ms.p50");
+    assert!(r.regression);
+    assert_eq!(r.tolerance, Some(Tolerance::EXACT));
+    assert!(!has_regression(&diff(
+        &baseline(),
+        &baseline(),
+        &DiffOptions::default()
+    )));
+}
+
+#[test]
+fn per_figure_tolerances_override_the_class() {
+    let o = parse_options(&["latency_ms.p99=30%,5".into(), "retries=0".into()]).unwrap();
+    assert_eq!(
+        o.per_figure["latency_ms.p99"],
+        Tolerance {
+            relative: 0.3,
+            absolute: 5.0
+        }
+    );
+    assert_eq!(o.per_figure["retries"].describe(), "exact");
+    assert_eq!(o.all, None);
+    assert_eq!(parse_options(&["5%".into()]).unwrap().all, Some(0.05));
+    let e = parse_options(&["p99=10%".into()]).unwrap_err().to_string();
+    assert!(
+        e.contains("unknown figure \"p99\"") && e.contains("latency_ms.p99"),
+        "{e}"
+    );
+    assert!(parse_options(&["retries=10%,lots".into()]).is_err());
+
+    let mut now = live_baseline();
+    now.configs[0].latency_ms.p99 = 45.0;
+    let o = parse_options(&["latency_ms.p99=60%".into()]).unwrap();
+    assert!(!has_regression(&diff(&live_baseline(), &now, &o)));
+}
+
+#[test]
+fn runs_of_different_experiments_are_told_apart() {
+    let a = live_baseline();
+    let mut b = a.clone();
+    assert_eq!(mismatch(&a, &b), Default::default());
+    b.scenario = "other".into();
+    b.engine = Engine::Sim;
+    b.seed = 8;
+    let m = mismatch(&a, &b);
+    assert_eq!(m.fatal.len(), 2, "{m:?}");
+    assert!(m.fatal[0].contains("scenario") && m.fatal[1].contains("engine"));
+    assert!(m.warnings[0].contains("seed"));
+    // Another seed: naive's seed-fixed counts are no longer held to the seed's precision.
+    let mut c = a.clone();
+    c.seed = 8;
+    c.configs[1].downstream_arrivals += 30;
+    assert!(!has_regression(&diff(&a, &c, &DiffOptions::default())));
+}
+
+#[test]
+fn timing_free_reads_the_resolved_policy() {
+    use serde_json::json;
+    assert!(timing_free(
+        &json!({"budget": {"kind": "none"}, "backoff": {"kind": "none"}})
+    ));
+    assert!(!timing_free(&json!({"budget": {"kind": "aws-quota"}})));
+    assert!(!timing_free(&json!({"backoff": {"kind": "exponential"}})));
+    assert!(!timing_free(&json!({"per_try_timeout": "100ms"})));
+    assert!(!timing_free(&json!({"breaker": {"failure_threshold": 5}})));
+}
+
+/// The command refuses runs of different scenarios unless forced, and says so on stderr.
+#[test]
+fn cli_refuses_different_scenarios_unless_forced() {
+    let root = std::env::temp_dir().join(format!("stormrig-diff-cli-{}", std::process::id()));
+    let (bdir, ndir) = (root.join("a"), root.join("b"));
+    std::fs::create_dir_all(&bdir).unwrap();
+    std::fs::create_dir_all(&ndir).unwrap();
+    let mut other = baseline();
+    other.scenario = "another".into();
+    files::write_data(&bdir, &baseline()).unwrap();
+    files::write_data(&ndir, &other).unwrap();
+    let bin = env!("CARGO_BIN_EXE_stormrig");
+    let out = std::process::Command::new(bin)
+        .args(["diff".as_ref(), bdir.as_os_str(), ndir.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scenario") && err.contains("--force"), "{err}");
+    let out = std::process::Command::new(bin)
+        .args([
+            "diff".as_ref(),
+            bdir.as_os_str(),
+            ndir.as_os_str(),
+            "--force".as_ref(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: the runs differ in scenario"));
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The main job run live twice, as a CI job would: the defaults find no regression between
+/// the two; the same second run with envoy's amplification raised by 20 % fails.
+#[test]
+fn two_live_runs_of_the_main_job_diff_clean() {
+    let root = std::env::temp_dir().join(format!("stormrig-diff-live-{}", std::process::id()));
+    let bin = env!("CARGO_BIN_EXE_stormrig");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/downstream-503-10s.toml"
+    );
+    let dirs = [root.join("a"), root.join("b")];
+    for d in &dirs {
+        let st = std::process::Command::new(bin)
+            .args([
+                "run".as_ref(),
+                scenario.as_ref(),
+                "--quiet".as_ref(),
+                "--out".as_ref(),
+                d.as_os_str(),
+            ])
+            .status()
+            .unwrap();
+        assert!(matches!(st.code(), Some(0 | 1)), "{st:?}");
+    }
+    let diff_cli = |a: &std::path::Path, b: &std::path::Path| {
+        std::process::Command::new(bin)
+            .args(["diff".as_ref(), a.as_os_str(), b.as_os_str()])
+            .output()
+            .unwrap()
+    };
+    let out = diff_cli(&dirs[0], &dirs[1]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut planted = files::read_data(&dirs[1]).unwrap();
+    let envoy = planted
+        .configs
+        .iter_mut()
+        .find(|c| c.name == "envoy")
+        .unwrap();
+    envoy.amplification *= 1.2;
+    let p = root.join("planted");
+    std::fs::create_dir_all(&p).unwrap();
+    files::write_data(&p, &planted).unwrap();
+    let out = diff_cli(&dirs[0], &p);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let bad: Vec<&str> = text.lines().filter(|l| l.ends_with("REGRESSION")).collect();
+    assert_eq!(bad.len(), 1, "{text}");
+    assert!(
+        bad[0].starts_with("envoy") && bad[0].contains("amplification"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }

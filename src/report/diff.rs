@@ -1,38 +1,189 @@
-//! Run-to-run diff (`stormrig diff BASELINE_DIR RUN_DIR --tolerance 10%`): per config and
-//! headline figure, the baseline value, the value now, the relative change, and whether it
-//! is a regression.
+//! Run-to-run diff (`stormrig diff BASELINE_DIR RUN_DIR`): per config and headline figure,
+//! the baseline value, the value now, the change, what change the figure is allowed, and
+//! whether the change is a regression.
 //!
-//! Every figure has a better direction: lower is better for all of [`FIGURES`] but
-//! `success_share`. A regression is a change in the worse direction by more than the
-//! tolerance, relative to the baseline; when the baseline is 0 any worsening beyond
-//! [`ABS_EPSILON`] counts. `null` means "never happened": for `recovery_time_s` a run that
-//! never recovered where the baseline did is a regression (and the reverse an
-//! improvement); for other figures a null on either side is not compared.
+//! Two live runs of the same scenario never agree to the microsecond, so one tolerance for
+//! every figure either flags noise (a p50 of 1.4 ms against 2.1 ms on a shared runner) or
+//! lets a real regression through. Each figure therefore has a [`Class`] saying how much it
+//! moves by itself between two runs of the same seed, and each class a default
+//! [`Tolerance`]: a relative share *and* an absolute floor, both of which a change must
+//! exceed in the worse direction to count. A simulator run repeats bit for bit, so two
+//! simulator runs compare exactly by default.
+//!
+//! `null` means "never happened": for `recovery_time_s` a run that never recovered where
+//! the baseline did is a regression (and the reverse an improvement); for other figures a
+//! null on either side is not compared.
 //!
 //! Configs present in only one run are listed (status [`RowStatus::Added`] /
 //! [`RowStatus::Removed`], with the one side's values) and are never regressions.
 
-use super::gates::{fmt_num, success_share, text_table};
-use crate::metrics::{ConfigSummary, RunResult};
+use std::collections::BTreeMap;
 
-/// An absolute change that counts as "any change" when the baseline is 0.
+use super::gates::{fmt_num, success_share, text_table};
+use crate::metrics::{ConfigSummary, Engine, RunResult};
+
+/// An absolute change that counts as "any change": what "exact" allows for float noise.
 pub const ABS_EPSILON: f64 = 1e-9;
 
+/// How much a figure moves by itself between two runs of the same scenario and seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Fixed by the seed: the arrival schedule and the fault draws are hashes of (seed,
+    /// request, attempt). Live, a count of a config whose decisions do not depend on timing
+    /// (see [`timing_free`]) can still differ by the few attempts that land on the other
+    /// side of a fault window's edge, judged by the target's clock.
+    Seeded,
+    /// A count or ratio that timing moves a little: how many retries a budget allowed
+    /// depends on the order outcomes reached it.
+    Timed,
+    /// A count that timing moves a lot: refusals and failures are small differences of
+    /// large counts; peaks depend on a few milliseconds.
+    Volatile,
+    /// A latency percentile in milliseconds with enough requests behind it (p50, p99).
+    Latency,
+    /// A far-tail latency (p999): a few requests of a run decide it, so two live runs can
+    /// differ by several times. Shown, never a regression live unless a tolerance names it.
+    Tail,
+    /// A share of requests, 0 to 1.
+    Share,
+    /// A time in seconds, on the 1 s grid of the time series.
+    Seconds,
+}
+
+/// A change counts as a regression when it is worse than *both* `relative` × |baseline|
+/// and `absolute` (in the figure's own unit).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    pub relative: f64,
+    pub absolute: f64,
+}
+
+impl Tolerance {
+    pub const EXACT: Tolerance = Tolerance {
+        relative: 0.0,
+        absolute: ABS_EPSILON,
+    };
+    pub const UNGATED: Tolerance = Tolerance {
+        relative: f64::INFINITY,
+        absolute: f64::INFINITY,
+    };
+
+    fn allows(&self, baseline: f64, worse_by: f64) -> bool {
+        worse_by <= (self.relative * baseline.abs()).max(self.absolute)
+    }
+
+    /// "±20% ≥2", "exact", "±0.1%".
+    pub fn describe(&self) -> String {
+        if self.relative == 0.0 && self.absolute <= ABS_EPSILON {
+            return "exact".into();
+        }
+        if self.absolute == f64::INFINITY {
+            return "not gated".into();
+        }
+        let mut s = String::new();
+        if self.relative > 0.0 {
+            s.push_str(&format!("±{}%", fmt_num(self.relative * 100.0)));
+        }
+        if self.absolute > ABS_EPSILON {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(&format!("≥{}", fmt_num(self.absolute)));
+        }
+        s
+    }
+}
+
+/// One headline figure: its name (a path into a config's `summary.json` object), its
+/// class, and whether higher is better.
+#[derive(Debug, Clone, Copy)]
+pub struct Figure {
+    pub name: &'static str,
+    /// The class of a budget-less, timer-free config's figure (see [`timing_free`]);
+    /// `Seeded` figures of other configs are [`Class::Timed`].
+    pub class: Class,
+    pub higher_is_better: bool,
+}
+
+const fn fig(name: &'static str, class: Class) -> Figure {
+    Figure {
+        name,
+        class,
+        higher_is_better: false,
+    }
+}
+
 /// The headline figures compared, in table order.
-pub const FIGURES: &[&str] = &[
-    "amplification",
-    "peak_amplification_1s",
-    "peak_concurrency",
-    "downstream_arrivals",
-    "retries",
-    "budget_refusals",
-    "failures",
-    "success_share",
-    "latency_ms.p50",
-    "latency_ms.p99",
-    "latency_ms.p999",
-    "recovery_time_s",
+pub const FIGURES: &[Figure] = &[
+    fig("upstream_requests", Class::Seeded),
+    fig("attempts", Class::Seeded),
+    fig("retries", Class::Seeded),
+    fig("downstream_arrivals", Class::Seeded),
+    fig("amplification", Class::Seeded),
+    fig("peak_amplification_1s", Class::Volatile),
+    fig("peak_concurrency", Class::Volatile),
+    fig("budget_refusals", Class::Volatile),
+    fig("failures", Class::Volatile),
+    Figure {
+        name: "success_share",
+        class: Class::Share,
+        higher_is_better: true,
+    },
+    fig("latency_ms.p50", Class::Latency),
+    fig("latency_ms.p99", Class::Latency),
+    fig("latency_ms.p999", Class::Tail),
+    fig("recovery_time_s", Class::Seconds),
 ];
+
+/// The tolerance a class gets by default when both runs are live.
+pub fn live_default(class: Class) -> Tolerance {
+    let t = |relative, absolute| Tolerance { relative, absolute };
+    match class {
+        // Measured on the main job, six live runs on a loaded 2-core machine diffed pairwise:
+        // naive's retries 5997 to 6003 (window edges), envoy's refusals 363 to 455, peak
+        // concurrency 3 to 14, p99 14 to 24 ms, p999 17 to 95 ms.
+        Class::Seeded => t(0.005, 0.0),
+        Class::Timed => t(0.05, 10.0),
+        Class::Volatile => t(0.25, 20.0),
+        Class::Latency => t(0.25, 10.0),
+        Class::Tail => Tolerance::UNGATED,
+        Class::Share => t(0.0, 0.01),
+        Class::Seconds => t(0.20, 1.0),
+    }
+}
+
+/// What a relative count tolerance means for a ratio figure: its absolute floor is a count
+/// for counts and meaningless for ratios, so ratios keep only the relative part.
+fn is_ratio(figure: &str) -> bool {
+    matches!(figure, "amplification" | "peak_amplification_1s")
+}
+
+/// Whether a config's number of attempts is decided by the seed alone: no budget, no
+/// breaker, no deadline, no per-try timeout and no backoff, so nothing a clock says can
+/// change whether or when it retries. Read from the resolved policy in `summary.json`.
+pub fn timing_free(policy: &serde_json::Value) -> bool {
+    let kind = |k: &str| {
+        policy
+            .get(k)
+            .and_then(|v| v.get("kind"))
+            .and_then(|v| v.as_str())
+    };
+    let absent = |k: &str| policy.get(k).is_none_or(serde_json::Value::is_null);
+    kind("budget").is_none_or(|k| k == "none")
+        && kind("backoff").is_none_or(|k| k == "none")
+        && absent("breaker")
+        && absent("deadline")
+        && absent("per_try_timeout")
+}
+
+/// How a diff is judged: overrides given on the command line over the engine's defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiffOptions {
+    /// `--tolerance 10%`: this relative tolerance for every figure (absolute floors kept).
+    pub all: Option<f64>,
+    /// `--tolerance FIGURE=…`: this figure's tolerance, whatever its class.
+    pub per_figure: BTreeMap<String, Tolerance>,
+}
 
 /// Whether a config was compared or appears in one run only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +205,8 @@ pub struct DiffRow {
     /// (now − baseline) / |baseline| × 100; None when either side is null, or the baseline
     /// is 0 and now is not.
     pub change_pct: Option<f64>,
+    /// The change this figure was allowed (None for rows not compared).
+    pub tolerance: Option<Tolerance>,
     pub regression: bool,
     pub status: RowStatus,
 }
@@ -66,8 +219,8 @@ pub struct ToleranceError {
     pub what: String,
 }
 
-/// Reads a tolerance: `10%` → 0.10, `0.1` → 0.1. A bare number above 1 is refused as
-/// ambiguous (write `10%` or `0.1`); negative and non-finite values are refused.
+/// Reads a relative tolerance: `10%` → 0.10, `0.1` → 0.1. A bare number above 1 is refused
+/// as ambiguous (write `10%` or `0.1`); negative and non-finite values are refused.
 pub fn parse_tolerance(s: &str) -> Result<f64, ToleranceError> {
     let t = s.trim();
     let err = |what: &str| ToleranceError {
@@ -78,14 +231,8 @@ pub fn parse_tolerance(s: &str) -> Result<f64, ToleranceError> {
         Some(d) => (d.trim_end(), true),
         None => (t, false),
     };
-    let plain = !digits.is_empty()
-        && digits
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
-    let v: f64 = match digits.parse() {
-        Ok(v) if plain => v,
-        _ => return Err(err("expected a share such as \"10%\" or \"0.1\"")),
-    };
+    let v =
+        parse_plain(digits).ok_or_else(|| err("expected a share such as \"10%\" or \"0.1\""))?;
     if !v.is_finite() || v < 0.0 {
         return Err(err("must be a finite number not below 0"));
     }
@@ -100,9 +247,109 @@ pub fn parse_tolerance(s: &str) -> Result<f64, ToleranceError> {
     }
 }
 
+fn parse_plain(digits: &str) -> Option<f64> {
+    let plain = !digits.is_empty()
+        && digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
+    digits.parse().ok().filter(|_| plain)
+}
+
+/// Reads every `--tolerance` argument: `10%` (all figures) or `FIGURE=10%` or
+/// `FIGURE=10%,5` (relative share and absolute floor in the figure's unit; `FIGURE=0`
+/// means exact). A figure outside [`FIGURES`] is refused with the list.
+pub fn parse_options(args: &[String]) -> Result<DiffOptions, ToleranceError> {
+    let mut o = DiffOptions::default();
+    for a in args {
+        let Some((name, value)) = a.split_once('=') else {
+            o.all = Some(parse_tolerance(a)?);
+            continue;
+        };
+        let name = name.trim();
+        if !FIGURES.iter().any(|f| f.name == name) {
+            let names: Vec<_> = FIGURES.iter().map(|f| f.name).collect();
+            return Err(ToleranceError {
+                text: a.clone(),
+                what: format!("unknown figure {name:?}; one of {}", names.join(", ")),
+            });
+        }
+        let (rel, abs) = match value.split_once(',') {
+            Some((r, a2)) => (r, Some(a2.trim())),
+            None => (value, None),
+        };
+        let relative = parse_tolerance(rel).map_err(|e| ToleranceError {
+            text: a.clone(),
+            what: e.what,
+        })?;
+        let absolute = match abs {
+            None => ABS_EPSILON,
+            Some(x) => parse_plain(x)
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| ToleranceError {
+                    text: a.clone(),
+                    what: format!("absolute floor {x:?}: expected a number not below 0"),
+                })?
+                .max(ABS_EPSILON),
+        };
+        o.per_figure
+            .insert(name.to_string(), Tolerance { relative, absolute });
+    }
+    Ok(o)
+}
+
+/// What differs between the two runs beyond their figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mismatch {
+    /// Differences that make the comparison meaningless (another scenario, another engine):
+    /// refused unless forced.
+    pub fatal: Vec<String>,
+    /// Differences worth a warning (another seed, another stormrig version).
+    pub warnings: Vec<String>,
+}
+
+/// Compares what the two runs were runs *of*.
+pub fn mismatch(baseline: &RunResult, run: &RunResult) -> Mismatch {
+    let mut m = Mismatch::default();
+    if baseline.scenario != run.scenario {
+        m.fatal.push(format!(
+            "scenario: baseline {:?}, run {:?}",
+            baseline.scenario, run.scenario
+        ));
+    }
+    if baseline.engine != run.engine {
+        m.fatal.push(format!(
+            "engine: baseline {}, run {}",
+            engine_name(baseline.engine),
+            engine_name(run.engine)
+        ));
+    }
+    if baseline.seed != run.seed {
+        m.warnings.push(format!(
+            "seed: baseline {}, run {} (counts fixed by the seed are compared as timed counts)",
+            baseline.seed, run.seed
+        ));
+    }
+    if baseline.stormrig_version != run.stormrig_version {
+        m.warnings.push(format!(
+            "stormrig version: baseline {}, run {}",
+            baseline.stormrig_version, run.stormrig_version
+        ));
+    }
+    m
+}
+
+fn engine_name(e: Engine) -> &'static str {
+    match e {
+        Engine::Live => "live",
+        Engine::Sim => "sim",
+    }
+}
+
 /// The value of a headline figure for one config.
 pub fn figure(c: &ConfigSummary, name: &str) -> Option<f64> {
     match name {
+        "upstream_requests" => Some(c.upstream_requests as f64),
+        "attempts" => Some(c.attempts as f64),
         "amplification" => Some(c.amplification),
         "peak_amplification_1s" => Some(c.peak_amplification_1s),
         "peak_concurrency" => Some(c.peak_concurrency as f64),
@@ -121,14 +368,47 @@ pub fn figure(c: &ConfigSummary, name: &str) -> Option<f64> {
 
 /// True for the figures where higher is better.
 pub fn higher_is_better(figure: &str) -> bool {
-    figure == "success_share"
+    FIGURES
+        .iter()
+        .any(|f| f.name == figure && f.higher_is_better)
 }
 
-fn compare(figure: &str, baseline: Option<f64>, now: Option<f64>, tol: f64) -> (Option<f64>, bool) {
+/// The tolerance one figure of one config gets in this comparison.
+fn tolerance_for(f: &Figure, both_sim: bool, seeded_holds: bool, opts: &DiffOptions) -> Tolerance {
+    if let Some(t) = opts.per_figure.get(f.name) {
+        return *t;
+    }
+    let mut t = if both_sim {
+        Tolerance::EXACT
+    } else {
+        let class = match f.class {
+            Class::Seeded if !seeded_holds => Class::Timed,
+            c => c,
+        };
+        live_default(class)
+    };
+    if is_ratio(f.name) {
+        t.absolute = t.absolute.min(ABS_EPSILON);
+    }
+    if let Some(rel) = opts.all {
+        if t == Tolerance::UNGATED {
+            t.absolute = ABS_EPSILON;
+        }
+        t.relative = rel;
+    }
+    t
+}
+
+fn compare(
+    f: &Figure,
+    baseline: Option<f64>,
+    now: Option<f64>,
+    tol: Tolerance,
+) -> (Option<f64>, bool) {
     let (b, n) = match (baseline, now) {
         (Some(b), Some(n)) => (b, n),
         // Null = never happened; only a recovery that never came is comparable (worst).
-        (Some(_), None) => return (None, figure == "recovery_time_s"),
+        (Some(_), None) => return (None, f.name == "recovery_time_s"),
         _ => return (None, false),
     };
     let change_pct = if b != 0.0 {
@@ -138,22 +418,15 @@ fn compare(figure: &str, baseline: Option<f64>, now: Option<f64>, tol: f64) -> (
     } else {
         None
     };
-    let worse_by = if higher_is_better(figure) {
-        b - n
-    } else {
-        n - b
-    };
-    let regression = if b != 0.0 {
-        worse_by / b.abs() > tol
-    } else {
-        worse_by > ABS_EPSILON
-    };
-    (change_pct, regression)
+    let worse_by = if f.higher_is_better { b - n } else { n - b };
+    (change_pct, !tol.allows(b, worse_by))
 }
 
 /// Compares `run` with `baseline` over [`FIGURES`], config by config (baseline order, then
-/// configs only in `run`). `tolerance` is a share (0.1 = 10 %).
-pub fn diff(baseline: &RunResult, run: &RunResult, tolerance: f64) -> Vec<DiffRow> {
+/// configs only in `run`).
+pub fn diff(baseline: &RunResult, run: &RunResult, opts: &DiffOptions) -> Vec<DiffRow> {
+    let both_sim = baseline.engine == Engine::Sim && run.engine == Engine::Sim;
+    let same_seed = baseline.seed == run.seed;
     let find = |r: &'_ RunResult, name: &str| r.configs.iter().find(|c| c.name == name).cloned();
     let mut out = Vec::new();
     let mut push = |config: &str, b: Option<&ConfigSummary>, n: Option<&ConfigSummary>| {
@@ -162,20 +435,26 @@ pub fn diff(baseline: &RunResult, run: &RunResult, tolerance: f64) -> Vec<DiffRo
             (None, _) => RowStatus::Added,
             (_, None) => RowStatus::Removed,
         };
+        let seeded_holds = same_seed
+            && b.is_some_and(|c| timing_free(&c.policy))
+            && n.is_some_and(|c| timing_free(&c.policy));
         for f in FIGURES {
-            let bv = b.and_then(|c| figure(c, f));
-            let nv = n.and_then(|c| figure(c, f));
-            let (change_pct, regression) = if status == RowStatus::Compared {
-                compare(f, bv, nv, tolerance)
+            let bv = b.and_then(|c| figure(c, f.name));
+            let nv = n.and_then(|c| figure(c, f.name));
+            let (tolerance, change_pct, regression) = if status == RowStatus::Compared {
+                let t = tolerance_for(f, both_sim, seeded_holds, opts);
+                let (c, r) = compare(f, bv, nv, t);
+                (Some(t), c, r)
             } else {
-                (None, false)
+                (None, None, false)
             };
             out.push(DiffRow {
                 config: config.to_string(),
-                figure: f.to_string(),
+                figure: f.name.to_string(),
                 baseline: bv,
                 now: nv,
                 change_pct,
+                tolerance,
                 regression,
                 status,
             });
@@ -226,12 +505,15 @@ pub fn table(rows: &[DiffRow]) -> String {
                 fmt_opt(r.baseline),
                 fmt_opt(r.now),
                 change,
+                r.tolerance.map_or_else(|| "-".into(), |t| t.describe()),
                 verdict.to_string(),
             ]
         })
         .collect();
     let mut out = text_table(
-        &["CONFIG", "FIGURE", "BASELINE", "NOW", "CHANGE", "RESULT"],
+        &[
+            "CONFIG", "FIGURE", "BASELINE", "NOW", "CHANGE", "ALLOWED", "RESULT",
+        ],
         &cells,
     );
     let n = rows.iter().filter(|r| r.regression).count();
