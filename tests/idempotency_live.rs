@@ -267,8 +267,8 @@ jitter = { kind = "none" }
     let st = t.shutdown().await;
     let (attempts, log) = rt.with(|g| {
         (
-            g.rec.attempts_by_outcome().values().sum::<u64>(),
-            g.log.clone().unwrap_or_default(),
+            g.recorder().attempts_by_outcome().values().sum::<u64>(),
+            g.log().to_vec(),
         )
     });
     let refused_before = log

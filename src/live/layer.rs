@@ -119,8 +119,8 @@ impl Layer {
     pub fn summary(&self, upstream: u64) -> LayerSummary {
         let arrivals = self.arrivals.load(Ordering::SeqCst);
         let (attempts, retries, budget_refusals, max_attempts) = self.rt.with(|g| {
-            let (a, r, b) = totals(&g.rec);
-            (a, r, b, g.client.config().max_attempts)
+            let (a, r, b) = totals(g.recorder());
+            (a, r, b, g.config().max_attempts)
         });
         layer_summary(
             &self.name,

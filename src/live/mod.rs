@@ -69,7 +69,7 @@ impl std::fmt::Debug for RunOptions {
 fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> Snapshot {
     rt.with(|g| {
         let mut sum = [0u64; 8];
-        for s in g.rec.seconds() {
+        for s in g.recorder().seconds() {
             for (acc, v) in sum.iter_mut().zip([
                 s.started,
                 s.attempts,
@@ -400,9 +400,7 @@ pub async fn run(
         .zip(&layer_sets)
     {
         let (mut summary, rows) = rt.with(|g| {
-            if let Some(log) = g.log.as_mut() {
-                attempts.append(log);
-            }
+            attempts.append(&mut g.take_log());
             summarize(
                 &rt.name,
                 serde_json::to_value(&planned.config).unwrap_or_default(),
@@ -411,7 +409,7 @@ pub async fn run(
                     mean_rate,
                     sc.duration,
                 )),
-                &g.rec,
+                g.recorder(),
                 st,
                 &shape,
             )
@@ -434,14 +432,14 @@ pub async fn run(
             ));
             let mut h = vec![HopStats {
                 name: "client".into(),
-                deadline_cut: rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
+                deadline_cut: rt.with(|g| g.deadline_cut()),
                 rejected: 0,
             }];
             for l in layers {
                 summary.layers.push(l.summary(upstream));
                 h.push(HopStats {
                     name: l.name.clone(),
-                    deadline_cut: l.rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
+                    deadline_cut: l.rt.with(|g| g.deadline_cut()),
                     rejected: l.rejected.load(std::sync::atomic::Ordering::SeqCst),
                 });
             }

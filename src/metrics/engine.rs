@@ -2,84 +2,10 @@
 //! the same (seed, config, request) draws the same jitter and the same give-up reason or
 //! breaker state is charted under the same name whichever engine ran.
 
-use std::time::Duration;
-
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::recorder::{Recorder, RetryReason};
-use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, OutcomeClass, Permit,
-    RetryClient,
-};
-
-/// Records what the policy answered when asked for the next attempt, identically in both
-/// engines (and in the policy benchmark): an attempt sent, or a refusal by the breaker or
-/// the budget. Returns true when a sent attempt's per-try timeout was cut short by the
-/// request's deadline (the live engine counts those).
-pub fn record_permit(
-    rec: &mut Recorder,
-    client: &RetryClient,
-    t: Duration,
-    permit: &Permit,
-) -> bool {
-    match permit {
-        Permit::Send {
-            attempt, timeout, ..
-        } => {
-            rec.attempt_sent(t, *attempt);
-            matches!(
-                (timeout, client.config().per_try_timeout),
-                (Some(t), Some(p)) if *t < p
-            )
-        }
-        Permit::Refuse(reason) => {
-            match reason {
-                GiveUpReason::BreakerOpen => rec.breaker_refused(t),
-                GiveUpReason::BudgetRefused => rec.budget_refused(t),
-                _ => {}
-            }
-            false
-        }
-    }
-}
-
-/// Records what the policy decided about one attempt's outcome, identically in both engines
-/// (and in the policy benchmark): the attempt's end and its label, the budget and breaker
-/// sample, and a scheduled retry or a retry the budget refused. `t` is when the outcome
-/// arrived, `latency` how long the attempt took. Returns the attempt-log label and the budget
-/// level after the decision.
-pub fn record_decision(
-    rec: &mut Recorder,
-    client: &RetryClient,
-    t: Duration,
-    latency: Duration,
-    outcome: &AttemptOutcome<'_>,
-    decision: &Decision,
-) -> (&'static str, Option<f64>) {
-    let label = attempt_label(outcome, decision.class());
-    rec.attempt_done(latency, label);
-    let label = label.as_str();
-    let level = client.budget_level();
-    let breaker = client.breaker_state().map(breaker_level);
-    rec.sample_policy(t, level, breaker);
-    match decision {
-        Decision::Retry { class, .. } => rec.retry_scheduled(
-            t,
-            if *class == OutcomeClass::Throttling {
-                RetryReason::Throttling
-            } else {
-                RetryReason::Transient
-            },
-        ),
-        Decision::GiveUp {
-            reason: GiveUpReason::BudgetRefused,
-            ..
-        } => rec.budget_refused(t),
-        _ => {}
-    }
-    (label, level)
-}
+use crate::policy::GiveUpReason;
 
 /// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
 /// whatever order requests run in.
@@ -89,15 +15,6 @@ pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Breaker state as charted: closed 0, half-open 1, open 2.
-pub fn breaker_level(s: BreakerState) -> u8 {
-    match s {
-        BreakerState::Closed => 0,
-        BreakerState::HalfOpen => 1,
-        BreakerState::Open => 2,
-    }
 }
 
 /// The give-up reason as reports name it.
