@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod plan;
 pub mod policy;
 pub mod report;
+pub mod run_result;
 pub mod scenario;
 pub mod server;
 pub mod session;

@@ -302,25 +302,7 @@ impl Sim<'_> {
     }
 
     fn run(mut self) -> ConfigOut {
-        for at in self.cfg.timeline.capacity_changes() {
-            self.push(ns(at), Kind::Capacity, 0, 0);
-        }
-        let mut arrivals = None;
-        match std::mem::replace(&mut self.cfg.load, Load::Open(empty_arrivals())) {
-            Load::Open(mut a) => {
-                if let Some(first) = a.next() {
-                    self.push(ns(first), Kind::Arrival, 0, 0);
-                }
-                arrivals = Some(a);
-            }
-            Load::Closed { users, think } => {
-                self.user_n = vec![0; users as usize];
-                self.cfg.load = Load::Closed { users, think };
-                for u in 0..users {
-                    self.push(0, Kind::UserStart, u, 0);
-                }
-            }
-        }
+        self.schedule_start();
         let end = self.cfg.end;
         let mut events = 0u64;
         let mut last_t = 0u64;
@@ -328,118 +310,11 @@ impl Sim<'_> {
             if ev.t >= end {
                 break;
             }
-            let t = ev.t;
-            let Ev { kind, idx, gen } = ev.payload;
-            // Whether the event moved a request, an attempt or a user on (a stale timer, a
-            // reply nobody waits for, a capacity change do not): the run lasts until the
-            // last one that did, as a live run drains until its last request is done.
-            let acted = match kind {
-                Kind::Arrival => {
-                    let id = self.next_id;
-                    self.next_id += 1;
-                    if self.claimed >= self.cfg.max_in_flight {
-                        self.session.dropped(dur(t));
-                    } else {
-                        self.claimed += 1;
-                        self.start_request(t, id, NONE, true);
-                    }
-                    if let Some(next) = arrivals.as_mut().and_then(|a| a.next()) {
-                        self.push(ns(next), Kind::Arrival, 0, 0);
-                    }
-                    true
-                }
-                Kind::UserStart => {
-                    let go = t < self.cfg.duration;
-                    if go {
-                        let user = idx;
-                        let users = self.user_n.len() as u64;
-                        let n = self.user_n[user as usize];
-                        self.user_n[user as usize] += 1;
-                        // Request ids interleave users so they stay unique, as live does.
-                        self.start_request(t, n * users + u64::from(user), user, false);
-                    }
-                    go
-                }
-                Kind::RetryDue => {
-                    let r = idx as usize;
-                    let go = self.reqs[r].gen == gen && self.reqs[r].req.is_some();
-                    if go {
-                        self.retry_due(t, idx);
-                    }
-                    go
-                }
-                Kind::TargetArrive => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.target_arrive(t, idx);
-                    }
-                    go
-                }
-                Kind::FaultAct => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.fault_act(t, idx);
-                    }
-                    go
-                }
-                Kind::WorkStart => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.work_start(t, idx);
-                    }
-                    go
-                }
-                Kind::QueueTimeout => {
-                    let go = self.att_ok(idx, gen) && self.atts[idx as usize].queued;
-                    if go {
-                        self.queue_timeout(t, idx);
-                    }
-                    go
-                }
-                Kind::ServiceDone => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.service_done(t, idx);
-                    }
-                    go
-                }
-                Kind::Reply => {
-                    let go = self.client_waits(idx, gen);
-                    if go {
-                        let a = &mut self.atts[idx as usize];
-                        a.client_waiting = false;
-                        let (status, fault) = (a.reply_status, a.reply_fault);
-                        self.client_outcome(t, idx, status, fault);
-                    }
-                    go
-                }
-                Kind::ClientTimeout => {
-                    let go = self.client_waits(idx, gen);
-                    if go {
-                        let a = &mut self.atts[idx as usize];
-                        a.client_waiting = false;
-                        // The client closes its connection: the target's handler ends (the
-                        // request leaves flight); work already accepted carries on.
-                        if a.handler_alive {
-                            a.handler_alive = false;
-                            self.counters.leave(sec(t));
-                        }
-                        self.client_outcome(t, idx, 1, NO_FAULT);
-                    }
-                    go
-                }
-                Kind::Capacity => {
-                    self.cap = self
-                        .cfg
-                        .timeline
-                        .capacity_at(dur(t), self.cfg.model.concurrency);
-                    self.pump(t);
-                    false
-                }
-            };
-            if acted {
+            // The run lasts until the last event that moved a request, an attempt or a user
+            // on, as a live run drains until its last request is done.
+            if self.handle(ev.t, ev.payload) {
                 events += 1;
-                last_t = t;
+                last_t = ev.t;
             }
         }
         let end_t = last_t.max(self.cfg.duration).min(end);
@@ -452,6 +327,133 @@ impl Sim<'_> {
             events,
             end_t,
         }
+    }
+
+    /// Schedules what starts the run: the capacity changes, then the first arrival of an
+    /// open loop or every user of a closed one.
+    fn schedule_start(&mut self) {
+        for at in self.cfg.timeline.capacity_changes() {
+            self.push(ns(at), Kind::Capacity, 0, 0);
+        }
+        match &mut self.cfg.load {
+            Load::Open(arrivals) => {
+                if let Some(first) = arrivals.next() {
+                    self.push(ns(first), Kind::Arrival, 0, 0);
+                }
+            }
+            Load::Closed { users, .. } => {
+                let users = *users;
+                self.user_n = vec![0; users as usize];
+                for u in 0..users {
+                    self.push(0, Kind::UserStart, u, 0);
+                }
+            }
+        }
+    }
+
+    /// Carries out one event at time `t`. Returns whether it moved a request, an attempt or
+    /// a user on (a stale timer, a reply nobody waits for, a capacity change do not).
+    #[inline]
+    fn handle(&mut self, t: u64, ev: Ev) -> bool {
+        let Ev { kind, idx, gen } = ev;
+        match kind {
+            Kind::Arrival => {
+                self.arrival(t);
+                true
+            }
+            Kind::UserStart => self.user_start(t, idx),
+            Kind::RetryDue => {
+                let q = &self.reqs[idx as usize];
+                let go = q.gen == gen && q.req.is_some();
+                if go {
+                    self.retry_due(t, idx);
+                }
+                go
+            }
+            Kind::TargetArrive => self.run_if(self.att_ok(idx, gen), t, idx, Self::target_arrive),
+            Kind::FaultAct => self.run_if(self.att_ok(idx, gen), t, idx, Self::fault_act),
+            Kind::WorkStart => self.run_if(self.att_ok(idx, gen), t, idx, Self::work_start),
+            Kind::QueueTimeout => {
+                let go = self.att_ok(idx, gen) && self.atts[idx as usize].queued;
+                self.run_if(go, t, idx, Self::queue_timeout)
+            }
+            Kind::ServiceDone => self.run_if(self.att_ok(idx, gen), t, idx, Self::service_done),
+            Kind::Reply => self.run_if(self.client_waits(idx, gen), t, idx, Self::reply),
+            Kind::ClientTimeout => {
+                self.run_if(self.client_waits(idx, gen), t, idx, Self::client_timeout)
+            }
+            Kind::Capacity => {
+                self.cap = self
+                    .cfg
+                    .timeline
+                    .capacity_at(dur(t), self.cfg.model.concurrency);
+                self.pump(t);
+                false
+            }
+        }
+    }
+
+    /// Runs `f` for attempt `a` when `go` (the event still concerns it); returns `go`.
+    #[inline]
+    fn run_if(&mut self, go: bool, t: u64, a: u32, f: fn(&mut Self, u64, u32)) -> bool {
+        if go {
+            f(self, t, a);
+        }
+        go
+    }
+
+    /// An open-loop arrival: a new request, or one dropped at the in-flight cap; then the
+    /// next arrival is scheduled.
+    fn arrival(&mut self, t: u64) {
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.claimed >= self.cfg.max_in_flight {
+            self.session.dropped(dur(t));
+        } else {
+            self.claimed += 1;
+            self.start_request(t, id, NONE, true);
+        }
+        let next = match &mut self.cfg.load {
+            Load::Open(arrivals) => arrivals.next(),
+            Load::Closed { .. } => None,
+        };
+        if let Some(next) = next {
+            self.push(ns(next), Kind::Arrival, 0, 0);
+        }
+    }
+
+    /// A closed-loop user starts its next request, while the load lasts.
+    fn user_start(&mut self, t: u64, user: u32) -> bool {
+        let go = t < self.cfg.duration;
+        if go {
+            let users = self.user_n.len() as u64;
+            let n = self.user_n[user as usize];
+            self.user_n[user as usize] += 1;
+            // Request ids interleave users so they stay unique, as live does.
+            self.start_request(t, n * users + u64::from(user), user, false);
+        }
+        go
+    }
+
+    /// The reply of attempt `a` reached the client.
+    fn reply(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        at.client_waiting = false;
+        let (status, fault) = (at.reply_status, at.reply_fault);
+        self.client_outcome(t, a, status, fault);
+    }
+
+    /// The client's per-try timer of attempt `a` went off first.
+    fn client_timeout(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        at.client_waiting = false;
+        // The client closes its connection: the target's handler ends (the request leaves
+        // flight); work already accepted carries on.
+        if at.handler_alive {
+            at.handler_alive = false;
+            self.counters.leave(sec(t));
+        }
+        self.client_outcome(t, a, 1, NO_FAULT);
     }
 
     #[inline]
@@ -835,12 +837,4 @@ impl Sim<'_> {
 #[inline]
 fn client_waits(a: &Att, gen: u32) -> bool {
     a.gen == gen && a.client_waiting
-}
-
-fn empty_arrivals() -> Arrivals {
-    crate::scenario::schedule::arrivals(
-        &crate::scenario::LoadShape::Constant { rate: 0.0 },
-        Duration::ZERO,
-        0,
-    )
 }

@@ -38,10 +38,11 @@ use std::time::Duration;
 
 pub use engine::{MIN_THINK, NET_DELAY};
 
-use crate::metrics::{summarize, AttemptRow, Engine, FaultBand, RunResult, RunShape};
+use crate::metrics::{AttemptRow, Engine, RunResult};
 use crate::plan::Plan;
+use crate::run_result::ResultBuilder;
 use crate::scenario::timeline::FaultTimeline;
-use crate::scenario::{schedule, FaultKind, LoadShape, ServiceModel, Target};
+use crate::scenario::{schedule, Fault, FaultKind, LoadShape, ServiceModel, Target};
 use engine::{ConfigRun, Load};
 
 /// How a simulation is carried out.
@@ -100,81 +101,13 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     if !scale.is_finite() || scale <= 0.0 {
         return Err(SimError::Scale(scale));
     }
-    if !sc.topology.is_empty() {
-        return Err(SimError::Unsupported(format!(
-            "multi-hop topologies ({} layers)",
-            sc.topology.len()
-        )));
-    }
-    if let Some(n) = sc.load.max_connections {
-        return Err(SimError::Unsupported(format!(
-            "a bounded client connection pool (load.max_connections = {n})"
-        )));
-    }
-    let model = match &sc.target {
-        Target::Builtin { model, dedup, .. } => {
-            if dedup.as_ref().is_some_and(|d| d.enabled) {
-                return Err(SimError::Unsupported(
-                    "idempotency-key dedup on the target".into(),
-                ));
-            }
-            model
-        }
-        Target::Url { url, .. } => {
-            return Err(SimError::Unsupported(format!(
-                "a real server target ({url})"
-            )))
-        }
-    };
-    let model = scale_model(model, scale);
-    let faults: Vec<_> = sc
-        .faults
-        .iter()
-        .map(|f| {
-            let mut f = f.clone();
-            if let FaultKind::Capacity { concurrency } = &mut f.kind {
-                *concurrency = scale_count(*concurrency, scale);
-            }
-            f
-        })
-        .collect();
-    let timeline = FaultTimeline::new(faults, sc.seed);
+    let model = scale_model(modeled_target(plan)?, scale);
+    let timeline = FaultTimeline::new(scale_faults(&sc.faults, scale), sc.seed);
     let shape = scale_shape(&sc.load.shape, scale);
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
-    let duration = ns(sc.duration);
-    let end = ns(sc.duration.saturating_add(sc.drain));
 
-    let fault_windows: Vec<(Duration, Duration)> =
-        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
-    let run_shape = RunShape {
-        load_duration: sc.duration,
-        faults: &fault_windows,
-    };
-    let mean_rate = match &shape {
-        LoadShape::Closed { .. } => 0.0,
-        s => schedule::expected_count(s, sc.duration) / sc.duration.as_secs_f64(),
-    };
-    let mut result = RunResult {
-        scenario: sc.name.clone(),
-        description: sc.description.clone(),
-        seed: sc.seed,
-        engine: Engine::Sim,
-        partial: false,
-        duration_s: sc.duration.as_secs_f64(),
-        stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
-        faults: sc
-            .faults
-            .iter()
-            .map(|f| FaultBand {
-                start_s: f.at.as_secs_f64(),
-                end_s: (f.at + f.length).as_secs_f64(),
-                label: f.kind.label(),
-            })
-            .collect(),
-        configs: Vec::new(),
-        gates: Vec::new(),
-        timeline: Vec::new(),
-    };
+    let builder = ResultBuilder::new(plan, &shape, sc.duration);
+    let mut result = builder.header(Engine::Sim, false);
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
     for (index, planned) in plan.configs.iter().enumerate() {
@@ -195,8 +128,8 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             model: &model,
             timeline: &timeline,
             load,
-            duration,
-            end,
+            duration: ns(sc.duration),
+            end: ns(sc.duration.saturating_add(sc.drain)),
             max_in_flight,
             attempt_log: opts.attempt_log,
         });
@@ -204,18 +137,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         stats.events += out.events;
         stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
         attempts.append(&mut out.log);
-        let (summary, rows) = summarize(
-            &planned.name,
-            serde_json::to_value(&planned.config).unwrap_or_default(),
-            Some(crate::plan::amplification_bound(
-                &planned.config,
-                mean_rate,
-                sc.duration,
-            )),
-            &out.rec,
-            &out.stats,
-            &run_shape,
-        );
+        let (summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
         result.configs.push(summary);
         result.timeline.extend(rows);
     }
@@ -224,6 +146,49 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         attempts,
         stats,
     })
+}
+
+/// The built-in target's service model, or why the simulator cannot model the plan.
+fn modeled_target(plan: &Plan) -> Result<&ServiceModel, SimError> {
+    let sc = &plan.scenario;
+    if !sc.topology.is_empty() {
+        return Err(SimError::Unsupported(format!(
+            "multi-hop topologies ({} layers)",
+            sc.topology.len()
+        )));
+    }
+    if let Some(n) = sc.load.max_connections {
+        return Err(SimError::Unsupported(format!(
+            "a bounded client connection pool (load.max_connections = {n})"
+        )));
+    }
+    match &sc.target {
+        Target::Builtin { model, dedup, .. } => {
+            if dedup.as_ref().is_some_and(|d| d.enabled) {
+                return Err(SimError::Unsupported(
+                    "idempotency-key dedup on the target".into(),
+                ));
+            }
+            Ok(model)
+        }
+        Target::Url { url, .. } => Err(SimError::Unsupported(format!(
+            "a real server target ({url})"
+        ))),
+    }
+}
+
+/// The faults with capacity faults' slots scaled.
+fn scale_faults(faults: &[Fault], scale: f64) -> Vec<Fault> {
+    faults
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            if let FaultKind::Capacity { concurrency } = &mut f.kind {
+                *concurrency = scale_count(*concurrency, scale);
+            }
+            f
+        })
+        .collect()
 }
 
 fn ns(d: Duration) -> u64 {
