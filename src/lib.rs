@@ -10,6 +10,8 @@
 pub mod app;
 pub mod bench;
 pub mod cli;
+pub mod draws;
+pub mod headers;
 pub mod live;
 pub mod metrics;
 pub mod plan;

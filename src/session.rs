@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use crate::metrics::engine::LazyRng;
+use crate::draws::LazyRng;
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::{
     attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
@@ -295,5 +295,106 @@ pub fn breaker_level(s: BreakerState) -> u8 {
         BreakerState::Closed => 0,
         BreakerState::HalfOpen => 1,
         BreakerState::Open => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{self, Response};
+
+    fn session(preset: &str) -> Session {
+        Session::new(preset, &policy::preset(preset).unwrap(), true)
+    }
+
+    fn at(ms: u64) -> Now {
+        Now::virtual_at(Duration::from_millis(ms))
+    }
+
+    fn status(s: u16) -> AttemptOutcome<'static> {
+        AttemptOutcome::Response(Response::status(s))
+    }
+
+    /// Sends the attempt of a `Send` step, panicking on any other step.
+    fn sent(step: Step) -> (Request, Attempt) {
+        match step {
+            Step::Send(req, attempt) => (req, attempt),
+            other => panic!("expected an attempt to send, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_retry_without_wait_is_granted_in_the_outcome_step_and_counted_once() {
+        let mut s = session("naive");
+        let mut rng = LazyRng::new(1);
+        let (mut req, mut attempt) = sent(s.start(at(0), Duration::ZERO, 7, "GET", None));
+        for n in 1..4 {
+            assert_eq!(attempt.number, n);
+            (req, attempt) =
+                sent(s.outcome(at(n.into()), req, Duration::ZERO, &status(503), &mut rng));
+        }
+        let end = s.outcome(at(4), req, Duration::ZERO, &status(503), &mut rng);
+        assert!(matches!(
+            end,
+            Step::Done(Ending::GaveUp(GiveUpReason::MaxAttempts))
+        ));
+        let sec = &s.recorder().seconds()[0];
+        assert_eq!(
+            (sec.started, sec.finished, sec.attempts, sec.retries),
+            (1, 1, 4, 3)
+        );
+        let rows: Vec<_> = s.log().iter().map(|r| (r.request, r.attempt)).collect();
+        assert_eq!(rows, [(7, 1), (7, 2), (7, 3), (7, 4)]);
+    }
+
+    #[test]
+    fn a_retry_that_must_wait_asks_for_its_permit_after_the_wait() {
+        let mut s = session("polly");
+        let mut rng = LazyRng::new(1);
+        let (req, _) = sent(s.start(at(0), Duration::ZERO, 1, "GET", None));
+        let Step::Wait(req, after) = s.outcome(at(1), req, Duration::ZERO, &status(503), &mut rng)
+        else {
+            panic!("polly waits before its retry");
+        };
+        assert_eq!(after, Duration::from_secs(2));
+        let (req, attempt) = sent(s.permit(at(2_001), req));
+        assert_eq!(attempt.number, 2);
+        let end = s.outcome(at(2_002), req, Duration::ZERO, &status(200), &mut rng);
+        assert!(matches!(end, Step::Done(Ending::Succeeded)));
+        assert_eq!(s.recorder().seconds()[2].successes, 1);
+    }
+
+    #[test]
+    fn a_refused_permit_ends_the_request_and_logs_the_refusal() {
+        let mut s = session("naive");
+        // No time left of an inherited deadline: the first attempt is refused.
+        let step = s.start(at(0), Duration::ZERO, 3, "GET", Some(Duration::ZERO));
+        assert!(matches!(
+            step,
+            Step::Done(Ending::GaveUp(GiveUpReason::Deadline))
+        ));
+        let row = &s.log()[0];
+        assert_eq!((row.request, row.attempt, row.outcome), (3, 1, "refused"));
+        let sec = &s.recorder().seconds()[0];
+        assert_eq!((sec.started, sec.finished, sec.attempts), (1, 1, 0));
+    }
+
+    #[test]
+    fn the_session_and_its_draws_import_no_engine() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for file in ["session.rs", "draws.rs"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            for line in text.lines().filter(|l| l.starts_with("use ")) {
+                for engine in [
+                    "tokio",
+                    "hyper",
+                    "crate::live",
+                    "crate::sim",
+                    "crate::server",
+                ] {
+                    assert!(!line.contains(engine), "{file}: {line}");
+                }
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::Method;
+use stormrig::headers;
 use stormrig::live::clock::Epoch;
 use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 use stormrig::live::{self, RunOptions};
@@ -20,7 +21,7 @@ use stormrig::plan::{self, Plan};
 use stormrig::policy::{GiveUpReason, RetryConfigSpec};
 use stormrig::scenario::timeline::{Action, FaultTimeline};
 use stormrig::scenario::{LoadShape, Target};
-use stormrig::server::{self, headers, TargetConfig};
+use stormrig::server::{self, TargetConfig};
 use tokio::sync::watch;
 
 const AMOUNT: u64 = 100;

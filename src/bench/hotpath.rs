@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::metrics::engine::{request_seed, LazyRng};
+use crate::draws::{request_seed, LazyRng};
 use crate::metrics::Recorder;
 use crate::policy::{AttemptOutcome, Now, Response, RetryConfig};
 use crate::session::{Session, Step};

@@ -14,9 +14,9 @@ use hyper::{Method, Request, Uri};
 
 use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
-use crate::metrics::engine::{request_seed, LazyRng};
+use crate::draws::{request_seed, LazyRng};
+use crate::headers;
 use crate::policy::{AttemptOutcome, GiveUpReason, Response};
-use crate::server::headers;
 use crate::session::{Attempt, Session, Step};
 
 /// Everything one config's requests share.
@@ -188,18 +188,18 @@ impl ConfigRuntime {
         if !h.contains_key(HOST) {
             h.insert(HOST, self.http.host().clone());
         }
-        h.insert(crate::server::H_REQUEST, HeaderValue::from(request));
-        h.insert(crate::server::H_ATTEMPT, HeaderValue::from(attempt.number));
+        h.insert(headers::H_REQUEST, HeaderValue::from(request));
+        h.insert(headers::H_ATTEMPT, HeaderValue::from(attempt.number));
         if let (true, Some(rem)) = (self.propagate_deadline, attempt.remaining_deadline) {
             h.insert(
-                crate::server::H_DEADLINE_MS,
+                headers::H_DEADLINE_MS,
                 HeaderValue::from(rem.as_millis() as u64),
             );
         }
         if attempt.idempotency_key {
             let v = format!("{}-{request}", self.name);
             if let Ok(v) = HeaderValue::from_str(&v) {
-                h.insert(crate::server::H_IDEMPOTENCY_KEY, v);
+                h.insert(headers::H_IDEMPOTENCY_KEY, v);
             }
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));

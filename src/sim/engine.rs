@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::queue::{self, EventQueue};
-use crate::metrics::engine::{request_seed, LazyRng};
+use crate::draws::{request_seed, LazyRng};
 use crate::metrics::target_counts::{second_of, TargetCounts};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{AttemptOutcome, Now, Response, RetryConfig, TransportError};

@@ -5,10 +5,9 @@
 //! with `"engine": "sim"`; reports, CSV/JSON and gates apply unchanged.
 //!
 //! Pure: no tokio, no sockets, no clock reads. Time is a `u64` of virtual nanoseconds;
-//! randomness comes from the same seeded sources as live (the hash-based fault timeline and
-//! service times, and a per-request [`crate::metrics::engine::LazyRng`] seeded with
-//! [`crate::metrics::engine::request_seed`]). The same plan and options always give the
-//! same result, byte for byte.
+//! randomness comes from the same seeded draws as live ([`crate::draws`]: the hash-based
+//! fault timeline and service times, and a per-request RNG for the jitter). The same plan
+//! and options always give the same result, byte for byte.
 //!
 //! What is modeled (mirroring `crate::server` and `crate::live`):
 //! * the arrival schedule of the scenario (open loop, lazily from `schedule::arrivals`, with
