@@ -7,13 +7,15 @@
 //! | latency fault's added delay | `draw(seed, request, attempt, SALT_LATENCY_BASE + 2·index (+1))` | `FaultTimeline::decide` |
 //! | target service time | `draw(seed, request, attempt, SALT_SERVICE_1 / _2)` | `FaultTimeline::service_time` |
 //! | layer service time | `draw(seed, request, attempt, SALT_LAYER_SERVICE (+1))` | live topology layers |
-//! | retry jitter | [`LazyRng`] seeded with [`request_seed`]`(seed, config, request)` | the policy, through the session |
+//! | retry jitter | [`LazyRng`] seeded with [`request_seed`]`(seed, config_key(config[, layer]), request)` | the policy, through the session |
 //!
 //! `seed` is the scenario's seed, `request` the logical request id the client sends in
 //! `x-stormrig-request` and `attempt` the 1-based attempt number. The target's draws
 //! (faults, service time) depend on nothing else, so every compared config meets the same
 //! faults on the same (request, attempt): the comparison is fair. A config's jitter also
-//! depends on which config (and which layer) draws it, so configs do not share jitter.
+//! depends on which config (and which layer) draws it, so configs do not share jitter; it is
+//! keyed by the config's name, not its position, so running a config alone (`--only`) or
+//! reordering the configs leaves its figures as they were.
 //!
 //! The target's draws are hashes rather than a sequential RNG: the n-th draw of a sequence
 //! would depend on how many requests arrived before, which differs between a socket run and
@@ -71,10 +73,36 @@ pub fn draw_salted(key: u64, salt: u64) -> f64 {
     (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
-/// A per-request RNG seed: the same (seed, config, request) always draws the same jitter,
-/// whatever order requests run in.
-pub fn request_seed(seed: u64, config: usize, request: u64) -> u64 {
-    mix64(seed ^ (config as u64).wrapping_mul(GAMMA) ^ request.rotate_left(29))
+/// A per-request RNG seed: the same (seed, config key, request) always draws the same
+/// jitter, whatever order requests run in. `config` is a [`config_key`].
+pub fn request_seed(seed: u64, config: u64, request: u64) -> u64 {
+    mix64(seed ^ config.wrapping_mul(GAMMA) ^ request.rotate_left(29))
+}
+
+/// The key of a compared config's jitter: a stable hash of its name (the same on every
+/// machine and every build), so the config's draws do not depend on where it stands among
+/// the others. A topology layer's client adds its layer's name ([`layer_key`]).
+pub fn config_key(name: &str) -> u64 {
+    fnv1a(FNV_OFFSET, name.as_bytes())
+}
+
+/// The key of a topology layer's client in the chain of compared config `config`.
+pub fn layer_key(config: &str, layer: &str) -> u64 {
+    // 0xFF never occurs in UTF-8, so no two (config, layer) pairs hash the same bytes.
+    let h = fnv1a(FNV_OFFSET, config.as_bytes());
+    fnv1a(fnv1a(h, &[0xFF]), layer.as_bytes())
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a over `bytes`, continuing from `h`: a fixed, documented hash, unlike std's
+/// `DefaultHasher`, whose output may change between Rust releases.
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// A request's RNG, seeded on its first draw rather than when the request starts: most
@@ -164,8 +192,18 @@ mod tests {
     }
 
     #[test]
+    fn config_keys_are_fixed_and_tell_names_and_layers_apart() {
+        // FNV-1a test vectors: the keys may never change with the toolchain.
+        assert_eq!(config_key(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(config_key("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(config_key("naive"), config_key("aws-standard"));
+        assert_ne!(layer_key("naive", "edge"), config_key("naive"));
+        assert_ne!(layer_key("ab", "c"), layer_key("a", "bc"));
+    }
+
+    #[test]
     fn lazy_seeding_draws_what_seeding_up_front_draws() {
-        let seed = request_seed(7, 1, 42);
+        let seed = request_seed(7, config_key("naive"), 42);
         let mut lazy = LazyRng::new(seed);
         let mut eager = Xoshiro256PlusPlus::seed_from_u64(seed);
         for _ in 0..4 {

@@ -211,7 +211,7 @@ jitter = { kind = "none" }
         .port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
-        index: 0,
+        draw_key: stormrig::draws::config_key("post-safe"),
         name: "post-safe",
         config: &cfg,
         base_uri: format!("http://{addr}"),

@@ -39,6 +39,8 @@ pub struct PolicyPath {
     /// does with its request slots (seeding is lazy, so a request that never draws never
     /// seeds).
     rng: LazyRng,
+    /// Keys the jitter draws, as the driver's config name does.
+    draw_key: u64,
     /// Logical requests started.
     pub requests: u64,
     /// Attempts sent (first tries and retries).
@@ -54,6 +56,7 @@ impl PolicyPath {
             clock: Duration::ZERO,
             next: None,
             rng: LazyRng::new(0),
+            draw_key: crate::draws::config_key(&config.name),
             requests: 0,
             attempts: 0,
         }
@@ -103,7 +106,7 @@ impl PolicyPath {
     fn start(&mut self, now: Now) -> Step {
         let id = self.requests;
         self.requests += 1;
-        self.rng.reseed(request_seed(SEED, 0, id));
+        self.rng.reseed(request_seed(SEED, self.draw_key, id));
         self.lock().start(now, now.mono, id, "GET", None)
     }
 

@@ -210,7 +210,7 @@ fn get(path: &str) -> RequestTemplate {
 /// and recorder behind one lock).
 pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64) -> ConfigRuntime {
     ConfigRuntime::new(RuntimeSpec {
-        index: 0,
+        draw_key: crate::draws::config_key(&config.name),
         name: &config.name,
         config,
         base_uri,

@@ -21,7 +21,8 @@ use crate::session::{Attempt, Session, Step};
 
 /// Everything one config's requests share.
 pub struct ConfigRuntime {
-    pub index: usize,
+    /// Keys this client's jitter draws ([`crate::draws::config_key`]).
+    pub draw_key: u64,
     pub name: String,
     /// The config's client, recorder and attempt log, behind one lock.
     session: Mutex<Session>,
@@ -58,8 +59,9 @@ pub struct Final {
 /// What a [`ConfigRuntime`] is built from.
 #[derive(Debug, Clone)]
 pub struct RuntimeSpec<'a> {
-    /// Distinct per (config, layer): it salts the per-request RNG.
-    pub index: usize,
+    /// Distinct per (config, layer) and keyed by their names ([`crate::draws::config_key`],
+    /// [`crate::draws::layer_key`]): it salts the per-request RNG.
+    pub draw_key: u64,
     pub name: &'a str,
     pub config: &'a crate::policy::RetryConfig,
     pub base_uri: String,
@@ -75,7 +77,7 @@ impl ConfigRuntime {
     /// A fresh runtime: a new policy client, an empty recorder, its own connection pool.
     pub fn new(spec: RuntimeSpec<'_>) -> ConfigRuntime {
         ConfigRuntime {
-            index: spec.index,
+            draw_key: spec.draw_key,
             name: spec.name.to_string(),
             session: Mutex::new(Session::new(spec.name, spec.config, spec.attempt_log)),
             http: match spec.max_connections {
@@ -109,7 +111,7 @@ impl ConfigRuntime {
         intended: Duration,
         inherited_deadline: Option<Duration>,
     ) -> Final {
-        let mut rng = LazyRng::new(request_seed(self.seed, self.index, request));
+        let mut rng = LazyRng::new(request_seed(self.seed, self.draw_key, request));
         let mut step = self.lock().start(
             epoch.now(),
             intended,

@@ -20,6 +20,7 @@ use hyper::Method;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::draws;
 use crate::metrics::{AttemptRow, ConfigSummary, Engine, RunResult, TargetStats};
 use crate::plan::Plan;
 use crate::policy::RetryConfig;
@@ -310,10 +311,10 @@ async fn start_chains(
     for (ci, t) in targets.iter().enumerate() {
         let mut next = format!("http://{}", t.addr());
         let mut chain = Vec::with_capacity(plan.layers.len());
-        for (li, pl) in plan.layers.iter().enumerate().rev() {
+        for pl in plan.layers.iter().rev() {
             let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
                 // Distinct per (config, layer) so jitter draws never coincide across hops.
-                index: ci | ((li + 1) << 16),
+                draw_key: draws::layer_key(&plan.configs[ci].name, &pl.name),
                 name: &pl.name,
                 config: &pl.config,
                 base_uri: next,
@@ -349,10 +350,9 @@ fn client_runtimes(plan: &Plan, entries: &[String], opts: &RunOptions) -> Vec<Ar
     plan.configs
         .iter()
         .zip(entries)
-        .enumerate()
-        .map(|(i, (c, entry))| {
+        .map(|(c, entry)| {
             Arc::new(ConfigRuntime::new(RuntimeSpec {
-                index: i,
+                draw_key: draws::config_key(&c.name),
                 name: &c.name,
                 config: &c.config,
                 base_uri: entry.clone(),

@@ -139,7 +139,8 @@ pub(crate) enum Load {
 
 /// Everything one config's simulation needs.
 pub(crate) struct ConfigRun<'a> {
-    pub index: usize,
+    /// Keys the config's jitter draws ([`crate::draws::config_key`]).
+    pub draw_key: u64,
     pub name: &'a str,
     pub config: &'a RetryConfig,
     pub seed: u64,
@@ -533,7 +534,7 @@ impl Sim<'_> {
         q.user = user;
         q.claimed = claimed;
         q.rng
-            .reseed(request_seed(self.cfg.seed, self.cfg.index, id));
+            .reseed(request_seed(self.cfg.seed, self.cfg.draw_key, id));
         let step = self
             .session
             .start(now(t), dur(t), id, self.cfg.method, None);

@@ -109,7 +109,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let mut result = builder.header(Engine::Sim, false);
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
-    for (index, planned) in plan.configs.iter().enumerate() {
+    for planned in &plan.configs {
         let load = match &shape {
             LoadShape::Closed { users, think_time } => Load::Closed {
                 users: *users,
@@ -118,7 +118,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             s => Load::Open(schedule::arrivals(s, sc.duration, sc.seed)),
         };
         let mut out = engine::simulate(ConfigRun {
-            index,
+            draw_key: crate::draws::config_key(&planned.name),
             name: &planned.name,
             config: &planned.config,
             seed: sc.seed,
