@@ -2,19 +2,23 @@
 //!
 //! The crate is split so that the retry behaviour users compare is written once:
 //! `policy` is a pure, sans-IO core (no tokio, no sockets, no wall clock, no global RNG) that
-//! both engines drive: `live` on real loopback sockets and `sim` in virtual time. Both feed the
-//! same `metrics` recorder; `report` draws CSV, JSON and HTML from its result without knowing
-//! which engine produced it.
+//! both engines drive: `live` on real loopback sockets and `sim` in virtual time. Both go
+//! through the same `session` around every attempt, which feeds the same `metrics` recorder;
+//! `report` draws CSV, JSON and HTML from its result without knowing which engine produced it.
 #![forbid(unsafe_code)]
 
 pub mod app;
 pub mod bench;
 pub mod cli;
+pub mod draws;
+pub mod headers;
 pub mod live;
 pub mod metrics;
 pub mod plan;
 pub mod policy;
 pub mod report;
+pub mod run_result;
 pub mod scenario;
 pub mod server;
+pub mod session;
 pub mod sim;

@@ -8,8 +8,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use stormrig::headers;
 use stormrig::scenario::{DedupSpec, Dist, Fault, FaultKind, ServiceModel};
-use stormrig::server::{self, headers, TargetConfig, TargetHandle};
+use stormrig::server::{self, TargetConfig, TargetHandle};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 

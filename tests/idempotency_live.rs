@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::Method;
+use stormrig::headers;
 use stormrig::live::clock::Epoch;
 use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 use stormrig::live::{self, RunOptions};
@@ -20,7 +21,7 @@ use stormrig::plan::{self, Plan};
 use stormrig::policy::{GiveUpReason, RetryConfigSpec};
 use stormrig::scenario::timeline::{Action, FaultTimeline};
 use stormrig::scenario::{LoadShape, Target};
-use stormrig::server::{self, headers, TargetConfig};
+use stormrig::server::{self, TargetConfig};
 use tokio::sync::watch;
 
 const AMOUNT: u64 = 100;
@@ -210,7 +211,7 @@ jitter = { kind = "none" }
         .port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
-        index: 0,
+        draw_key: stormrig::draws::config_key("post-safe"),
         name: "post-safe",
         config: &cfg,
         base_uri: format!("http://{addr}"),
@@ -267,8 +268,8 @@ jitter = { kind = "none" }
     let st = t.shutdown().await;
     let (attempts, log) = rt.with(|g| {
         (
-            g.rec.attempts_by_outcome().values().sum::<u64>(),
-            g.log.clone().unwrap_or_default(),
+            g.recorder().attempts_by_outcome().values().sum::<u64>(),
+            g.log().to_vec(),
         )
     });
     let refused_before = log

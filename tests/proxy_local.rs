@@ -12,11 +12,12 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use stormrig::headers;
 use stormrig::scenario::{Dist, Fault, FaultKind, ServiceModel};
 use stormrig::server::proxy::{
     check_loopback, parse_faults, serve_standalone, start_proxy, start_proxy_with, ProxyOptions,
 };
-use stormrig::server::{headers, TargetConfig, TargetError};
+use stormrig::server::{TargetConfig, TargetError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, Instant};

@@ -15,9 +15,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use stormrig::headers;
 use stormrig::scenario::{Dist, Fault, FaultKind, ServiceModel};
 use stormrig::server::proxy::start_proxy;
-use stormrig::server::{headers, TargetConfig};
+use stormrig::server::TargetConfig;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 

@@ -220,3 +220,30 @@ fn the_simulator_is_pure() {
         }
     }
 }
+
+/// A config's figures are its own: running it alone (`--only`) or among the others in
+/// another order gives the very same summary, because its jitter is keyed by its name and
+/// the target's fault draws by (seed, request, attempt) alone.
+#[test]
+fn a_config_alone_or_reordered_gives_the_same_summary() {
+    let all = plan("downstream-503-10s.toml");
+    assert!(
+        all.configs.len() > 2,
+        "the scenario compares several configs"
+    );
+    let opts = SimOptions::default();
+    let json = |p: &Plan, name: &str| {
+        let out = sim::run(p, &opts).unwrap();
+        serde_json::to_string_pretty(config(&out.result, name)).unwrap()
+    };
+    let mut alone = all.clone();
+    alone.configs.retain(|c| c.name == "aws-standard");
+    let mut reordered = all.clone();
+    reordered.configs.reverse();
+    let together = json(&all, "aws-standard");
+    assert!(together.contains("\"budget_refusals\""));
+    assert_eq!(json(&alone, "aws-standard"), together);
+    for c in &all.configs {
+        assert_eq!(json(&reordered, &c.name), json(&all, &c.name), "{}", c.name);
+    }
+}

@@ -1,25 +1,22 @@
-//! The per-attempt work of the live driver with the I/O taken out: the policy decision and
-//! the recording, under the per-config lock, on a virtual clock.
+//! The per-attempt work of the live driver with the I/O taken out: the [`Session`] under the
+//! per-config lock, on a virtual clock.
 //!
 //! It exists so that `stormrig bench policy` and the divan benchmark
-//! (`tests/bench/policy.rs`) time one and the same code, and so that this code follows
-//! [`ConfigRuntime::drive`](crate::live::driver::ConfigRuntime::drive) step for step: the
-//! same lock sections (the start of a request shares one with its first permit, an outcome
-//! one with the next permit when the retry needs no wait, or with the end of the request),
-//! the same recorder calls, and a per-request [`LazyRng`] seeded on its first draw. A
-//! figure measured here that the driver could not reproduce would be worthless.
+//! (`tests/bench/policy.rs`) time one and the same code, and so that this code takes the
+//! steps [`ConfigRuntime::drive`](crate::live::driver::ConfigRuntime::drive) takes: the same
+//! session calls in the same lock sections (the start of a request shares one with its first
+//! permit, an outcome one with the next permit when the retry needs no wait, or with the end
+//! of the request), and a per-request [`LazyRng`] seeded on its first draw. A figure
+//! measured here that the driver could not reproduce would be worthless.
 
 use std::hint::black_box;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::live::driver::Shared;
-use crate::metrics::engine::{record_decision, record_permit, request_seed, LazyRng};
+use crate::draws::{request_seed, LazyRng};
 use crate::metrics::Recorder;
-use crate::policy::{
-    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
-    Response, RetryClient, RetryConfig,
-};
+use crate::policy::{AttemptOutcome, Now, Response, RetryConfig};
+use crate::session::{Session, Step};
 
 /// Virtual time one attempt takes: the clock moves by this much per attempt sent and never
 /// jumps over a retry's wait, so a budget sees the densest storm it can.
@@ -31,168 +28,102 @@ const SEED: u64 = 1;
 /// One retry config answering every attempt with the same status, driven one attempt at a
 /// time.
 pub struct PolicyPath {
-    shared: Mutex<Shared>,
+    session: Mutex<Session>,
     status: u16,
     clock: Duration,
-    /// The request between two attempts, if one is in flight.
-    state: Option<RequestState>,
-    /// Its RNG, reseeded per request in place, as the simulator does with its request
-    /// slots (seeding is lazy, so a request that never draws never seeds).
+    /// What the request in flight does next, if one is in flight: send the attempt already
+    /// granted, or (after a retry that had to wait) ask for it under a lock of its own, as
+    /// the driver does after its sleep.
+    next: Option<Step>,
+    /// The RNG of the request in flight, reseeded per request in place, as the simulator
+    /// does with its request slots (seeding is lazy, so a request that never draws never
+    /// seeds).
     rng: LazyRng,
-    intended: Duration,
-    /// The permit already granted for the next attempt; `None` when the last retry had to
-    /// wait, so the next attempt asks for it under a lock of its own, as the driver does
-    /// after its sleep.
-    permit: Option<Permit>,
+    /// Keys the jitter draws, as the driver's config name does.
+    draw_key: u64,
     /// Logical requests started.
     pub requests: u64,
     /// Attempts sent (first tries and retries).
     pub attempts: u64,
-    /// Retries the policy decided on.
-    pub retries: u64,
 }
 
 impl PolicyPath {
-    /// A fresh client and recorder for `config`; every attempt will get `status`.
+    /// A fresh session for `config`; every attempt will get `status`.
     pub fn new(config: &RetryConfig, status: u16) -> PolicyPath {
         PolicyPath {
-            shared: Mutex::new(Shared {
-                client: RetryClient::new(config),
-                rec: Recorder::new(),
-                log: None,
-            }),
+            session: Mutex::new(Session::new("bench", config, false)),
             status,
             clock: Duration::ZERO,
-            state: None,
+            next: None,
             rng: LazyRng::new(0),
-            intended: Duration::ZERO,
-            permit: None,
+            draw_key: crate::draws::config_key(&config.name),
             requests: 0,
             attempts: 0,
-            retries: 0,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Shared> {
-        lock(&self.shared)
+    fn lock(&self) -> MutexGuard<'_, Session> {
+        lock(&self.session)
     }
 
     /// Sends exactly one attempt: starts a request when none is in flight (and more when the
     /// policy refuses before sending), feeds the policy the attempt's outcome and records it,
     /// and ends the request when the policy stops it.
     pub fn attempt(&mut self) {
-        let (mut state, attempt) = loop {
-            let mut state = match self.state.take() {
-                Some(s) => s,
-                None => self.start(),
+        let now = Now::virtual_at(self.clock);
+        let mut step = match self.next.take() {
+            Some(step) => step,
+            None => self.start(now),
+        };
+        let (req, attempt) = loop {
+            step = match step {
+                Step::Send(req, attempt) => break (req, attempt),
+                Step::Wait(req, _) => self.lock().permit(now, req),
+                Step::Done(_) => self.start(now),
             };
-            let permit = match self.permit.take() {
-                Some(p) => p,
-                None => permit_locked(&mut self.lock(), self.clock, &mut state),
-            };
-            match permit {
-                Permit::Send { attempt, .. } => break (state, attempt),
-                Permit::Refuse(reason) => {
-                    finish_locked(
-                        &mut self.lock(),
-                        self.clock,
-                        state,
-                        self.intended,
-                        Some(reason),
-                    );
-                }
-            }
         };
         black_box(attempt);
         self.attempts += 1;
         self.clock += ATTEMPT_TIME;
         let outcome = AttemptOutcome::Response(Response::status(black_box(self.status)));
-        let mut g = lock(&self.shared);
-        let now = Now::virtual_at(self.clock);
-        let d = g
-            .client
-            .on_outcome(now, &mut state, &outcome, &mut self.rng);
-        let Shared { client, rec, .. } = &mut *g;
-        record_decision(rec, client, now.mono, ATTEMPT_TIME, &outcome, &d);
-        drain(&mut g);
-        match d {
-            Decision::Success => finish_locked(&mut g, self.clock, state, self.intended, None),
-            Decision::GiveUp { reason, .. } => {
-                finish_locked(&mut g, self.clock, state, self.intended, Some(reason))
+        let next = lock(&self.session).outcome(
+            Now::virtual_at(self.clock),
+            req,
+            ATTEMPT_TIME,
+            &outcome,
+            &mut self.rng,
+        );
+        self.next = match next {
+            Step::Done(ending) => {
+                black_box(ending);
+                None
             }
-            Decision::Retry { after, .. } => {
-                self.retries += 1;
-                if after.is_zero() {
-                    self.permit = Some(permit_locked(&mut g, self.clock, &mut state));
-                }
-                self.state = Some(state);
-            }
-        }
+            step => Some(step),
+        };
     }
 
     /// A new logical request, started together with its first permit in one lock section.
-    fn start(&mut self) -> RequestState {
+    fn start(&mut self, now: Now) -> Step {
         let id = self.requests;
         self.requests += 1;
-        self.intended = self.clock;
-        self.rng.reseed(request_seed(SEED, 0, id));
-        let mut g = lock(&self.shared);
-        g.rec.upstream_started(self.intended);
-        let mut state = g.client.start(Now::virtual_at(self.clock), "GET", None);
-        self.permit = Some(permit_locked(&mut g, self.clock, &mut state));
-        state
+        self.rng.reseed(request_seed(SEED, self.draw_key, id));
+        self.lock().start(now, now.mono, id, "GET", None)
+    }
+
+    /// Retries the policy decided on.
+    pub fn retries(&self) -> u64 {
+        self.with_recorder(|r| r.seconds().iter().map(|s| s.retries).sum())
     }
 
     /// Runs `f` on the recorder (for checks once the timing is over).
     pub fn with_recorder<R>(&self, f: impl FnOnce(&Recorder) -> R) -> R {
-        f(&self.lock().rec)
+        f(self.lock().recorder())
     }
 }
 
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+fn lock(session: &Mutex<Session>) -> MutexGuard<'_, Session> {
     // A panic while holding the lock would already have failed the run; keep counting.
-    shared.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Asks the policy for the next attempt and counts what it said, as the driver's
-/// `permit_locked` does (without the attempt log, which benchmarks leave off).
-fn permit_locked(g: &mut Shared, clock: Duration, state: &mut RequestState) -> Permit {
-    let now = Now::virtual_at(clock);
-    let p = g.client.before_attempt(now, state);
-    let Shared { client, rec, .. } = &mut *g;
-    // The driver counts attempts whose per-try timeout the deadline cut short.
-    black_box(record_permit(rec, client, now.mono, &p));
-    if let Permit::Refuse(_) = p {
-        black_box(g.client.budget_level());
-    }
-    drain(g);
-    p
-}
-
-/// Ends a logical request: the policy's bookkeeping and the recorder.
-fn finish_locked(
-    g: &mut Shared,
-    clock: Duration,
-    state: RequestState,
-    intended: Duration,
-    reason: Option<GiveUpReason>,
-) {
-    let now = Now::virtual_at(clock);
-    g.client.finish(now, state);
-    g.rec
-        .upstream_finished(now.mono, now.mono.saturating_sub(intended), reason);
-}
-
-fn drain(g: &mut Shared) {
-    for e in g.client.drain_events() {
-        if let PolicyEvent::Breaker {
-            to: BreakerState::Open,
-            ..
-        } = e
-        {
-            g.rec.breaker_opened();
-        }
-    }
+    session.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
@@ -210,7 +141,7 @@ mod tests {
         for _ in 0..400 {
             p.attempt();
         }
-        assert_eq!((p.requests, p.attempts, p.retries), (100, 400, 300));
+        assert_eq!((p.requests, p.attempts, p.retries()), (100, 400, 300));
         p.with_recorder(|r| {
             let s = &r.seconds()[0];
             assert_eq!((s.started, s.finished, s.failures), (100, 100, 100));
@@ -231,7 +162,7 @@ mod tests {
         }
         // 500 tokens at 14 per transient retry: 35 retries (17 requests of 3 attempts, one
         // of 2), then every request gives up after its first attempt.
-        assert_eq!((p.requests, p.attempts, p.retries), (965, 1_000, 35));
+        assert_eq!((p.requests, p.attempts, p.retries()), (965, 1_000, 35));
         p.with_recorder(|r| {
             let s = &r.seconds()[0];
             assert_eq!(s.budget_refusals, 965 - 17);
@@ -247,7 +178,7 @@ mod tests {
             for _ in 0..100 {
                 p.attempt();
             }
-            assert_eq!((p.requests, p.attempts, p.retries), (100, 100, 0));
+            assert_eq!((p.requests, p.attempts, p.retries()), (100, 100, 0));
             p.with_recorder(|r| assert_eq!(r.seconds()[0].successes, 100));
         }
     }

@@ -143,7 +143,7 @@ pub fn policy_case(name: &str, status: u16, attempts: u64) -> Result<PolicyRow, 
         status,
         requests: path.requests,
         attempts: path.attempts,
-        retries: path.retries,
+        retries: path.retries(),
         elapsed,
         cpu,
     })
@@ -210,7 +210,7 @@ fn get(path: &str) -> RequestTemplate {
 /// and recorder behind one lock).
 pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64) -> ConfigRuntime {
     ConfigRuntime::new(RuntimeSpec {
-        index: 0,
+        draw_key: crate::draws::config_key(&config.name),
         name: &config.name,
         config,
         base_uri,
@@ -247,10 +247,10 @@ pub struct Counted {
 fn counted(rt: &ConfigRuntime) -> Counted {
     rt.with(|g| {
         let mut c = Counted {
-            latency: Percentiles::of(&g.rec.latency_us),
+            latency: Percentiles::of(&g.recorder().latency_us),
             ..Counted::default()
         };
-        for s in g.rec.seconds() {
+        for s in g.recorder().seconds() {
             c.requests += s.finished;
             c.successes += s.successes;
             c.attempts += s.attempts;
@@ -703,7 +703,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
         let (report, crt) = open_loop_run(&ol, config).await?;
         let mut rss = sampler.await.map_err(|e| e.to_string())?;
         rss.push(rss_kib().unwrap_or(0));
-        let peak = crt.with(|g| g.rec.client_in_flight_peak);
+        let peak = crt.with(|g| g.recorder().client_in_flight_peak);
         let target = handle.shutdown().await;
         Ok(MemoryReport {
             rss_kib: rss,

@@ -1,9 +1,10 @@
-//! Drives one logical request through a retry config on real sockets: ask the policy, send,
-//! tell the policy what happened, wait or stop as it says. The driver makes no retry
-//! decision of its own; it only carries them out and counts.
+//! Drives one logical request through a retry config on real sockets: send the attempts the
+//! config's [`Session`] grants, hand it each reply, wait or stop as it says. The driver makes
+//! no retry decision and counts nothing of its own; it only carries the session's steps out
+//! over HTTP.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,31 +14,18 @@ use hyper::{Method, Request, Uri};
 
 use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
-use crate::metrics::{AttemptRow, Recorder};
-use crate::policy::{
-    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
-    Response, RetryClient,
-};
-use crate::server::headers;
-
-// Engine-neutral helpers live in `metrics::engine` so the simulator shares them exactly.
-pub use crate::metrics::engine::{
-    breaker_level, record_decision, record_permit, request_seed, LazyRng,
-};
-
-/// A config's mutable state, behind one lock: the policy's shared state (budget, breaker)
-/// and the recorder change together, so counts and decisions can never disagree.
-pub struct Shared {
-    pub client: RetryClient,
-    pub rec: Recorder,
-    pub log: Option<Vec<AttemptRow>>,
-}
+use crate::draws::{request_seed, LazyRng};
+use crate::headers;
+use crate::policy::{AttemptOutcome, GiveUpReason, Response};
+use crate::session::{Attempt, Session, Step};
 
 /// Everything one config's requests share.
 pub struct ConfigRuntime {
-    pub index: usize,
+    /// Keys this client's jitter draws ([`crate::draws::config_key`]).
+    pub draw_key: u64,
     pub name: String,
-    pub shared: Mutex<Shared>,
+    /// The config's client, recorder and attempt log, behind one lock.
+    session: Mutex<Session>,
     pub http: HttpClient,
     /// `http://127.0.0.1:PORT` of the next hop.
     pub base_uri: String,
@@ -46,9 +34,6 @@ pub struct ConfigRuntime {
     pub seed: u64,
     /// Pass the remaining deadline downstream in `x-stormrig-deadline-ms`.
     pub propagate_deadline: bool,
-    /// Attempts sent with their per-try timeout cut short by the deadline (they may end by
-    /// timing out at the deadline, never after it).
-    pub deadline_cut: AtomicU64,
     /// The last template path and its origin-form URI on this hop.
     uri_cache: OnceLock<(String, Uri)>,
 }
@@ -74,8 +59,9 @@ pub struct Final {
 /// What a [`ConfigRuntime`] is built from.
 #[derive(Debug, Clone)]
 pub struct RuntimeSpec<'a> {
-    /// Distinct per (config, layer): it salts the per-request RNG.
-    pub index: usize,
+    /// Distinct per (config, layer) and keyed by their names ([`crate::draws::config_key`],
+    /// [`crate::draws::layer_key`]): it salts the per-request RNG.
+    pub draw_key: u64,
     pub name: &'a str,
     pub config: &'a crate::policy::RetryConfig,
     pub base_uri: String,
@@ -91,13 +77,9 @@ impl ConfigRuntime {
     /// A fresh runtime: a new policy client, an empty recorder, its own connection pool.
     pub fn new(spec: RuntimeSpec<'_>) -> ConfigRuntime {
         ConfigRuntime {
-            index: spec.index,
+            draw_key: spec.draw_key,
             name: spec.name.to_string(),
-            shared: Mutex::new(Shared {
-                client: RetryClient::new(spec.config),
-                rec: Recorder::new(),
-                log: spec.attempt_log.then(Vec::new),
-            }),
+            session: Mutex::new(Session::new(spec.name, spec.config, spec.attempt_log)),
             http: match spec.max_connections {
                 Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
                 None => super::http::client(&spec.base_uri),
@@ -107,21 +89,20 @@ impl ConfigRuntime {
             max_in_flight: spec.max_in_flight,
             seed: spec.seed,
             propagate_deadline: spec.propagate_deadline,
-            deadline_cut: AtomicU64::new(0),
             uri_cache: OnceLock::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+    fn lock(&self) -> MutexGuard<'_, Session> {
         // A panic while holding the lock would already have failed the run; keep counting.
-        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+        self.session.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Runs one logical request from its intended start to its end.
     ///
-    /// The shared state is locked once per attempt on the hot path: the start of the
-    /// request shares its section with the first permit, each outcome with the next permit
-    /// (when the retry needs no wait) or with the end of the request.
+    /// The session is locked once per attempt on the hot path: the start of the request
+    /// shares its section with the first permit, each outcome with the next permit (when the
+    /// retry needs no wait) or with the end of the request.
     pub async fn drive(
         &self,
         epoch: &Epoch,
@@ -130,110 +111,50 @@ impl ConfigRuntime {
         intended: Duration,
         inherited_deadline: Option<Duration>,
     ) -> Final {
-        let mut rng = LazyRng::new(request_seed(self.seed, self.index, request));
-        let (mut state, mut permit) = {
-            let mut g = self.lock();
-            g.rec.upstream_started(intended);
-            let mut state = g
-                .client
-                .start(epoch.now(), tmpl.method.as_str(), inherited_deadline);
-            let p = self.permit_locked(&mut g, epoch, &mut state, request);
-            (state, p)
-        };
+        let mut rng = LazyRng::new(request_seed(self.seed, self.draw_key, request));
+        let mut step = self.lock().start(
+            epoch.now(),
+            intended,
+            request,
+            tmpl.method.as_str(),
+            inherited_deadline,
+        );
         let mut last: Option<Reply> = None;
         loop {
-            let (attempt, timeout, remaining, key) = match permit {
-                Permit::Send {
-                    attempt,
-                    timeout,
-                    remaining_deadline,
-                    idempotency_key,
-                } => (attempt, timeout, remaining_deadline, idempotency_key),
-                Permit::Refuse(reason) => {
-                    let mut g = self.lock();
-                    finish_locked(&mut g, epoch.now(), state, intended, Some(reason));
+            step = match step {
+                Step::Send(req, attempt) => {
+                    let sent_at = epoch.elapsed();
+                    let reply = http::send(
+                        &self.http,
+                        self.build(tmpl, request, attempt),
+                        attempt.timeout,
+                    )
+                    .await;
+                    let latency = epoch.elapsed().saturating_sub(sent_at);
+                    let next = self.lock().outcome(
+                        epoch.now(),
+                        req,
+                        latency,
+                        &to_outcome(&reply),
+                        &mut rng,
+                    );
+                    last = Some(reply);
+                    next
+                }
+                Step::Wait(req, after) => {
+                    tokio::time::sleep(after).await;
+                    self.lock().permit(epoch.now(), req)
+                }
+                Step::Done(ending) => {
+                    let reason = ending.reason();
                     return Final {
-                        ok: false,
+                        ok: reason.is_none(),
                         reply: last,
-                        reason: Some(reason),
+                        reason,
                     };
                 }
             };
-            let req = self.build(tmpl, request, attempt, remaining, key);
-            let sent_at = epoch.elapsed();
-            let reply = http::send(&self.http, req, timeout).await;
-            let latency = epoch.elapsed().saturating_sub(sent_at);
-            let wait = {
-                let outcome = to_outcome(&reply);
-                let mut g = self.lock();
-                let now = epoch.now();
-                let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
-                let Shared { client, rec, .. } = &mut *g;
-                let (label, level) = record_decision(rec, client, now.mono, latency, &outcome, &d);
-                if let Some(log) = g.log.as_mut() {
-                    log.push(AttemptRow {
-                        config: self.name.clone(),
-                        request,
-                        attempt,
-                        outcome: label,
-                        budget_after: level,
-                    });
-                }
-                drain(&mut g, now.mono);
-                match d {
-                    Decision::Success => {
-                        finish_locked(&mut g, now, state, intended, None);
-                        drop(g);
-                        return Final {
-                            ok: true,
-                            reply: Some(reply),
-                            reason: None,
-                        };
-                    }
-                    Decision::GiveUp { reason, .. } => {
-                        finish_locked(&mut g, now, state, intended, Some(reason));
-                        drop(g);
-                        return Final {
-                            ok: false,
-                            reply: Some(reply),
-                            reason: Some(reason),
-                        };
-                    }
-                    Decision::Retry { after, .. } if after.is_zero() => {
-                        permit = self.permit_locked(&mut g, epoch, &mut state, request);
-                        None
-                    }
-                    Decision::Retry { after, .. } => Some(after),
-                }
-            };
-            last = Some(reply);
-            if let Some(after) = wait {
-                tokio::time::sleep(after).await;
-                let mut g = self.lock();
-                permit = self.permit_locked(&mut g, epoch, &mut state, request);
-            }
         }
-    }
-
-    /// Asks the policy for the next attempt and counts what it said (lock held).
-    fn permit_locked(
-        &self,
-        g: &mut Shared,
-        epoch: &Epoch,
-        state: &mut RequestState,
-        request: u64,
-    ) -> Permit {
-        let now = epoch.now();
-        let p = g.client.before_attempt(now, state);
-        let Shared { client, rec, .. } = &mut *g;
-        if record_permit(rec, client, now.mono, &p) {
-            self.deadline_cut.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Permit::Refuse(_) = p {
-            note_refusal(g, &self.name, request, state.attempts() + 1);
-        }
-        drain(g, now.mono);
-        p
     }
 
     /// The origin-form URI of `path` on this config's next hop (`base_uri` + `path`, as the
@@ -260,9 +181,7 @@ impl ConfigRuntime {
         &self,
         tmpl: &RequestTemplate,
         request: u64,
-        attempt: u32,
-        remaining: Option<Duration>,
-        key: bool,
+        attempt: Attempt,
     ) -> Request<Full<Bytes>> {
         let mut h = HeaderMap::with_capacity(tmpl.headers.len() + 5);
         for (name, value) in &tmpl.headers {
@@ -271,18 +190,18 @@ impl ConfigRuntime {
         if !h.contains_key(HOST) {
             h.insert(HOST, self.http.host().clone());
         }
-        h.insert(crate::server::H_REQUEST, HeaderValue::from(request));
-        h.insert(crate::server::H_ATTEMPT, HeaderValue::from(attempt));
-        if let (true, Some(rem)) = (self.propagate_deadline, remaining) {
+        h.insert(headers::H_REQUEST, HeaderValue::from(request));
+        h.insert(headers::H_ATTEMPT, HeaderValue::from(attempt.number));
+        if let (true, Some(rem)) = (self.propagate_deadline, attempt.remaining_deadline) {
             h.insert(
-                crate::server::H_DEADLINE_MS,
+                headers::H_DEADLINE_MS,
                 HeaderValue::from(rem.as_millis() as u64),
             );
         }
-        if key {
+        if attempt.idempotency_key {
             let v = format!("{}-{request}", self.name);
             if let Ok(v) = HeaderValue::from_str(&v) {
-                h.insert(crate::server::H_IDEMPOTENCY_KEY, v);
+                h.insert(headers::H_IDEMPOTENCY_KEY, v);
             }
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));
@@ -309,50 +228,12 @@ impl ConfigRuntime {
 
     /// Counts an arrival dropped by the in-flight cap.
     pub fn dropped(&self, t: Duration) {
-        self.lock().rec.dropped(t);
+        self.lock().dropped(t);
     }
 
-    /// Runs `f` on the shared state (for snapshots and the end of the run).
-    pub fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
+    /// Runs `f` on the session (for snapshots and the end of the run).
+    pub fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
         f(&mut self.lock())
-    }
-}
-
-/// Ends a logical request: the policy's bookkeeping and the recorder (lock held).
-fn finish_locked(
-    g: &mut Shared,
-    now: Now,
-    state: RequestState,
-    intended: Duration,
-    reason: Option<GiveUpReason>,
-) {
-    g.client.finish(now, state);
-    g.rec
-        .upstream_finished(now.mono, now.mono.saturating_sub(intended), reason);
-}
-
-fn note_refusal(g: &mut Shared, config: &str, request: u64, attempt: u32) {
-    let level = g.client.budget_level();
-    if let Some(log) = g.log.as_mut() {
-        log.push(AttemptRow {
-            config: config.to_string(),
-            request,
-            attempt,
-            outcome: "refused",
-            budget_after: level,
-        });
-    }
-}
-
-fn drain(g: &mut Shared, _t: Duration) {
-    for e in g.client.drain_events() {
-        if let PolicyEvent::Breaker {
-            to: BreakerState::Open,
-            ..
-        } = e
-        {
-            g.rec.breaker_opened();
-        }
     }
 }
 

@@ -40,17 +40,15 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::clock::Epoch;
 use super::driver::{ConfigRuntime, RequestTemplate};
 use super::http::Reply;
+use crate::draws::{draw, SALT_LAYER_SERVICE};
+use crate::headers;
 use crate::metrics::{LayerSummary, Recorder};
 use crate::policy::{GiveUpReason, TransportError};
-use crate::scenario::timeline::{draw, sample};
+use crate::scenario::timeline::sample;
 use crate::scenario::Dist;
-use crate::server::headers;
 
 /// Multiplier of the incoming request id in the id a layer sends downstream.
 pub const REQUEST_ID_STRIDE: u64 = 1024;
-
-/// Salt of the service-time draws (distinct from the target's draws).
-const SERVICE_SALT: u64 = 0x4c41_5945_5253; // "LAYERS"
 
 /// Headers never copied from the incoming request to the next hop: hop-by-hop ones and
 /// stormrig's own, which the layer's client sets itself.
@@ -119,8 +117,8 @@ impl Layer {
     pub fn summary(&self, upstream: u64) -> LayerSummary {
         let arrivals = self.arrivals.load(Ordering::SeqCst);
         let (attempts, retries, budget_refusals, max_attempts) = self.rt.with(|g| {
-            let (a, r, b) = totals(&g.rec);
-            (a, r, b, g.client.config().max_attempts)
+            let (a, r, b) = totals(g.recorder());
+            (a, r, b, g.config().max_attempts)
         });
         layer_summary(
             &self.name,
@@ -294,8 +292,8 @@ async fn handle(
         Err(_) => return Ok(status(StatusCode::BAD_REQUEST, "unreadable body\n")),
     };
     if let Some(d) = &layer.service_time {
-        let u = draw(layer.seed, request, attempt as u32, SERVICE_SALT);
-        let u2 = draw(layer.seed, request, attempt as u32, SERVICE_SALT + 1);
+        let u = draw(layer.seed, request, attempt as u32, SALT_LAYER_SERVICE);
+        let u2 = draw(layer.seed, request, attempt as u32, SALT_LAYER_SERVICE + 1);
         let t = sample(d, u, u2);
         if !t.is_zero() {
             tokio::time::sleep(t).await;

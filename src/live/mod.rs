@@ -10,7 +10,7 @@ pub mod progress;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
-
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,10 +20,11 @@ use hyper::Method;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::metrics::AttemptRow;
-use crate::metrics::{summarize, Engine, FaultBand, RunResult, RunShape, TargetStats};
+use crate::draws;
+use crate::metrics::{AttemptRow, ConfigSummary, Engine, RunResult, TargetStats};
 use crate::plan::Plan;
-
+use crate::policy::RetryConfig;
+use crate::run_result::ResultBuilder;
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
 use crate::server::{self, TargetConfig, TargetHandle};
 use clock::Epoch;
@@ -69,7 +70,7 @@ impl std::fmt::Debug for RunOptions {
 fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> Snapshot {
     rt.with(|g| {
         let mut sum = [0u64; 8];
-        for s in g.rec.seconds() {
+        for s in g.recorder().seconds() {
             for (acc, v) in sum.iter_mut().zip([
                 s.started,
                 s.attempts,
@@ -154,29 +155,105 @@ pub async fn run(
     external_stop: watch::Receiver<bool>,
 ) -> Result<LiveOutput, LiveError> {
     let sc = &plan.scenario;
-    // One stop signal for the run: the caller's (SIGINT, SIGTERM) or an abort on a gate.
-    let (stop_tx, mut stop) = watch::channel(false);
-    let stop_tx = Arc::new(stop_tx);
-    let forward = {
-        let tx = Arc::clone(&stop_tx);
-        let mut ext = external_stop;
-        tokio::spawn(async move {
-            while ext.changed().await.is_ok() {
-                if *ext.borrow() {
-                    let _ = tx.send(true);
-                    break;
-                }
-            }
-        })
-    };
-    let aborted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut stop = StopSignal::forward(external_stop);
     let tmpl = template(plan)?;
     let epoch = Epoch::start();
 
-    // One fresh target per config, all sharing the epoch so fault windows line up: the
-    // built-in server, or the counting fault proxy in front of the real server.
-    let mut targets: Vec<TargetHandle> = Vec::new();
-    let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+    let targets = start_targets(plan, epoch).await?;
+    let (chains, entries) = start_chains(plan, &targets, epoch).await?;
+    let runtimes = client_runtimes(plan, &entries, opts);
+    let progress = opts
+        .progress
+        .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
+    let aborted = Arc::new(AtomicBool::new(false));
+    let watcher = opts
+        .abort_when
+        .clone()
+        .map(|check| watch_counts(check, &runtimes, &targets, &stop, &aborted));
+
+    let mut tasks = JoinSet::new();
+    let mut lag = crate::metrics::recorder::new_histogram(3);
+    // The load, open or closed loop, for the scenario's duration or until stopped.
+    let interrupted = match &sc.load.shape {
+        LoadShape::Closed { users, think_time } => {
+            let (users, think) = (*users, *think_time);
+            closed_loop(
+                &runtimes,
+                &tmpl,
+                epoch,
+                sc.duration,
+                users,
+                think,
+                &mut tasks,
+            );
+            wait_or_stop(epoch.at(sc.duration), &mut stop.rx).await
+        }
+        shape => {
+            let arrivals = schedule::arrivals(shape, sc.duration, sc.seed);
+            let (rts, tasks, lag) = (&runtimes, &mut tasks, &mut lag);
+            open_loop(arrivals, rts, &tmpl, epoch, tasks, lag, &mut stop.rx).await
+        }
+    };
+    let load_ran = epoch.elapsed().min(sc.duration);
+    if !interrupted {
+        drain(plan, epoch, &mut tasks, &mut stop.rx).await;
+    }
+    // Whatever is still running now is counted as unfinished.
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let partial = interrupted || *stop.rx.borrow();
+    stop.forward.abort();
+    if let Some(w) = watcher {
+        w.abort();
+    }
+
+    let (layer_sets, stats) = shut_down(chains, targets).await;
+    if let Some(p) = progress {
+        p.finish();
+    }
+    let (result, attempts, hops) = collect(plan, &runtimes, &stats, &layer_sets, load_ran, partial);
+    Ok(LiveOutput {
+        result,
+        attempts,
+        schedule_lag_us: lag,
+        hops,
+        aborted: aborted.load(Ordering::SeqCst),
+    })
+}
+
+/// The run's one stop signal: the caller's (SIGINT, SIGTERM) forwarded, or an abort on a
+/// gate sent directly.
+struct StopSignal {
+    tx: Arc<watch::Sender<bool>>,
+    rx: watch::Receiver<bool>,
+    /// The task forwarding the caller's signal.
+    forward: tokio::task::JoinHandle<()>,
+}
+
+impl StopSignal {
+    fn forward(mut external: watch::Receiver<bool>) -> StopSignal {
+        let (tx, rx) = watch::channel(false);
+        let tx = Arc::new(tx);
+        let forward = {
+            let tx = Arc::clone(&tx);
+            tokio::spawn(async move {
+                while external.changed().await.is_ok() {
+                    if *external.borrow() {
+                        let _ = tx.send(true);
+                        break;
+                    }
+                }
+            })
+        };
+        StopSignal { tx, rx, forward }
+    }
+}
+
+/// One fresh target per config, all sharing the epoch so fault windows line up: the
+/// built-in server, or the counting fault proxy in front of the real server.
+async fn start_targets(plan: &Plan, epoch: Epoch) -> Result<Vec<TargetHandle>, LiveError> {
+    let sc = &plan.scenario;
+    let mut targets = Vec::with_capacity(plan.configs.len());
     for _ in &plan.configs {
         let handle = match &sc.target {
             Target::Builtin { model, dedup, .. } => {
@@ -186,7 +263,7 @@ pub async fn run(
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                server::start(bind, cfg, epoch.mono).await?
+                server::start(LOOPBACK, cfg, epoch.mono).await?
             }
             Target::Url {
                 host, port, dedup, ..
@@ -206,23 +283,38 @@ pub async fn run(
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                server::proxy::start_proxy(bind, upstream, cfg, epoch.mono).await?
+                server::proxy::start_proxy(LOOPBACK, upstream, cfg, epoch.mono).await?
             }
         };
         targets.push(handle);
     }
+    Ok(targets)
+}
 
-    // Topology: one independent chain of layer proxies per config, deepest first, each
-    // pointed at the next hop; the generator then talks to the first layer.
-    let mut chains: Vec<Vec<layer::LayerHandle>> = Vec::with_capacity(targets.len());
-    let mut entries: Vec<String> = Vec::with_capacity(targets.len());
+/// Where servers of a run listen: loopback, on a port the system picks.
+const LOOPBACK: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    0,
+));
+
+/// Topology: one independent chain of layer proxies per config, deepest first, each
+/// pointed at the next hop. Returns the chains (nearest layer first) and, per config, the
+/// URI the generator talks to (its first layer, or its target in a direct run).
+async fn start_chains(
+    plan: &Plan,
+    targets: &[TargetHandle],
+    epoch: Epoch,
+) -> Result<(Vec<Vec<layer::LayerHandle>>, Vec<String>), LiveError> {
+    let sc = &plan.scenario;
+    let mut chains = Vec::with_capacity(targets.len());
+    let mut entries = Vec::with_capacity(targets.len());
     for (ci, t) in targets.iter().enumerate() {
         let mut next = format!("http://{}", t.addr());
         let mut chain = Vec::with_capacity(plan.layers.len());
-        for (li, pl) in plan.layers.iter().enumerate().rev() {
+        for pl in plan.layers.iter().rev() {
             let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
                 // Distinct per (config, layer) so jitter draws never coincide across hops.
-                index: ci | ((li + 1) << 16),
+                draw_key: draws::layer_key(&plan.configs[ci].name, &pl.name),
                 name: &pl.name,
                 config: &pl.config,
                 base_uri: next,
@@ -239,7 +331,7 @@ pub async fn run(
                 pl.concurrency,
                 sc.seed,
             ));
-            let h = layer::start(bind, l, epoch)
+            let h = layer::start(LOOPBACK, l, epoch)
                 .await
                 .map_err(LiveError::Layer)?;
             next = format!("http://{}", h.addr());
@@ -249,15 +341,18 @@ pub async fn run(
         entries.push(next);
         chains.push(chain);
     }
+    Ok((chains, entries))
+}
 
-    let runtimes: Vec<Arc<ConfigRuntime>> = plan
-        .configs
+/// The load generator's client of each compared config, pointed at its entry URI.
+fn client_runtimes(plan: &Plan, entries: &[String], opts: &RunOptions) -> Vec<Arc<ConfigRuntime>> {
+    let sc = &plan.scenario;
+    plan.configs
         .iter()
-        .zip(&entries)
-        .enumerate()
-        .map(|(i, (c, entry))| {
+        .zip(entries)
+        .map(|(c, entry)| {
             Arc::new(ConfigRuntime::new(RuntimeSpec {
-                index: i,
+                draw_key: draws::config_key(&c.name),
                 name: &c.name,
                 config: &c.config,
                 base_uri: entry.clone(),
@@ -268,81 +363,65 @@ pub async fn run(
                 attempt_log: opts.attempt_log,
             }))
         })
-        .collect();
+        .collect()
+}
 
-    let progress = opts
-        .progress
-        .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
-
-    let watcher = opts.abort_when.clone().map(|check| {
-        let probes: Vec<_> = targets.iter().map(|t| t.probe()).collect();
-        let runtimes = runtimes.clone();
-        let tx = Arc::clone(&stop_tx);
-        let aborted = Arc::clone(&aborted);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(ABORT_CHECK_EVERY);
-            loop {
-                tick.tick().await;
-                let hit = runtimes
-                    .iter()
-                    .zip(&probes)
-                    .any(|(rt, p)| check(&snapshot(rt, p.arrivals())));
-                if hit {
-                    aborted.store(true, std::sync::atomic::Ordering::SeqCst);
-                    let _ = tx.send(true);
-                    break;
-                }
-            }
-        })
-    });
-
-    let mut tasks = JoinSet::new();
-    let mut lag = crate::metrics::recorder::new_histogram(3);
-    let interrupted = match &sc.load.shape {
-        LoadShape::Closed { users, think_time } => {
-            closed_loop(
-                &runtimes,
-                &tmpl,
-                epoch,
-                sc.duration,
-                *users,
-                *think_time,
-                &mut tasks,
-            );
-            wait_or_stop(epoch.at(sc.duration), &mut stop).await
-        }
-        shape => {
-            let arrivals = schedule::arrivals(shape, sc.duration, sc.seed);
-            open_loop(
-                arrivals, &runtimes, &tmpl, epoch, &mut tasks, &mut lag, &mut stop,
-            )
-            .await
-        }
-    };
-    let load_ran = epoch.elapsed().min(sc.duration);
-
-    // Let requests in flight finish (bounded by the drain time), unless told to stop.
-    if !interrupted {
-        let deadline = epoch.at(sc.duration + sc.drain);
+/// Asks `check` every [`ABORT_CHECK_EVERY`] about each config's counts so far; the first
+/// yes marks the run aborted and stops it.
+fn watch_counts(
+    check: AbortCheck,
+    runtimes: &[Arc<ConfigRuntime>],
+    targets: &[TargetHandle],
+    stop: &StopSignal,
+    aborted: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    let probes: Vec<_> = targets.iter().map(|t| t.probe()).collect();
+    let runtimes = runtimes.to_vec();
+    let tx = Arc::clone(&stop.tx);
+    let aborted = Arc::clone(aborted);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(ABORT_CHECK_EVERY);
         loop {
-            tokio::select! {
-                next = tasks.join_next() => if next.is_none() { break },
-                _ = tokio::time::sleep_until(deadline) => break,
-                _ = stop.changed() => break,
+            tick.tick().await;
+            let hit = runtimes
+                .iter()
+                .zip(&probes)
+                .any(|(rt, p)| check(&snapshot(rt, p.arrivals())));
+            if hit {
+                aborted.store(true, Ordering::SeqCst);
+                let _ = tx.send(true);
+                break;
             }
         }
-    }
-    // Whatever is still running now is counted as unfinished.
-    tasks.abort_all();
-    while tasks.join_next().await.is_some() {}
-    let partial = interrupted || *stop.borrow();
-    forward.abort();
-    if let Some(w) = watcher {
-        w.abort();
-    }
+    })
+}
 
-    // Layers go first: requests still inside them are dropped, then the targets count.
-    let mut layer_sets: Vec<Vec<Arc<layer::Layer>>> = Vec::with_capacity(chains.len());
+/// Lets requests in flight finish, bounded by the scenario's drain time, unless told to
+/// stop.
+async fn drain(
+    plan: &Plan,
+    epoch: Epoch,
+    tasks: &mut JoinSet<()>,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let sc = &plan.scenario;
+    let deadline = epoch.at(sc.duration + sc.drain);
+    loop {
+        tokio::select! {
+            next = tasks.join_next() => if next.is_none() { break },
+            _ = tokio::time::sleep_until(deadline) => break,
+            _ = stop.changed() => break,
+        }
+    }
+}
+
+/// Stops the layers first (requests still inside them are dropped), then the targets,
+/// which then count. Returns each config's layers and target counts.
+async fn shut_down(
+    chains: Vec<Vec<layer::LayerHandle>>,
+    targets: Vec<TargetHandle>,
+) -> (Vec<Vec<Arc<layer::Layer>>>, Vec<TargetStats>) {
+    let mut layer_sets = Vec::with_capacity(chains.len());
     for chain in chains {
         let mut set = Vec::with_capacity(chain.len());
         for h in chain {
@@ -351,112 +430,93 @@ pub async fn run(
         }
         layer_sets.push(set);
     }
-
-    let mut stats: Vec<TargetStats> = Vec::with_capacity(targets.len());
+    let mut stats = Vec::with_capacity(targets.len());
     for t in targets {
         stats.push(t.shutdown().await);
     }
-    if let Some(p) = progress {
-        p.finish();
-    }
+    (layer_sets, stats)
+}
 
-    let fault_windows: Vec<(Duration, Duration)> =
-        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
-    let shape = RunShape {
-        load_duration: load_ran,
-        faults: &fault_windows,
-    };
-    let mut result = RunResult {
-        scenario: sc.name.clone(),
-        description: sc.description.clone(),
-        seed: sc.seed,
-        engine: Engine::Live,
-        partial,
-        duration_s: load_ran.as_secs_f64(),
-        stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
-        faults: sc
-            .faults
-            .iter()
-            .map(|f| FaultBand {
-                start_s: f.at.as_secs_f64(),
-                end_s: (f.at + f.length).as_secs_f64(),
-                label: f.kind.label(),
-            })
-            .collect(),
-        configs: Vec::new(),
-        gates: Vec::new(),
-        timeline: Vec::new(),
-    };
-    let mean_rate = match &sc.load.shape {
-        LoadShape::Closed { .. } => 0.0,
-        shape => schedule::expected_count(shape, sc.duration) / sc.duration.as_secs_f64(),
-    };
+/// The run's result from each config's session, target counts and layers: the summaries,
+/// the attempt log and the per-hop figures of a topology.
+fn collect(
+    plan: &Plan,
+    runtimes: &[Arc<ConfigRuntime>],
+    stats: &[TargetStats],
+    layer_sets: &[Vec<Arc<layer::Layer>>],
+    load_ran: Duration,
+    partial: bool,
+) -> (RunResult, Vec<AttemptRow>, Vec<Vec<HopStats>>) {
+    let sc = &plan.scenario;
+    let builder = ResultBuilder::new(plan, &sc.load.shape, load_ran);
+    let mut result = builder.header(Engine::Live, partial);
     let mut attempts = Vec::new();
     let mut hops = Vec::new();
     for (((rt, planned), st), layers) in runtimes
         .iter()
         .zip(&plan.configs)
-        .zip(&stats)
-        .zip(&layer_sets)
+        .zip(stats)
+        .zip(layer_sets)
     {
         let (mut summary, rows) = rt.with(|g| {
-            if let Some(log) = g.log.as_mut() {
-                attempts.append(log);
-            }
-            summarize(
-                &rt.name,
-                serde_json::to_value(&planned.config).unwrap_or_default(),
-                Some(crate::plan::amplification_bound(
-                    &planned.config,
-                    mean_rate,
-                    sc.duration,
-                )),
-                &g.rec,
-                st,
-                &shape,
-            )
+            attempts.append(&mut g.take_log());
+            builder.summarize(planned, g.recorder(), st)
         });
         if !plan.layers.is_empty() {
-            let (budget, worst) =
-                crate::plan::topology_bounds(&planned.config, &plan.layers, mean_rate, sc.duration);
-            summary.amplification_bound = Some(budget);
-            summary.topology_bound = Some(worst);
-            let upstream = summary.upstream_requests;
-            summary.layers.push(layer::layer_summary(
-                "client",
-                upstream,
-                summary.attempts,
-                summary.retries,
-                summary.budget_refusals,
-                summary.client_peak_in_flight,
-                upstream,
-                planned.config.max_attempts,
+            hops.push(add_layers(
+                plan,
+                &mut summary,
+                &planned.config,
+                rt,
+                layers,
+                builder.mean_rate(),
             ));
-            let mut h = vec![HopStats {
-                name: "client".into(),
-                deadline_cut: rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
-                rejected: 0,
-            }];
-            for l in layers {
-                summary.layers.push(l.summary(upstream));
-                h.push(HopStats {
-                    name: l.name.clone(),
-                    deadline_cut: l.rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
-                    rejected: l.rejected.load(std::sync::atomic::Ordering::SeqCst),
-                });
-            }
-            hops.push(h);
         }
         result.configs.push(summary);
         result.timeline.extend(rows);
     }
-    Ok(LiveOutput {
-        result,
-        attempts,
-        schedule_lag_us: lag,
-        hops,
-        aborted: aborted.load(std::sync::atomic::Ordering::SeqCst),
-    })
+    (result, attempts, hops)
+}
+
+/// A topology run's per-layer rows and bounds in one config's summary; returns its per-hop
+/// figures (generator first).
+fn add_layers(
+    plan: &Plan,
+    summary: &mut ConfigSummary,
+    config: &RetryConfig,
+    rt: &ConfigRuntime,
+    layers: &[Arc<layer::Layer>],
+    mean_rate: f64,
+) -> Vec<HopStats> {
+    let (budget, worst) =
+        crate::plan::topology_bounds(config, &plan.layers, mean_rate, plan.scenario.duration);
+    summary.amplification_bound = Some(budget);
+    summary.topology_bound = Some(worst);
+    let upstream = summary.upstream_requests;
+    summary.layers.push(layer::layer_summary(
+        "client",
+        upstream,
+        summary.attempts,
+        summary.retries,
+        summary.budget_refusals,
+        summary.client_peak_in_flight,
+        upstream,
+        config.max_attempts,
+    ));
+    let mut hops = vec![HopStats {
+        name: "client".into(),
+        deadline_cut: rt.with(|g| g.deadline_cut()),
+        rejected: 0,
+    }];
+    for l in layers {
+        summary.layers.push(l.summary(upstream));
+        hops.push(HopStats {
+            name: l.name.clone(),
+            deadline_cut: l.rt.with(|g| g.deadline_cut()),
+            rejected: l.rejected.load(Ordering::SeqCst),
+        });
+    }
+    hops
 }
 
 /// The socket address of a real target (validated as loopback or explicitly allowed).

@@ -24,7 +24,7 @@ pub struct Progress {
 /// A snapshot of one config's figures so far.
 fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> (u64, u64, u64, f64) {
     rt.with(|g| {
-        let secs = g.rec.seconds();
+        let secs = g.recorder().seconds();
         let started: u64 = secs.iter().map(|s| s.started).sum();
         let attempts: u64 = secs.iter().map(|s| s.attempts).sum();
         let failures: u64 = secs.iter().map(|s| s.failures).sum();

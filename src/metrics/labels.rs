@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-use super::engine::reason_label;
 use crate::policy::{AttemptLabel, GiveUpReason};
 
 /// Most labels a vocabulary may have (slots are a fixed array).
@@ -42,7 +41,16 @@ impl Label for GiveUpReason {
         self as usize
     }
     fn name(self) -> &'static str {
-        reason_label(self)
+        match self {
+            GiveUpReason::NonRetryable => "non-retryable",
+            GiveUpReason::MaxAttempts => "max-attempts",
+            GiveUpReason::Deadline => "deadline",
+            GiveUpReason::BudgetRefused => "budget-refused",
+            GiveUpReason::BreakerOpen => "breaker-open",
+            GiveUpReason::CostCap => "cost-cap",
+            GiveUpReason::NotIdempotent => "not-idempotent",
+            GiveUpReason::ServerPushback => "server-pushback",
+        }
     }
 }
 

@@ -5,9 +5,9 @@
 //! whatever order requests happen to arrive in. A sequential RNG cannot give that: the n-th
 //! draw would depend on how many requests arrived before, which differs between a real
 //! socket run and a simulated one (and between two real runs). So every random choice here is
-//! a *hash* of its inputs ([`draw`]): a stateless function of `(seed, request, attempt,
-//! salt)`. The salt separates independent choices for the same attempt (does fault 0 fire?
-//! does fault 1 fire? what is the service time?).
+//! a *hash* of its inputs ([`crate::draws::draw`]): a stateless function of `(seed, request,
+//! attempt, salt)`. The salt separates independent choices for the same attempt (does fault 0
+//! fire? does fault 1 fire? what is the service time?); `crate::draws` lists them all.
 //!
 //! No tokio, no clock reads: time comes in as an argument (time since the run's epoch).
 //!
@@ -18,52 +18,7 @@
 use std::time::Duration;
 
 use super::model::{Dist, Fault, FaultKind, ServiceModel};
-
-/// Salt of the first uniform draw of a request's service time.
-pub const SALT_SERVICE_1: u64 = 0x5E5E_0000_0000_0001;
-/// Salt of the second uniform draw of a request's service time (log-normal needs two).
-pub const SALT_SERVICE_2: u64 = 0x5E5E_0000_0000_0002;
-/// Base salt of the draws that sample a latency fault's added delay (`+ 2·index`, `+1`).
-const SALT_LATENCY_BASE: u64 = 0x1A7E_0000_0000_0000;
-
-/// The splitmix64 finaliser: a bijective 64-bit mix with full avalanche (every input bit
-/// flips each output bit with probability ≈ ½), which is what makes hash draws behave like
-/// independent uniforms.
-#[inline]
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A uniform draw in `[0, 1)` that depends only on its inputs.
-///
-/// Each input is folded in through a full splitmix64 round (add the golden-ratio increment,
-/// then mix), so that nearby inputs (request 7 vs 8, salt 0 vs 1) give unrelated outputs
-/// and no two inputs cancel each other out. The top 53 bits become the mantissa of the
-/// result, so every value is exactly representable and `1.0` is never returned.
-#[inline]
-pub fn draw(seed: u64, request: u64, attempt: u32, salt: u64) -> f64 {
-    draw_salted(draw_key(seed, request, attempt), salt)
-}
-
-const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// The part of [`draw`] that does not depend on the salt: the several draws of one attempt
-/// (each fault, the two of the service time) compute it once.
-#[inline]
-pub fn draw_key(seed: u64, request: u64, attempt: u32) -> u64 {
-    let mut h = mix64(seed.wrapping_add(GAMMA));
-    h = mix64(h ^ request.wrapping_add(GAMMA.wrapping_mul(2)));
-    mix64(h ^ (attempt as u64).wrapping_add(GAMMA.wrapping_mul(3)))
-}
-
-/// [`draw`] from its [`draw_key`]: `draw(s, r, a, salt) == draw_salted(draw_key(s, r, a), salt)`.
-#[inline]
-pub fn draw_salted(key: u64, salt: u64) -> f64 {
-    let h = mix64(key ^ salt.wrapping_add(GAMMA.wrapping_mul(4)));
-    (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
+use crate::draws::{draw_key, draw_salted, SALT_LATENCY_BASE, SALT_SERVICE_1, SALT_SERVICE_2};
 
 /// `Duration` from seconds, clamped to `[0, Duration::MAX]` (NaN gives zero).
 fn secs(x: f64) -> Duration {
@@ -315,6 +270,7 @@ impl FaultTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::draws::draw;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -335,38 +291,6 @@ mod tests {
             status: s,
             retry_after: None,
             error_code: None,
-        }
-    }
-
-    #[test]
-    fn draw_is_deterministic_in_range_and_input_sensitive() {
-        let a = draw(1, 2, 3, 4);
-        assert_eq!(a, draw(1, 2, 3, 4));
-        assert!((0.0..1.0).contains(&a));
-        for (s, r, at, salt) in [(2, 2, 3, 4), (1, 3, 3, 4), (1, 2, 4, 4), (1, 2, 3, 5)] {
-            assert_ne!(a, draw(s, r, at, salt));
-        }
-        // Swapping inputs must not give the same value (no symmetric combination).
-        assert_ne!(draw(5, 9, 1, 0), draw(9, 5, 1, 0));
-    }
-
-    #[test]
-    fn draws_are_uniform_enough() {
-        let n = 100_000u64;
-        let mut buckets = [0u32; 10];
-        let mut sum = 0.0;
-        for r in 0..n {
-            let u = draw(42, r, 1, 0);
-            sum += u;
-            buckets[(u * 10.0) as usize] += 1;
-        }
-        assert!(
-            (sum / n as f64 - 0.5).abs() < 0.005,
-            "mean {}",
-            sum / n as f64
-        );
-        for b in buckets {
-            assert!((b as f64 - 10_000.0).abs() < 400.0, "bucket {b}");
         }
     }
 

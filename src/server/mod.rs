@@ -15,9 +15,10 @@
 //!    that gives up does not cancel work the server has already accepted: a real server
 //!    keeps serving abandoned requests, which is how retry storms overload it.
 //!
-//! Request identity comes from [`headers::REQUEST`] and [`headers::ATTEMPT`]. A request
-//! without a request id (external traffic) gets one from a per-server counter starting at
-//! 2^63, so it never collides with the load generator's ids; a missing attempt means 1.
+//! Request identity comes from [`crate::headers::REQUEST`] and [`crate::headers::ATTEMPT`].
+//! A request without a request id (external traffic) gets one from a per-server counter
+//! starting at 2^63, so it never collides with the load generator's ids; a missing attempt
+//! means 1.
 
 mod counters;
 mod dedup;
@@ -34,7 +35,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Incoming};
-use hyper::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use hyper::header::{HeaderValue, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -48,39 +49,10 @@ use crate::metrics::TargetStats;
 use crate::scenario::timeline::{Action, FaultTimeline};
 use crate::scenario::{DedupSpec, Fault, FaultKind, ServiceModel};
 
+use crate::headers::{H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST};
 use counters::Counters;
 use dedup::{Begin, Dedup, Ticket};
 use slots::{Refused, Slots};
-
-/// Header names stormrig uses between its load generator, layers and targets.
-pub mod headers {
-    /// Logical request id (u64), the same on every attempt of one upstream request.
-    pub const REQUEST: &str = "x-stormrig-request";
-    /// Attempt number (u32, 1-based).
-    pub const ATTEMPT: &str = "x-stormrig-attempt";
-    /// Remaining deadline in milliseconds, when a layer propagates it.
-    pub const DEADLINE_MS: &str = "x-stormrig-deadline-ms";
-    /// IETF httpapi idempotency key.
-    pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
-    /// AWS-style error type sent with status faults that set `error_code`.
-    pub const ERROR_TYPE: &str = "x-amzn-errortype";
-    /// Amount (u64) a write request debits per execution; 1 when absent or unreadable.
-    pub const AMOUNT: &str = "x-stormrig-amount";
-    /// Set by the fault proxy on a gateway answer whose request never reached the real
-    /// server, so the client can treat it as a failed connect (safe to retry, even a POST).
-    pub const UPSTREAM: &str = "x-stormrig-upstream";
-    /// The value of [`UPSTREAM`] for "could not connect to the real server".
-    pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
-}
-
-// Parsed at compile time: `HeaderName::from_static` at run time validates the name on
-// every call, and these are set or read on every request.
-pub(crate) const H_REQUEST: HeaderName = HeaderName::from_static(headers::REQUEST);
-pub(crate) const H_ATTEMPT: HeaderName = HeaderName::from_static(headers::ATTEMPT);
-pub(crate) const H_DEADLINE_MS: HeaderName = HeaderName::from_static(headers::DEADLINE_MS);
-pub(crate) const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(headers::IDEMPOTENCY_KEY);
-const H_ERROR_TYPE: HeaderName = HeaderName::from_static(headers::ERROR_TYPE);
-const H_AMOUNT: HeaderName = HeaderName::from_static(headers::AMOUNT);
 
 /// First request id given to requests that carry none.
 pub const EXTERNAL_REQUEST_BASE: u64 = 1 << 63;

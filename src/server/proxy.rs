@@ -524,9 +524,9 @@ impl Upstream {
                 if connect {
                     let mut resp = gateway(StatusCode::BAD_GATEWAY, "upstream connect failed");
                     resp.headers_mut().insert(
-                        super::headers::UPSTREAM,
+                        crate::headers::UPSTREAM,
                         hyper::header::HeaderValue::from_static(
-                            super::headers::UPSTREAM_CONNECT_FAILED,
+                            crate::headers::UPSTREAM_CONNECT_FAILED,
                         ),
                     );
                     (resp, false)

@@ -17,16 +17,14 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::queue::{self, EventQueue};
-use crate::metrics::engine::{record_decision, record_permit, request_seed, LazyRng};
+use crate::draws::{request_seed, LazyRng};
 use crate::metrics::target_counts::{second_of, TargetCounts};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
-use crate::policy::{
-    AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
-    Response, RetryClient, RetryConfig, TransportError,
-};
+use crate::policy::{AttemptOutcome, Now, Response, RetryConfig, TransportError};
 use crate::scenario::schedule::Arrivals;
 use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
+use crate::session::{self, Session, Step};
 
 /// One-way network delay between client and target (each way), a loopback round trip's
 /// order of magnitude. Every attempt pays it twice, unless it times out first.
@@ -97,9 +95,8 @@ enum Act {
 
 struct Req {
     gen: u32,
-    id: u64,
-    intended: u64,
-    state: Option<RequestState>,
+    /// The request between its steps; `None` once it has ended (the slot is free).
+    req: Option<session::Request>,
     rng: LazyRng,
     user: u32,
     claimed: bool,
@@ -142,7 +139,8 @@ pub(crate) enum Load {
 
 /// Everything one config's simulation needs.
 pub(crate) struct ConfigRun<'a> {
-    pub index: usize,
+    /// Keys the config's jitter draws ([`crate::draws::config_key`]).
+    pub draw_key: u64,
     pub name: &'a str,
     pub config: &'a RetryConfig,
     pub seed: u64,
@@ -191,9 +189,7 @@ fn now(t: u64) -> Now {
 
 struct Sim<'a> {
     cfg: ConfigRun<'a>,
-    client: RetryClient,
-    rec: Recorder,
-    log: Vec<AttemptRow>,
+    session: Session,
     counters: TargetCounts,
     /// Most requests the gate served at once.
     peak_serving: u64,
@@ -266,9 +262,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         .timeline
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
-        client: RetryClient::new(cfg.config),
-        rec: Recorder::new(),
-        log: Vec::new(),
+        session: Session::new(cfg.name, cfg.config, cfg.attempt_log),
         counters: TargetCounts::new(),
         peak_serving: 0,
         events: EventQueue::new(),
@@ -309,25 +303,7 @@ impl Sim<'_> {
     }
 
     fn run(mut self) -> ConfigOut {
-        for at in self.cfg.timeline.capacity_changes() {
-            self.push(ns(at), Kind::Capacity, 0, 0);
-        }
-        let mut arrivals = None;
-        match std::mem::replace(&mut self.cfg.load, Load::Open(empty_arrivals())) {
-            Load::Open(mut a) => {
-                if let Some(first) = a.next() {
-                    self.push(ns(first), Kind::Arrival, 0, 0);
-                }
-                arrivals = Some(a);
-            }
-            Load::Closed { users, think } => {
-                self.user_n = vec![0; users as usize];
-                self.cfg.load = Load::Closed { users, think };
-                for u in 0..users {
-                    self.push(0, Kind::UserStart, u, 0);
-                }
-            }
-        }
+        self.schedule_start();
         let end = self.cfg.end;
         let mut events = 0u64;
         let mut last_t = 0u64;
@@ -335,129 +311,150 @@ impl Sim<'_> {
             if ev.t >= end {
                 break;
             }
-            let t = ev.t;
-            let Ev { kind, idx, gen } = ev.payload;
-            // Whether the event moved a request, an attempt or a user on (a stale timer, a
-            // reply nobody waits for, a capacity change do not): the run lasts until the
-            // last one that did, as a live run drains until its last request is done.
-            let acted = match kind {
-                Kind::Arrival => {
-                    let id = self.next_id;
-                    self.next_id += 1;
-                    if self.claimed >= self.cfg.max_in_flight {
-                        self.rec.dropped(dur(t));
-                    } else {
-                        self.claimed += 1;
-                        self.start_request(t, id, NONE, true);
-                    }
-                    if let Some(next) = arrivals.as_mut().and_then(|a| a.next()) {
-                        self.push(ns(next), Kind::Arrival, 0, 0);
-                    }
-                    true
-                }
-                Kind::UserStart => {
-                    let go = t < self.cfg.duration;
-                    if go {
-                        let user = idx;
-                        let users = self.user_n.len() as u64;
-                        let n = self.user_n[user as usize];
-                        self.user_n[user as usize] += 1;
-                        // Request ids interleave users so they stay unique, as live does.
-                        self.start_request(t, n * users + u64::from(user), user, false);
-                    }
-                    go
-                }
-                Kind::RetryDue => {
-                    let r = idx as usize;
-                    let go = self.reqs[r].gen == gen && self.reqs[r].state.is_some();
-                    if go {
-                        self.try_attempt(t, idx);
-                    }
-                    go
-                }
-                Kind::TargetArrive => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.target_arrive(t, idx);
-                    }
-                    go
-                }
-                Kind::FaultAct => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.fault_act(t, idx);
-                    }
-                    go
-                }
-                Kind::WorkStart => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.work_start(t, idx);
-                    }
-                    go
-                }
-                Kind::QueueTimeout => {
-                    let go = self.att_ok(idx, gen) && self.atts[idx as usize].queued;
-                    if go {
-                        self.queue_timeout(t, idx);
-                    }
-                    go
-                }
-                Kind::ServiceDone => {
-                    let go = self.att_ok(idx, gen);
-                    if go {
-                        self.service_done(t, idx);
-                    }
-                    go
-                }
-                Kind::Reply => {
-                    let go = self.client_waits(idx, gen);
-                    if go {
-                        let a = &mut self.atts[idx as usize];
-                        a.client_waiting = false;
-                        let (status, fault) = (a.reply_status, a.reply_fault);
-                        self.client_outcome(t, idx, status, fault);
-                    }
-                    go
-                }
-                Kind::ClientTimeout => {
-                    let go = self.client_waits(idx, gen);
-                    if go {
-                        let a = &mut self.atts[idx as usize];
-                        a.client_waiting = false;
-                        // The client closes its connection: the target's handler ends (the
-                        // request leaves flight); work already accepted carries on.
-                        if a.handler_alive {
-                            a.handler_alive = false;
-                            self.counters.leave(sec(t));
-                        }
-                        self.client_outcome(t, idx, 1, NO_FAULT);
-                    }
-                    go
-                }
-                Kind::Capacity => {
-                    self.cap = self
-                        .cfg
-                        .timeline
-                        .capacity_at(dur(t), self.cfg.model.concurrency);
-                    self.pump(t);
-                    false
-                }
-            };
-            if acted {
+            // The run lasts until the last event that moved a request, an attempt or a user
+            // on, as a live run drains until its last request is done.
+            if self.handle(ev.t, ev.payload) {
                 events += 1;
-                last_t = t;
+                last_t = ev.t;
             }
         }
         let end_t = last_t.max(self.cfg.duration).min(end);
+        let (rec, log) = self.session.into_parts();
         ConfigOut {
             stats: self.counters.snapshot(sec(end_t), self.peak_serving),
-            rec: self.rec,
-            log: self.log,
+            rec,
+            log,
             attempts: self.attempts,
             events,
             end_t,
         }
+    }
+
+    /// Schedules what starts the run: the capacity changes, then the first arrival of an
+    /// open loop or every user of a closed one.
+    fn schedule_start(&mut self) {
+        for at in self.cfg.timeline.capacity_changes() {
+            self.push(ns(at), Kind::Capacity, 0, 0);
+        }
+        match &mut self.cfg.load {
+            Load::Open(arrivals) => {
+                if let Some(first) = arrivals.next() {
+                    self.push(ns(first), Kind::Arrival, 0, 0);
+                }
+            }
+            Load::Closed { users, .. } => {
+                let users = *users;
+                self.user_n = vec![0; users as usize];
+                for u in 0..users {
+                    self.push(0, Kind::UserStart, u, 0);
+                }
+            }
+        }
+    }
+
+    /// Carries out one event at time `t`. Returns whether it moved a request, an attempt or
+    /// a user on (a stale timer, a reply nobody waits for, a capacity change do not).
+    #[inline]
+    fn handle(&mut self, t: u64, ev: Ev) -> bool {
+        let Ev { kind, idx, gen } = ev;
+        match kind {
+            Kind::Arrival => {
+                self.arrival(t);
+                true
+            }
+            Kind::UserStart => self.user_start(t, idx),
+            Kind::RetryDue => {
+                let q = &self.reqs[idx as usize];
+                let go = q.gen == gen && q.req.is_some();
+                if go {
+                    self.retry_due(t, idx);
+                }
+                go
+            }
+            Kind::TargetArrive => self.run_if(self.att_ok(idx, gen), t, idx, Self::target_arrive),
+            Kind::FaultAct => self.run_if(self.att_ok(idx, gen), t, idx, Self::fault_act),
+            Kind::WorkStart => self.run_if(self.att_ok(idx, gen), t, idx, Self::work_start),
+            Kind::QueueTimeout => {
+                let go = self.att_ok(idx, gen) && self.atts[idx as usize].queued;
+                self.run_if(go, t, idx, Self::queue_timeout)
+            }
+            Kind::ServiceDone => self.run_if(self.att_ok(idx, gen), t, idx, Self::service_done),
+            Kind::Reply => self.run_if(self.client_waits(idx, gen), t, idx, Self::reply),
+            Kind::ClientTimeout => {
+                self.run_if(self.client_waits(idx, gen), t, idx, Self::client_timeout)
+            }
+            Kind::Capacity => {
+                self.cap = self
+                    .cfg
+                    .timeline
+                    .capacity_at(dur(t), self.cfg.model.concurrency);
+                self.pump(t);
+                false
+            }
+        }
+    }
+
+    /// Runs `f` for attempt `a` when `go` (the event still concerns it); returns `go`.
+    #[inline]
+    fn run_if(&mut self, go: bool, t: u64, a: u32, f: fn(&mut Self, u64, u32)) -> bool {
+        if go {
+            f(self, t, a);
+        }
+        go
+    }
+
+    /// An open-loop arrival: a new request, or one dropped at the in-flight cap; then the
+    /// next arrival is scheduled.
+    fn arrival(&mut self, t: u64) {
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.claimed >= self.cfg.max_in_flight {
+            self.session.dropped(dur(t));
+        } else {
+            self.claimed += 1;
+            self.start_request(t, id, NONE, true);
+        }
+        let next = match &mut self.cfg.load {
+            Load::Open(arrivals) => arrivals.next(),
+            Load::Closed { .. } => None,
+        };
+        if let Some(next) = next {
+            self.push(ns(next), Kind::Arrival, 0, 0);
+        }
+    }
+
+    /// A closed-loop user starts its next request, while the load lasts.
+    fn user_start(&mut self, t: u64, user: u32) -> bool {
+        let go = t < self.cfg.duration;
+        if go {
+            let users = self.user_n.len() as u64;
+            let n = self.user_n[user as usize];
+            self.user_n[user as usize] += 1;
+            // Request ids interleave users so they stay unique, as live does.
+            self.start_request(t, n * users + u64::from(user), user, false);
+        }
+        go
+    }
+
+    /// The reply of attempt `a` reached the client.
+    fn reply(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        at.client_waiting = false;
+        let (status, fault) = (at.reply_status, at.reply_fault);
+        self.client_outcome(t, a, status, fault);
+    }
+
+    /// The client's per-try timer of attempt `a` went off first.
+    fn client_timeout(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        at.client_waiting = false;
+        // The client closes its connection: the target's handler ends (the request leaves
+        // flight); work already accepted carries on.
+        if at.handler_alive {
+            at.handler_alive = false;
+            self.counters.leave(sec(t));
+        }
+        self.client_outcome(t, a, 1, NO_FAULT);
     }
 
     #[inline]
@@ -490,9 +487,7 @@ impl Sim<'_> {
         }
         self.reqs.push(Req {
             gen: 0,
-            id: 0,
-            intended: 0,
-            state: None,
+            req: None,
             rng: LazyRng::new(0),
             user: NONE,
             claimed: false,
@@ -535,40 +530,42 @@ impl Sim<'_> {
 
     fn start_request(&mut self, t: u64, id: u64, user: u32, claimed: bool) {
         let r = self.alloc_req();
-        let seed = request_seed(self.cfg.seed, self.cfg.index, id);
-        self.rec.upstream_started(dur(t));
-        let state = self.client.start(now(t), self.cfg.method, None);
         let q = &mut self.reqs[r as usize];
-        q.id = id;
-        q.intended = t;
         q.user = user;
         q.claimed = claimed;
-        q.rng.reseed(seed);
-        q.state = Some(state);
-        self.try_attempt(t, r);
+        q.rng
+            .reseed(request_seed(self.cfg.seed, self.cfg.draw_key, id));
+        let step = self
+            .session
+            .start(now(t), dur(t), id, self.cfg.method, None);
+        self.follow(t, r, step);
     }
 
-    fn try_attempt(&mut self, t: u64, r: u32) {
-        let nw = now(t);
-        let q = &mut self.reqs[r as usize];
-        let Some(state) = q.state.as_mut() else {
+    /// A retry's wait is over: ask for its permit.
+    fn retry_due(&mut self, t: u64, r: u32) {
+        let Some(req) = self.reqs[r as usize].req.take() else {
             return;
         };
-        let permit = self.client.before_attempt(nw, state);
-        record_permit(&mut self.rec, &self.client, dur(t), &permit);
-        match permit {
-            Permit::Send {
-                attempt, timeout, ..
-            } => {
-                self.drain_policy();
+        let step = self.session.permit(now(t), req);
+        self.follow(t, r, step);
+    }
+
+    /// Carries out what the session said to do next with request slot `r`: send an
+    /// attempt, schedule the retry, or free the slot of a request that ended.
+    fn follow(&mut self, t: u64, r: u32, step: Step) {
+        match step {
+            Step::Send(req, attempt) => {
                 self.attempts += 1;
-                let (id, req_gen) = (q_id(&self.reqs[r as usize]), self.reqs[r as usize].gen);
+                let id = req.id();
+                let q = &mut self.reqs[r as usize];
+                q.req = Some(req);
+                let req_gen = q.gen;
                 let a = self.alloc_att();
                 let at = &mut self.atts[a as usize];
                 at.req = r;
                 at.req_gen = req_gen;
                 at.request = id;
-                at.attempt = attempt;
+                at.attempt = attempt.number;
                 at.sent_at = t;
                 at.client_waiting = true;
                 at.handler_alive = false;
@@ -579,54 +576,30 @@ impl Sim<'_> {
                 at.reply_fault = NO_FAULT;
                 let gen = at.gen;
                 self.push(t + ns(NET_DELAY), Kind::TargetArrive, a, gen);
-                if let Some(to) = timeout {
+                if let Some(to) = attempt.timeout {
                     self.push(t.saturating_add(ns(to)), Kind::ClientTimeout, a, gen);
                     if self.events.lane_len(TIMEOUT_LANE) >= self.sweep_at {
                         self.sweep_timers();
                     }
                 }
             }
-            Permit::Refuse(reason) => {
-                if self.cfg.attempt_log {
-                    let q = &self.reqs[r as usize];
-                    let attempt = q.state.as_ref().map_or(0, |s| s.attempts()) + 1;
-                    self.log.push(AttemptRow {
-                        config: self.cfg.name.to_string(),
-                        request: q.id,
-                        attempt,
-                        outcome: "refused",
-                        budget_after: self.client.budget_level(),
-                    });
-                }
-                self.drain_policy();
-                self.finish(t, r, Some(reason));
+            Step::Wait(req, after) => {
+                let q = &mut self.reqs[r as usize];
+                q.req = Some(req);
+                let gen = q.gen;
+                self.push(t.saturating_add(ns(after)), Kind::RetryDue, r, gen);
             }
+            Step::Done(_) => self.free_req(t, r),
         }
     }
 
-    fn drain_policy(&mut self) {
-        for e in self.client.drain_events() {
-            if let PolicyEvent::Breaker {
-                to: BreakerState::Open,
-                ..
-            } = e
-            {
-                self.rec.breaker_opened();
-            }
-        }
-    }
-
-    fn finish(&mut self, t: u64, r: u32, reason: Option<GiveUpReason>) {
+    /// Frees the slot of a request that ended; a closed-loop user thinks, then starts its
+    /// next request.
+    fn free_req(&mut self, t: u64, r: u32) {
         let q = &mut self.reqs[r as usize];
-        let Some(state) = q.state.take() else {
-            return;
-        };
-        let (intended, user, claimed) = (q.intended, q.user, q.claimed);
+        let (user, claimed) = (q.user, q.claimed);
         q.gen = q.gen.wrapping_add(1);
         self.free_reqs.push(r);
-        self.client.finish(now(t), state);
-        self.rec
-            .upstream_finished(dur(t), dur(t.saturating_sub(intended)), reason);
         if claimed {
             self.claimed -= 1;
         }
@@ -642,19 +615,18 @@ impl Sim<'_> {
     /// The reply (or timeout) of attempt `a` reached the client: ask the policy what next.
     /// `status`: an HTTP status, `REPLY_RESET`, or 1 for the per-try timeout.
     fn client_outcome(&mut self, t: u64, a: u32, status: u16, fault: u16) {
-        let (r, req_gen, attempt, sent_at) = {
+        let (r, req_gen, sent_at) = {
             let at = &self.atts[a as usize];
-            (at.req, at.req_gen, at.attempt, at.sent_at)
+            (at.req, at.req_gen, at.sent_at)
         };
         self.maybe_free(a);
         let q = &mut self.reqs[r as usize];
         if q.gen != req_gen {
             return;
         }
-        let Some(state) = q.state.as_mut() else {
+        let Some(req) = q.req.take() else {
             return;
         };
-        let nw = now(t);
         let outcome = match status {
             REPLY_RESET => AttemptOutcome::Transport(TransportError::Reset),
             1 => AttemptOutcome::Transport(TransportError::PerTryTimeout),
@@ -669,37 +641,14 @@ impl Sim<'_> {
                 })
             }
         };
-        let d = self.client.on_outcome(nw, state, &outcome, &mut q.rng);
-        let (label, level) = record_decision(
-            &mut self.rec,
-            &self.client,
-            dur(t),
+        let step = self.session.outcome(
+            now(t),
+            req,
             dur(t.saturating_sub(sent_at)),
             &outcome,
-            &d,
+            &mut q.rng,
         );
-        if self.cfg.attempt_log {
-            self.log.push(AttemptRow {
-                config: self.cfg.name.to_string(),
-                request: q.id,
-                attempt,
-                outcome: label,
-                budget_after: level,
-            });
-        }
-        self.drain_policy();
-        match d {
-            Decision::Success => self.finish(t, r, None),
-            Decision::GiveUp { reason, .. } => self.finish(t, r, Some(reason)),
-            Decision::Retry { after, .. } => {
-                if after.is_zero() {
-                    self.try_attempt(t, r);
-                } else {
-                    let gen = self.reqs[r as usize].gen;
-                    self.push(t.saturating_add(ns(after)), Kind::RetryDue, r, gen);
-                }
-            }
-        }
+        self.follow(t, r, step);
     }
 
     // ------------------------------------------------------------------ the modeled target
@@ -889,17 +838,4 @@ impl Sim<'_> {
 #[inline]
 fn client_waits(a: &Att, gen: u32) -> bool {
     a.gen == gen && a.client_waiting
-}
-
-#[inline]
-fn q_id(q: &Req) -> u64 {
-    q.id
-}
-
-fn empty_arrivals() -> Arrivals {
-    crate::scenario::schedule::arrivals(
-        &crate::scenario::LoadShape::Constant { rate: 0.0 },
-        Duration::ZERO,
-        0,
-    )
 }

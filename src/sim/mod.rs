@@ -5,10 +5,9 @@
 //! with `"engine": "sim"`; reports, CSV/JSON and gates apply unchanged.
 //!
 //! Pure: no tokio, no sockets, no clock reads. Time is a `u64` of virtual nanoseconds;
-//! randomness comes from the same seeded sources as live (the hash-based fault timeline and
-//! service times, and a per-request [`crate::metrics::engine::LazyRng`] seeded with
-//! [`crate::metrics::engine::request_seed`]). The same plan and options always give the
-//! same result, byte for byte.
+//! randomness comes from the same seeded draws as live ([`crate::draws`]: the hash-based
+//! fault timeline and service times, and a per-request RNG for the jitter). The same plan
+//! and options always give the same result, byte for byte.
 //!
 //! What is modeled (mirroring `crate::server` and `crate::live`):
 //! * the arrival schedule of the scenario (open loop, lazily from `schedule::arrivals`, with
@@ -38,10 +37,11 @@ use std::time::Duration;
 
 pub use engine::{MIN_THINK, NET_DELAY};
 
-use crate::metrics::{summarize, AttemptRow, Engine, FaultBand, RunResult, RunShape};
+use crate::metrics::{AttemptRow, Engine, RunResult};
 use crate::plan::Plan;
+use crate::run_result::ResultBuilder;
 use crate::scenario::timeline::FaultTimeline;
-use crate::scenario::{schedule, FaultKind, LoadShape, ServiceModel, Target};
+use crate::scenario::{schedule, Fault, FaultKind, LoadShape, ServiceModel, Target};
 use engine::{ConfigRun, Load};
 
 /// How a simulation is carried out.
@@ -100,6 +100,56 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     if !scale.is_finite() || scale <= 0.0 {
         return Err(SimError::Scale(scale));
     }
+    let model = scale_model(modeled_target(plan)?, scale);
+    let timeline = FaultTimeline::new(scale_faults(&sc.faults, scale), sc.seed);
+    let shape = scale_shape(&sc.load.shape, scale);
+    let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
+
+    let builder = ResultBuilder::new(plan, &shape, sc.duration);
+    let mut result = builder.header(Engine::Sim, false);
+    let mut attempts = Vec::new();
+    let mut stats = SimStats::default();
+    for planned in &plan.configs {
+        let load = match &shape {
+            LoadShape::Closed { users, think_time } => Load::Closed {
+                users: *users,
+                think: *think_time,
+            },
+            s => Load::Open(schedule::arrivals(s, sc.duration, sc.seed)),
+        };
+        let mut out = engine::simulate(ConfigRun {
+            draw_key: crate::draws::config_key(&planned.name),
+            name: &planned.name,
+            config: &planned.config,
+            seed: sc.seed,
+            method: &sc.load.method,
+            path: &sc.load.path,
+            model: &model,
+            timeline: &timeline,
+            load,
+            duration: ns(sc.duration),
+            end: ns(sc.duration.saturating_add(sc.drain)),
+            max_in_flight,
+            attempt_log: opts.attempt_log,
+        });
+        stats.attempts += out.attempts;
+        stats.events += out.events;
+        stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
+        attempts.append(&mut out.log);
+        let (summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
+        result.configs.push(summary);
+        result.timeline.extend(rows);
+    }
+    Ok(SimOutput {
+        result,
+        attempts,
+        stats,
+    })
+}
+
+/// The built-in target's service model, or why the simulator cannot model the plan.
+fn modeled_target(plan: &Plan) -> Result<&ServiceModel, SimError> {
+    let sc = &plan.scenario;
     if !sc.topology.is_empty() {
         return Err(SimError::Unsupported(format!(
             "multi-hop topologies ({} layers)",
@@ -111,24 +161,24 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             "a bounded client connection pool (load.max_connections = {n})"
         )));
     }
-    let model = match &sc.target {
+    match &sc.target {
         Target::Builtin { model, dedup, .. } => {
             if dedup.as_ref().is_some_and(|d| d.enabled) {
                 return Err(SimError::Unsupported(
                     "idempotency-key dedup on the target".into(),
                 ));
             }
-            model
+            Ok(model)
         }
-        Target::Url { url, .. } => {
-            return Err(SimError::Unsupported(format!(
-                "a real server target ({url})"
-            )))
-        }
-    };
-    let model = scale_model(model, scale);
-    let faults: Vec<_> = sc
-        .faults
+        Target::Url { url, .. } => Err(SimError::Unsupported(format!(
+            "a real server target ({url})"
+        ))),
+    }
+}
+
+/// The faults with capacity faults' slots scaled.
+fn scale_faults(faults: &[Fault], scale: f64) -> Vec<Fault> {
+    faults
         .iter()
         .map(|f| {
             let mut f = f.clone();
@@ -137,93 +187,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             }
             f
         })
-        .collect();
-    let timeline = FaultTimeline::new(faults, sc.seed);
-    let shape = scale_shape(&sc.load.shape, scale);
-    let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
-    let duration = ns(sc.duration);
-    let end = ns(sc.duration.saturating_add(sc.drain));
-
-    let fault_windows: Vec<(Duration, Duration)> =
-        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
-    let run_shape = RunShape {
-        load_duration: sc.duration,
-        faults: &fault_windows,
-    };
-    let mean_rate = match &shape {
-        LoadShape::Closed { .. } => 0.0,
-        s => schedule::expected_count(s, sc.duration) / sc.duration.as_secs_f64(),
-    };
-    let mut result = RunResult {
-        scenario: sc.name.clone(),
-        description: sc.description.clone(),
-        seed: sc.seed,
-        engine: Engine::Sim,
-        partial: false,
-        duration_s: sc.duration.as_secs_f64(),
-        stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
-        faults: sc
-            .faults
-            .iter()
-            .map(|f| FaultBand {
-                start_s: f.at.as_secs_f64(),
-                end_s: (f.at + f.length).as_secs_f64(),
-                label: f.kind.label(),
-            })
-            .collect(),
-        configs: Vec::new(),
-        gates: Vec::new(),
-        timeline: Vec::new(),
-    };
-    let mut attempts = Vec::new();
-    let mut stats = SimStats::default();
-    for (index, planned) in plan.configs.iter().enumerate() {
-        let load = match &shape {
-            LoadShape::Closed { users, think_time } => Load::Closed {
-                users: *users,
-                think: *think_time,
-            },
-            s => Load::Open(schedule::arrivals(s, sc.duration, sc.seed)),
-        };
-        let mut out = engine::simulate(ConfigRun {
-            index,
-            name: &planned.name,
-            config: &planned.config,
-            seed: sc.seed,
-            method: &sc.load.method,
-            path: &sc.load.path,
-            model: &model,
-            timeline: &timeline,
-            load,
-            duration,
-            end,
-            max_in_flight,
-            attempt_log: opts.attempt_log,
-        });
-        stats.attempts += out.attempts;
-        stats.events += out.events;
-        stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
-        attempts.append(&mut out.log);
-        let (summary, rows) = summarize(
-            &planned.name,
-            serde_json::to_value(&planned.config).unwrap_or_default(),
-            Some(crate::plan::amplification_bound(
-                &planned.config,
-                mean_rate,
-                sc.duration,
-            )),
-            &out.rec,
-            &out.stats,
-            &run_shape,
-        );
-        result.configs.push(summary);
-        result.timeline.extend(rows);
-    }
-    Ok(SimOutput {
-        result,
-        attempts,
-        stats,
-    })
+        .collect()
 }
 
 fn ns(d: Duration) -> u64 {

@@ -1,0 +1,32 @@
+//! The header names stormrig uses between its load generator, layers, targets and fault
+//! proxy: one home for both sides of each header, so the client and the server can never
+//! disagree on a name.
+
+use hyper::header::HeaderName;
+
+/// Logical request id (u64), the same on every attempt of one upstream request.
+pub const REQUEST: &str = "x-stormrig-request";
+/// Attempt number (u32, 1-based).
+pub const ATTEMPT: &str = "x-stormrig-attempt";
+/// Remaining deadline in milliseconds, when a layer propagates it.
+pub const DEADLINE_MS: &str = "x-stormrig-deadline-ms";
+/// IETF httpapi idempotency key.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// AWS-style error type sent with status faults that set `error_code`.
+pub const ERROR_TYPE: &str = "x-amzn-errortype";
+/// Amount (u64) a write request debits per execution; 1 when absent or unreadable.
+pub const AMOUNT: &str = "x-stormrig-amount";
+/// Set by the fault proxy on a gateway answer whose request never reached the real
+/// server, so the client can treat it as a failed connect (safe to retry, even a POST).
+pub const UPSTREAM: &str = "x-stormrig-upstream";
+/// The value of [`UPSTREAM`] for "could not connect to the real server".
+pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
+
+// Parsed at compile time: `HeaderName::from_static` at run time validates the name on
+// every call, and these are set or read on every request.
+pub(crate) const H_REQUEST: HeaderName = HeaderName::from_static(REQUEST);
+pub(crate) const H_ATTEMPT: HeaderName = HeaderName::from_static(ATTEMPT);
+pub(crate) const H_DEADLINE_MS: HeaderName = HeaderName::from_static(DEADLINE_MS);
+pub(crate) const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(IDEMPOTENCY_KEY);
+pub(crate) const H_ERROR_TYPE: HeaderName = HeaderName::from_static(ERROR_TYPE);
+pub(crate) const H_AMOUNT: HeaderName = HeaderName::from_static(AMOUNT);

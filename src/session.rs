@@ -1,0 +1,400 @@
+//! What happens around each attempt of one retry config's client, whichever engine sends the
+//! attempts: asking the policy for a permit, counting it, taking the attempt's outcome to the
+//! policy, counting the decision, writing the attempt log, and ending the request.
+//!
+//! The live driver (under its per-config lock), the simulator (directly) and the policy
+//! benchmark all drive a [`Session`], so a count or a log row added here appears in all three
+//! at once and means the same in each. Engine-neutral on purpose: no tokio, no hyper, no
+//! clock reads; time comes in as a [`Now`].
+//!
+//! A logical request moves through the session by value: [`Session::start`],
+//! [`Session::permit`] and [`Session::outcome`] take the [`Request`] and hand it back inside
+//! the next [`Step`] only while it has a next step. A request that has ended is gone, so it
+//! cannot be finished twice or sent again; an attempt can only be sent on a [`Step::Send`].
+
+use std::time::Duration;
+
+use crate::draws::LazyRng;
+use crate::metrics::{AttemptRow, Recorder, RetryReason};
+use crate::policy::{
+    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
+    PolicyEvent, RequestState, RetryClient, RetryConfig,
+};
+
+/// One retry config's client: the policy's shared state (budget, breaker), the recorder and
+/// the attempt log, which change together so counts and decisions never disagree.
+pub struct Session {
+    client: RetryClient,
+    rec: Recorder,
+    /// The config's name, as attempt-log rows carry it.
+    name: String,
+    log: Option<Vec<AttemptRow>>,
+    /// Attempts sent with their per-try timeout cut short by the request's deadline (they
+    /// may end by timing out at the deadline, never after it).
+    deadline_cut: u64,
+}
+
+/// One logical request between two steps: the policy's per-request state and what the
+/// session needs to count and log it.
+#[derive(Debug)]
+pub struct Request {
+    state: RequestState,
+    id: u64,
+    intended: Duration,
+}
+
+impl Request {
+    /// The request id attempts carry (and the attempt log names).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// What the policy allowed for the attempt about to be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// 1-based attempt number.
+    pub number: u32,
+    /// The per-try timeout (already cut to the remaining deadline).
+    pub timeout: Option<Duration>,
+    /// Time left before the request's deadline, to pass downstream.
+    pub remaining_deadline: Option<Duration>,
+    /// Send an idempotency key with it.
+    pub idempotency_key: bool,
+}
+
+/// How a logical request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Succeeded,
+    GaveUp(GiveUpReason),
+}
+
+impl Ending {
+    /// The give-up reason, `None` for a success.
+    pub fn reason(self) -> Option<GiveUpReason> {
+        match self {
+            Ending::Succeeded => None,
+            Ending::GaveUp(r) => Some(r),
+        }
+    }
+}
+
+/// What the engine does next with a request.
+#[derive(Debug)]
+#[must_use = "a request that is not followed up never ends"]
+pub enum Step {
+    /// Send this attempt now, then hand its outcome to [`Session::outcome`].
+    Send(Request, Attempt),
+    /// Wait this long, then ask [`Session::permit`] for the retry.
+    Wait(Request, Duration),
+    /// The request has ended and is counted; nothing more to do for it.
+    Done(Ending),
+}
+
+impl Session {
+    /// A fresh policy client and recorder for `config`; the attempt log only when asked for.
+    pub fn new(name: &str, config: &RetryConfig, attempt_log: bool) -> Session {
+        Session {
+            client: RetryClient::new(config),
+            rec: Recorder::new(),
+            name: name.to_string(),
+            log: attempt_log.then(Vec::new),
+            deadline_cut: 0,
+        }
+    }
+
+    /// Starts logical request `id` (intended to start at `intended`) and asks for its first
+    /// attempt in the same step.
+    #[inline(always)]
+    pub fn start(
+        &mut self,
+        now: Now,
+        intended: Duration,
+        id: u64,
+        method: &str,
+        inherited_deadline: Option<Duration>,
+    ) -> Step {
+        self.rec.upstream_started(intended);
+        let state = self.client.start(now, method, inherited_deadline);
+        self.permit(
+            now,
+            Request {
+                state,
+                id,
+                intended,
+            },
+        )
+    }
+
+    /// Asks the policy for the request's next attempt and counts what it said: an attempt
+    /// sent, or a refusal that ends the request.
+    #[inline(always)]
+    pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
+        let permit = self.client.before_attempt(now, &mut req.state);
+        let step = match permit {
+            Permit::Send {
+                attempt,
+                timeout,
+                remaining_deadline,
+                idempotency_key,
+            } => {
+                self.rec.attempt_sent(now.mono, attempt);
+                if matches!(
+                    (timeout, self.client.config().per_try_timeout),
+                    (Some(t), Some(p)) if t < p
+                ) {
+                    self.deadline_cut += 1;
+                }
+                Ok(Attempt {
+                    number: attempt,
+                    timeout,
+                    remaining_deadline,
+                    idempotency_key,
+                })
+            }
+            Permit::Refuse(reason) => {
+                match reason {
+                    GiveUpReason::BreakerOpen => self.rec.breaker_refused(now.mono),
+                    GiveUpReason::BudgetRefused => self.rec.budget_refused(now.mono),
+                    _ => {}
+                }
+                let attempt = req.state.attempts() + 1;
+                let level = self.client.budget_level();
+                self.log_row(req.id, attempt, "refused", level);
+                Err(reason)
+            }
+        };
+        self.drain_events();
+        match step {
+            Ok(attempt) => Step::Send(req, attempt),
+            Err(reason) => self.finish(now, req, Ending::GaveUp(reason)),
+        }
+    }
+
+    /// Takes the outcome of the attempt last sent for `req` (arrived at `now`, after
+    /// `latency`) to the policy and counts its decision. A retry that needs no wait asks for
+    /// its permit in the same step.
+    #[inline(always)]
+    pub fn outcome(
+        &mut self,
+        now: Now,
+        mut req: Request,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        rng: &mut LazyRng,
+    ) -> Step {
+        let d = self.client.on_outcome(now, &mut req.state, outcome, rng);
+        let t = now.mono;
+        let label = attempt_label(outcome, d.class());
+        self.rec.attempt_done(latency, label);
+        let level = self.client.budget_level();
+        let breaker = self.client.breaker_state().map(breaker_level);
+        self.rec.sample_policy(t, level, breaker);
+        match &d {
+            Decision::Retry { class, .. } => self.rec.retry_scheduled(
+                t,
+                if *class == OutcomeClass::Throttling {
+                    RetryReason::Throttling
+                } else {
+                    RetryReason::Transient
+                },
+            ),
+            Decision::GiveUp {
+                reason: GiveUpReason::BudgetRefused,
+                ..
+            } => self.rec.budget_refused(t),
+            _ => {}
+        }
+        self.log_row(req.id, req.state.attempts(), label.as_str(), level);
+        self.drain_events();
+        match d {
+            Decision::Success => self.finish(now, req, Ending::Succeeded),
+            Decision::GiveUp { reason, .. } => self.finish(now, req, Ending::GaveUp(reason)),
+            Decision::Retry { after, .. } if after.is_zero() => self.permit(now, req),
+            Decision::Retry { after, .. } => Step::Wait(req, after),
+        }
+    }
+
+    /// Ends a request: the policy's bookkeeping and the recorder.
+    #[inline(always)]
+    fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
+        self.client.finish(now, req.state);
+        self.rec.upstream_finished(
+            now.mono,
+            now.mono.saturating_sub(req.intended),
+            ending.reason(),
+        );
+        Step::Done(ending)
+    }
+
+    #[inline]
+    fn log_row(&mut self, request: u64, attempt: u32, outcome: &'static str, level: Option<f64>) {
+        if let Some(log) = self.log.as_mut() {
+            log.push(AttemptRow {
+                config: self.name.clone(),
+                request,
+                attempt,
+                outcome,
+                budget_after: level,
+            });
+        }
+    }
+
+    /// Takes the policy's events to the recorder (a breaker that opened).
+    #[inline]
+    fn drain_events(&mut self) {
+        for e in self.client.drain_events() {
+            if let PolicyEvent::Breaker {
+                to: BreakerState::Open,
+                ..
+            } = e
+            {
+                self.rec.breaker_opened();
+            }
+        }
+    }
+
+    /// Counts an arrival dropped by the in-flight cap before it became a request.
+    pub fn dropped(&mut self, t: Duration) {
+        self.rec.dropped(t);
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    pub fn config(&self) -> &RetryConfig {
+        self.client.config()
+    }
+
+    /// Attempts sent with their per-try timeout cut short by the request's deadline.
+    pub fn deadline_cut(&self) -> u64 {
+        self.deadline_cut
+    }
+
+    /// The attempt log so far (empty when it is off).
+    pub fn log(&self) -> &[AttemptRow] {
+        self.log.as_deref().unwrap_or_default()
+    }
+
+    /// Takes the attempt log out (empty when it is off).
+    pub fn take_log(&mut self) -> Vec<AttemptRow> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The recorder and the attempt log, once the run is over.
+    pub fn into_parts(self) -> (Recorder, Vec<AttemptRow>) {
+        (self.rec, self.log.unwrap_or_default())
+    }
+}
+
+/// Breaker state as charted: closed 0, half-open 1, open 2.
+pub fn breaker_level(s: BreakerState) -> u8 {
+    match s {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{self, Response};
+
+    fn session(preset: &str) -> Session {
+        Session::new(preset, &policy::preset(preset).unwrap(), true)
+    }
+
+    fn at(ms: u64) -> Now {
+        Now::virtual_at(Duration::from_millis(ms))
+    }
+
+    fn status(s: u16) -> AttemptOutcome<'static> {
+        AttemptOutcome::Response(Response::status(s))
+    }
+
+    /// Sends the attempt of a `Send` step, panicking on any other step.
+    fn sent(step: Step) -> (Request, Attempt) {
+        match step {
+            Step::Send(req, attempt) => (req, attempt),
+            other => panic!("expected an attempt to send, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_retry_without_wait_is_granted_in_the_outcome_step_and_counted_once() {
+        let mut s = session("naive");
+        let mut rng = LazyRng::new(1);
+        let (mut req, mut attempt) = sent(s.start(at(0), Duration::ZERO, 7, "GET", None));
+        for n in 1..4 {
+            assert_eq!(attempt.number, n);
+            (req, attempt) =
+                sent(s.outcome(at(n.into()), req, Duration::ZERO, &status(503), &mut rng));
+        }
+        let end = s.outcome(at(4), req, Duration::ZERO, &status(503), &mut rng);
+        assert!(matches!(
+            end,
+            Step::Done(Ending::GaveUp(GiveUpReason::MaxAttempts))
+        ));
+        let sec = &s.recorder().seconds()[0];
+        assert_eq!(
+            (sec.started, sec.finished, sec.attempts, sec.retries),
+            (1, 1, 4, 3)
+        );
+        let rows: Vec<_> = s.log().iter().map(|r| (r.request, r.attempt)).collect();
+        assert_eq!(rows, [(7, 1), (7, 2), (7, 3), (7, 4)]);
+    }
+
+    #[test]
+    fn a_retry_that_must_wait_asks_for_its_permit_after_the_wait() {
+        let mut s = session("polly");
+        let mut rng = LazyRng::new(1);
+        let (req, _) = sent(s.start(at(0), Duration::ZERO, 1, "GET", None));
+        let Step::Wait(req, after) = s.outcome(at(1), req, Duration::ZERO, &status(503), &mut rng)
+        else {
+            panic!("polly waits before its retry");
+        };
+        assert_eq!(after, Duration::from_secs(2));
+        let (req, attempt) = sent(s.permit(at(2_001), req));
+        assert_eq!(attempt.number, 2);
+        let end = s.outcome(at(2_002), req, Duration::ZERO, &status(200), &mut rng);
+        assert!(matches!(end, Step::Done(Ending::Succeeded)));
+        assert_eq!(s.recorder().seconds()[2].successes, 1);
+    }
+
+    #[test]
+    fn a_refused_permit_ends_the_request_and_logs_the_refusal() {
+        let mut s = session("naive");
+        // No time left of an inherited deadline: the first attempt is refused.
+        let step = s.start(at(0), Duration::ZERO, 3, "GET", Some(Duration::ZERO));
+        assert!(matches!(
+            step,
+            Step::Done(Ending::GaveUp(GiveUpReason::Deadline))
+        ));
+        let row = &s.log()[0];
+        assert_eq!((row.request, row.attempt, row.outcome), (3, 1, "refused"));
+        let sec = &s.recorder().seconds()[0];
+        assert_eq!((sec.started, sec.finished, sec.attempts), (1, 1, 0));
+    }
+
+    #[test]
+    fn the_session_and_its_draws_import_no_engine() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for file in ["session.rs", "draws.rs"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            for line in text.lines().filter(|l| l.starts_with("use ")) {
+                for engine in [
+                    "tokio",
+                    "hyper",
+                    "crate::live",
+                    "crate::sim",
+                    "crate::server",
+                ] {
+                    assert!(!line.contains(engine), "{file}: {line}");
+                }
+            }
+        }
+    }
+}
