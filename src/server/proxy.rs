@@ -50,10 +50,11 @@
 //!
 //! [`check_loopback`] refuses a non-loopback upstream unless its host is named explicitly;
 //! the caller runs it before any packet is sent. Names are not resolved (a DNS answer can
-//! change between the check and the connect): `localhost` (and `*.localhost`, RFC 6761)
-//! and IPs in 127.0.0.0/8 or `::1` are loopback; everything else is remote.
+//! change between the check and the connect): the exact name `localhost` and IPs in
+//! 127.0.0.0/8 or `::1` (numeric forms such as `0x7f000001` read as their address) are
+//! loopback; everything else, `*.localhost` included, is remote.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +74,7 @@ use super::{start_inner, Resp, Shared, TargetConfig, TargetError, TargetHandle};
 use crate::metrics::TargetStats;
 use crate::scenario::error::{ErrorKind, ScenarioError};
 use crate::scenario::model::{Fault, FaultSection, ServiceModel};
-use crate::scenario::source::{line_of, SourceMap};
+use crate::scenario::source::SourceMap;
 use crate::scenario::timeline::FaultTimeline;
 use crate::scenario::validate;
 
@@ -215,36 +216,17 @@ pub async fn serve_standalone_with(
     Ok(StandaloneProxy { handle })
 }
 
-/// Refuses a non-loopback `host` unless `allow_remote` names it exactly. Does not resolve
-/// names: `localhost`, `*.localhost`, 127.0.0.0/8 and `::1` (also IPv4-mapped) are loopback.
-/// `host` may carry IPv6 brackets.
+/// Refuses a non-loopback `host` unless `allow_remote` names it. Does not resolve names: only
+/// 127.0.0.0/8, `::1` (also IPv4-mapped) and the exact name `localhost` are loopback, and
+/// numeric forms (`0x7f000001`, `2130706433`) are read as their address first, in
+/// `allow_remote` too (see [`crate::scenario::host`]). `host` may carry IPv6 brackets.
 pub fn check_loopback(host: &str, allow_remote: Option<&str>) -> Result<(), TargetError> {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    let h = h.strip_suffix('.').unwrap_or(h);
-    let lower = h.to_ascii_lowercase();
-    let loopback = lower == "localhost"
-        || lower.ends_with(".localhost")
-        || match h.parse::<IpAddr>() {
-            Ok(IpAddr::V4(v4)) => v4.is_loopback(),
-            Ok(IpAddr::V6(v6)) => {
-                v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-            }
-            Err(_) => false,
-        };
-    if loopback {
-        return Ok(());
-    }
-    match allow_remote {
-        Some(a)
-            if a.trim_start_matches('[')
-                .trim_end_matches(']')
-                .eq_ignore_ascii_case(h) =>
-        {
-            Ok(())
-        }
-        _ => Err(TargetError::Remote {
+    if crate::scenario::host::allowed(host, allow_remote) {
+        Ok(())
+    } else {
+        Err(TargetError::Remote {
             host: host.to_string(),
-        }),
+        })
     }
 }
 
@@ -259,7 +241,7 @@ struct FaultsFile {
 /// scenario's own validation (windows must end within 24 h of the start). Errors name the
 /// file, line and field, like scenario errors.
 pub fn parse_faults_file(path: &Path) -> Result<Vec<Fault>, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::unreadable(path, e))?;
+    let text = crate::scenario::load::read_text(path)?;
     parse_faults(path, &text)
 }
 
@@ -267,7 +249,7 @@ pub fn parse_faults_file(path: &Path) -> Result<Vec<Fault>, ScenarioError> {
 pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError> {
     let map = SourceMap::new(text);
     let file: FaultsFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+        let line = e.span().map(|s| map.line_at(s.start)).unwrap_or(1);
         let field = e
             .span()
             .and_then(|s| map.path_covering(s))
@@ -279,6 +261,18 @@ pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError
             ErrorKind::Invalid(e.message().trim().to_string()),
         )
     })?;
+    if file.faults.len() > crate::scenario::limits::MAX_FAULTS {
+        return Err(ScenarioError::new(
+            path,
+            Some(1),
+            Some("faults".into()),
+            ErrorKind::Invalid(format!(
+                "{} fault windows is above the limit of {}",
+                file.faults.len(),
+                crate::scenario::limits::MAX_FAULTS
+            )),
+        ));
+    }
     file.faults
         .iter()
         .enumerate()

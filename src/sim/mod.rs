@@ -52,6 +52,9 @@ pub struct SimOptions {
     pub scale: f64,
     /// Keep one row per attempt for `attempts.csv`.
     pub attempt_log: bool,
+    /// Set from outside (a signal) to stop early: the result is then marked partial and
+    /// holds the configs simulated so far, the current one up to where it stopped.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for SimOptions {
@@ -59,6 +62,7 @@ impl Default for SimOptions {
         SimOptions {
             scale: 1.0,
             attempt_log: false,
+            stop: None,
         }
     }
 }
@@ -199,6 +203,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             end,
             max_in_flight,
             attempt_log: opts.attempt_log,
+            stop: opts.stop.as_deref(),
         });
         stats.attempts += out.attempts;
         stats.events += out.events;
@@ -218,6 +223,10 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         );
         result.configs.push(summary);
         result.timeline.extend(rows);
+        if out.stopped {
+            result.partial = true;
+            break;
+        }
     }
     Ok(SimOutput {
         result,
