@@ -95,12 +95,14 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             faults,
             seed,
             allow_remote,
+            control_token,
         } => proxy(
             listen,
             &upstream,
             faults.as_deref(),
             seed,
             allow_remote.as_deref(),
+            control_token,
         ),
         Command::Bench(b) => bench(b),
         Command::Presets => {
@@ -161,8 +163,16 @@ fn proxy(
     faults: Option<&Path>,
     seed: u64,
     allow_remote: Option<&str>,
+    control_token: Option<String>,
 ) -> Result<Exit, AppError> {
     use crate::server::proxy;
+    if let Some(t) = &control_token {
+        if t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(AppError::bad(
+                "--control-token: use at least 16 printable characters without spaces",
+            ));
+        }
+    }
     use std::net::ToSocketAddrs;
     if !listen.ip().is_loopback() {
         return Err(AppError::bad(format!(
@@ -193,14 +203,19 @@ fn proxy(
         .build()
         .map_err(AppError::failed)?;
     rt.block_on(async {
-        let server = proxy::serve_standalone(listen, upstream_addr, faults, seed)
+        let options = proxy::ProxyOptions {
+            control_token,
+            ..proxy::ProxyOptions::default()
+        };
+        let server = proxy::serve_standalone_with(listen, upstream_addr, faults, seed, options)
             .await
             .map_err(AppError::failed)?;
         eprintln!(
-            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics",
+            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics, each with `Authorization: Bearer {}`",
             server.addr(),
             server.control_addr(),
-            server.control_addr()
+            server.control_addr(),
+            server.control_token()
         );
         shutdown_signal().await;
         let stats = server.shutdown().await;
@@ -448,6 +463,9 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     }
     let aborted = output.aborted;
     let mut result = output.result;
+    if let Some(warning) = local_resource_warning(&result) {
+        eprintln!("{warning}");
+    }
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
     }
@@ -506,6 +524,32 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
         write_attempts(&dir, &output.attempts)?;
     }
     finish(&dir, &mut result, &gates, false)
+}
+
+/// One line naming the cause when attempts failed on this machine's own limits (file
+/// descriptors, local ports, buffers): such failures are the generator's, not the target's,
+/// and every figure of the run is then suspect.
+fn local_resource_warning(result: &RunResult) -> Option<String> {
+    let label = crate::policy::AttemptLabel::LocalResource.as_str();
+    let n: u64 = result
+        .configs
+        .iter()
+        .filter_map(|c| c.attempts_by_outcome.get(label))
+        .sum();
+    (n > 0).then(|| {
+        format!(
+            "stormrig: warning: {n} attempts failed on this machine, not at the target ({label}: too many open \
+             files, or no free local port or buffer); open-file limit (ulimit -n) {}: raise it or lower the load",
+            open_files_limit().unwrap_or_else(|| "unknown".into())
+        )
+    })
+}
+
+/// The soft limit on open files, as `/proc/self/limits` states it.
+fn open_files_limit() -> Option<String> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3).map(str::to_string)
 }
 
 /// `--abort-on-fail`: true as soon as a gate on a count that can only grow is already

@@ -163,6 +163,7 @@ async fn upstream_that_never_answers_is_504_after_the_timeout() {
     });
     let options = ProxyOptions {
         upstream_timeout: ms(300),
+        ..ProxyOptions::default()
     };
     let proxy = start_proxy_with(local(), upstream, config(vec![]), Instant::now(), options)
         .await
@@ -374,6 +375,8 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
         .unwrap();
     let a = proxy.addr();
     assert_eq!(proxy.control_addr(), a);
+    let bearer = format!("Bearer {}", proxy.control_token());
+    let auth: &[(&str, &str)] = &[("authorization", bearer.as_str())];
 
     let mut id = 0;
     let mut round = |expect: StatusCode| {
@@ -388,26 +391,26 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
     };
     round(StatusCode::OK).await; // faults are off until started
 
-    let (st, _, body) = send(a, "POST", "/_stormrig/faults/start", 0, 1, &[])
+    let (st, _, body) = send(a, "POST", "/_stormrig/faults/start", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::OK, "{body:?}");
     round(StatusCode::SERVICE_UNAVAILABLE).await;
 
-    let (st, _, _) = send(a, "POST", "/_stormrig/faults/stop", 0, 1, &[])
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/stop", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::OK);
     round(StatusCode::OK).await;
 
-    let (st, _, _) = send(a, "GET", "/_stormrig/faults/start", 0, 1, &[])
+    let (st, _, _) = send(a, "GET", "/_stormrig/faults/start", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED);
-    let (st, _, _) = send(a, "GET", "/_stormrig/nope", 0, 1, &[]).await.unwrap();
+    let (st, _, _) = send(a, "GET", "/_stormrig/nope", 0, 1, auth).await.unwrap();
     assert_eq!(st, StatusCode::NOT_FOUND);
 
-    let (st, h, body) = send(a, "GET", "/_stormrig/metrics", 0, 1, &[])
+    let (st, h, body) = send(a, "GET", "/_stormrig/metrics", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::OK);

@@ -111,6 +111,7 @@ pub fn reason_label(r: GiveUpReason) -> &'static str {
         GiveUpReason::CostCap => "cost-cap",
         GiveUpReason::NotIdempotent => "not-idempotent",
         GiveUpReason::ServerPushback => "server-pushback",
+        GiveUpReason::LocalResource => "local-resource",
     }
 }
 
