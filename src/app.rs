@@ -427,8 +427,7 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     check_work(&plan, 1.0)?;
     let gates = gates_of(&plan, &args.common.gates)?;
     let dir = out_dir(&args.common, &plan.scenario.name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
+    files::prepare_dir(&dir).map_err(AppError::failed)?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -517,8 +516,7 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
     );
     // Only now that there is a result to write does the run directory appear.
     let dir = out_dir(&args.common, &plan.scenario.name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
+    files::prepare_dir(&dir).map_err(AppError::failed)?;
     let mut result = output.result;
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
@@ -664,11 +662,13 @@ fn finish(
         Err(e) => (Vec::new(), Some(e)),
     };
     result.gates = verdicts;
-    files::write_data(dir, result).map_err(AppError::failed)?;
+    files::write_tables(dir, result).map_err(AppError::failed)?;
     report::html::write(dir, result, None).map_err(AppError::failed)?;
     if !gates.is_empty() {
         report::junit::write(dir, result).map_err(AppError::failed)?;
     }
+    // Last: its presence marks the directory as a finished run.
+    files::write_summary(dir, result).map_err(AppError::failed)?;
     print!("{}", report::text::summary(result));
     if !result.gates.is_empty() {
         print!("{}", report::gates::verdict_table(&result.gates));

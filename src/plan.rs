@@ -57,8 +57,7 @@ pub fn pass_through(layer: &str) -> RetryConfig {
 
 /// Resolves every config of `scenario`; `text` is the scenario file's text (for lines).
 pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
-    // One index of the file for every line looked up below (linear in the file's size).
-    let map = scenario::source::SourceMap::new(text);
+    let map = Lines::new(text);
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
         let config = resolve(
@@ -107,7 +106,7 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
 /// `field_path`; a table without a `name` is named `default_name`.
 fn resolve(
     file: &Path,
-    map: &scenario::source::SourceMap,
+    map: &Lines<'_>,
     table: &toml::Table,
     default_name: &str,
     field_path: &str,
@@ -190,6 +189,28 @@ pub fn topology_bounds(
         bound *= amplification_bound(&l.config, mean_rate * bound, duration);
     }
     (bound, worst)
+}
+
+/// The lines of a scenario's fields, indexed on first use: only an error or a topology layer
+/// needs one, and the index is built once however many are looked up.
+struct Lines<'a> {
+    text: &'a str,
+    map: std::cell::OnceCell<scenario::source::SourceMap>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        Lines {
+            text,
+            map: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn line(&self, path: &str) -> Option<usize> {
+        self.map
+            .get_or_init(|| scenario::source::SourceMap::new(self.text))
+            .line(path)
+    }
 }
 
 /// The key serde named in an "unknown field `x`" message, so the error can point at it.

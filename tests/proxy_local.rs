@@ -436,6 +436,42 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
     assert_eq!(metric(&m, "stormrig_proxy_resets_total"), 0.0);
     assert_eq!(metric(&m, "stormrig_proxy_hangs_total"), 0.0);
 
+    // Without the token, from a page (Origin) or under another name (DNS rebinding): refused,
+    // and the faults stay off.
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/start", 0, 1, &[])
+        .await
+        .unwrap();
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let wrong: &[(&str, &str)] = &[("authorization", "Bearer 0123456789abcdef0123456789abcdef")];
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/start", 0, 1, wrong)
+        .await
+        .unwrap();
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let page: &[(&str, &str)] = &[
+        ("authorization", bearer.as_str()),
+        ("origin", "http://evil.example"),
+        ("content-type", "text/plain"),
+    ];
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/start", 0, 1, page)
+        .await
+        .unwrap();
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let mut raw = TcpStream::connect(a).await.unwrap();
+    raw.write_all(
+        format!(
+            "POST /_stormrig/faults/start HTTP/1.1\r\nhost: rebound.example:{}\r\n{bearer_line}\r\ncontent-length: 0\r\n\r\n",
+            a.port(),
+            bearer_line = format!("authorization: {bearer}")
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut head = [0u8; 12];
+    raw.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 403");
+    round(StatusCode::OK).await;
+
     // /metrics is not reserved: it goes to the upstream.
     let (st, _, body) = send(a, "GET", "/metrics", 99, 1, &[]).await.unwrap();
     assert_eq!(st, StatusCode::OK);
@@ -453,7 +489,9 @@ fn loopback_check_refuses_remote_hosts_unless_named() {
         "127.3.2.1",
         "localhost",
         "LOCALHOST",
-        "app.localhost",
+        "0x7f000001",
+        "2130706433",
+        "127.1",
         "::1",
         "[::1]",
         "::ffff:127.0.0.1",
@@ -467,6 +505,10 @@ fn loopback_check_refuses_remote_hosts_unless_named() {
         "192.168.1.1",
         "::",
         "localhost.example.com",
+        // Only the exact name: a resolver may send any other name anywhere.
+        "app.localhost",
+        "evil.localhost",
+        "0x0a000001",
     ] {
         let e = check_loopback(remote, None).unwrap_err();
         assert!(matches!(e, TargetError::Remote { .. }), "{remote}");

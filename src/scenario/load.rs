@@ -64,8 +64,7 @@ fn line_of_bytes(bytes: &[u8], offset: usize) -> usize {
 /// Validates scenario `text` as if read from `path`. The path appears in messages, and a
 /// builtin target is looked up relative to it (`<dir of path>/../targets/`, then `./targets/`).
 pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
-    let map = SourceMap::new(text);
-    let file: ScenarioFile = deserialize(path, text, &map)?;
+    let (file, map): (ScenarioFile, _) = deserialize(path, text)?;
     let refused = |r: Refusal| located(path, &map, r);
 
     validate::check_name("name", &file.name).map_err(refused)?;
@@ -219,8 +218,7 @@ pub fn resolve_target(scenario_path: &Path, name: &str) -> Result<TargetSource, 
 
 /// Parses a target definition file (`targets/*.toml`) into its service model.
 pub fn parse_target(path: &Path, text: &str) -> Result<ServiceModel, ScenarioError> {
-    let map = SourceMap::new(text);
-    let file: TargetFile = deserialize(path, text, &map)?;
+    let (file, map): (TargetFile, _) = deserialize(path, text)?;
     validate::check_service_spec("service", &file.service).map_err(|r| located(path, &map, r))?;
     Ok(ServiceModel::default().overlay(&file.service))
 }
@@ -234,26 +232,31 @@ fn located(path: &Path, map: &SourceMap, r: Refusal) -> ScenarioError {
     )
 }
 
-/// TOML syntax first (so a syntax error is reported as such), then serde's shape.
-fn deserialize<T: DeserializeOwned>(
+/// TOML syntax first (so a syntax error is reported as such), then serde's shape, from one
+/// parse of the file (which also gives the map of its lines).
+pub fn deserialize<T: DeserializeOwned>(
     path: &Path,
     text: &str,
-    map: &SourceMap,
-) -> Result<T, ScenarioError> {
-    if let Err(e) = toml::from_str::<toml::Table>(text) {
-        let line = e.span().map(|s| map.line_at(s.start)).unwrap_or(1);
-        return Err(ScenarioError::new(
+) -> Result<(T, SourceMap), ScenarioError> {
+    let doc = toml_edit::ImDocument::parse(text.to_string()).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| super::source::LineIndex::new(text).line(s.start))
+            .unwrap_or(1);
+        ScenarioError::new(
             path,
             Some(line),
             None,
             ErrorKind::Syntax(e.message().trim().to_string()),
-        ));
-    }
-    toml::from_str::<T>(text).map_err(|e| shape_error(path, map, &e))
+        )
+    })?;
+    let map = SourceMap::of(text, &doc);
+    let value = toml_edit::de::from_document::<T>(doc).map_err(|e| shape_error(path, &map, &e))?;
+    Ok((value, map))
 }
 
 /// Turns serde's error (message + span, no path) into a located error with a field path.
-fn shape_error(path: &Path, map: &SourceMap, e: &toml::de::Error) -> ScenarioError {
+fn shape_error(path: &Path, map: &SourceMap, e: &toml_edit::de::Error) -> ScenarioError {
     let msg = e.message().trim().to_string();
     let span = e.span();
     let line = span.as_ref().map(|s| map.line_at(s.start)).unwrap_or(1);

@@ -69,13 +69,22 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 impl SourceMap {
     /// Indexes `text`; a file that is not valid TOML gives an empty map.
     pub fn new(text: &str) -> SourceMap {
+        match ImDocument::parse(text) {
+            Ok(doc) => SourceMap::of(text, &doc),
+            Err(_) => SourceMap {
+                lines: LineIndex::new(text),
+                ..SourceMap::default()
+            },
+        }
+    }
+
+    /// Indexes `doc`, already parsed from `text` (so a file is parsed once).
+    pub fn of<S>(text: &str, doc: &ImDocument<S>) -> SourceMap {
         let mut map = SourceMap {
             lines: LineIndex::new(text),
             ..SourceMap::default()
         };
-        if let Ok(doc) = ImDocument::parse(text) {
-            map.walk_table(text, "", doc.as_table());
-        }
+        map.walk_table(text, "", doc.as_table());
         map
     }
 

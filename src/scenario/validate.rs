@@ -200,6 +200,9 @@ fn check_headers(field: &str, headers: &std::collections::BTreeMap<String, Strin
         "te",
         "trailer",
         "proxy-connection",
+        // Request identity: every attempt carries its own.
+        "x-stormrig-request",
+        "x-stormrig-attempt",
     ];
     if headers.len() > limits::MAX_HEADERS {
         return refuse(
@@ -217,7 +220,7 @@ fn check_headers(field: &str, headers: &std::collections::BTreeMap<String, Strin
             return refuse(at, format!("`{name}` is not a valid header name"));
         }
         let lower = name.to_ascii_lowercase();
-        if RESERVED.contains(&lower.as_str()) || lower.starts_with("x-stormrig-") {
+        if RESERVED.contains(&lower.as_str()) {
             return refuse(
                 at,
                 format!(

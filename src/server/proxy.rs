@@ -320,20 +320,7 @@ pub fn parse_faults_file(path: &Path) -> Result<Vec<Fault>, ScenarioError> {
 
 /// [`parse_faults_file`] on text already read.
 pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError> {
-    let map = SourceMap::new(text);
-    let file: FaultsFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| map.line_at(s.start)).unwrap_or(1);
-        let field = e
-            .span()
-            .and_then(|s| map.path_covering(s))
-            .map(str::to_string);
-        ScenarioError::new(
-            path,
-            Some(line),
-            field,
-            ErrorKind::Invalid(e.message().trim().to_string()),
-        )
-    })?;
+    let (file, map): (FaultsFile, SourceMap) = crate::scenario::load::deserialize(path, text)?;
     if file.faults.len() > crate::scenario::limits::MAX_FAULTS {
         return Err(ScenarioError::new(
             path,
