@@ -656,7 +656,19 @@ fn finish(
     gates: &[report::gates::Gate],
     aborted: bool,
 ) -> Result<Exit, AppError> {
-    let verdicts = report::gates::evaluate(gates, result);
+    // An interrupted simulation holds the configs it reached: gates on the others have
+    // nothing to judge (they were checked against the plan before the run).
+    let reached: Vec<report::gates::Gate> = gates
+        .iter()
+        .filter(|g| match &g.selector {
+            report::gates::Selector::Config(name) => {
+                !result.partial || result.configs.iter().any(|c| &c.name == name)
+            }
+            report::gates::Selector::All => true,
+        })
+        .cloned()
+        .collect();
+    let verdicts = report::gates::evaluate(&reached, result);
     let (verdicts, gate_error) = match verdicts {
         Ok(v) => (v, None),
         Err(e) => (Vec::new(), Some(e)),
@@ -675,7 +687,9 @@ fn finish(
     }
     println!("reports: {}", dir.display());
     if let Some(e) = gate_error {
-        return Err(AppError::bad(e));
+        // Gates were checked against the plan before the run; the run happened, so this is
+        // not "bad input, nothing ran".
+        return Err(AppError::failed(e));
     }
     if result.partial && !aborted {
         eprintln!("stormrig: the run was interrupted; the reports are marked partial");
