@@ -7,7 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::process::{bin, tmp_dir, write};
+use support::process::{bin, cost, tmp_dir, write, Cost};
 
 /// A small valid scenario whose `[load]` body and extra config lines can be swapped.
 fn scenario(load: &str, config: &str, top: &str) -> String {
@@ -16,21 +16,11 @@ fn scenario(load: &str, config: &str, top: &str) -> String {
     )
 }
 
-struct Checked {
-    code: i32,
-    stderr: String,
-    wall: Duration,
-}
-
-fn check(dir: &std::path::Path, text: &str) -> Checked {
+fn check(dir: &std::path::Path, text: &str) -> Cost {
     let p = write(dir, "s.toml", text);
-    let t = Instant::now();
-    let out = bin().arg("check").arg(&p).output().unwrap();
-    Checked {
-        code: out.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        wall: t.elapsed(),
-    }
+    let mut cmd = bin();
+    cmd.arg("check").arg(&p);
+    cost(cmd)
 }
 
 /// Refused with exit 2 and `file:line: field: ...` naming `field`, and mentioning `words`.
@@ -258,10 +248,7 @@ fn check_is_linear_in_file_size() {
     // 200,000 comment lines before a valid file: accepted.
     let padded = format!("{}{text}", "# pad\n".repeat(200_000));
     for (what, body, code) in [("200k keys", big, 2), ("200k lines", padded, 0)] {
-        let p = write(&dir, "s.toml", &body);
-        let mut cmd = bin();
-        cmd.arg("check").arg(&p);
-        let c = support::process::cost(cmd);
+        let c = check(&dir, &body);
         eprintln!("check of {what}: {:?} CPU, {:?} wall", c.cpu, c.wall);
         assert_eq!(c.code, code, "{what}: {}", c.stderr);
         if code == 2 {

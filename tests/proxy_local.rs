@@ -459,9 +459,8 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
     let mut raw = TcpStream::connect(a).await.unwrap();
     raw.write_all(
         format!(
-            "POST /_stormrig/faults/start HTTP/1.1\r\nhost: rebound.example:{}\r\n{bearer_line}\r\ncontent-length: 0\r\n\r\n",
-            a.port(),
-            bearer_line = format!("authorization: {bearer}")
+            "POST /_stormrig/faults/start HTTP/1.1\r\nhost: rebound.example:{}\r\nauthorization: {bearer}\r\ncontent-length: 0\r\n\r\n",
+            a.port()
         )
         .as_bytes(),
     )
