@@ -128,7 +128,7 @@ fn one_duration_grammar_everywhere() {
             "",
         ),
         "configs[0]",
-        "missing unit",
+        "no unit",
     );
 }
 

@@ -63,7 +63,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, PolicyError> {
         let (unit, after) = after.split_at(ulen);
         if unit.is_empty() {
             return Err(err(
-                "missing unit; write e.g. \"10s\" or \"250ms\" (units: ns, us, ms, s, m, h)",
+                "no unit; write e.g. \"10s\" or \"250ms\" (units: ns, us, ms, s, m, h)",
             ));
         }
         let Some(&(_, scale)) = UNITS.iter().find(|(u, _)| *u == unit) else {

@@ -637,6 +637,31 @@ fn check_window(p: &str, f: &FaultSection, duration: Duration) -> Checked<()> {
     Ok(())
 }
 
+/// Refuses any optional field of fault `f` that its kind does not take (`takes` names the
+/// ones it does; `kind_desc` and `takes_desc` word the message).
+fn takes_only(
+    p: &str,
+    f: &FaultSection,
+    kind_desc: &str,
+    takes_desc: &str,
+    takes: &[&str],
+) -> Checked<()> {
+    let set = [
+        ("probability", f.probability.is_some()),
+        ("path", f.path.is_some()),
+        ("status", f.status.is_some()),
+        ("retry_after", f.retry_after.is_some()),
+        ("error_code", f.error_code.is_some()),
+        ("add", f.add.is_some()),
+        ("concurrency", f.concurrency.is_some()),
+    ];
+    let others: Vec<(&str, bool)> = set
+        .into_iter()
+        .filter(|(name, _)| !takes.contains(name))
+        .collect();
+    forbid(kind_desc, takes_desc, &others, p)
+}
+
 fn check_status(p: &str, s: u16) -> Checked<()> {
     if !(100..=599).contains(&s) {
         return refuse(format!("{p}.status"), format!("{s} is outside [100, 599]"));
@@ -645,14 +670,12 @@ fn check_status(p: &str, s: u16) -> Checked<()> {
 }
 
 fn status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
-    forbid(
+    takes_only(
+        p,
+        f,
         "a status fault",
         "`status`, `retry_after` and `error_code`",
-        &[
-            ("add", f.add.is_some()),
-            ("concurrency", f.concurrency.is_some()),
-        ],
-        p,
+        &["probability", "path", "status", "retry_after", "error_code"],
     )?;
     let status = require(
         format!("{p}.status"),
@@ -682,16 +705,12 @@ fn status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
 }
 
 fn latency_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
-    forbid(
+    takes_only(
+        p,
+        f,
         "a latency fault",
         "`add`",
-        &[
-            ("status", f.status.is_some()),
-            ("retry_after", f.retry_after.is_some()),
-            ("error_code", f.error_code.is_some()),
-            ("concurrency", f.concurrency.is_some()),
-        ],
-        p,
+        &["probability", "path", "add"],
     )?;
     let add = require(
         format!("{p}.add"),
@@ -704,17 +723,12 @@ fn latency_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
 
 /// `reset` and `hang`: they act on the connection and take no settings.
 fn connection_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
-    forbid(
+    takes_only(
+        p,
+        f,
         &format!("a {} fault", f.kind),
         "only `at`, `for`, `path` and `probability`",
-        &[
-            ("status", f.status.is_some()),
-            ("retry_after", f.retry_after.is_some()),
-            ("error_code", f.error_code.is_some()),
-            ("add", f.add.is_some()),
-            ("concurrency", f.concurrency.is_some()),
-        ],
-        p,
+        &["probability", "path"],
     )?;
     Ok(if f.kind == "reset" {
         FaultKind::Reset
@@ -724,18 +738,12 @@ fn connection_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
 }
 
 fn capacity_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
-    forbid(
+    takes_only(
+        p,
+        f,
         "a capacity fault",
         "`concurrency` (it changes the target, not single requests)",
-        &[
-            ("probability", f.probability.is_some()),
-            ("path", f.path.is_some()),
-            ("status", f.status.is_some()),
-            ("retry_after", f.retry_after.is_some()),
-            ("error_code", f.error_code.is_some()),
-            ("add", f.add.is_some()),
-        ],
-        p,
+        &["concurrency"],
     )?;
     let field = format!("{p}.concurrency");
     let c = require(
@@ -751,16 +759,12 @@ fn capacity_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
 }
 
 fn lost_response_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
-    forbid(
+    takes_only(
+        p,
+        f,
         "a lost-response fault",
         "an optional `status`",
-        &[
-            ("retry_after", f.retry_after.is_some()),
-            ("error_code", f.error_code.is_some()),
-            ("add", f.add.is_some()),
-            ("concurrency", f.concurrency.is_some()),
-        ],
-        p,
+        &["probability", "path", "status"],
     )?;
     if let Some(s) = f.status {
         check_status(p, s)?;
