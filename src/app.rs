@@ -43,15 +43,38 @@ impl AppError {
     fn bad(message: impl ToString) -> Self {
         AppError {
             exit: Exit::BadInput,
-            message: message.to_string(),
+            message: printable(&message.to_string()),
         }
     }
     fn failed(message: impl ToString) -> Self {
         AppError {
             exit: Exit::RunFailed,
-            message: message.to_string(),
+            message: printable(&message.to_string()),
         }
     }
+}
+
+/// `text` safe to print on a terminal: control characters (ESC, BEL, CR, ...) and the
+/// Unicode controls that reorder or hide text are shown escaped (`\u{1b}`), so a scenario
+/// file cannot retitle, recolour or rewrite the terminal of whoever checks it. Line breaks
+/// between the lines of a message are kept.
+pub fn printable(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !text.chars().any(hidden) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Runs a parsed command line.
@@ -72,12 +95,14 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             faults,
             seed,
             allow_remote,
+            control_token,
         } => proxy(
             listen,
             &upstream,
             faults.as_deref(),
             seed,
             allow_remote.as_deref(),
+            control_token,
         ),
         Command::Bench(b) => bench(b),
         Command::Presets => {
@@ -105,7 +130,7 @@ fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
         gates_of(&plan, &[])?;
         println!(
             "{}: ok ({} configs, {} faults, {} s)",
-            p.display(),
+            printable(&p.display().to_string()),
             plan.configs.len(),
             plan.scenario.faults.len(),
             plan.scenario.duration.as_secs_f64()
@@ -139,8 +164,16 @@ fn proxy(
     faults: Option<&Path>,
     seed: u64,
     allow_remote: Option<&str>,
+    control_token: Option<String>,
 ) -> Result<Exit, AppError> {
     use crate::server::proxy;
+    if let Some(t) = &control_token {
+        if t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(AppError::bad(
+                "--control-token: use at least 16 printable characters without spaces",
+            ));
+        }
+    }
     use std::net::ToSocketAddrs;
     if !listen.ip().is_loopback() {
         return Err(AppError::bad(format!(
@@ -150,11 +183,18 @@ fn proxy(
     let (host, port) = crate::scenario::validate::parse_url(upstream)
         .map_err(|e| AppError::bad(format!("--upstream {upstream}: {e}")))?;
     proxy::check_loopback(&host, allow_remote).map_err(AppError::bad)?;
-    let upstream_addr = (host.as_str(), port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| AppError::bad(format!("--upstream {upstream}: resolves to no address")))?;
+    // Loopback and numeric hosts are connected to as read, never through a resolver; only a
+    // name the user allowed with --allow-remote is looked up.
+    let upstream_addr = match crate::scenario::host::Host::parse(&host).literal() {
+        Some(ip) => std::net::SocketAddr::new(ip, port),
+        None => (host.as_str(), port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                AppError::bad(format!("--upstream {upstream}: resolves to no address"))
+            })?,
+    };
     let faults = match faults {
         Some(p) => proxy::parse_faults_file(p).map_err(AppError::bad)?,
         None => Vec::new(),
@@ -164,14 +204,19 @@ fn proxy(
         .build()
         .map_err(AppError::failed)?;
     rt.block_on(async {
-        let server = proxy::serve_standalone(listen, upstream_addr, faults, seed)
+        let options = proxy::ProxyOptions {
+            control_token,
+            ..proxy::ProxyOptions::default()
+        };
+        let server = proxy::serve_standalone_with(listen, upstream_addr, faults, seed, options)
             .await
             .map_err(AppError::failed)?;
         eprintln!(
-            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics",
+            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics, each with `Authorization: Bearer {}`",
             server.addr(),
             server.control_addr(),
-            server.control_addr()
+            server.control_addr(),
+            server.control_token()
         );
         shutdown_signal().await;
         let stats = server.shutdown().await;
@@ -248,14 +293,90 @@ fn diff(baseline: &Path, run: &Path, tolerance: &[String], force: bool) -> Resul
     })
 }
 
-/// Scenario gates plus command-line gates, parsed (a malformed gate is bad input).
+/// Scenario gates plus command-line gates, parsed and checked against the configs and
+/// figures the run will have (a malformed gate, an unknown config or an unknown figure is
+/// bad input, refused before any load). A scenario gate's error names its file and line.
 fn gates_of(plan: &Plan, extra: &[String]) -> Result<Vec<report::gates::Gate>, AppError> {
-    plan.scenario
-        .gates
+    let shape = blank_result(plan);
+    let sc = &plan.scenario;
+    let located = |i: usize, e: report::gates::GateError| {
+        let field = format!("gates[{i}]");
+        let line = crate::scenario::load::read_text(&sc.path)
+            .ok()
+            .and_then(|text| crate::scenario::locate(&text, &field))
+            .unwrap_or(1);
+        AppError::bad(format!("{}:{line}: {field}: {e}", sc.path.display()))
+    };
+    let mut gates = Vec::with_capacity(sc.gates.len() + extra.len());
+    for (i, text) in sc.gates.iter().enumerate() {
+        let g = report::gates::parse(text).map_err(|e| located(i, e))?;
+        report::gates::evaluate(std::slice::from_ref(&g), &shape).map_err(|e| located(i, e))?;
+        gates.push(g);
+    }
+    for text in extra {
+        let g = report::gates::parse(text).map_err(|e| AppError::bad(format!("--gate: {e}")))?;
+        report::gates::evaluate(std::slice::from_ref(&g), &shape)
+            .map_err(|e| AppError::bad(format!("--gate: {e}")))?;
+        gates.push(g);
+    }
+    Ok(gates)
+}
+
+/// A result of the plan's shape with every count zero: the configs, figures and layers the
+/// run will report, for checking gates before the run.
+fn blank_result(plan: &Plan) -> RunResult {
+    use crate::metrics::{summarize, Engine, Recorder, RunShape, TargetStats};
+    let sc = &plan.scenario;
+    let shape = RunShape {
+        load_duration: sc.duration,
+        faults: &[],
+    };
+    let configs = plan
+        .configs
         .iter()
-        .chain(extra)
-        .map(|g| report::gates::parse(g).map_err(AppError::bad))
-        .collect()
+        .map(|c| {
+            let (mut summary, _) = summarize(
+                &c.name,
+                serde_json::to_value(&c.config).unwrap_or_default(),
+                Some(1.0),
+                &Recorder::new(),
+                &TargetStats::default(),
+                &shape,
+            );
+            if !plan.layers.is_empty() {
+                summary.topology_bound = Some(1.0);
+                let hop = |name: &str, max_attempts| {
+                    live::layer::layer_summary(name, 0, 0, 0, 0, 0, 0, max_attempts)
+                };
+                summary.layers.push(hop("client", c.config.max_attempts));
+                for l in &plan.layers {
+                    summary.layers.push(hop(&l.name, l.config.max_attempts));
+                }
+            }
+            summary
+        })
+        .collect();
+    RunResult {
+        scenario: sc.name.clone(),
+        description: String::new(),
+        seed: sc.seed,
+        engine: Engine::Sim,
+        partial: false,
+        duration_s: sc.duration.as_secs_f64(),
+        stormrig_version: String::new(),
+        faults: Vec::new(),
+        configs,
+        gates: Vec::new(),
+        timeline: Vec::new(),
+    }
+}
+
+/// Refuses planned work that the command-line overrides (`--only`, `--duration`,
+/// `--scale`) took past the scenario's ceilings, naming the scenario file.
+fn check_work(plan: &Plan, scale: f64) -> Result<(), AppError> {
+    let sc = &plan.scenario;
+    crate::scenario::validate::check_work(&sc.load, sc.duration, plan.configs.len(), scale)
+        .map_err(|r| AppError::bad(format!("{}: {}: {}", sc.path.display(), r.field, r.message)))
 }
 
 /// Applies the command-line overrides shared by `run` and `sim`.
@@ -292,22 +413,38 @@ fn out_dir(common: &CommonArgs, scenario: &str) -> PathBuf {
     })
 }
 
+/// Panics anywhere in the process since [`count_panics`] was called.
+static PANICS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts every panic (and still prints it): a request task that panicked left its counts
+/// incomplete, so the run must not pass as if it were whole.
+fn count_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        previous(info);
+    }));
+}
+
 fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let mut plan = prepare(&args.common)?;
     if let Some(d) = &args.duration {
         let d = duration::parse(d).map_err(|e| AppError::bad(format!("--duration: {e}")))?;
+        crate::scenario::validate::check_duration("--duration", d)
+            .map_err(|r| AppError::bad(format!("{}: {}", r.field, r.message)))?;
         plan.scenario.faults.retain(|f| f.at < d);
         plan.scenario.duration = d;
     }
+    check_work(&plan, 1.0)?;
     let gates = gates_of(&plan, &args.common.gates)?;
     let dir = out_dir(&args.common, &plan.scenario.name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
+    files::prepare_dir(&dir).map_err(AppError::failed)?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(AppError::failed)?;
+    count_panics();
     let opts = live::RunOptions {
         attempt_log: args.common.attempt_log,
         progress: !args.common.quiet,
@@ -336,6 +473,9 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     }
     let aborted = output.aborted;
     let mut result = output.result;
+    if let Some(warning) = local_resource_warning(&result) {
+        eprintln!("{warning}");
+    }
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
     }
@@ -344,15 +484,33 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             "stormrig: a gate could no longer pass; the run was stopped early (--abort-on-fail)"
         );
     }
-    finish(&dir, &mut result, &gates, aborted)
+    let panics = PANICS.load(std::sync::atomic::Ordering::SeqCst);
+    if panics > 0 {
+        result.partial = true;
+    }
+    let exit = finish(&dir, &mut result, &gates, aborted)?;
+    if panics > 0 {
+        return Err(AppError::failed(format!(
+            "{panics} task(s) panicked during the run; its counts are incomplete (reports marked partial)"
+        )));
+    }
+    Ok(exit)
 }
 
 fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
     let plan = prepare(&args.common)?;
+    if !args.scale.is_finite() || args.scale <= 0.0 {
+        return Err(AppError::bad(format!(
+            "--scale {}: must be a finite number above 0",
+            args.scale
+        )));
+    }
+    check_work(&plan, args.scale)?;
     let gates = gates_of(&plan, &args.common.gates)?;
     let opts = crate::sim::SimOptions {
         scale: args.scale,
         attempt_log: args.common.attempt_log,
+        stop: Some(signal_flag()?),
     };
     let wall = std::time::Instant::now();
     let output = crate::sim::run(&plan, &opts).map_err(AppError::bad)?;
@@ -369,13 +527,38 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
     );
     // Only now that there is a result to write does the run directory appear.
     let dir = out_dir(&args.common, &plan.scenario.name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| AppError::failed(format!("{}: {e}", dir.display())))?;
+    files::prepare_dir(&dir).map_err(AppError::failed)?;
     let mut result = output.result;
     if args.common.attempt_log {
         write_attempts(&dir, &output.attempts)?;
     }
     finish(&dir, &mut result, &gates, false)
+}
+
+/// One line naming the cause when attempts failed on this machine's own limits (file
+/// descriptors, local ports, buffers): such failures are the generator's, not the target's,
+/// and every figure of the run is then suspect.
+fn local_resource_warning(result: &RunResult) -> Option<String> {
+    let label = crate::policy::AttemptLabel::LocalResource.as_str();
+    let n: u64 = result
+        .configs
+        .iter()
+        .filter_map(|c| c.attempts_by_outcome.get(label))
+        .sum();
+    (n > 0).then(|| {
+        format!(
+            "stormrig: warning: {n} attempts failed on this machine, not at the target ({label}: too many open \
+             files, or no free local port or buffer); open-file limit (ulimit -n) {}: raise it or lower the load",
+            open_files_limit().unwrap_or_else(|| "unknown".into())
+        )
+    })
+}
+
+/// The soft limit on open files, as `/proc/self/limits` states it.
+fn open_files_limit() -> Option<String> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3).map(str::to_string)
 }
 
 /// `--abort-on-fail`: true as soon as a gate on a count that can only grow is already
@@ -400,6 +583,45 @@ fn abort_check(gates: Vec<report::gates::Gate>) -> live::AbortCheck {
                     .is_some_and(|(_, v)| can_no_longer_pass(g, *v))
         })
     })
+}
+
+/// A flag that SIGINT or SIGTERM turns true, for work that runs without tokio (the
+/// simulator). The handlers are in place when this returns, so a signal from then on stops
+/// the work (which writes partial reports) instead of killing the process.
+fn signal_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, AppError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(AppError::failed)?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let set = std::sync::Arc::clone(&flag);
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let mut stopped = Box::pin(shutdown_signal());
+                // Polled once, the handlers are registered; then say so and wait.
+                let already = poll_once(stopped.as_mut()).await;
+                let _ = ready_tx.send(());
+                if !already {
+                    stopped.await;
+                }
+                set.store(true, Ordering::SeqCst);
+            })
+        })
+        .map_err(AppError::failed)?;
+    let _ = ready_rx.recv();
+    Ok(flag)
+}
+
+/// Polls `fut` once (to run its set-up) without waiting for it; true if it completed.
+async fn poll_once<F: std::future::Future + Unpin>(mut fut: F) -> bool {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(std::pin::Pin::new(&mut fut).poll(cx).is_ready())
+    })
+    .await
 }
 
 /// Waits for SIGINT or SIGTERM.
@@ -445,24 +667,40 @@ fn finish(
     gates: &[report::gates::Gate],
     aborted: bool,
 ) -> Result<Exit, AppError> {
-    let verdicts = report::gates::evaluate(gates, result);
+    // An interrupted simulation holds the configs it reached: gates on the others have
+    // nothing to judge (they were checked against the plan before the run).
+    let reached: Vec<report::gates::Gate> = gates
+        .iter()
+        .filter(|g| match &g.selector {
+            report::gates::Selector::Config(name) => {
+                !result.partial || result.configs.iter().any(|c| &c.name == name)
+            }
+            report::gates::Selector::All => true,
+        })
+        .cloned()
+        .collect();
+    let verdicts = report::gates::evaluate(&reached, result);
     let (verdicts, gate_error) = match verdicts {
         Ok(v) => (v, None),
         Err(e) => (Vec::new(), Some(e)),
     };
     result.gates = verdicts;
-    files::write_data(dir, result).map_err(AppError::failed)?;
+    files::write_tables(dir, result).map_err(AppError::failed)?;
     report::html::write(dir, result, None).map_err(AppError::failed)?;
     if !gates.is_empty() {
         report::junit::write(dir, result).map_err(AppError::failed)?;
     }
+    // Last: its presence marks the directory as a finished run.
+    files::write_summary(dir, result).map_err(AppError::failed)?;
     print!("{}", report::text::summary(result));
     if !result.gates.is_empty() {
         print!("{}", report::gates::verdict_table(&result.gates));
     }
     println!("reports: {}", dir.display());
     if let Some(e) = gate_error {
-        return Err(AppError::bad(e));
+        // Gates were checked against the plan before the run; the run happened, so this is
+        // not "bad input, nothing ran".
+        return Err(AppError::failed(e));
     }
     if result.partial && !aborted {
         eprintln!("stormrig: the run was interrupted; the reports are marked partial");

@@ -60,6 +60,10 @@ pub enum Command {
         /// Allow this non-loopback upstream host explicitly.
         #[arg(long)]
         allow_remote: Option<String>,
+        /// The token control requests must carry (`Authorization: Bearer TOKEN`); default:
+        /// a random one, printed at start.
+        #[arg(long)]
+        control_token: Option<String>,
     },
     /// Benchmarks to compare stormrig with peer tools (wrk, oha, nginx); loopback only,
     /// bounded in time, `key=value` output (see tests/bench/peers.sh).

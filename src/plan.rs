@@ -57,11 +57,12 @@ pub fn pass_through(layer: &str) -> RetryConfig {
 
 /// Resolves every config of `scenario`; `text` is the scenario file's text (for lines).
 pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
+    let map = Lines::new(text);
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
         let config = resolve(
             &scenario.path,
-            text,
+            &map,
             &entry.table,
             &entry.name,
             &entry.field_path,
@@ -78,9 +79,9 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             None => (pass_through(&l.name), true),
             Some(table) => {
                 let path = format!("topology[{i}].config");
-                let line = scenario::locate(text, &path).unwrap_or(1);
+                let line = map.line(&path).unwrap_or(1);
                 (
-                    resolve(&scenario.path, text, table, &l.name, &path, line)?,
+                    resolve(&scenario.path, &map, table, &l.name, &path, line)?,
                     false,
                 )
             }
@@ -105,7 +106,7 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
 /// `field_path`; a table without a `name` is named `default_name`.
 fn resolve(
     file: &Path,
-    text: &str,
+    map: &Lines<'_>,
     table: &toml::Table,
     default_name: &str,
     field_path: &str,
@@ -119,7 +120,7 @@ fn resolve(
         };
         PlanError {
             file: file.to_path_buf(),
-            line: scenario::locate(text, &full).unwrap_or(line),
+            line: map.line(&full).unwrap_or(line),
             field: full,
             message,
         }
@@ -190,6 +191,28 @@ pub fn topology_bounds(
     (bound, worst)
 }
 
+/// The lines of a scenario's fields, indexed on first use: only an error or a topology layer
+/// needs one, and the index is built once however many are looked up.
+struct Lines<'a> {
+    text: &'a str,
+    map: std::cell::OnceCell<scenario::source::SourceMap>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        Lines {
+            text,
+            map: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn line(&self, path: &str) -> Option<usize> {
+        self.map
+            .get_or_init(|| scenario::source::SourceMap::new(self.text))
+            .line(path)
+    }
+}
+
 /// The key serde named in an "unknown field `x`" message, so the error can point at it.
 fn unknown_field(msg: &str) -> Option<String> {
     let rest = msg.strip_prefix("unknown field `")?;
@@ -207,8 +230,7 @@ pub enum LoadError {
 
 /// Loads and plans a scenario file in one step.
 pub fn load(path: &Path) -> Result<Plan, LoadError> {
-    let scenario = scenario::load(path)?;
-    // The loader read it already; a failure now only costs the precise line.
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = scenario::load::read_text(path)?;
+    let scenario = scenario::parse(path, &text)?;
     Ok(build(scenario, &text)?)
 }

@@ -164,6 +164,7 @@ async fn upstream_that_never_answers_is_504_after_the_timeout() {
     });
     let options = ProxyOptions {
         upstream_timeout: ms(300),
+        ..ProxyOptions::default()
     };
     let proxy = start_proxy_with(local(), upstream, config(vec![]), Instant::now(), options)
         .await
@@ -375,6 +376,8 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
         .unwrap();
     let a = proxy.addr();
     assert_eq!(proxy.control_addr(), a);
+    let bearer = format!("Bearer {}", proxy.control_token());
+    let auth: &[(&str, &str)] = &[("authorization", bearer.as_str())];
 
     let mut id = 0;
     let mut round = |expect: StatusCode| {
@@ -389,26 +392,26 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
     };
     round(StatusCode::OK).await; // faults are off until started
 
-    let (st, _, body) = send(a, "POST", "/_stormrig/faults/start", 0, 1, &[])
+    let (st, _, body) = send(a, "POST", "/_stormrig/faults/start", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::OK, "{body:?}");
     round(StatusCode::SERVICE_UNAVAILABLE).await;
 
-    let (st, _, _) = send(a, "POST", "/_stormrig/faults/stop", 0, 1, &[])
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/stop", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::OK);
     round(StatusCode::OK).await;
 
-    let (st, _, _) = send(a, "GET", "/_stormrig/faults/start", 0, 1, &[])
+    let (st, _, _) = send(a, "GET", "/_stormrig/faults/start", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED);
-    let (st, _, _) = send(a, "GET", "/_stormrig/nope", 0, 1, &[]).await.unwrap();
+    let (st, _, _) = send(a, "GET", "/_stormrig/nope", 0, 1, auth).await.unwrap();
     assert_eq!(st, StatusCode::NOT_FOUND);
 
-    let (st, h, body) = send(a, "GET", "/_stormrig/metrics", 0, 1, &[])
+    let (st, h, body) = send(a, "GET", "/_stormrig/metrics", 0, 1, auth)
         .await
         .unwrap();
     assert_eq!(st, StatusCode::OK);
@@ -434,6 +437,41 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
     assert_eq!(metric(&m, "stormrig_proxy_resets_total"), 0.0);
     assert_eq!(metric(&m, "stormrig_proxy_hangs_total"), 0.0);
 
+    // Without the token, from a page (Origin) or under another name (DNS rebinding): refused,
+    // and the faults stay off.
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/start", 0, 1, &[])
+        .await
+        .unwrap();
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let wrong: &[(&str, &str)] = &[("authorization", "Bearer 0123456789abcdef0123456789abcdef")];
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/start", 0, 1, wrong)
+        .await
+        .unwrap();
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let page: &[(&str, &str)] = &[
+        ("authorization", bearer.as_str()),
+        ("origin", "http://evil.example"),
+        ("content-type", "text/plain"),
+    ];
+    let (st, _, _) = send(a, "POST", "/_stormrig/faults/start", 0, 1, page)
+        .await
+        .unwrap();
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let mut raw = TcpStream::connect(a).await.unwrap();
+    raw.write_all(
+        format!(
+            "POST /_stormrig/faults/start HTTP/1.1\r\nhost: rebound.example:{}\r\nauthorization: {bearer}\r\ncontent-length: 0\r\n\r\n",
+            a.port()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut head = [0u8; 12];
+    raw.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 403");
+    round(StatusCode::OK).await;
+
     // /metrics is not reserved: it goes to the upstream.
     let (st, _, body) = send(a, "GET", "/metrics", 99, 1, &[]).await.unwrap();
     assert_eq!(st, StatusCode::OK);
@@ -451,7 +489,9 @@ fn loopback_check_refuses_remote_hosts_unless_named() {
         "127.3.2.1",
         "localhost",
         "LOCALHOST",
-        "app.localhost",
+        "0x7f000001",
+        "2130706433",
+        "127.1",
         "::1",
         "[::1]",
         "::ffff:127.0.0.1",
@@ -465,6 +505,10 @@ fn loopback_check_refuses_remote_hosts_unless_named() {
         "192.168.1.1",
         "::",
         "localhost.example.com",
+        // Only the exact name: a resolver may send any other name anywhere.
+        "app.localhost",
+        "evil.localhost",
+        "0x0a000001",
     ] {
         let e = check_loopback(remote, None).unwrap_err();
         assert!(matches!(e, TargetError::Remote { .. }), "{remote}");

@@ -74,6 +74,7 @@ fn scale_multiplies_rate_and_capacity() {
         &SimOptions {
             scale: 10.0,
             attempt_log: false,
+            ..SimOptions::default()
         },
     )
     .unwrap()
@@ -85,7 +86,8 @@ fn scale_multiplies_rate_and_capacity() {
             &p,
             &SimOptions {
                 scale: 0.0,
-                attempt_log: false
+                attempt_log: false,
+                ..SimOptions::default()
             }
         ),
         Err(SimError::Scale(_))
@@ -101,6 +103,7 @@ fn attempt_log_has_one_row_per_attempt() {
         &SimOptions {
             scale: 1.0,
             attempt_log: true,
+            ..SimOptions::default()
         },
     )
     .unwrap();

@@ -91,6 +91,7 @@ pub fn run(scale: f64) -> Result<SimBenchReport, SimBenchError> {
     let opts = SimOptions {
         scale,
         attempt_log: false,
+        ..SimOptions::default()
     };
     let cpu0 = thread_cpu();
     let start = Instant::now();

@@ -135,6 +135,7 @@ impl HttpClient {
                 Ok(Err(e)) if e.kind() == io::ErrorKind::TimedOut => {
                     return Err(TransportError::ConnectTimeout)
                 }
+                Ok(Err(e)) if is_local_resource(&e) => return Err(TransportError::LocalResource),
                 Ok(Err(_)) => return Err(TransportError::ConnectRefused),
                 Ok(Ok(s)) => s,
             };
@@ -239,7 +240,7 @@ pub async fn send(
             },
         };
         let (parts, body) = resp.into_parts();
-        let body = body.collect().await.map_err(|e| classify(&e))?.to_bytes();
+        let body = read_bounded(body).await.map_err(|e| classify(&e))?;
         // Back to the idle list before the slot is released (when `lease` drops), so an
         // attempt waiting for the slot finds this connection instead of dialling.
         client.put_idle(lease.sender);
@@ -260,6 +261,32 @@ pub async fn send(
     result.unwrap_or_else(Reply::Failed)
 }
 
+/// The most of one response body the client keeps (the first bytes, where error codes are);
+/// the rest is read and dropped, so the attempt still ends when the response does while
+/// memory per attempt stays bounded, whatever the server sends.
+pub const MAX_KEPT_BODY: usize = 8 << 20;
+
+/// Reads `body` to its end, keeping its first [`MAX_KEPT_BODY`] bytes.
+async fn read_bounded(mut body: hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
+    let mut kept = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            let room = MAX_KEPT_BODY.saturating_sub(kept.len());
+            kept.extend_from_slice(&data[..data.len().min(room)]);
+        }
+    }
+    Ok(kept.freeze())
+}
+
+/// True when the kernel refused for lack of a local resource (file descriptors, a local
+/// address or port, buffer space) rather than because of anything the target did.
+pub fn is_local_resource(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS)
+    ) || e.kind() == io::ErrorKind::AddrNotAvailable
+}
+
 /// Maps an error chain from hyper, hyper-util or the kernel onto a transport error kind.
 ///
 /// Connection refused and connect timeouts are told apart because they prove the request
@@ -273,6 +300,9 @@ pub fn classify(err: &(dyn StdError + 'static)) -> TransportError {
             connect |= le.is_connect();
         }
         if let Some(io) = e.downcast_ref::<io::Error>() {
+            if is_local_resource(io) {
+                return TransportError::LocalResource;
+            }
             match io.kind() {
                 io::ErrorKind::ConnectionRefused => return TransportError::ConnectRefused,
                 io::ErrorKind::TimedOut if connect => return TransportError::ConnectTimeout,

@@ -50,6 +50,7 @@ impl Label for GiveUpReason {
             GiveUpReason::CostCap => "cost-cap",
             GiveUpReason::NotIdempotent => "not-idempotent",
             GiveUpReason::ServerPushback => "server-pushback",
+            GiveUpReason::LocalResource => "local-resource",
         }
     }
 }
@@ -139,14 +140,15 @@ mod tests {
                 CostCap => 5,
                 NotIdempotent => 6,
                 ServerPushback => 7,
+                LocalResource => 8,
             }
         }
         let listed: HashSet<usize> = <GiveUpReason as Label>::ALL
             .iter()
             .map(|r| arm(*r))
             .collect();
-        assert_eq!(listed.len(), 8);
-        assert_eq!(<GiveUpReason as Label>::ALL.len(), 8);
+        assert_eq!(listed.len(), 9);
+        assert_eq!(<GiveUpReason as Label>::ALL.len(), 9);
     }
 
     #[test]

@@ -94,11 +94,14 @@ pub enum GiveUpReason {
     NotIdempotent,
     /// The server said not to retry (negative/malformed `grpc-retry-pushback-ms`).
     ServerPushback,
+    /// The load generator's machine ran out of a local resource (see
+    /// [`OutcomeClass::LocalResource`]).
+    LocalResource,
 }
 
 impl GiveUpReason {
     /// Every reason, in the order of their slots.
-    pub const ALL: [GiveUpReason; 8] = [
+    pub const ALL: [GiveUpReason; 9] = [
         GiveUpReason::NonRetryable,
         GiveUpReason::MaxAttempts,
         GiveUpReason::Deadline,
@@ -107,6 +110,7 @@ impl GiveUpReason {
         GiveUpReason::CostCap,
         GiveUpReason::NotIdempotent,
         GiveUpReason::ServerPushback,
+        GiveUpReason::LocalResource,
     ];
 }
 
@@ -412,6 +416,10 @@ impl RetryClient {
         req.awaiting_outcome = false;
         self.release_slot(req);
         let c = self.config.retry_on.classify(outcome);
+        if c.class == OutcomeClass::LocalResource {
+            // Not the target's answer: no breaker, budget or backoff state learns from it.
+            return self.give_up(req, GiveUpReason::LocalResource, c.class);
+        }
         if let Some(br) = self.breaker.as_mut() {
             br.record(now.mono, c.class.is_retryable());
             self.collect_breaker_events();
@@ -425,7 +433,7 @@ impl RetryClient {
                 req.ended = Some(GiveUpReason::NonRetryable); // any later before_attempt refuses
                 return Decision::Success;
             }
-            OutcomeClass::NonRetryable => {
+            OutcomeClass::NonRetryable | OutcomeClass::LocalResource => {
                 return self.give_up(req, GiveUpReason::NonRetryable, c.class);
             }
             OutcomeClass::Transient | OutcomeClass::Throttling => {}

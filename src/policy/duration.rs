@@ -1,12 +1,15 @@
-//! Human duration strings (`"250ms"`, `"10s"`, `"1m"`, `"1.5s"`) and their serde helpers.
+//! Human duration strings, the one grammar of every duration in a scenario, a retry config,
+//! a target file and the command line.
 //!
 //! Config files are edited by people, so a bare number is refused: `timeout = 10` could mean
 //! seconds or milliseconds and that ambiguity has caused real outages. Negative values are
-//! refused too, with a message that says so rather than a generic parse error. The scenario
-//! loader reuses this module for its own durations.
+//! refused too, with a message that says so rather than a generic parse error.
 //!
-//! Accepted units: `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h`. The number may have a decimal
-//! part. Durations are serialized back in the largest unit that represents them exactly.
+//! Grammar: one or more terms `NUMBER UNIT`, optionally separated by spaces (`"250ms"`,
+//! `"1.5s"`, `"1m 30s"`, `"1h30m"`). NUMBER is decimal digits with an optional fractional
+//! part; UNIT is `ns`, `us` (or `µs`), `ms`, `s`, `m` (or `min`), `h`. Terms add up. The total
+//! is at most [`MAX_DURATION`]. Durations are serialized back in the largest unit that
+//! represents them exactly.
 
 use super::error::PolicyError;
 use std::time::Duration;
@@ -15,7 +18,19 @@ use std::time::Duration;
 /// far beyond any retry delay and would otherwise overflow `Duration` arithmetic.
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Parse a duration such as `"250ms"`, `"10s"`, `"1m"`, `"1.5s"`.
+/// The units of the grammar, with their length in nanoseconds.
+const UNITS: [(&str, u128); 8] = [
+    ("ns", 1),
+    ("us", 1_000),
+    ("µs", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("min", 60_000_000_000),
+    ("m", 60_000_000_000),
+    ("h", 3_600_000_000_000),
+];
+
+/// Parse a duration such as `"250ms"`, `"10s"`, `"1m 30s"`, `"1.5s"` (see the module docs).
 pub fn parse_duration(text: &str) -> Result<Duration, PolicyError> {
     let err = |reason: &str| PolicyError::InvalidDuration {
         value: text.to_string(),
@@ -28,47 +43,72 @@ pub fn parse_duration(text: &str) -> Result<Duration, PolicyError> {
     if s.starts_with('-') {
         return Err(err("negative durations are not allowed"));
     }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let unit = unit.trim();
-    if num.is_empty() {
-        return Err(err("missing number; write e.g. \"250ms\" or \"10s\""));
-    }
-    if unit.is_empty() {
-        return Err(err(
-            "missing unit; write e.g. \"10s\" or \"250ms\" (units: ns, us, ms, s, m, h)",
-        ));
-    }
-    let value: f64 = num.parse().map_err(|_| err("the number does not parse"))?;
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(err("unknown unit; use ns, us, ms, s, m or h")),
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs > MAX_DURATION.as_secs_f64() {
-        return Err(err("too large (the limit is one year)"));
-    }
-    // Integer inputs are converted exactly to avoid float rounding (e.g. "250ms").
-    if !num.contains('.') {
-        if let Ok(n) = num.parse::<u64>() {
-            return Ok(match unit {
-                "ns" => Duration::from_nanos(n),
-                "us" | "µs" => Duration::from_micros(n),
-                "ms" => Duration::from_millis(n),
-                "s" => Duration::from_secs(n),
-                "m" | "min" => Duration::from_secs(n * 60),
-                _ => Duration::from_secs(n * 3600),
-            });
+    let max_ns = MAX_DURATION.as_nanos();
+    let mut total: u128 = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, after) = rest.split_at(split);
+        if num.is_empty() {
+            return Err(err(
+                "expected a number before each unit; write e.g. \"250ms\" or \"1m 30s\"",
+            ));
         }
+        let after = after.trim_start();
+        let ulen = after
+            .find(|c: char| !c.is_alphabetic())
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(ulen);
+        if unit.is_empty() {
+            return Err(err(
+                "no unit; write e.g. \"10s\" or \"250ms\" (units: ns, us, ms, s, m, h)",
+            ));
+        }
+        let Some(&(_, scale)) = UNITS.iter().find(|(u, _)| *u == unit) else {
+            return Err(err("unknown unit; use ns, us, ms, s, m or h"));
+        };
+        total = total
+            .saturating_add(term_ns(num, scale).ok_or_else(|| err("the number does not parse"))?);
+        if total > max_ns {
+            return Err(err("too large (the limit is one year)"));
+        }
+        rest = after.trim_start();
     }
-    Ok(Duration::from_secs_f64(secs))
+    // Below one year, so the nanoseconds fit a u64.
+    Ok(Duration::from_nanos(total as u64))
+}
+
+/// `num` (digits with an optional fraction) times `scale` nanoseconds, exactly for integer
+/// inputs (so `"250ms"` is 250 000 000 ns, not a float's neighbour). `None` if it does not
+/// parse; saturates on overflow (the caller refuses the total).
+fn term_ns(num: &str, scale: u128) -> Option<u128> {
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num, ""),
+    };
+    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return None;
+    }
+    let whole: u128 = if int.is_empty() {
+        0
+    } else if int.len() > 30 {
+        u128::MAX
+    } else {
+        int.parse().ok()?
+    };
+    let mut ns = whole.saturating_mul(scale);
+    // The fraction, to the nanosecond (digits beyond a nanosecond are dropped).
+    let mut place = scale;
+    for d in frac.bytes() {
+        place /= 10;
+        if place == 0 {
+            break;
+        }
+        ns = ns.saturating_add(u128::from(d - b'0') * place);
+    }
+    Some(ns)
 }
 
 /// Format a duration in the largest unit that represents it exactly (`"250ms"`, `"10s"`).
@@ -152,11 +192,44 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
         assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("1m 30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(
+            parse_duration("37.5 s").unwrap(),
+            Duration::from_millis(37_500)
+        );
+        assert_eq!(parse_duration("1min").unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            parse_duration("0.25ms").unwrap(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            parse_duration("1s 500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_duration("365 h").unwrap(),
+            Duration::from_secs(365 * 3600)
+        );
     }
 
     #[test]
     fn refuses_negative_unitless_and_garbage() {
-        for bad in ["-1s", "10", "", "s", "10 parsecs", "1.2.3s", "99999999h"] {
+        for bad in [
+            "-1s",
+            "10",
+            "",
+            "s",
+            "10 parsecs",
+            "1.2.3s",
+            "99999999h",
+            "1m 30",
+            "5s -1s",
+            "1e3s",
+            "+5s",
+            ".s",
+            "1m 30s 8761h",
+        ] {
             let e = parse_duration(bad).unwrap_err();
             assert!(
                 matches!(e, PolicyError::InvalidDuration { .. }),

@@ -1,5 +1,5 @@
-//! Outcome classification: what one attempt produced becomes success, transient, throttling or
-//! non-retryable.
+//! Outcome classification: what one attempt produced becomes success, transient, throttling,
+//! non-retryable, or local-resource (the load generator's own machine failed it).
 //!
 //! Which statuses, error codes and transport failures are retryable is per config
 //! ([`RetryOn`]), because real clients disagree: AWS standard mode retries 500/502/503/504 but a
@@ -26,6 +26,10 @@ pub enum TransportError {
     PerTryTimeout,
     /// The peer spoke something that is not valid HTTP.
     Protocol,
+    /// The load generator's own machine refused the attempt before it left: no file
+    /// descriptor (EMFILE, ENFILE), no free local address or port (EADDRNOTAVAIL), no buffer
+    /// space (ENOBUFS). Says nothing about the target.
+    LocalResource,
 }
 
 impl TransportError {
@@ -34,7 +38,9 @@ impl TransportError {
     pub fn never_reached_server(&self) -> bool {
         matches!(
             self,
-            TransportError::ConnectRefused | TransportError::ConnectTimeout
+            TransportError::ConnectRefused
+                | TransportError::ConnectTimeout
+                | TransportError::LocalResource
         )
     }
 
@@ -102,6 +108,10 @@ pub enum OutcomeClass {
     Throttling,
     /// A failure that retrying cannot fix (most 4xx, unlisted statuses and transport kinds).
     NonRetryable,
+    /// The load generator ran out of a local resource (file descriptors, ports, buffers):
+    /// never retried (the target did not fail; a retry would only hit the same limit), and
+    /// counted apart so that the figures are not read as the target's doing.
+    LocalResource,
 }
 
 impl OutcomeClass {
@@ -212,6 +222,11 @@ impl RetryOn {
     /// otherwise non-retryable. Transport failures are transient when listed, else non-retryable.
     pub fn classify(&self, outcome: &AttemptOutcome<'_>) -> Classified {
         match outcome {
+            AttemptOutcome::Transport(TransportError::LocalResource) => Classified {
+                class: OutcomeClass::LocalResource,
+                timeout: false,
+                never_sent: true,
+            },
             AttemptOutcome::Transport(t) => Classified {
                 class: if self.transport.contains(t) {
                     OutcomeClass::Transient
@@ -253,16 +268,18 @@ pub enum AttemptLabel {
     Throttle,
     Timeout,
     ClientError,
+    LocalResource,
 }
 
 impl AttemptLabel {
     /// Every label, in the order of their slots.
-    pub const ALL: [AttemptLabel; 5] = [
+    pub const ALL: [AttemptLabel; 6] = [
         AttemptLabel::Ok,
         AttemptLabel::Transient,
         AttemptLabel::Throttle,
         AttemptLabel::Timeout,
         AttemptLabel::ClientError,
+        AttemptLabel::LocalResource,
     ];
 
     /// The name reports and the attempt log use.
@@ -273,11 +290,13 @@ impl AttemptLabel {
             AttemptLabel::Throttle => "throttle",
             AttemptLabel::Timeout => "timeout",
             AttemptLabel::ClientError => "client-error",
+            AttemptLabel::LocalResource => "local-resource",
         }
     }
 }
 
-/// Label of a *sent* attempt: `ok`, `transient`, `throttle`, `timeout`, `client-error`.
+/// Label of a *sent* attempt: `ok`, `transient`, `throttle`, `timeout`, `client-error`,
+/// `local-resource` (the generator's machine failed it).
 /// Connect, read and per-try timeouts are `timeout` whatever their class, so the log
 /// separates slow failures from fast ones; non-retryable outcomes are `client-error`.
 /// Attempts refused before sending (breaker, budget, deadline, cost) use [`REFUSED_LABEL`].
@@ -292,6 +311,7 @@ pub fn attempt_label(outcome: &AttemptOutcome<'_>, class: OutcomeClass) -> Attem
         OutcomeClass::Transient => AttemptLabel::Transient,
         OutcomeClass::Throttling => AttemptLabel::Throttle,
         OutcomeClass::NonRetryable => AttemptLabel::ClientError,
+        OutcomeClass::LocalResource => AttemptLabel::LocalResource,
     }
 }
 
@@ -367,6 +387,25 @@ mod tests {
         assert!(c.never_sent && !c.timeout);
         let p = r.classify(&AttemptOutcome::Transport(TransportError::Protocol));
         assert_eq!(p.class, OutcomeClass::NonRetryable);
+        // Never retried, whatever the config lists: the target did not fail.
+        let everything = RetryOn {
+            transport: vec![TransportError::LocalResource, TransportError::Reset],
+            ..aws_like()
+        };
+        let l = everything.classify(&AttemptOutcome::Transport(TransportError::LocalResource));
+        assert_eq!(
+            (l.class, l.timeout, l.never_sent),
+            (OutcomeClass::LocalResource, false, true)
+        );
+        assert!(!l.class.is_retryable());
+        assert_eq!(
+            attempt_label(
+                &AttemptOutcome::Transport(TransportError::LocalResource),
+                l.class
+            )
+            .as_str(),
+            "local-resource"
+        );
     }
 
     #[test]

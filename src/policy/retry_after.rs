@@ -17,6 +17,12 @@
 //!   backoff sequence restarts. Negative **or unparseable**: do not retry — that is A6's rule
 //!   (grpc-go `shouldRetry`), and it deliberately differs from the fallback used for the two
 //!   HTTP headers.
+//!
+//! Whatever the header and the config, a hinted delay is clamped to [`HINT_CEILING`]
+//! (5 minutes), even when the config sets no `cap`: a server that answers `Retry-After:
+//! 99999999` (or a date in the year 9999) would otherwise park every request for years, past
+//! the end of any rehearsal. A delay-seconds value too large for 64 bits is not a number a
+//! server can mean: it is refused as unparseable (the computed backoff applies).
 
 use super::duration;
 use super::outcome::Response;
@@ -66,6 +72,9 @@ pub enum Hint {
     DoNotRetry,
 }
 
+/// The longest delay any server hint can impose, config cap or not.
+pub const HINT_CEILING: Duration = Duration::from_secs(300);
+
 /// The default cap of `x-amz-retry-after` over the computed backoff (AWS 2026 rules: `t + 5 s`).
 pub const AMZ_DEFAULT_EXTRA: Duration = Duration::from_secs(5);
 
@@ -74,8 +83,8 @@ pub const AMZ_DEFAULT_EXTRA: Duration = Duration::from_secs(5);
 pub fn parse_retry_after(value: &str, now_wall: SystemTime) -> Option<Duration> {
     let v = value.trim();
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-        // Huge integers saturate instead of failing: "99999999999999999999" means "very long".
-        let secs = v.parse::<u64>().unwrap_or(u64::MAX);
+        // Beyond 64 bits is no delay a server can mean: unparseable, like garbage.
+        let secs = v.parse::<u64>().ok()?;
         return Some(Duration::from_secs(secs).min(duration::MAX_DURATION));
     }
     let date = httpdate::parse_http_date(v).ok()?;
@@ -104,6 +113,14 @@ impl RetryAfterConfig {
     /// Read the honoured header of `resp`. The wall clock is asked for only when an
     /// HTTP-date needs it (rarely; it is not free).
     pub fn hint(&self, resp: &Response<'_>, now_wall: impl FnOnce() -> SystemTime) -> Hint {
+        match self.raw_hint(resp, now_wall) {
+            Hint::Delay(d) => Hint::Delay(d.min(HINT_CEILING)),
+            other => other,
+        }
+    }
+
+    /// The honoured header as the server wrote it, before the [`HINT_CEILING`].
+    fn raw_hint(&self, resp: &Response<'_>, now_wall: impl FnOnce() -> SystemTime) -> Hint {
         let opt = |d: Option<Duration>| d.map_or(Hint::Absent, Hint::Delay);
         match self.header {
             HintHeader::None => Hint::Absent,
@@ -166,10 +183,50 @@ mod tests {
         for bad in ["", "soon", "-5", "1.5", "12s", "Sun, 06 Nov 1994"] {
             assert_eq!(parse_retry_after(bad, wall()), None, "{bad:?}");
         }
+        // 2^64 seconds: no delay a server can mean.
+        assert_eq!(parse_retry_after("18446744073709551616", wall()), None);
         assert_eq!(
-            parse_retry_after("99999999999999999999999", wall()),
+            parse_retry_after("18446744073709551615", wall()),
             Some(duration::MAX_DURATION)
         );
+    }
+
+    #[test]
+    fn every_hint_is_clamped_to_the_ceiling_without_a_cap() {
+        let now = wall();
+        for (header, value) in [
+            (HintHeader::RetryAfter, "99999999"),
+            (HintHeader::RetryAfter, "Fri, 31 Dec 9999 23:59:59 GMT"),
+            (HintHeader::XAmzRetryAfter, "99999999999"),
+            (HintHeader::GrpcRetryPushbackMs, "2147483647"),
+        ] {
+            let c = RetryAfterConfig { header, cap: None };
+            let r = Response {
+                status: 503,
+                retry_after: Some(value),
+                amz_retry_after: Some(value),
+                grpc_pushback_ms: Some(value),
+                error_code: None,
+            };
+            let hint = c.hint(&r, || now);
+            assert_eq!(hint, Hint::Delay(HINT_CEILING), "{header:?} {value}");
+            let (delay, _) = c.combine(Duration::from_millis(100), hint);
+            assert!(
+                delay <= HINT_CEILING + Duration::from_millis(100),
+                "{delay:?}"
+            );
+        }
+        // Below the ceiling, hints are as the server wrote them.
+        let c = RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            cap: None,
+        };
+        let r = Response {
+            status: 429,
+            retry_after: Some("7"),
+            ..Response::default()
+        };
+        assert_eq!(c.hint(&r, || now), Hint::Delay(Duration::from_secs(7)));
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! The run directory's data files: `summary.json` (the whole [`RunResult`] but its
 //! timeline), `summary.csv` (a row per config) and `timeseries.csv` (a row per config per
 //! second). Writing goes through a temporary name and a rename, so a reader never sees a
-//! half-written file presented as complete.
+//! half-written file presented as complete; a temporary file is removed when its write
+//! fails (a full disk leaves nothing behind).
+//!
+//! `summary.json` marks a finished run directory: [`prepare_dir`] removes a stale one before
+//! anything else is written, and [`write_summary`] is the last write of a run. A directory
+//! without it is unfinished, and [`read_data`] says so.
 
 use std::fs;
 use std::io;
@@ -121,16 +126,50 @@ pub fn idempotency_rules(policy: &serde_json::Value) -> String {
     }
 }
 
-/// Writes `bytes` to `dir/name` atomically (temporary file, then rename).
+/// Writes `bytes` to `dir/name` atomically (temporary file, flushed to disk, then rename).
+/// On any failure the temporary file is removed and the error names the file.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), FilesError> {
+    use std::io::Write;
     let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp"));
+    let written = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    })();
+    written.map_err(|source| {
+        let _ = fs::remove_file(&tmp);
+        FilesError::Io { path, source }
+    })
+}
+
+/// Creates the run directory `dir` and unmarks it: a `summary.json` (and any temporary file)
+/// left by an earlier run there is removed first, so it never vouches for new files.
+pub fn prepare_dir(dir: &Path) -> Result<(), FilesError> {
     let io_err = |source| FilesError::Io {
-        path: path.clone(),
+        path: dir.to_path_buf(),
         source,
     };
-    fs::write(&tmp, bytes).map_err(io_err)?;
-    fs::rename(&tmp, &path).map_err(io_err)
+    fs::create_dir_all(dir).map_err(io_err)?;
+    match fs::remove_file(dir.join(SUMMARY_JSON)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(FilesError::Io {
+                path: dir.join(SUMMARY_JSON),
+                source,
+            })
+        }
+    }
+    for entry in fs::read_dir(dir).map_err(io_err)?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
 }
 
 fn csv_bytes<T: Serialize>(
@@ -152,27 +191,46 @@ fn csv_bytes<T: Serialize>(
 
 /// Writes summary.json, summary.csv and timeseries.csv into `dir` (which must exist).
 pub fn write_data(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
-    let json = serde_json::to_vec_pretty(run).map_err(|source| FilesError::Json {
-        path: dir.join(SUMMARY_JSON),
-        source,
-    })?;
+    write_tables(dir, run)?;
+    write_summary(dir, run)
+}
+
+/// Writes summary.csv and timeseries.csv into `dir` (which must exist).
+pub fn write_tables(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
     let summary = csv_bytes(
         &dir.join(SUMMARY_CSV),
         run.configs.iter().map(SummaryRow::from),
     )?;
     let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeline)?;
     write_atomic(dir, SUMMARY_CSV, &summary)?;
-    write_atomic(dir, TIMESERIES_CSV, &series)?;
-    // summary.json last: its presence is what marks a run directory as written.
+    write_atomic(dir, TIMESERIES_CSV, &series)
+}
+
+/// Writes summary.json: the last file of a run, whose presence marks the directory finished.
+pub fn write_summary(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
+    let json = serde_json::to_vec_pretty(run).map_err(|source| FilesError::Json {
+        path: dir.join(SUMMARY_JSON),
+        source,
+    })?;
     write_atomic(dir, SUMMARY_JSON, &json)
 }
 
 /// Reads a run directory back (summary.json plus timeseries.csv).
 pub fn read_data(dir: &Path) -> Result<RunResult, FilesError> {
     let path = dir.join(SUMMARY_JSON);
-    let text = fs::read(&path).map_err(|source| FilesError::Io {
-        path: path.clone(),
-        source,
+    let text = fs::read(&path).map_err(|source| {
+        let source = if source.kind() == io::ErrorKind::NotFound {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "missing: not a finished run directory (a run writes summary.json last)",
+            )
+        } else {
+            source
+        };
+        FilesError::Io {
+            path: path.clone(),
+            source,
+        }
     })?;
     let mut run: RunResult =
         serde_json::from_slice(&text).map_err(|source| FilesError::Json { path, source })?;

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use super::error::{ErrorKind, ScenarioError};
+use super::limits;
 use super::model::{ScenarioFile, ServiceModel, TargetFile};
-use super::source::{line_of, SourceMap};
+use super::source::SourceMap;
 use super::validate::{self, suggest, Refusal, TargetChoice};
 use super::{ConfigEntry, Scenario, Target};
 
@@ -18,18 +19,65 @@ pub const DEFAULT_TARGET: &str = include_str!("../../targets/default.toml");
 
 /// Reads and validates the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::unreadable(path, e))?;
+    let text = read_text(path)?;
     parse(path, &text)
+}
+
+/// Reads a scenario, target or faults file of at most [`limits::MAX_FILE_BYTES`] as text.
+pub fn read_text(path: &Path) -> Result<String, ScenarioError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| ScenarioError::unreadable(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(limits::MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ScenarioError::unreadable(path, e))?;
+    if bytes.len() as u64 > limits::MAX_FILE_BYTES {
+        return Err(ScenarioError::new(
+            path,
+            Some(1),
+            None,
+            ErrorKind::Invalid(format!(
+                "the file is larger than {} MiB, the limit for a scenario",
+                limits::MAX_FILE_BYTES >> 20
+            )),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let line = line_of_bytes(e.as_bytes(), e.utf8_error().valid_up_to());
+        ScenarioError::new(
+            path,
+            Some(line),
+            None,
+            ErrorKind::Syntax("the file is not UTF-8 text".into()),
+        )
+    })
+}
+
+fn line_of_bytes(bytes: &[u8], offset: usize) -> usize {
+    bytes[..offset.min(bytes.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Validates scenario `text` as if read from `path`. The path appears in messages, and a
 /// builtin target is looked up relative to it (`<dir of path>/../targets/`, then `./targets/`).
 pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
-    let map = SourceMap::new(text);
-    let file: ScenarioFile = deserialize(path, text, &map)?;
+    let (file, map): (ScenarioFile, _) = deserialize(path, text)?;
     let refused = |r: Refusal| located(path, &map, r);
 
     validate::check_name("name", &file.name).map_err(refused)?;
+    if file.description.len() > limits::MAX_DESCRIPTION_LEN {
+        return Err(refused(Refusal {
+            field: "description".into(),
+            message: format!(
+                "is {} bytes long, above the limit of {}",
+                file.description.len(),
+                limits::MAX_DESCRIPTION_LEN
+            ),
+        }));
+    }
     validate::check_duration("duration", file.duration).map_err(refused)?;
     if file.drain > validate::MAX_DURATION {
         return Err(refused(Refusal {
@@ -42,6 +90,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     }
     let load = validate::check_load(&file.load, file.duration).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
+    validate::check_lengths(&file).map_err(refused)?;
     let faults = file
         .faults
         .iter()
@@ -51,6 +100,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         .map_err(refused)?;
     validate::check_topology(&file.topology).map_err(refused)?;
     let names = validate::check_configs(&file.configs).map_err(refused)?;
+    validate::check_work(&load, file.duration, names.len(), 1.0).map_err(refused)?;
     let configs = names
         .into_iter()
         .zip(&file.configs)
@@ -139,12 +189,16 @@ pub fn resolve_target(scenario_path: &Path, name: &str) -> Result<TargetSource, 
             continue;
         }
         if candidate.is_file() {
-            return match std::fs::read_to_string(&candidate) {
+            return match read_text(&candidate) {
                 Ok(text) => Ok(TargetSource {
                     path: candidate,
                     text,
                 }),
-                Err(e) => Err(format!("`{}` cannot be read: {e}", candidate.display())),
+                Err(e) => Err(format!(
+                    "`{}` cannot be read: {}",
+                    candidate.display(),
+                    e.message()
+                )),
             };
         }
         tried.push(candidate);
@@ -164,8 +218,7 @@ pub fn resolve_target(scenario_path: &Path, name: &str) -> Result<TargetSource, 
 
 /// Parses a target definition file (`targets/*.toml`) into its service model.
 pub fn parse_target(path: &Path, text: &str) -> Result<ServiceModel, ScenarioError> {
-    let map = SourceMap::new(text);
-    let file: TargetFile = deserialize(path, text, &map)?;
+    let (file, map): (TargetFile, _) = deserialize(path, text)?;
     validate::check_service_spec("service", &file.service).map_err(|r| located(path, &map, r))?;
     Ok(ServiceModel::default().overlay(&file.service))
 }
@@ -179,29 +232,34 @@ fn located(path: &Path, map: &SourceMap, r: Refusal) -> ScenarioError {
     )
 }
 
-/// TOML syntax first (so a syntax error is reported as such), then serde's shape.
-fn deserialize<T: DeserializeOwned>(
+/// TOML syntax first (so a syntax error is reported as such), then serde's shape, from one
+/// parse of the file (which also gives the map of its lines).
+pub fn deserialize<T: DeserializeOwned>(
     path: &Path,
     text: &str,
-    map: &SourceMap,
-) -> Result<T, ScenarioError> {
-    if let Err(e) = toml::from_str::<toml::Table>(text) {
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
-        return Err(ScenarioError::new(
+) -> Result<(T, SourceMap), ScenarioError> {
+    let doc = toml_edit::ImDocument::parse(text.to_string()).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| super::source::LineIndex::new(text).line(s.start))
+            .unwrap_or(1);
+        ScenarioError::new(
             path,
             Some(line),
             None,
             ErrorKind::Syntax(e.message().trim().to_string()),
-        ));
-    }
-    toml::from_str::<T>(text).map_err(|e| shape_error(path, text, map, &e))
+        )
+    })?;
+    let map = SourceMap::of(text, &doc);
+    let value = toml_edit::de::from_document::<T>(doc).map_err(|e| shape_error(path, &map, &e))?;
+    Ok((value, map))
 }
 
 /// Turns serde's error (message + span, no path) into a located error with a field path.
-fn shape_error(path: &Path, text: &str, map: &SourceMap, e: &toml::de::Error) -> ScenarioError {
+fn shape_error(path: &Path, map: &SourceMap, e: &toml_edit::de::Error) -> ScenarioError {
     let msg = e.message().trim().to_string();
     let span = e.span();
-    let line = span.as_ref().map(|s| line_of(text, s.start)).unwrap_or(1);
+    let line = span.as_ref().map(|s| map.line_at(s.start)).unwrap_or(1);
     let at = span.as_ref().and_then(|s| map.path_covering(s.clone()));
     let at = at.map(str::to_string).unwrap_or_default();
 

@@ -3,6 +3,8 @@
 //! errors name the file, line and field; `schedule` turns the load into seeded arrival times.
 
 pub mod error;
+pub mod host;
+pub mod limits;
 pub mod load;
 pub mod model;
 pub mod schedule;

@@ -98,6 +98,10 @@ pub struct LoadSection {
     /// first topology layer, or the target) in `x-stormrig-deadline-ms`.
     #[serde(default)]
     pub propagate_deadline: bool,
+    /// Raises the ceiling on planned arrivals (logical requests over all configs, default
+    /// 100,000,000) for a storm that really is that large.
+    #[serde(default)]
+    pub max_planned_arrivals: Option<u64>,
 }
 
 fn default_method() -> String {
@@ -139,6 +143,8 @@ pub struct Load {
     pub max_connections: Option<u32>,
     /// Pass the remaining deadline downstream (see [`LoadSection::propagate_deadline`]).
     pub propagate_deadline: bool,
+    /// Ceiling on planned arrivals over all configs (see [`LoadSection::max_planned_arrivals`]).
+    pub max_planned_arrivals: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

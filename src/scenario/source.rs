@@ -6,6 +6,7 @@
 //! written as `[[faults]]` tables or inline as `faults = [{ ... }]`. Keys that are not bare
 //! identifiers are still joined with `.` unquoted; scenario keys never need quoting.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use toml_edit::{ImDocument, Item, Table, Value};
@@ -20,13 +21,42 @@ struct Node {
     spans: Vec<Range<usize>>,
 }
 
-/// An index from dotted paths to lines, built once per file.
+/// An index from dotted paths to lines, built once per file: building and every lookup
+/// stay linear in the file's size (a file of 200,000 keys is located as fast as it parses).
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
     nodes: Vec<Node>,
+    /// Position in `nodes` of each path (the first node written at it).
+    by_path: HashMap<String, usize>,
+    lines: LineIndex,
 }
 
-/// 1-based line of byte `offset` in `text`.
+/// Where each line of a text starts, to turn byte offsets into lines by binary search.
+#[derive(Debug, Clone, Default)]
+pub struct LineIndex {
+    /// Byte offset just after each `\n`.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        LineIndex {
+            starts: text
+                .bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1)
+                .collect(),
+        }
+    }
+
+    /// 1-based line of byte `offset`.
+    pub fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset) + 1
+    }
+}
+
+/// 1-based line of byte `offset` in `text` (one pass; use a [`LineIndex`] for many).
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]
@@ -39,16 +69,34 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 impl SourceMap {
     /// Indexes `text`; a file that is not valid TOML gives an empty map.
     pub fn new(text: &str) -> SourceMap {
-        let mut map = SourceMap::default();
-        if let Ok(doc) = ImDocument::parse(text) {
-            map.walk_table(text, "", doc.as_table());
+        match ImDocument::parse(text) {
+            Ok(doc) => SourceMap::of(text, &doc),
+            Err(_) => SourceMap {
+                lines: LineIndex::new(text),
+                ..SourceMap::default()
+            },
         }
+    }
+
+    /// Indexes `doc`, already parsed from `text` (so a file is parsed once).
+    pub fn of<S>(text: &str, doc: &ImDocument<S>) -> SourceMap {
+        let mut map = SourceMap {
+            lines: LineIndex::new(text),
+            ..SourceMap::default()
+        };
+        map.walk_table(text, "", doc.as_table());
         map
     }
 
-    fn push(&mut self, text: &str, path: String, spans: Vec<Range<usize>>) -> Option<usize> {
+    /// 1-based line of byte `offset` of the indexed text.
+    pub fn line_at(&self, offset: usize) -> usize {
+        self.lines.line(offset)
+    }
+
+    fn push(&mut self, _text: &str, path: String, spans: Vec<Range<usize>>) -> Option<usize> {
         let start = spans.iter().map(|s| s.start).min()?;
-        let line = line_of(text, start);
+        let line = self.lines.line(start);
+        self.by_path.entry(path.clone()).or_insert(self.nodes.len());
         self.nodes.push(Node { path, line, spans });
         Some(line)
     }
@@ -127,7 +175,7 @@ impl SourceMap {
 
     /// The line of `path` exactly as written, if it is written.
     pub fn line_exact(&self, path: &str) -> Option<usize> {
-        self.nodes.iter().find(|n| n.path == path).map(|n| n.line)
+        self.by_path.get(path).map(|&i| self.nodes[i].line)
     }
 
     /// The line of `path`, or of its nearest written parent (`a.b[2].c` → `a.b[2]` → `a.b`
@@ -254,6 +302,24 @@ steps = [
         assert_eq!(locate(TEXT, "configs[0].jitter.kind"), Some(19));
         assert_eq!(locate(TEXT, "gates"), None);
         assert_eq!(locate("not toml = = =", "x"), None);
+    }
+
+    #[test]
+    fn line_index_agrees_with_counting() {
+        let idx = LineIndex::new(TEXT);
+        for off in [
+            0,
+            1,
+            10,
+            11,
+            12,
+            40,
+            TEXT.len() - 1,
+            TEXT.len(),
+            TEXT.len() + 5,
+        ] {
+            assert_eq!(idx.line(off), line_of(TEXT, off), "offset {off}");
+        }
     }
 
     #[test]

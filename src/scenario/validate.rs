@@ -7,8 +7,13 @@
 //! module parses them).
 
 use std::collections::BTreeSet;
+use std::str::FromStr;
 use std::time::Duration;
 
+use hyper::header::{HeaderName, HeaderValue};
+
+use super::host::Host;
+use super::limits::{self, big};
 use super::model::*;
 use super::units::duration::format as fmt_d;
 
@@ -71,6 +76,16 @@ pub fn check_name(field: &str, name: &str) -> Checked<()> {
         return refuse(
             field,
             "is empty; it names the report folder, e.g. \"downstream-503\"",
+        );
+    }
+    if name.len() > limits::MAX_NAME_LEN {
+        return refuse(
+            field,
+            format!(
+                "is {} bytes long, above the limit of {}; it names a report folder",
+                name.len(),
+                limits::MAX_NAME_LEN
+            ),
         );
     }
     if name == "." || name == ".." {
@@ -140,11 +155,109 @@ fn is_token(s: &str) -> bool {
         })
 }
 
+/// A request path as the client sends it: an origin-form URI path (and query) that the HTTP
+/// stack accepts, so a run never meets a path it cannot send.
 fn check_path(field: &str, path: &str) -> Checked<()> {
-    if !path.starts_with('/') || path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    let example = "e.g. \"/api/orders?id=1\"";
+    if path.len() > limits::MAX_PATH_LEN {
         return refuse(
             field,
-            format!("`{path}` must start with '/' and contain no spaces, e.g. \"/api/orders\""),
+            format!(
+                "is {} bytes long, above the limit of {}",
+                path.len(),
+                limits::MAX_PATH_LEN
+            ),
+        );
+    }
+    if !path.starts_with('/') || path.starts_with("//") {
+        return refuse(
+            field,
+            format!("`{path}` must start with a single '/', {example}"),
+        );
+    }
+    let uri = format!("http://127.0.0.1{path}");
+    match hyper::Uri::from_str(&uri) {
+        Ok(u) if u.path_and_query().map(|pq| pq.as_str()) == Some(path) => Ok(()),
+        _ => refuse(
+            field,
+            format!(
+                "`{path}` is not a valid URI path: spaces, quotes, `<`, `>`, `#` and control \
+                 characters must be percent-encoded, {example}"
+            ),
+        ),
+    }
+}
+
+/// The load's headers: names and values the HTTP stack sends as written (no CR/LF), none of
+/// the framing headers the client sets itself, within the count and size limits.
+fn check_headers(field: &str, headers: &std::collections::BTreeMap<String, String>) -> Checked<()> {
+    const RESERVED: &[&str] = &[
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-connection",
+        // Request identity: every attempt carries its own.
+        "x-stormrig-request",
+        "x-stormrig-attempt",
+    ];
+    if headers.len() > limits::MAX_HEADERS {
+        return refuse(
+            field,
+            format!(
+                "has {} headers, above the limit of {}",
+                headers.len(),
+                limits::MAX_HEADERS
+            ),
+        );
+    }
+    for (name, value) in headers {
+        let at = format!("{field}.{name}");
+        if !is_token(name) || HeaderName::from_str(name).is_err() {
+            return refuse(at, format!("`{name}` is not a valid header name"));
+        }
+        let lower = name.to_ascii_lowercase();
+        if RESERVED.contains(&lower.as_str()) {
+            return refuse(
+                at,
+                format!(
+                    "`{name}` is set by stormrig itself (framing or request identity); remove it"
+                ),
+            );
+        }
+        if value.len() > limits::MAX_HEADER_VALUE {
+            return refuse(
+                at,
+                format!(
+                    "the value is {} bytes long, above the limit of {}",
+                    value.len(),
+                    limits::MAX_HEADER_VALUE
+                ),
+            );
+        }
+        if value.contains(['\r', '\n']) || HeaderValue::from_str(value).is_err() {
+            return refuse(
+                at,
+                "the value holds a line break or another control character; a header value is one line of visible text",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A count against its ceiling: `count <= max`, refused with both figures.
+fn check_count(field: &str, what: &str, count: u64, max: u64) -> Checked<()> {
+    if count > max {
+        return refuse(
+            field,
+            format!(
+                "{} {what} is above the limit of {}",
+                big(count as f64),
+                big(max as f64)
+            ),
         );
     }
     Ok(())
@@ -235,6 +348,12 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             if steps.is_empty() {
                 return refuse(f("steps"), "is empty; give at least one { at, rate }");
             }
+            check_count(
+                &f("steps"),
+                "steps",
+                steps.len() as u64,
+                limits::MAX_STEPS as u64,
+            )?;
             let mut prev: Option<Duration> = None;
             for (i, s) in steps.iter().enumerate() {
                 let sp = format!("{p}.steps[{i}]");
@@ -284,6 +403,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             if users == 0 {
                 return refuse(f("users"), "0 is outside [1, 4294967295]");
             }
+            check_count(&f("users"), "users", users.into(), limits::MAX_USERS.into())?;
             LoadShape::Closed {
                 users,
                 think_time: l.think_time.unwrap_or(Duration::ZERO),
@@ -291,27 +411,45 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         }
         other => return refuse(f("kind"), unknown_kind("load kind", other, LOAD_KINDS)),
     };
-    if !is_token(&l.method) {
+    if !is_token(&l.method) || hyper::Method::from_str(&l.method).is_err() {
         return refuse(
             f("method"),
             format!("`{}` is not an HTTP method token, e.g. \"GET\"", l.method),
         );
     }
     check_path(&f("path"), &l.path)?;
-    for name in l.headers.keys() {
-        if !is_token(name) {
-            return refuse(
-                format!("{p}.headers"),
-                format!("`{name}` is not a valid header name"),
-            );
-        }
+    check_headers(&f("headers"), &l.headers)?;
+    if let Some(body) = &l.body {
+        check_count(
+            &f("body"),
+            "bytes",
+            body.len() as u64,
+            limits::MAX_BODY as u64,
+        )?;
     }
     if l.max_in_flight == 0 {
         return refuse(f("max_in_flight"), "0 is outside [1, 4294967295]");
     }
+    check_count(
+        &f("max_in_flight"),
+        "requests in flight",
+        l.max_in_flight.into(),
+        limits::MAX_IN_FLIGHT.into(),
+    )?;
     if l.max_connections == Some(0) {
         return refuse(f("max_connections"), "0 is outside [1, 4294967295]");
     }
+    if let Some(n) = l.max_connections {
+        check_count(
+            &f("max_connections"),
+            "connections",
+            n.into(),
+            limits::MAX_CONNECTIONS.into(),
+        )?;
+    }
+    let max_planned_arrivals = l
+        .max_planned_arrivals
+        .unwrap_or(limits::DEFAULT_MAX_PLANNED_ARRIVALS);
     Ok(Load {
         shape,
         method: l.method.clone(),
@@ -321,7 +459,44 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         max_in_flight: l.max_in_flight,
         max_connections: l.max_connections,
         propagate_deadline: l.propagate_deadline,
+        max_planned_arrivals,
     })
+}
+
+/// The work a load plans for `configs` configs, arrival rates times `scale`, against its
+/// ceiling (`load.max_planned_arrivals`). Checked at load time, and again by `run` and
+/// `sim` after command-line overrides (`--duration`, `--scale`) changed the work.
+pub fn check_work(load: &Load, duration: Duration, configs: usize, scale: f64) -> Checked<()> {
+    let per_config = limits::planned_arrivals(&load.shape, duration) * scale;
+    limits::check_planned(per_config, configs, load.max_planned_arrivals).map_err(|m| Refusal {
+        field: planned_field(&load.shape),
+        message: m,
+    })?;
+    if let LoadShape::Closed { users, .. } = load.shape {
+        let scaled = (f64::from(users) * scale).round();
+        if scaled > f64::from(limits::MAX_USERS) {
+            return refuse(
+                "load.users",
+                format!(
+                    "{} users (scaled) is above the limit of {}",
+                    big(scaled),
+                    limits::MAX_USERS
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The field that sets a load's rate, where a refusal of its planned work points.
+pub fn planned_field(shape: &LoadShape) -> String {
+    match shape {
+        LoadShape::Ramp { .. } => "load.to",
+        LoadShape::Steps { .. } => "load.steps",
+        LoadShape::Closed { .. } => "load.users",
+        _ => "load.rate",
+    }
+    .to_string()
 }
 
 pub fn check_dist(field: &str, d: &Dist) -> Checked<()> {
@@ -374,170 +549,51 @@ pub fn check_service_spec(prefix: &str, s: &ServiceModelSpec) -> Checked<()> {
             "0 is outside [1, 4294967295]; a service needs at least one slot",
         );
     }
+    if let Some(c) = s.concurrency {
+        check_count(
+            &format!("{prefix}.concurrency"),
+            "slots",
+            c.into(),
+            limits::MAX_SLOTS.into(),
+        )?;
+    }
+    if let Some(q) = s.queue {
+        check_count(
+            &format!("{prefix}.queue"),
+            "places",
+            q.into(),
+            limits::MAX_SLOTS.into(),
+        )?;
+    }
     if let Some(d) = &s.service_time {
         check_dist(&format!("{prefix}.service_time"), d)?;
     }
     Ok(())
 }
 
+/// One fault window: where and when it acts, then what it does (one step per kind).
 pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fault> {
     let p = format!("faults[{i}]");
-    let field = |name: &str| format!("{p}.{name}");
-    if f.length.is_zero() {
-        return refuse(field("for"), "0s is outside (0s, duration]");
-    }
-    if f.at >= duration {
-        return refuse(
-            field("at"),
-            format!(
-                "{} is outside [0s, {}) (the scenario's duration)",
-                fmt_d(f.at),
-                fmt_d(duration)
-            ),
-        );
-    }
-    if f.at + f.length > duration {
-        return refuse(
-            field("for"),
-            format!(
-                "{} from {} ends at {}, after the scenario's duration {}; need at + for ≤ duration",
-                fmt_d(f.length),
-                fmt_d(f.at),
-                fmt_d(f.at + f.length),
-                fmt_d(duration)
-            ),
-        );
-    }
+    check_window(&p, f, duration)?;
     if let Some(path) = &f.path {
-        check_path(&field("path"), path)?;
+        check_path(&format!("{p}.path"), path)?;
     }
     let probability = f.probability.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&probability) {
         return refuse(
-            field("probability"),
+            format!("{p}.probability"),
             format!("{probability} is outside [0, 1]"),
         );
     }
-    let check_status = |s: u16| -> Checked<()> {
-        if !(100..=599).contains(&s) {
-            return refuse(field("status"), format!("{s} is outside [100, 599]"));
-        }
-        Ok(())
-    };
     let kind = match f.kind.as_str() {
-        "status" => {
-            forbid(
-                "a status fault",
-                "`status`, `retry_after` and `error_code`",
-                &[
-                    ("add", f.add.is_some()),
-                    ("concurrency", f.concurrency.is_some()),
-                ],
-                &p,
-            )?;
-            let status = require(
-                field("status"),
-                &f.status,
-                "the status code to answer, e.g. status = 503",
-            )?;
-            check_status(status)?;
-            if let Some(code) = &f.error_code {
-                if code.is_empty() || !code.chars().all(|c| c.is_ascii_graphic()) {
-                    return refuse(
-                        field("error_code"),
-                        format!("`{code}` must be non-empty printable ASCII without spaces"),
-                    );
-                }
-            }
-            FaultKind::Status {
-                status,
-                retry_after: f.retry_after,
-                error_code: f.error_code.clone(),
-            }
-        }
-        "latency" => {
-            forbid(
-                "a latency fault",
-                "`add`",
-                &[
-                    ("status", f.status.is_some()),
-                    ("retry_after", f.retry_after.is_some()),
-                    ("error_code", f.error_code.is_some()),
-                    ("concurrency", f.concurrency.is_some()),
-                ],
-                &p,
-            )?;
-            let add = require(
-                field("add"),
-                &f.add,
-                "the added latency, e.g. add = { kind = \"constant\", value = \"800ms\" }",
-            )?;
-            check_dist(&field("add"), &add)?;
-            FaultKind::Latency { add }
-        }
-        "reset" | "hang" => {
-            forbid(
-                &format!("a {} fault", f.kind),
-                "only `at`, `for`, `path` and `probability`",
-                &[
-                    ("status", f.status.is_some()),
-                    ("retry_after", f.retry_after.is_some()),
-                    ("error_code", f.error_code.is_some()),
-                    ("add", f.add.is_some()),
-                    ("concurrency", f.concurrency.is_some()),
-                ],
-                &p,
-            )?;
-            if f.kind == "reset" {
-                FaultKind::Reset
-            } else {
-                FaultKind::Hang
-            }
-        }
-        "capacity" => {
-            forbid(
-                "a capacity fault",
-                "`concurrency` (it changes the target, not single requests)",
-                &[
-                    ("probability", f.probability.is_some()),
-                    ("path", f.path.is_some()),
-                    ("status", f.status.is_some()),
-                    ("retry_after", f.retry_after.is_some()),
-                    ("error_code", f.error_code.is_some()),
-                    ("add", f.add.is_some()),
-                ],
-                &p,
-            )?;
-            let c = require(
-                field("concurrency"),
-                &f.concurrency,
-                "the concurrency slots during the window, e.g. concurrency = 4",
-            )?;
-            if c == 0 {
-                return refuse(field("concurrency"), "0 is outside [1, 4294967295]");
-            }
-            FaultKind::Capacity { concurrency: c }
-        }
-        "lost-response" => {
-            forbid(
-                "a lost-response fault",
-                "an optional `status`",
-                &[
-                    ("retry_after", f.retry_after.is_some()),
-                    ("error_code", f.error_code.is_some()),
-                    ("add", f.add.is_some()),
-                    ("concurrency", f.concurrency.is_some()),
-                ],
-                &p,
-            )?;
-            if let Some(s) = f.status {
-                check_status(s)?;
-            }
-            FaultKind::LostResponse { status: f.status }
-        }
+        "status" => status_fault(&p, f)?,
+        "latency" => latency_fault(&p, f)?,
+        "reset" | "hang" => connection_fault(&p, f)?,
+        "capacity" => capacity_fault(&p, f)?,
+        "lost-response" => lost_response_fault(&p, f)?,
         other => {
             return refuse(
-                field("kind"),
+                format!("{p}.kind"),
                 unknown_kind("fault kind", other, FAULT_KINDS),
             )
         }
@@ -549,6 +605,196 @@ pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fa
         probability,
         kind,
     })
+}
+
+/// The window `[at, at + for)` is not empty and lies within the scenario's duration.
+fn check_window(p: &str, f: &FaultSection, duration: Duration) -> Checked<()> {
+    if f.length.is_zero() {
+        return refuse(format!("{p}.for"), "0s is outside (0s, duration]");
+    }
+    if f.at >= duration {
+        return refuse(
+            format!("{p}.at"),
+            format!(
+                "{} is outside [0s, {}) (the scenario's duration)",
+                fmt_d(f.at),
+                fmt_d(duration)
+            ),
+        );
+    }
+    if f.at + f.length > duration {
+        return refuse(
+            format!("{p}.for"),
+            format!(
+                "{} from {} ends at {}, after the scenario's duration {}; need at + for ≤ duration",
+                fmt_d(f.length),
+                fmt_d(f.at),
+                fmt_d(f.at + f.length),
+                fmt_d(duration)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Refuses any optional field of fault `f` that its kind does not take (`takes` names the
+/// ones it does; `kind_desc` and `takes_desc` word the message).
+fn takes_only(
+    p: &str,
+    f: &FaultSection,
+    kind_desc: &str,
+    takes_desc: &str,
+    takes: &[&str],
+) -> Checked<()> {
+    let set = [
+        ("probability", f.probability.is_some()),
+        ("path", f.path.is_some()),
+        ("status", f.status.is_some()),
+        ("retry_after", f.retry_after.is_some()),
+        ("error_code", f.error_code.is_some()),
+        ("add", f.add.is_some()),
+        ("concurrency", f.concurrency.is_some()),
+    ];
+    let others: Vec<(&str, bool)> = set
+        .into_iter()
+        .filter(|(name, _)| !takes.contains(name))
+        .collect();
+    forbid(kind_desc, takes_desc, &others, p)
+}
+
+fn check_status(p: &str, s: u16) -> Checked<()> {
+    if !(100..=599).contains(&s) {
+        return refuse(format!("{p}.status"), format!("{s} is outside [100, 599]"));
+    }
+    Ok(())
+}
+
+fn status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a status fault",
+        "`status`, `retry_after` and `error_code`",
+        &["probability", "path", "status", "retry_after", "error_code"],
+    )?;
+    let status = require(
+        format!("{p}.status"),
+        &f.status,
+        "the status code to answer, e.g. status = 503",
+    )?;
+    check_status(p, status)?;
+    if let Some(code) = &f.error_code {
+        if code.is_empty()
+            || code.len() > limits::MAX_ERROR_CODE_LEN
+            || !code.chars().all(|c| c.is_ascii_graphic())
+        {
+            return refuse(
+                format!("{p}.error_code"),
+                format!(
+                    "`{code}` must be 1 to {} printable ASCII characters without spaces",
+                    limits::MAX_ERROR_CODE_LEN
+                ),
+            );
+        }
+    }
+    Ok(FaultKind::Status {
+        status,
+        retry_after: f.retry_after,
+        error_code: f.error_code.clone(),
+    })
+}
+
+fn latency_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a latency fault",
+        "`add`",
+        &["probability", "path", "add"],
+    )?;
+    let add = require(
+        format!("{p}.add"),
+        &f.add,
+        "the added latency, e.g. add = { kind = \"constant\", value = \"800ms\" }",
+    )?;
+    check_dist(&format!("{p}.add"), &add)?;
+    Ok(FaultKind::Latency { add })
+}
+
+/// `reset` and `hang`: they act on the connection and take no settings.
+fn connection_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        &format!("a {} fault", f.kind),
+        "only `at`, `for`, `path` and `probability`",
+        &["probability", "path"],
+    )?;
+    Ok(if f.kind == "reset" {
+        FaultKind::Reset
+    } else {
+        FaultKind::Hang
+    })
+}
+
+fn capacity_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a capacity fault",
+        "`concurrency` (it changes the target, not single requests)",
+        &["concurrency"],
+    )?;
+    let field = format!("{p}.concurrency");
+    let c = require(
+        field.clone(),
+        &f.concurrency,
+        "the concurrency slots during the window, e.g. concurrency = 4",
+    )?;
+    if c == 0 {
+        return refuse(field, "0 is outside [1, 4294967295]");
+    }
+    check_count(&field, "slots", c.into(), limits::MAX_SLOTS.into())?;
+    Ok(FaultKind::Capacity { concurrency: c })
+}
+
+fn lost_response_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a lost-response fault",
+        "an optional `status`",
+        &["probability", "path", "status"],
+    )?;
+    if let Some(s) = f.status {
+        check_status(p, s)?;
+    }
+    Ok(FaultKind::LostResponse { status: f.status })
+}
+
+/// How many faults and gates a scenario lists, and how long each gate is.
+pub fn check_lengths(file: &ScenarioFile) -> Checked<()> {
+    check_count(
+        "faults",
+        "fault windows",
+        file.faults.len() as u64,
+        limits::MAX_FAULTS as u64,
+    )?;
+    check_count(
+        "gates",
+        "gates",
+        file.gates.len() as u64,
+        limits::MAX_GATES as u64,
+    )?;
+    for (i, g) in file.gates.iter().enumerate() {
+        check_count(
+            &format!("gates[{i}]"),
+            "bytes",
+            g.len() as u64,
+            limits::MAX_GATE_LEN as u64,
+        )?;
+    }
+    Ok(())
 }
 
 /// Where the traffic goes, before the builtin's model file is read.
@@ -597,14 +843,6 @@ pub fn parse_url(url: &str) -> Result<(String, u16), String> {
     Ok((host, port))
 }
 
-fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
-}
-
 pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
     if let Some(dedup) = &t.dedup {
         if dedup.enabled && dedup.retention.is_zero() {
@@ -627,17 +865,19 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
                 field: "target.url".into(),
                 message: m,
             })?;
-            if !is_loopback(&host) && t.allow_remote.as_deref() != Some(host.as_str()) {
+            if !super::host::allowed(&host, t.allow_remote.as_deref()) {
                 return refuse(
                     "target.url",
                     format!(
-                        "host `{host}` is not loopback; to send a storm there, add allow_remote = \"{host}\""
+                        "host `{host}` is not loopback (only 127.0.0.0/8, ::1 and the exact name \
+                         localhost are); to send a storm there, add allow_remote = \"{host}\""
                     ),
                 );
             }
             Ok(TargetChoice::Url {
                 url: url.clone(),
-                host,
+                // Numeric forms read as their address, so nothing later resolves them.
+                host: Host::parse(&host).canonical(),
                 port,
             })
         }
@@ -660,6 +900,12 @@ pub fn check_configs(configs: &[toml::Table]) -> Checked<Vec<String>> {
             "is empty; compare at least one retry config, e.g. [[configs]] preset = \"aws-standard\"",
         );
     }
+    check_count(
+        "configs",
+        "configs",
+        configs.len() as u64,
+        limits::MAX_CONFIGS as u64,
+    )?;
     let mut seen = BTreeSet::new();
     let mut names = Vec::with_capacity(configs.len());
     for (i, t) in configs.iter().enumerate() {
@@ -699,6 +945,12 @@ pub fn check_configs(configs: &[toml::Table]) -> Checked<Vec<String>> {
 }
 
 pub fn check_topology(layers: &[LayerSpec]) -> Checked<()> {
+    check_count(
+        "topology",
+        "layers",
+        layers.len() as u64,
+        limits::MAX_LAYERS as u64,
+    )?;
     let mut seen = BTreeSet::new();
     for (i, l) in layers.iter().enumerate() {
         let p = format!("topology[{i}]");
@@ -714,6 +966,14 @@ pub fn check_topology(layers: &[LayerSpec]) -> Checked<()> {
         }
         if l.concurrency == Some(0) {
             return refuse(format!("{p}.concurrency"), "0 is outside [1, 4294967295]");
+        }
+        if let Some(c) = l.concurrency {
+            check_count(
+                &format!("{p}.concurrency"),
+                "slots",
+                c.into(),
+                limits::MAX_SLOTS.into(),
+            )?;
         }
         if let Some(d) = &l.service_time {
             check_dist(&format!("{p}.service_time"), d)?;

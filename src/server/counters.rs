@@ -14,6 +14,8 @@ use crate::metrics::TargetStats;
 pub(crate) struct Counters {
     epoch: Instant,
     inner: Mutex<TargetCounts>,
+    /// Proxy: upstream responses not relayed for a body longer than the proxy buffers.
+    body_too_large: std::sync::atomic::AtomicU64,
 }
 
 impl Counters {
@@ -21,6 +23,7 @@ impl Counters {
         Counters {
             epoch,
             inner: Mutex::new(TargetCounts::new()),
+            body_too_large: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -92,6 +95,18 @@ impl Counters {
     /// A request was handed to the real upstream server (fault proxy only).
     pub(crate) fn forward(&self) {
         self.lock().forward();
+    }
+
+    /// Counts an upstream response refused for its body's length.
+    pub(crate) fn body_too_large_seen(&self) {
+        self.body_too_large
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Upstream responses refused for their body's length so far.
+    pub(crate) fn body_too_large(&self) -> u64 {
+        self.body_too_large
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The run's t = 0.

@@ -283,7 +283,7 @@ pub(crate) async fn start_inner(
         tasks_done: Notify::new(),
         armed,
         upstream,
-        control,
+        control: control.map(|c| c.bound_to(addr)),
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
@@ -496,6 +496,8 @@ enum Worked {
     },
 }
 
+/// One request, in the steps the module docs list: identify, the fast path of status faults
+/// answered at once, arrival, body, fault verdict, dedup, the work, the answer.
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
     if shared.control.is_some() && req.uri().path().starts_with(proxy::CONTROL_PREFIX) {
         // Control traffic is not storm traffic: never counted, never faulted.
@@ -503,41 +505,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     }
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
-    let request = parse_u64(req.headers().get(H_REQUEST))
-        .unwrap_or_else(|| shared.external_ids.fetch_add(1, Ordering::Relaxed));
-    let attempt = parse_u64(req.headers().get(H_ATTEMPT))
-        .and_then(|a| u32::try_from(a).ok())
-        .unwrap_or(1);
-    let (timeline, fault_epoch) = {
-        let armed = shared.armed.read().unwrap_or_else(|e| e.into_inner());
-        // Fault windows run from their own epoch (the run's, unless the standalone proxy
-        // started them later).
-        let tf = (shared.counters.epoch() + t).saturating_duration_since(armed.epoch);
-        let verdict = armed
-            .timeline
-            .decide(tf, req.uri().path(), request, attempt);
-        // Fast path: a request without a body whose verdict is a status answered at once
-        // is in flight only while it is counted; no await, no clone of the timeline.
-        if let (Action::Status { .. }, true, true, Some(fault)) = (
-            verdict.action,
-            verdict.extra_latency.is_zero(),
-            req.body().is_end_stream(),
-            verdict.fault,
-        ) {
-            let parts = shared.status_parts[fault]
-                .as_ref()
-                .expect("status parts precomputed for status faults");
-            shared.counters.answer_at_once(sec, parts.status.as_u16());
-            return Ok(status_response(parts));
-        }
-        (armed.timeline.clone(), armed.epoch)
+    let (request, attempt) = identify(&shared, &req);
+    let (timeline, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
+        Ok(resp) => return Ok(resp),
+        Err(armed) => armed,
     };
     shared.counters.arrive_at(sec);
     let _in_flight = InFlight(&shared.counters);
 
     let write = !matches!(*req.method(), Method::GET | Method::HEAD);
     let amount = parse_u64(req.headers().get(H_AMOUNT)).unwrap_or(1);
-    // Deterministic: the same verdict as above, from the same timeline.
+    // Deterministic: the same verdict as the fast path saw, from the same timeline.
     let tf = (shared.counters.epoch() + t).saturating_duration_since(fault_epoch);
     let verdict = timeline.decide(tf, req.uri().path(), request, attempt);
     let key = match &shared.dedup {
@@ -545,137 +523,269 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         _ => None,
     };
 
-    // Read the body to its end so the connection stays usable; hash it for dedup; keep it
-    // when it is to be forwarded.
-    let (parts, mut body) = req.into_parts();
+    let (parts, body) = req.into_parts();
+    let (body_hash, kept) = match read_body(&shared, body, key.is_some()).await? {
+        ReadBody::Read { hash, kept } => (hash, kept),
+        ReadBody::TooLarge => {
+            return Ok(respond(
+                &shared,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                b"request body too large\n",
+                false,
+            ))
+        }
+    };
+
+    let lost = match verdict.action {
+        Action::Serve => None,
+        Action::LostResponse { status } => Some(status),
+        terminal => return fault_answer(&shared, terminal, &verdict).await,
+    };
+
+    let ticket = match &shared.dedup {
+        Some(dedup) => match key {
+            Some(key) => match deduplicate(&shared, dedup, key, body_hash) {
+                Deduped::Execute(ticket) => Some(ticket),
+                Deduped::Replay(_) if lost.is_some() => {
+                    // The stored response travels the same lossy path as the first one.
+                    return lose(&shared, verdict.fault).await;
+                }
+                Deduped::Replay(resp) | Deduped::Answer(resp) => return Ok(resp),
+            },
+            None => None,
+        },
+        None => None,
+    };
+
+    let service_time = timeline.service_time(&shared.model, request, attempt);
+    let job = Job {
+        parts,
+        body: kept.into(),
+        extra: verdict.extra_latency,
+        service_time,
+        write,
+        request,
+        amount,
+        ticket,
+    };
+    // If the client goes away, this future is dropped; the work task carries on.
+    let worked = match spawn_tracked(&shared, work(shared.clone(), job)).await {
+        Ok(Some(w)) => w,
+        _ => return Err(CloseConnection("shut down during service")),
+    };
+    answer(&shared, worked, lost, verdict.fault).await
+}
+
+/// The request id and attempt the load generator put on the request; a request without an
+/// id (external traffic) gets the next id of the server's own counter, a missing attempt 1.
+fn identify(shared: &Shared, req: &Request<Incoming>) -> (u64, u32) {
+    let request = parse_u64(req.headers().get(H_REQUEST))
+        .unwrap_or_else(|| shared.external_ids.fetch_add(1, Ordering::Relaxed));
+    let attempt = parse_u64(req.headers().get(H_ATTEMPT))
+        .and_then(|a| u32::try_from(a).ok())
+        .unwrap_or(1);
+    (request, attempt)
+}
+
+/// Fast path: a request without a body whose verdict is a status fault answered at once is
+/// in flight only while it is counted; no await, no clone of the timeline. Otherwise the
+/// timeline in force and its epoch, for the slow path.
+fn answer_at_once(
+    shared: &Shared,
+    req: &Request<Incoming>,
+    t: Duration,
+    sec: usize,
+    request: u64,
+    attempt: u32,
+) -> Result<Resp, (Arc<FaultTimeline>, Instant)> {
+    let armed = shared.armed.read().unwrap_or_else(|e| e.into_inner());
+    // Fault windows run from their own epoch (the run's, unless the standalone proxy
+    // started them later).
+    let tf = (shared.counters.epoch() + t).saturating_duration_since(armed.epoch);
+    let verdict = armed
+        .timeline
+        .decide(tf, req.uri().path(), request, attempt);
+    if let (Action::Status { .. }, true, true, Some(parts)) = (
+        verdict.action,
+        verdict.extra_latency.is_zero(),
+        req.body().is_end_stream(),
+        verdict
+            .fault
+            .and_then(|f| shared.status_parts.get(f).and_then(Option::as_ref)),
+    ) {
+        shared.counters.answer_at_once(sec, parts.status.as_u16());
+        return Ok(status_response(parts));
+    }
+    Err((armed.timeline.clone(), armed.epoch))
+}
+
+/// A request body read to its end.
+enum ReadBody {
+    /// Hashed (for dedup, when `hash` was asked) and kept (to forward, in proxy mode).
+    Read { hash: u64, kept: Vec<u8> },
+    /// Longer than [`proxy::MAX_BODY`] where it had to be kept.
+    TooLarge,
+}
+
+/// Reads the body to its end so the connection stays usable; hashes it for dedup; keeps it
+/// when it is to be forwarded, up to [`proxy::MAX_BODY`] (memory per request is bounded).
+async fn read_body(
+    shared: &Shared,
+    mut body: Incoming,
+    hash: bool,
+) -> Result<ReadBody, CloseConnection> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut kept = Vec::new();
+    let keep = shared.upstream.is_some();
     if !body.is_end_stream() {
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|_| CloseConnection("request body unreadable"))?;
             if let Some(data) = frame.data_ref() {
-                if key.is_some() {
+                if hash {
                     hasher.write(data);
                 }
-                if shared.upstream.is_some() {
+                if keep {
+                    if kept.len() + data.len() > proxy::MAX_BODY {
+                        return Ok(ReadBody::TooLarge);
+                    }
                     kept.extend_from_slice(data);
                 }
             }
         }
     }
+    Ok(ReadBody::Read {
+        hash: hasher.finish(),
+        kept,
+    })
+}
 
-    let lost = match verdict.action {
-        Action::Serve => None,
-        Action::LostResponse { status } => Some(status),
-        terminal => {
-            if !verdict.extra_latency.is_zero() {
-                tokio::time::sleep(verdict.extra_latency).await;
-            }
-            return match terminal {
-                Action::Status { .. } => {
-                    let fault = verdict.fault.expect("a status verdict names its fault");
-                    let parts = shared.status_parts[fault]
-                        .as_ref()
-                        .expect("status parts precomputed for status faults");
-                    shared.counters.respond(parts.status.as_u16(), false);
-                    Ok(status_response(parts))
-                }
-                Action::Reset => {
-                    shared.counters.reset();
-                    Err(CloseConnection("reset fault"))
-                }
-                _ => {
-                    shared.counters.hang();
-                    shutdown_signal(shared.shutdown.clone()).await;
-                    Err(CloseConnection("hang fault ended by shutdown"))
-                }
-            };
+/// The answer of a terminal fault (status, reset, hang), after its added latency.
+async fn fault_answer(
+    shared: &Shared,
+    action: Action<'_>,
+    verdict: &crate::scenario::timeline::Verdict<'_>,
+) -> Result<Resp, CloseConnection> {
+    if !verdict.extra_latency.is_zero() {
+        tokio::time::sleep(verdict.extra_latency).await;
+    }
+    match action {
+        Action::Status { .. } => {
+            let parts = verdict
+                .fault
+                .and_then(|f| shared.status_parts.get(f).and_then(Option::as_ref))
+                .ok_or(CloseConnection("status fault without its parts"))?;
+            shared.counters.respond(parts.status.as_u16(), false);
+            Ok(status_response(parts))
         }
-    };
+        Action::Reset => {
+            shared.counters.reset();
+            Err(CloseConnection("reset fault"))
+        }
+        _ => {
+            shared.counters.hang();
+            shutdown_signal(shared.shutdown.clone()).await;
+            Err(CloseConnection("hang fault ended by shutdown"))
+        }
+    }
+}
 
-    let ticket = match (&shared.dedup, key) {
-        (Some(dedup), Some(key)) => {
-            let body_hash = hasher.finish();
-            match dedup.begin(&key, body_hash) {
-                Begin::Execute => Some(Ticket::new(dedup.clone(), key, body_hash)),
-                Begin::Replay(status) => {
-                    shared.counters.dedup_replay();
-                    if lost.is_some() {
-                        // The stored response travels the same lossy path as the first one.
-                        return lose(&shared, verdict.fault).await;
-                    }
-                    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-                    return Ok(respond(&shared, status, b"replayed\n", false));
-                }
-                Begin::Conflict => {
-                    shared.counters.dedup_conflict();
-                    return Ok(respond(&shared, StatusCode::CONFLICT, b"conflict\n", false));
-                }
-                Begin::Mismatch => {
-                    shared.counters.dedup_mismatch();
-                    return Ok(respond(
-                        &shared,
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        b"idempotency key reused with another body\n",
-                        false,
-                    ));
-                }
-            }
-        }
-        _ => None,
-    };
+/// What the dedup store says about a keyed write.
+enum Deduped {
+    /// First of its key: execute, then complete the ticket.
+    Execute(Ticket),
+    /// Already executed: the stored answer.
+    Replay(Resp),
+    /// A conflict (409) or a key reused with another body (422).
+    Answer(Resp),
+}
 
-    let service_time = timeline.service_time(&shared.model, request, attempt);
-    let extra = verdict.extra_latency;
-    let work_shared = shared.clone();
-    let work = spawn_tracked(&shared, async move {
-        let s = &work_shared;
-        if !extra.is_zero() {
-            tokio::time::sleep(extra).await;
+fn deduplicate(shared: &Shared, dedup: &Arc<Dedup>, key: HeaderValue, body_hash: u64) -> Deduped {
+    match dedup.begin(&key, body_hash) {
+        Begin::Execute => Deduped::Execute(Ticket::new(dedup.clone(), key, body_hash)),
+        Begin::Replay(status) => {
+            shared.counters.dedup_replay();
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            Deduped::Replay(respond(shared, status, b"replayed\n", false))
         }
-        if let Err(why) = s.slots.acquire().await {
-            if why != Refused::Closed {
-                s.counters.shed();
-            }
-            return Worked::Shed; // the ticket drops: the key is forgotten
+        Begin::Conflict => {
+            shared.counters.dedup_conflict();
+            Deduped::Answer(respond(shared, StatusCode::CONFLICT, b"conflict\n", false))
         }
-        if let Some(upstream) = &s.upstream {
-            let (resp, forwarded) = upstream.forward(&s.counters, parts, kept.into()).await;
-            s.slots.release();
-            if forwarded {
-                if write {
-                    s.counters.execute(request, amount);
-                }
-                if let Some(ticket) = ticket {
-                    ticket.complete(resp.status().as_u16());
-                }
-            }
-            return Worked::Relayed { resp, forwarded };
+        Begin::Mismatch => {
+            shared.counters.dedup_mismatch();
+            Deduped::Answer(respond(
+                shared,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                b"idempotency key reused with another body\n",
+                false,
+            ))
         }
-        drop(parts);
-        tokio::time::sleep(service_time).await;
+    }
+}
+
+/// The work a request asks of the target, done in its own task.
+struct Job {
+    parts: hyper::http::request::Parts,
+    body: Bytes,
+    extra: Duration,
+    service_time: Duration,
+    write: bool,
+    request: u64,
+    amount: u64,
+    ticket: Option<Ticket>,
+}
+
+/// Queue for a slot, then serve (the service model) or forward (proxy mode).
+async fn work(s: Arc<Shared>, job: Job) -> Worked {
+    if !job.extra.is_zero() {
+        tokio::time::sleep(job.extra).await;
+    }
+    if let Err(why) = s.slots.acquire().await {
+        if why != Refused::Closed {
+            s.counters.shed();
+        }
+        return Worked::Shed; // the ticket drops: the key is forgotten
+    }
+    if let Some(upstream) = &s.upstream {
+        let (resp, forwarded) = upstream.forward(&s.counters, job.parts, job.body).await;
         s.slots.release();
-        if write {
-            s.counters.execute(request, amount);
+        if forwarded {
+            if job.write {
+                s.counters.execute(job.request, job.amount);
+            }
+            if let Some(ticket) = job.ticket {
+                ticket.complete(resp.status().as_u16());
+            }
         }
-        if let Some(ticket) = ticket {
-            ticket.complete(200);
-        }
-        Worked::Served
-    });
-    // If the client goes away, this future is dropped; the work task carries on.
-    let worked = match work.await {
-        Ok(Some(w)) => w,
-        _ => return Err(CloseConnection("shut down during service")),
-    };
+        return Worked::Relayed { resp, forwarded };
+    }
+    drop(job.parts);
+    tokio::time::sleep(job.service_time).await;
+    s.slots.release();
+    if job.write {
+        s.counters.execute(job.request, job.amount);
+    }
+    if let Some(ticket) = job.ticket {
+        ticket.complete(200);
+    }
+    Worked::Served
+}
+
+/// The answer to the client once the work is done: served, shed, relayed, or lost.
+async fn answer(
+    shared: &Shared,
+    worked: Worked,
+    lost: Option<Option<u16>>,
+    fault: Option<usize>,
+) -> Result<Resp, CloseConnection> {
     match (worked, lost) {
         (Worked::Shed, _) => Ok(respond(
-            &shared,
+            shared,
             StatusCode::SERVICE_UNAVAILABLE,
             b"overloaded\n",
             false,
         )),
-        (Worked::Served, None) => Ok(respond(&shared, StatusCode::OK, b"ok\n", true)),
+        (Worked::Served, None) => Ok(respond(shared, StatusCode::OK, b"ok\n", true)),
         (Worked::Relayed { resp, forwarded }, None)
         | (
             Worked::Relayed {
@@ -696,7 +806,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                 forwarded: true, ..
             },
             Some(_),
-        ) => lose(&shared, verdict.fault).await,
+        ) => lose(shared, fault).await,
     }
 }
 
@@ -704,8 +814,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
 /// fault's gateway status, or nothing until the client gives up. Counted as lost.
 async fn lose(shared: &Shared, fault: Option<usize>) -> Result<Resp, CloseConnection> {
     shared.counters.lost_response();
-    let fault = fault.expect("a lost-response verdict names its fault");
-    match shared.lost_status[fault] {
+    match fault.and_then(|f| shared.lost_status.get(f).copied().flatten()) {
         Some(status) => Ok(respond(shared, status, b"lost\n", false)),
         None => {
             // The response is lost on the way: the client waits until it gives up.

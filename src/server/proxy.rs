@@ -20,7 +20,12 @@
 //!    `idempotency-key` reach the real server's logs. The upstream response (status,
 //!    headers, body, its own 5xx included) is relayed back; the body is buffered whole, so
 //!    that an upstream that closes mid-response is seen as a failure (502) instead of a
-//!    truncated 200;
+//!    truncated 200. What is buffered is bounded: a body (request or response) longer than
+//!    [`MAX_BODY`] (8 MiB) is not relayed. A request body beyond it is answered 413; a
+//!    response body beyond it is cut off (the upstream connection closed) and answered 502
+//!    with `x-stormrig-upstream: body-too-large`, counted as `body_too_large`. Memory per
+//!    request is thus at most [`MAX_BODY`], whatever the upstream sends (an endless chunked
+//!    body included);
 //! 7. **lost-response** faults: the request is forwarded (the real server executes), then the
 //!    response is dropped: answered with the fault's `status`, or held without an answer
 //!    until the client leaves (exactly as the built-in target does).
@@ -41,6 +46,11 @@
 //! listener**, under the reserved prefix [`CONTROL_PREFIX`] (`/_stormrig/`). Requests under
 //! it are answered by the proxy, never forwarded, counted or faulted; every other path,
 //! `/metrics` included, goes to the upstream (the upstream's own `/metrics` is not shadowed):
+//! Every control request must carry the proxy's control token (`Authorization: Bearer
+//! TOKEN`; random and printed at start, or given with `--control-token`), must name the
+//! proxy itself in `Host` (a loopback address or `localhost`, with the listen port: a page
+//! that rebinds its own DNS name to 127.0.0.1 cannot pass) and must carry no `Origin` (no
+//! browser page, same-site or not, may drive it); otherwise 401 or 403, and nothing changes.
 //! - `POST /_stormrig/faults/start`: starts the loaded fault timeline now (its windows are
 //!   relative to this moment; starting again restarts it). Faults are off until then.
 //! - `POST /_stormrig/faults/stop`: clears the faults.
@@ -50,10 +60,11 @@
 //!
 //! [`check_loopback`] refuses a non-loopback upstream unless its host is named explicitly;
 //! the caller runs it before any packet is sent. Names are not resolved (a DNS answer can
-//! change between the check and the connect): `localhost` (and `*.localhost`, RFC 6761)
-//! and IPs in 127.0.0.0/8 or `::1` are loopback; everything else is remote.
+//! change between the check and the connect): the exact name `localhost` and IPs in
+//! 127.0.0.0/8 or `::1` (numeric forms such as `0x7f000001` read as their address) are
+//! loopback; everything else, `*.localhost` included, is remote.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,26 +84,52 @@ use super::{start_inner, Resp, Shared, TargetConfig, TargetError, TargetHandle};
 use crate::metrics::TargetStats;
 use crate::scenario::error::{ErrorKind, ScenarioError};
 use crate::scenario::model::{Fault, FaultSection, ServiceModel};
-use crate::scenario::source::{line_of, SourceMap};
+use crate::scenario::source::SourceMap;
 use crate::scenario::timeline::FaultTimeline;
 use crate::scenario::validate;
 
 /// Paths under this prefix are the standalone proxy's control endpoint.
 pub const CONTROL_PREFIX: &str = "/_stormrig/";
 
+/// The longest request or response body the proxy buffers to relay (bytes).
+pub const MAX_BODY: usize = 8 << 20;
+
 /// Knobs of the proxy that a [`TargetConfig`] does not carry.
 #[derive(Debug, Clone)]
 pub struct ProxyOptions {
     /// Longest wait for the upstream's complete response (connect included); then 504.
     pub upstream_timeout: Duration,
+    /// The standalone proxy's control token; `None` draws a random one.
+    pub control_token: Option<String>,
 }
 
 impl Default for ProxyOptions {
     fn default() -> Self {
         ProxyOptions {
             upstream_timeout: Duration::from_secs(30),
+            control_token: None,
         }
     }
+}
+
+/// A fresh control token: 128 random bits from the operating system, in hex.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        // No OS randomness: fall back to the process's hash keys (still unguessable from a
+        // web page, which is what the token guards against).
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The real server behind the proxy.
@@ -102,10 +139,23 @@ pub(crate) struct Upstream {
     timeout: Duration,
 }
 
-/// The standalone proxy's loaded faults.
+/// The standalone proxy's loaded faults and who may start them.
 pub(crate) struct Control {
     faults: Vec<Fault>,
     seed: u64,
+    token: String,
+    /// The listen port, once bound: the `Host` a control request must name.
+    port: u16,
+}
+
+impl Control {
+    /// The same control, for the address the proxy was bound to.
+    pub(crate) fn bound_to(self, addr: SocketAddr) -> Control {
+        Control {
+            port: addr.port(),
+            ..self
+        }
+    }
 }
 
 /// Starts the fault proxy on `bind` (port 0 picks a free port) in front of `upstream`, with
@@ -155,6 +205,20 @@ impl StandaloneProxy {
         self.handle.addr()
     }
 
+    /// The token every control request must carry (`Authorization: Bearer TOKEN`).
+    pub fn control_token(&self) -> &str {
+        self.handle
+            .shared
+            .control
+            .as_ref()
+            .map_or("", |c| c.token.as_str())
+    }
+
+    /// Upstream responses refused for a body longer than [`MAX_BODY`].
+    pub fn body_too_large(&self) -> u64 {
+        self.handle.shared.counters.body_too_large()
+    }
+
     pub fn stats(&self) -> TargetStats {
         self.handle.stats()
     }
@@ -165,7 +229,11 @@ impl StandaloneProxy {
 
     /// The `/_stormrig/metrics` text now.
     pub fn metrics_text(&self) -> String {
-        metrics_text(&self.handle.stats(), self.handle.in_flight())
+        metrics_text(
+            &self.handle.stats(),
+            self.handle.in_flight(),
+            self.body_too_large(),
+        )
     }
 
     pub async fn shutdown(self) -> TargetStats {
@@ -203,48 +271,35 @@ pub async fn serve_standalone_with(
         seed,
         dedup: None,
     };
+    let token = options.control_token.clone().unwrap_or_else(random_token);
     let handle = start_inner(
         listen,
         config,
         Instant::now(),
         Some(Upstream::new(upstream, options.upstream_timeout)),
-        Some(Control { faults, seed }),
+        Some(Control {
+            faults,
+            seed,
+            token,
+            port: 0,
+        }),
         false,
     )
     .await?;
     Ok(StandaloneProxy { handle })
 }
 
-/// Refuses a non-loopback `host` unless `allow_remote` names it exactly. Does not resolve
-/// names: `localhost`, `*.localhost`, 127.0.0.0/8 and `::1` (also IPv4-mapped) are loopback.
-/// `host` may carry IPv6 brackets.
+/// Refuses a non-loopback `host` unless `allow_remote` names it. Does not resolve names: only
+/// 127.0.0.0/8, `::1` (also IPv4-mapped) and the exact name `localhost` are loopback, and
+/// numeric forms (`0x7f000001`, `2130706433`) are read as their address first, in
+/// `allow_remote` too (see [`crate::scenario::host`]). `host` may carry IPv6 brackets.
 pub fn check_loopback(host: &str, allow_remote: Option<&str>) -> Result<(), TargetError> {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    let h = h.strip_suffix('.').unwrap_or(h);
-    let lower = h.to_ascii_lowercase();
-    let loopback = lower == "localhost"
-        || lower.ends_with(".localhost")
-        || match h.parse::<IpAddr>() {
-            Ok(IpAddr::V4(v4)) => v4.is_loopback(),
-            Ok(IpAddr::V6(v6)) => {
-                v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-            }
-            Err(_) => false,
-        };
-    if loopback {
-        return Ok(());
-    }
-    match allow_remote {
-        Some(a)
-            if a.trim_start_matches('[')
-                .trim_end_matches(']')
-                .eq_ignore_ascii_case(h) =>
-        {
-            Ok(())
-        }
-        _ => Err(TargetError::Remote {
+    if crate::scenario::host::allowed(host, allow_remote) {
+        Ok(())
+    } else {
+        Err(TargetError::Remote {
             host: host.to_string(),
-        }),
+        })
     }
 }
 
@@ -259,26 +314,25 @@ struct FaultsFile {
 /// scenario's own validation (windows must end within 24 h of the start). Errors name the
 /// file, line and field, like scenario errors.
 pub fn parse_faults_file(path: &Path) -> Result<Vec<Fault>, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::unreadable(path, e))?;
+    let text = crate::scenario::load::read_text(path)?;
     parse_faults(path, &text)
 }
 
 /// [`parse_faults_file`] on text already read.
 pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError> {
-    let map = SourceMap::new(text);
-    let file: FaultsFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
-        let field = e
-            .span()
-            .and_then(|s| map.path_covering(s))
-            .map(str::to_string);
-        ScenarioError::new(
+    let (file, map): (FaultsFile, SourceMap) = crate::scenario::load::deserialize(path, text)?;
+    if file.faults.len() > crate::scenario::limits::MAX_FAULTS {
+        return Err(ScenarioError::new(
             path,
-            Some(line),
-            field,
-            ErrorKind::Invalid(e.message().trim().to_string()),
-        )
-    })?;
+            Some(1),
+            Some("faults".into()),
+            ErrorKind::Invalid(format!(
+                "{} fault windows is above the limit of {}",
+                file.faults.len(),
+                crate::scenario::limits::MAX_FAULTS
+            )),
+        ));
+    }
     file.faults
         .iter()
         .enumerate()
@@ -295,7 +349,7 @@ pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError
 }
 
 /// The Prometheus text exposition (format 0.0.4) of a proxy's counts.
-pub fn metrics_text(stats: &TargetStats, in_flight: u64) -> String {
+pub fn metrics_text(stats: &TargetStats, in_flight: u64, body_too_large: u64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, lines: Vec<(String, u64)>| {
@@ -364,6 +418,12 @@ pub fn metrics_text(stats: &TargetStats, in_flight: u64) -> String {
         "Forwarded requests whose response was dropped (lost-response faults).",
         one(stats.lost_responses),
     );
+    metric(
+        "stormrig_proxy_body_too_large_total",
+        "counter",
+        "Upstream responses not relayed because their body exceeded the proxy's limit (answered 502).",
+        one(body_too_large),
+    );
     out
 }
 
@@ -373,15 +433,75 @@ fn text(status: StatusCode, body: String) -> Resp {
     r
 }
 
+/// Why a control request is refused before it acts, if it is: no or a wrong token (401), a
+/// `Host` that is not this proxy or any `Origin` (403).
+fn refuse_control(ctl: &Control, headers: &HeaderMap) -> Option<Resp> {
+    if headers.contains_key(hyper::header::ORIGIN) {
+        return Some(text(
+            StatusCode::FORBIDDEN,
+            "control requests from a web page (any Origin) are refused\n".into(),
+        ));
+    }
+    let host_ok = headers
+        .get(hyper::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| names_this_proxy(h, ctl.port));
+    if !host_ok {
+        return Some(text(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the Host header must name this proxy (127.0.0.1:{0}, [::1]:{0} or localhost:{0})\n",
+                ctl.port
+            ),
+        ));
+    }
+    let token = headers
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if !token.is_some_and(|t| same_secret(t.as_bytes(), ctl.token.as_bytes())) {
+        return Some(text(
+            StatusCode::UNAUTHORIZED,
+            "control requests need `Authorization: Bearer TOKEN` with the token the proxy printed at start\n"
+                .into(),
+        ));
+    }
+    None
+}
+
+/// True when `host` (a Host header) is a loopback address or `localhost`, with no port or
+/// the proxy's own.
+fn names_this_proxy(host: &str, port: u16) -> bool {
+    let (name, p) = match host.rsplit_once(':') {
+        Some((n, p)) if !n.is_empty() && (!n.contains(':') || n.ends_with(']')) => (n, Some(p)),
+        _ => (host, None),
+    };
+    let port_ok = p.is_none_or(|p| p.parse::<u16>() == Ok(port));
+    let h = crate::scenario::host::Host::parse(name);
+    port_ok && h.is_loopback() && h.literal().is_some()
+}
+
+/// Compares two secrets in time that depends on their length only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Answers a request under [`CONTROL_PREFIX`].
 pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Resp {
     let Some(ctl) = &shared.control else {
         return text(StatusCode::NOT_FOUND, "no control endpoint\n".into());
     };
-    // Read the body (ignored) so the connection stays usable.
+    let refused = refuse_control(ctl, req.headers());
+    // Read the body (ignored, bounded) so the connection stays usable.
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let _ = req.into_body().collect().await;
+    let _ = http_body_util::Limited::new(req.into_body(), 64 * 1024)
+        .collect()
+        .await;
+    if let Some(resp) = refused {
+        return resp;
+    }
     let sub = &path[CONTROL_PREFIX.len()..];
     match (sub, method) {
         ("faults/start", Method::POST) => {
@@ -407,6 +527,7 @@ pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
                 metrics_text(
                     &shared.counters.snapshot(shared.slots.peak_serving()),
                     shared.counters.in_flight(),
+                    shared.counters.body_too_large(),
                 ),
             );
             r.headers_mut().insert(
@@ -508,7 +629,11 @@ impl Upstream {
         let exchange = async {
             let resp = self.client.request(req).await?;
             let (parts, body) = resp.into_parts();
-            let bytes = body.collect().await?.to_bytes();
+            // Bounded: past MAX_BODY the body is dropped (and its connection with it).
+            let bytes = http_body_util::Limited::new(body, MAX_BODY)
+                .collect()
+                .await?
+                .to_bytes();
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>((parts, bytes))
         };
         match tokio::time::timeout(self.timeout, exchange).await {
@@ -516,6 +641,19 @@ impl Upstream {
                 counters.forward();
                 strip_hop_by_hop(&mut parts.headers);
                 (Response::from_parts(parts, Full::new(bytes)), true)
+            }
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                counters.forward();
+                counters.body_too_large_seen();
+                let mut resp = gateway(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("upstream response body longer than {MAX_BODY} bytes"),
+                );
+                resp.headers_mut().insert(
+                    super::headers::UPSTREAM,
+                    HeaderValue::from_static(super::headers::UPSTREAM_BODY_TOO_LARGE),
+                );
+                (resp, true)
             }
             Ok(Err(e)) => {
                 let connect = e

@@ -154,7 +154,13 @@ pub(crate) struct ConfigRun<'a> {
     pub end: u64,
     pub max_in_flight: u64,
     pub attempt_log: bool,
+    /// Turned true from outside (SIGINT, SIGTERM): the loop ends within a few thousand
+    /// events, keeping what it counted so far.
+    pub stop: Option<&'a std::sync::atomic::AtomicBool>,
 }
+
+/// How many events pass between two looks at [`ConfigRun::stop`] (well under a millisecond).
+const STOP_CHECK_EVERY: u64 = 4096;
 
 /// What one config's simulation produced.
 pub(crate) struct ConfigOut {
@@ -164,6 +170,8 @@ pub(crate) struct ConfigOut {
     pub attempts: u64,
     pub events: u64,
     pub end_t: u64,
+    /// Ended early by [`ConfigRun::stop`].
+    pub stopped: bool,
 }
 
 #[inline]
@@ -307,8 +315,20 @@ impl Sim<'_> {
         let end = self.cfg.end;
         let mut events = 0u64;
         let mut last_t = 0u64;
+        let mut popped = 0u64;
+        let mut stopped = false;
         while let Some(ev) = self.events.pop() {
             if ev.t >= end {
+                break;
+            }
+            popped += 1;
+            if popped % STOP_CHECK_EVERY == 0
+                && self
+                    .cfg
+                    .stop
+                    .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                stopped = true;
                 break;
             }
             // The run lasts until the last event that moved a request, an attempt or a user
@@ -327,6 +347,7 @@ impl Sim<'_> {
             attempts: self.attempts,
             events,
             end_t,
+            stopped,
         }
     }
 

@@ -52,6 +52,9 @@ pub struct SimOptions {
     pub scale: f64,
     /// Keep one row per attempt for `attempts.csv`.
     pub attempt_log: bool,
+    /// Set from outside (a signal) to stop early: the result is then marked partial and
+    /// holds the configs simulated so far, the current one up to where it stopped.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for SimOptions {
@@ -59,6 +62,7 @@ impl Default for SimOptions {
         SimOptions {
             scale: 1.0,
             attempt_log: false,
+            stop: None,
         }
     }
 }
@@ -131,6 +135,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             end: ns(sc.duration.saturating_add(sc.drain)),
             max_in_flight,
             attempt_log: opts.attempt_log,
+            stop: opts.stop.as_deref(),
         });
         stats.attempts += out.attempts;
         stats.events += out.events;
@@ -139,6 +144,10 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         let (summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
         result.configs.push(summary);
         result.timeline.extend(rows);
+        if out.stopped {
+            result.partial = true;
+            break;
+        }
     }
     Ok(SimOutput {
         result,

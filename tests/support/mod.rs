@@ -65,3 +65,5 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         timeline: vec![],
     }
 }
+
+pub mod process;
