@@ -650,8 +650,8 @@ impl Upstream {
                     &format!("upstream response body longer than {MAX_BODY} bytes"),
                 );
                 resp.headers_mut().insert(
-                    super::headers::UPSTREAM,
-                    HeaderValue::from_static(super::headers::UPSTREAM_BODY_TOO_LARGE),
+                    crate::headers::UPSTREAM,
+                    HeaderValue::from_static(crate::headers::UPSTREAM_BODY_TOO_LARGE),
                 );
                 (resp, true)
             }
