@@ -261,10 +261,11 @@ pub async fn send(
     result.unwrap_or_else(Reply::Failed)
 }
 
-/// The most of one response body the client keeps (the first bytes, where error codes are);
-/// the rest is read and dropped, so the attempt still ends when the response does while
-/// memory per attempt stays bounded, whatever the server sends.
-pub const MAX_KEPT_BODY: usize = 8 << 20;
+/// The most of one response body the client keeps: as much as stormrig's own servers
+/// relay (the client only ever talks to them), so a layer relays a body whole. The rest is
+/// read and dropped: the attempt still ends when the response does, while memory per
+/// attempt stays bounded whatever the server sends.
+pub const MAX_KEPT_BODY: usize = crate::server::proxy::MAX_BODY;
 
 /// Reads `body` to its end, keeping its first [`MAX_KEPT_BODY`] bytes.
 async fn read_bounded(mut body: hyper::body::Incoming) -> Result<Bytes, hyper::Error> {

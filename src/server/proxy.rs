@@ -21,11 +21,11 @@
 //!    headers, body, its own 5xx included) is relayed back; the body is buffered whole, so
 //!    that an upstream that closes mid-response is seen as a failure (502) instead of a
 //!    truncated 200. What is buffered is bounded: a body (request or response) longer than
-//!    [`MAX_BODY`] (8 MiB) is not relayed. A request body beyond it is answered 413; a
+//!    [`MAX_BODY`] (1 MiB) is not relayed. A request body beyond it is answered 413; a
 //!    response body beyond it is cut off (the upstream connection closed) and answered 502
 //!    with `x-stormrig-upstream: body-too-large`, counted as `body_too_large`. Memory per
 //!    request is thus at most [`MAX_BODY`], whatever the upstream sends (an endless chunked
-//!    body included);
+//!    body included), and the proxy's at most that times the requests it has in flight;
 //! 7. **lost-response** faults: the request is forwarded (the real server executes), then the
 //!    response is dropped: answered with the fault's `status`, or held without an answer
 //!    until the client leaves (exactly as the built-in target does).
@@ -92,7 +92,7 @@ use crate::scenario::validate;
 pub const CONTROL_PREFIX: &str = "/_stormrig/";
 
 /// The longest request or response body the proxy buffers to relay (bytes).
-pub const MAX_BODY: usize = 8 << 20;
+pub const MAX_BODY: usize = 1 << 20;
 
 /// Knobs of the proxy that a [`TargetConfig`] does not carry.
 #[derive(Debug, Clone)]
