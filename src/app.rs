@@ -243,8 +243,13 @@ fn gates_of(plan: &Plan, extra: &[String]) -> Result<Vec<report::gates::Gate>, A
         .gates
         .iter()
         .chain(extra)
-        .map(|g| report::gates::parse(g).map_err(AppError::bad))
-        .collect()
+        .map(|g| {
+            let gate = report::gates::parse(g)?;
+            report::gates::check_figure(&gate)?;
+            Ok(gate)
+        })
+        .collect::<Result<_, report::gates::GateError>>()
+        .map_err(AppError::bad)
 }
 
 /// Applies the command-line overrides shared by `run` and `sim`.
@@ -300,7 +305,11 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let opts = live::RunOptions {
         attempt_log: args.common.attempt_log,
         progress: !args.common.quiet,
-        abort_when: args.abort_on_fail.then(|| abort_check(gates.clone())),
+        abort_when: if args.abort_on_fail {
+            abort_check(&gates)
+        } else {
+            None
+        },
     };
     let output = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
@@ -367,28 +376,21 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
     finish(&dir, &mut result, &gates, false)
 }
 
-/// `--abort-on-fail`: true as soon as a gate on a count that can only grow is already
-/// broken for some config (e.g. `attempts <= 1000` with 1001 attempts sent).
-fn abort_check(gates: Vec<report::gates::Gate>) -> live::AbortCheck {
-    use report::gates::{can_no_longer_pass, is_monotone_count, Selector};
+/// `--abort-on-fail`: true as soon as a gate that can no longer pass is broken for some
+/// config (e.g. `attempts <= 1000` with 1001 attempts sent); `None` when no gate could ever
+/// stop the run early, so the run does not summarize itself for nothing.
+fn abort_check(gates: &[report::gates::Gate]) -> Option<live::AbortCheck> {
     let gates: Vec<_> = gates
-        .into_iter()
-        .filter(|g| is_monotone_count(&g.figure))
+        .iter()
+        .filter(|g| report::gates::may_stop_early(g))
+        .cloned()
         .collect();
-    std::sync::Arc::new(move |snap: &live::Snapshot| {
-        gates.iter().any(|g| {
-            let applies = match &g.selector {
-                Selector::All => true,
-                Selector::Config(name) => *name == snap.config,
-            };
-            applies
-                && snap
-                    .figures
-                    .iter()
-                    .find(|(name, _)| *name == g.figure)
-                    .is_some_and(|(_, v)| can_no_longer_pass(g, *v))
-        })
-    })
+    if gates.is_empty() {
+        return None;
+    }
+    Some(std::sync::Arc::new(move |so_far| {
+        report::gates::broken_early(&gates, so_far)
+    }))
 }
 
 /// Waits for SIGINT or SIGTERM.

@@ -21,8 +21,10 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::metrics::AttemptRow;
-use crate::metrics::{summarize, Engine, FaultBand, RunResult, RunShape, TargetStats};
-use crate::plan::Plan;
+use crate::metrics::{
+    summarize, ConfigSummary, Engine, FaultBand, RunResult, RunShape, SecondRow, TargetStats,
+};
+use crate::plan::{Plan, PlannedConfig};
 
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
 use crate::server::{self, TargetConfig, TargetHandle};
@@ -36,24 +38,17 @@ pub struct RunOptions {
     pub attempt_log: bool,
     /// Draw progress bars (terminal) or print periodic lines (otherwise); false = silent.
     pub progress: bool,
-    /// Asked every [`ABORT_CHECK_EVERY`] with each config's counts so far; true stops the
-    /// run (`--abort-on-fail`: a gate on a count that can only grow has already failed).
+    /// Asked every [`ABORT_CHECK_EVERY`] with each config's summary of the run so far (built
+    /// as the final one is); true stops the run (`--abort-on-fail`: a gate that can no
+    /// longer pass).
     pub abort_when: Option<AbortCheck>,
 }
 
-/// A predicate over running counts; see [`RunOptions::abort_when`].
-pub type AbortCheck = Arc<dyn Fn(&Snapshot) -> bool + Send + Sync>;
+/// A predicate over one config's summary so far; see [`RunOptions::abort_when`].
+pub type AbortCheck = Arc<dyn Fn(&ConfigSummary) -> bool + Send + Sync>;
 
 /// How often `abort_when` is asked.
 pub const ABORT_CHECK_EVERY: Duration = Duration::from_millis(200);
-
-/// One config's counts so far, by their summary.json names. Only counts that never go down
-/// are here, so a gate they break cannot pass any more.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub config: String,
-    pub figures: Vec<(&'static str, f64)>,
-}
 
 impl std::fmt::Debug for RunOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,42 +60,77 @@ impl std::fmt::Debug for RunOptions {
     }
 }
 
-/// Counts so far for one config: the client's from its recorder, arrivals from its target.
-fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> Snapshot {
-    rt.with(|g| {
-        let mut sum = [0u64; 8];
-        for s in g.rec.seconds() {
-            for (acc, v) in sum.iter_mut().zip([
-                s.started,
-                s.attempts,
-                s.retries,
-                s.budget_refusals,
-                s.breaker_refusals,
-                s.successes,
-                s.failures,
-                s.dropped,
-            ]) {
-                *acc += v;
-            }
+/// What a config's summary holds beyond its counts, known before the first request.
+#[derive(Clone)]
+struct ConfigFacts {
+    /// The resolved retry config, as summary.json shows it.
+    policy: serde_json::Value,
+    amplification_bound: f64,
+    /// Worst case (K+1)^L, for a topology run.
+    topology_bound: Option<f64>,
+    max_attempts: u32,
+}
+
+impl ConfigFacts {
+    fn of(plan: &Plan, planned: &PlannedConfig, mean_rate: f64) -> Self {
+        let duration = plan.scenario.duration;
+        let (amplification_bound, topology_bound) = if plan.layers.is_empty() {
+            let bound = crate::plan::amplification_bound(&planned.config, mean_rate, duration);
+            (bound, None)
+        } else {
+            let (budget, worst) =
+                crate::plan::topology_bounds(&planned.config, &plan.layers, mean_rate, duration);
+            (budget, Some(worst))
+        };
+        ConfigFacts {
+            policy: serde_json::to_value(&planned.config).unwrap_or_default(),
+            amplification_bound,
+            topology_bound,
+            max_attempts: planned.config.max_attempts,
         }
-        let names = [
-            "upstream_requests",
-            "attempts",
-            "retries",
-            "budget_refusals",
-            "breaker_refusals",
-            "successes",
-            "failures",
-            "dropped",
-        ];
-        let mut figures: Vec<(&'static str, f64)> =
-            names.iter().zip(sum).map(|(n, v)| (*n, v as f64)).collect();
-        figures.push(("downstream_arrivals", arrivals as f64));
-        Snapshot {
-            config: rt.name.clone(),
-            figures,
-        }
-    })
+    }
+}
+
+/// One config's summary and per-second rows from its counts so far: the client's from its
+/// recorder, the downstream ones from its target, and one entry per hop of a topology
+/// (`layers` empty for a direct run). The end of the run and `--abort-on-fail` both read a
+/// config through here, so a gate is judged mid-run on the very figure it is judged on at
+/// the end.
+fn summarize_config(
+    facts: &ConfigFacts,
+    rt: &ConfigRuntime,
+    target: &TargetStats,
+    layers: &[Arc<layer::Layer>],
+    shape: &RunShape<'_>,
+) -> (ConfigSummary, Vec<SecondRow>) {
+    let (mut summary, rows) = rt.with(|g| {
+        summarize(
+            &rt.name,
+            facts.policy.clone(),
+            Some(facts.amplification_bound),
+            &g.rec,
+            target,
+            shape,
+        )
+    });
+    if facts.topology_bound.is_some() {
+        summary.topology_bound = facts.topology_bound;
+        let upstream = summary.upstream_requests;
+        summary.layers.push(layer::layer_summary(
+            "client",
+            upstream,
+            summary.attempts,
+            summary.retries,
+            summary.budget_refusals,
+            summary.client_peak_in_flight,
+            upstream,
+            facts.max_attempts,
+        ));
+        summary
+            .layers
+            .extend(layers.iter().map(|l| l.summary(upstream)));
+    }
+    (summary, rows)
 }
 
 /// Why a live run could not be carried out at all.
@@ -274,19 +304,49 @@ pub async fn run(
         .progress
         .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
 
+    let mean_rate = match &sc.load.shape {
+        LoadShape::Closed { .. } => 0.0,
+        shape => schedule::expected_count(shape, sc.duration) / sc.duration.as_secs_f64(),
+    };
+    let facts: Vec<ConfigFacts> = plan
+        .configs
+        .iter()
+        .map(|c| ConfigFacts::of(plan, c, mean_rate))
+        .collect();
+    let fault_windows: Vec<(Duration, Duration)> =
+        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
+    let layer_sets: Vec<Vec<Arc<layer::Layer>>> = chains
+        .iter()
+        .map(|chain| chain.iter().map(|h| Arc::clone(&h.layer)).collect())
+        .collect();
+
     let watcher = opts.abort_when.clone().map(|check| {
         let probes: Vec<_> = targets.iter().map(|t| t.probe()).collect();
         let runtimes = runtimes.clone();
+        let facts = facts.clone();
+        let fault_windows = fault_windows.clone();
+        let layer_sets = layer_sets.clone();
+        let duration = sc.duration;
         let tx = Arc::clone(&stop_tx);
         let aborted = Arc::clone(&aborted);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(ABORT_CHECK_EVERY);
             loop {
                 tick.tick().await;
-                let hit = runtimes
-                    .iter()
-                    .zip(&probes)
-                    .any(|(rt, p)| check(&snapshot(rt, p.arrivals())));
+                let shape = RunShape {
+                    load_duration: epoch.elapsed().min(duration),
+                    faults: &fault_windows,
+                };
+                let hit = (0..runtimes.len()).any(|i| {
+                    let (so_far, _) = summarize_config(
+                        &facts[i],
+                        &runtimes[i],
+                        &probes[i].stats(),
+                        &layer_sets[i],
+                        &shape,
+                    );
+                    check(&so_far)
+                });
                 if hit {
                     aborted.store(true, std::sync::atomic::Ordering::SeqCst);
                     let _ = tx.send(true);
@@ -342,14 +402,10 @@ pub async fn run(
     }
 
     // Layers go first: requests still inside them are dropped, then the targets count.
-    let mut layer_sets: Vec<Vec<Arc<layer::Layer>>> = Vec::with_capacity(chains.len());
     for chain in chains {
-        let mut set = Vec::with_capacity(chain.len());
         for h in chain {
-            set.push(Arc::clone(&h.layer));
             h.shutdown().await;
         }
-        layer_sets.push(set);
     }
 
     let mut stats: Vec<TargetStats> = Vec::with_capacity(targets.len());
@@ -360,8 +416,6 @@ pub async fn run(
         p.finish();
     }
 
-    let fault_windows: Vec<(Duration, Duration)> =
-        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
     let shape = RunShape {
         load_duration: load_ran,
         faults: &fault_windows,
@@ -387,58 +441,22 @@ pub async fn run(
         gates: Vec::new(),
         timeline: Vec::new(),
     };
-    let mean_rate = match &sc.load.shape {
-        LoadShape::Closed { .. } => 0.0,
-        shape => schedule::expected_count(shape, sc.duration) / sc.duration.as_secs_f64(),
-    };
     let mut attempts = Vec::new();
     let mut hops = Vec::new();
-    for (((rt, planned), st), layers) in runtimes
-        .iter()
-        .zip(&plan.configs)
-        .zip(&stats)
-        .zip(&layer_sets)
-    {
-        let (mut summary, rows) = rt.with(|g| {
+    for (i, rt) in runtimes.iter().enumerate() {
+        rt.with(|g| {
             if let Some(log) = g.log.as_mut() {
                 attempts.append(log);
             }
-            summarize(
-                &rt.name,
-                serde_json::to_value(&planned.config).unwrap_or_default(),
-                Some(crate::plan::amplification_bound(
-                    &planned.config,
-                    mean_rate,
-                    sc.duration,
-                )),
-                &g.rec,
-                st,
-                &shape,
-            )
         });
+        let (summary, rows) = summarize_config(&facts[i], rt, &stats[i], &layer_sets[i], &shape);
         if !plan.layers.is_empty() {
-            let (budget, worst) =
-                crate::plan::topology_bounds(&planned.config, &plan.layers, mean_rate, sc.duration);
-            summary.amplification_bound = Some(budget);
-            summary.topology_bound = Some(worst);
-            let upstream = summary.upstream_requests;
-            summary.layers.push(layer::layer_summary(
-                "client",
-                upstream,
-                summary.attempts,
-                summary.retries,
-                summary.budget_refusals,
-                summary.client_peak_in_flight,
-                upstream,
-                planned.config.max_attempts,
-            ));
             let mut h = vec![HopStats {
                 name: "client".into(),
                 deadline_cut: rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),
                 rejected: 0,
             }];
-            for l in layers {
-                summary.layers.push(l.summary(upstream));
+            for l in &layer_sets[i] {
                 h.push(HopStats {
                     name: l.name.clone(),
                     deadline_cut: l.rt.deadline_cut.load(std::sync::atomic::Ordering::SeqCst),

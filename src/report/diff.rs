@@ -2,7 +2,8 @@
 //! headline figure, the baseline value, the value now, the relative change, and whether it
 //! is a regression.
 //!
-//! Every figure has a better direction: lower is better for all of [`FIGURES`] but
+//! Every figure has a better direction, read from the figure table
+//! ([`super::figures::FIGURES`]): lower is better for all of [`HEADLINE_FIGURES`] but
 //! `success_share`. A regression is a change in the worse direction by more than the
 //! tolerance, relative to the baseline; when the baseline is 0 any worsening beyond
 //! [`ABS_EPSILON`] counts. `null` means "never happened": for `recovery_time_s` a run that
@@ -12,14 +13,15 @@
 //! Configs present in only one run are listed (status [`RowStatus::Added`] /
 //! [`RowStatus::Removed`], with the one side's values) and are never regressions.
 
-use super::gates::{fmt_num, success_share, text_table};
+use super::figures::{self, Better};
+use super::gates::{fmt_num, measure, text_table};
 use crate::metrics::{ConfigSummary, RunResult};
 
 /// An absolute change that counts as "any change" when the baseline is 0.
 pub const ABS_EPSILON: f64 = 1e-9;
 
 /// The headline figures compared, in table order.
-pub const FIGURES: &[&str] = &[
+pub const HEADLINE_FIGURES: &[&str] = &[
     "amplification",
     "peak_amplification_1s",
     "peak_concurrency",
@@ -100,28 +102,14 @@ pub fn parse_tolerance(s: &str) -> Result<f64, ToleranceError> {
     }
 }
 
-/// The value of a headline figure for one config.
+/// The value of a headline figure for one config, read as a gate reads it.
 pub fn figure(c: &ConfigSummary, name: &str) -> Option<f64> {
-    match name {
-        "amplification" => Some(c.amplification),
-        "peak_amplification_1s" => Some(c.peak_amplification_1s),
-        "peak_concurrency" => Some(c.peak_concurrency as f64),
-        "downstream_arrivals" => Some(c.downstream_arrivals as f64),
-        "retries" => Some(c.retries as f64),
-        "budget_refusals" => Some(c.budget_refusals as f64),
-        "failures" => Some(c.failures as f64),
-        "success_share" => success_share(c),
-        "latency_ms.p50" => Some(c.latency_ms.p50),
-        "latency_ms.p99" => Some(c.latency_ms.p99),
-        "latency_ms.p999" => Some(c.latency_ms.p999),
-        "recovery_time_s" => c.recovery_time_s,
-        _ => None,
-    }
+    measure(c, name)
 }
 
 /// True for the figures where higher is better.
 pub fn higher_is_better(figure: &str) -> bool {
-    figure == "success_share"
+    figures::find(figure).is_some_and(|f| f.better == Better::Higher)
 }
 
 fn compare(figure: &str, baseline: Option<f64>, now: Option<f64>, tol: f64) -> (Option<f64>, bool) {
@@ -151,7 +139,7 @@ fn compare(figure: &str, baseline: Option<f64>, now: Option<f64>, tol: f64) -> (
     (change_pct, regression)
 }
 
-/// Compares `run` with `baseline` over [`FIGURES`], config by config (baseline order, then
+/// Compares `run` with `baseline` over [`HEADLINE_FIGURES`], config by config (baseline order, then
 /// configs only in `run`). `tolerance` is a share (0.1 = 10 %).
 pub fn diff(baseline: &RunResult, run: &RunResult, tolerance: f64) -> Vec<DiffRow> {
     let find = |r: &'_ RunResult, name: &str| r.configs.iter().find(|c| c.name == name).cloned();
@@ -162,7 +150,7 @@ pub fn diff(baseline: &RunResult, run: &RunResult, tolerance: f64) -> Vec<DiffRo
             (None, _) => RowStatus::Added,
             (_, None) => RowStatus::Removed,
         };
-        for f in FIGURES {
+        for f in HEADLINE_FIGURES {
             let bv = b.and_then(|c| figure(c, f));
             let nv = n.and_then(|c| figure(c, f));
             let (change_pct, regression) = if status == RowStatus::Compared {
