@@ -27,7 +27,7 @@ fn same_seed_gives_byte_identical_summary() {
     let ja = serde_json::to_vec_pretty(&a.result).unwrap();
     let jb = serde_json::to_vec_pretty(&b.result).unwrap();
     assert_eq!(ja, jb);
-    assert_eq!(a.result.timeline, b.result.timeline);
+    assert_eq!(a.result.timeseries, b.result.timeseries);
     assert_eq!(a.result.engine, Engine::Sim);
     assert!(!a.result.partial);
     assert!(String::from_utf8(ja)
@@ -150,9 +150,9 @@ fn thundering_herd_jitter_cuts_the_peak() {
     // Jitter moves retries, it does not remove them (all eventually give up or succeed).
     let diff = flat.retries.abs_diff(jit.retries) as f64 / flat.retries as f64;
     assert!(diff < 0.25, "{} vs {}", flat.retries, jit.retries);
-    // The same field is filled from the timeline rows.
+    // The same field is filled from the time-series rows.
     let peak = r
-        .timeline
+        .timeseries
         .iter()
         .filter(|row| row.config == "exp-no-jitter")
         .map(|row| row.retries)

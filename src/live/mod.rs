@@ -439,7 +439,7 @@ pub async fn run(
             .collect(),
         configs: Vec::new(),
         gates: Vec::new(),
-        timeline: Vec::new(),
+        timeseries: Vec::new(),
     };
     let mut attempts = Vec::new();
     let mut hops = Vec::new();
@@ -466,7 +466,7 @@ pub async fn run(
             hops.push(h);
         }
         result.configs.push(summary);
-        result.timeline.extend(rows);
+        result.timeseries.extend(rows);
     }
     Ok(LiveOutput {
         result,

@@ -346,7 +346,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    /// Short label for reports and the timeline bands.
+    /// Short label for reports and the fault bands of the charts.
     pub fn label(&self) -> String {
         match self {
             FaultKind::Status {

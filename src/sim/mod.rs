@@ -173,7 +173,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             .collect(),
         configs: Vec::new(),
         gates: Vec::new(),
-        timeline: Vec::new(),
+        timeseries: Vec::new(),
     };
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
@@ -217,7 +217,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             &run_shape,
         );
         result.configs.push(summary);
-        result.timeline.extend(rows);
+        result.timeseries.extend(rows);
     }
     Ok(SimOutput {
         result,

@@ -62,6 +62,6 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         faults: vec![],
         configs,
         gates: vec![],
-        timeline: vec![],
+        timeseries: vec![],
     }
 }
