@@ -2,8 +2,7 @@
 //!
 //! Config files are edited by people, so a bare number is refused: `timeout = 10` could mean
 //! seconds or milliseconds and that ambiguity has caused real outages. Negative values are
-//! refused too, with a message that says so rather than a generic parse error. The scenario
-//! loader reuses this module for its own durations.
+//! refused too, with a message that says so rather than a generic parse error.
 //!
 //! Accepted units: `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h`. The number may have a decimal
 //! part. Durations are serialized back in the largest unit that represents them exactly.

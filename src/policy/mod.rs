@@ -17,7 +17,7 @@
 //!   [`spec`]: what a user writes (a preset plus overrides), resolved into a config;
 //! * [`client`]: the per-config state machine ([`RetryClient`]);
 //! * [`thresholds`]: failure rates above which a budget drains (closed form + Monte Carlo);
-//! * [`duration`]: human duration strings, reused by the scenario loader.
+//! * [`duration`]: human duration strings in retry configs.
 
 pub mod backoff;
 pub mod breaker;

@@ -1,4 +1,4 @@
-//! Issue 10's micro-benchmark: the policy decision plus recording per attempt, for the cases
+//! The policy micro-benchmark: the policy decision plus recording per attempt, for the cases
 //! `stormrig bench policy` prints, through the same code ([`PolicyPath`]). One iteration is
 //! exactly one attempt, so divan's time per iteration is the time per attempt.
 //!
