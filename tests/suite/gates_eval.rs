@@ -6,7 +6,7 @@ use stormrig::report::gates::{
     may_stop_early, parse, verdict_table, Gate, GateError, Op, Selector,
 };
 
-mod support;
+use crate::support;
 use stormrig::metrics::{LayerSummary, RunResult};
 use support::{config, run};
 

@@ -4,7 +4,7 @@
 use stormrig::report::diff::{diff, has_regression, parse_tolerance, table, DiffRow, RowStatus};
 use stormrig::report::files;
 
-mod support;
+use crate::support;
 use stormrig::metrics::RunResult;
 use support::{config, run};
 

@@ -54,7 +54,7 @@ fn every_reference_follows_the_table() {
     for module in top_level_modules(&src) {
         if row(&module).is_none() {
             broken.push(format!(
-                "src/{module}: a top-level module tests/architecture.rs does not know; add it to the table"
+                "src/{module}: a top-level module tests/suite/architecture.rs does not know; add it to the table"
             ));
         }
     }
@@ -65,7 +65,7 @@ fn every_reference_follows_the_table() {
     }
     assert!(
         broken.is_empty(),
-        "imports against the table in tests/architecture.rs:\n  {}",
+        "imports against the table in tests/suite/architecture.rs:\n  {}",
         broken.join("\n  ")
     );
 }

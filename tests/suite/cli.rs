@@ -1,6 +1,7 @@
 //! The real binary in a subprocess: exit codes, bad input, interruption, every shipped
 //! scenario, report rebuild and run-to-run diff.
 
+use crate::support::shipped_scenarios;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -225,19 +226,9 @@ fn sigint_writes_partial_reports() {
     assert!(out.join("index.html").exists());
 }
 
-fn shipped() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir("scenarios")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn every_shipped_scenario_checks_and_a_short_run_completes() {
-    let all = shipped();
+    let all = shipped_scenarios();
     assert!(all.len() >= 7);
     let mut args = vec!["check".to_string()];
     args.extend(all.iter().map(|p| p.display().to_string()));
@@ -273,7 +264,7 @@ fn every_shipped_scenario_checks_and_a_short_run_completes() {
         let summary: serde_json::Value =
             serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
         assert_eq!(summary["partial"], false, "{}", p.display());
-        // Exact equality of attempts and arrivals is proven in tests/live_run.rs; here some
+        // Exact equality of attempts and arrivals is proven in tests/suite/live_run.rs; here some
         // scenarios cut attempts with per-try timeouts, and an attempt abandoned before the
         // target read it is sent but never arrives. The target can never see more.
         for c in summary["configs"].as_array().unwrap() {
