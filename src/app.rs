@@ -367,7 +367,7 @@ fn blank_result(plan: &Plan) -> RunResult {
         faults: Vec::new(),
         configs,
         gates: Vec::new(),
-        timeline: Vec::new(),
+        timeseries: Vec::new(),
     }
 }
 
@@ -448,7 +448,11 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let opts = live::RunOptions {
         attempt_log: args.common.attempt_log,
         progress: !args.common.quiet,
-        abort_when: args.abort_on_fail.then(|| abort_check(gates.clone())),
+        abort_when: if args.abort_on_fail {
+            abort_check(&gates)
+        } else {
+            None
+        },
     };
     let output = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
@@ -561,28 +565,21 @@ fn open_files_limit() -> Option<String> {
     line.split_whitespace().nth(3).map(str::to_string)
 }
 
-/// `--abort-on-fail`: true as soon as a gate on a count that can only grow is already
-/// broken for some config (e.g. `attempts <= 1000` with 1001 attempts sent).
-fn abort_check(gates: Vec<report::gates::Gate>) -> live::AbortCheck {
-    use report::gates::{can_no_longer_pass, is_monotone_count, Selector};
+/// `--abort-on-fail`: true as soon as a gate that can no longer pass is broken for some
+/// config (e.g. `attempts <= 1000` with 1001 attempts sent); `None` when no gate could ever
+/// stop the run early, so the run does not summarize itself for nothing.
+fn abort_check(gates: &[report::gates::Gate]) -> Option<live::AbortCheck> {
     let gates: Vec<_> = gates
-        .into_iter()
-        .filter(|g| is_monotone_count(&g.figure))
+        .iter()
+        .filter(|g| report::gates::may_stop_early(g))
+        .cloned()
         .collect();
-    std::sync::Arc::new(move |snap: &live::Snapshot| {
-        gates.iter().any(|g| {
-            let applies = match &g.selector {
-                Selector::All => true,
-                Selector::Config(name) => *name == snap.config,
-            };
-            applies
-                && snap
-                    .figures
-                    .iter()
-                    .find(|(name, _)| *name == g.figure)
-                    .is_some_and(|(_, v)| can_no_longer_pass(g, *v))
-        })
-    })
+    if gates.is_empty() {
+        return None;
+    }
+    Some(std::sync::Arc::new(move |so_far| {
+        report::gates::broken_early(&gates, so_far)
+    }))
 }
 
 /// A flag that SIGINT or SIGTERM turns true, for work that runs without tokio (the

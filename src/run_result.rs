@@ -44,6 +44,10 @@ impl<'p> ResultBuilder<'p> {
         self.mean_rate
     }
 
+    pub fn plan(&self) -> &'p Plan {
+        self.plan
+    }
+
     /// The result without any config yet.
     pub fn header(&self, engine: Engine, partial: bool) -> RunResult {
         let sc = &self.plan.scenario;
@@ -66,7 +70,7 @@ impl<'p> ResultBuilder<'p> {
                 .collect(),
             configs: Vec::new(),
             gates: Vec::new(),
-            timeline: Vec::new(),
+            timeseries: Vec::new(),
         }
     }
 

@@ -8,27 +8,15 @@
 //!     STORMRIG_BLESS=1 cargo test --release --test golden
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod support;
 use stormrig::plan;
 use stormrig::report::files::write_data;
 use stormrig::sim::{self, SimError, SimOptions};
+use support::{repo_root, shipped_scenarios};
 
 const FILES: [&str; 3] = ["summary.json", "summary.csv", "timeseries.csv"];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shipped() -> Vec<PathBuf> {
-    let mut files: Vec<_> = fs::read_dir(root().join("scenarios"))
-        .expect("scenarios/ exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
-    files
-}
 
 fn bless() -> bool {
     std::env::var_os("STORMRIG_BLESS").is_some_and(|v| v != "0")
@@ -68,9 +56,9 @@ fn simulator_outputs_match_the_golden_files() {
     let tmp = std::env::temp_dir().join(format!("stormrig-golden-{}", std::process::id()));
     let mut drift = Vec::new();
     let mut pinned = 0;
-    for scenario in shipped() {
+    for scenario in shipped_scenarios() {
         let stem = scenario.file_stem().unwrap().to_str().unwrap().to_string();
-        let golden = root().join("tests/golden").join(&stem);
+        let golden = repo_root().join("tests/golden").join(&stem);
         let out = tmp.join(&stem);
         if simulate(&scenario, &out).is_none() {
             assert!(

@@ -23,7 +23,7 @@ pub const STORM: &str = "downstream-503-10s";
 pub const CONFIGS: [&str; 3] = ["naive", "aws-standard", "envoy"];
 /// Default `--scale`: about 5 M attempts, a few seconds at today's speed.
 pub const DEFAULT_SCALE: f64 = 300.0;
-/// Issue 10's target: simulated attempts per second of one core.
+/// The aim: simulated attempts per second of one core.
 pub const TARGET_ATTEMPTS_PER_CPU_S: f64 = 5_000_000.0;
 
 /// Why the bench could not run.

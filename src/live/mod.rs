@@ -21,8 +21,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::draws;
-use crate::metrics::{AttemptRow, ConfigSummary, Engine, RunResult, TargetStats};
-use crate::plan::Plan;
+use crate::metrics::{AttemptRow, ConfigSummary, Engine, RunResult, SecondRow, TargetStats};
+use crate::plan::{Plan, PlannedConfig};
 use crate::policy::RetryConfig;
 use crate::run_result::ResultBuilder;
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
@@ -37,24 +37,17 @@ pub struct RunOptions {
     pub attempt_log: bool,
     /// Draw progress bars (terminal) or print periodic lines (otherwise); false = silent.
     pub progress: bool,
-    /// Asked every [`ABORT_CHECK_EVERY`] with each config's counts so far; true stops the
-    /// run (`--abort-on-fail`: a gate on a count that can only grow has already failed).
+    /// Asked every [`ABORT_CHECK_EVERY`] with each config's summary of the run so far (built
+    /// as the final one is); true stops the run (`--abort-on-fail`: a gate that can no
+    /// longer pass).
     pub abort_when: Option<AbortCheck>,
 }
 
-/// A predicate over running counts; see [`RunOptions::abort_when`].
-pub type AbortCheck = Arc<dyn Fn(&Snapshot) -> bool + Send + Sync>;
+/// A predicate over one config's summary so far; see [`RunOptions::abort_when`].
+pub type AbortCheck = Arc<dyn Fn(&ConfigSummary) -> bool + Send + Sync>;
 
 /// How often `abort_when` is asked.
 pub const ABORT_CHECK_EVERY: Duration = Duration::from_millis(200);
-
-/// One config's counts so far, by their summary.json names. Only counts that never go down
-/// are here, so a gate they break cannot pass any more.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub config: String,
-    pub figures: Vec<(&'static str, f64)>,
-}
 
 impl std::fmt::Debug for RunOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,44 +57,6 @@ impl std::fmt::Debug for RunOptions {
             .field("abort_when", &self.abort_when.is_some())
             .finish()
     }
-}
-
-/// Counts so far for one config: the client's from its recorder, arrivals from its target.
-fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> Snapshot {
-    rt.with(|g| {
-        let mut sum = [0u64; 8];
-        for s in g.recorder().seconds() {
-            for (acc, v) in sum.iter_mut().zip([
-                s.started,
-                s.attempts,
-                s.retries,
-                s.budget_refusals,
-                s.breaker_refusals,
-                s.successes,
-                s.failures,
-                s.dropped,
-            ]) {
-                *acc += v;
-            }
-        }
-        let names = [
-            "upstream_requests",
-            "attempts",
-            "retries",
-            "budget_refusals",
-            "breaker_refusals",
-            "successes",
-            "failures",
-            "dropped",
-        ];
-        let mut figures: Vec<(&'static str, f64)> =
-            names.iter().zip(sum).map(|(n, v)| (*n, v as f64)).collect();
-        figures.push(("downstream_arrivals", arrivals as f64));
-        Snapshot {
-            config: rt.name.clone(),
-            figures,
-        }
-    })
 }
 
 /// Why a live run could not be carried out at all.
@@ -165,11 +120,20 @@ pub async fn run(
     let progress = opts
         .progress
         .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
+    let layer_sets: Vec<Vec<Arc<layer::Layer>>> = chains
+        .iter()
+        .map(|chain| chain.iter().map(|h| Arc::clone(&h.layer)).collect())
+        .collect();
     let aborted = Arc::new(AtomicBool::new(false));
-    let watcher = opts
-        .abort_when
-        .clone()
-        .map(|check| watch_counts(check, &runtimes, &targets, &stop, &aborted));
+    let watcher = opts.abort_when.clone().map(|check| {
+        let watched = Watched {
+            plan: Arc::new(plan.clone()),
+            runtimes: runtimes.clone(),
+            probes: targets.iter().map(|t| t.probe()).collect(),
+            layer_sets: layer_sets.clone(),
+        };
+        watch_summaries(check, watched, epoch, &stop, &aborted)
+    });
 
     let mut tasks = JoinSet::new();
     let mut lag = crate::metrics::recorder::new_histogram(3);
@@ -207,7 +171,7 @@ pub async fn run(
         w.abort();
     }
 
-    let (layer_sets, stats) = shut_down(chains, targets).await;
+    let stats = shut_down(chains, targets).await;
     if let Some(p) = progress {
         p.finish();
     }
@@ -366,27 +330,44 @@ fn client_runtimes(plan: &Plan, entries: &[String], opts: &RunOptions) -> Vec<Ar
         .collect()
 }
 
-/// Asks `check` every [`ABORT_CHECK_EVERY`] about each config's counts so far; the first
-/// yes marks the run aborted and stops it.
-fn watch_counts(
+/// What the abort watcher reads each config's summary so far from.
+struct Watched {
+    plan: Arc<Plan>,
+    runtimes: Vec<Arc<ConfigRuntime>>,
+    probes: Vec<server::TargetProbe>,
+    layer_sets: Vec<Vec<Arc<layer::Layer>>>,
+}
+
+/// Asks `check` every [`ABORT_CHECK_EVERY`] about each config's summary so far, built by
+/// [`summarize_config`] exactly as the end of the run builds it; the first yes marks the
+/// run aborted and stops it.
+fn watch_summaries(
     check: AbortCheck,
-    runtimes: &[Arc<ConfigRuntime>],
-    targets: &[TargetHandle],
+    w: Watched,
+    epoch: Epoch,
     stop: &StopSignal,
     aborted: &Arc<AtomicBool>,
 ) -> tokio::task::JoinHandle<()> {
-    let probes: Vec<_> = targets.iter().map(|t| t.probe()).collect();
-    let runtimes = runtimes.to_vec();
     let tx = Arc::clone(&stop.tx);
     let aborted = Arc::clone(aborted);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(ABORT_CHECK_EVERY);
+        let sc = &w.plan.scenario;
         loop {
             tick.tick().await;
-            let hit = runtimes
-                .iter()
-                .zip(&probes)
-                .any(|(rt, p)| check(&snapshot(rt, p.arrivals())));
+            let load_ran = epoch.elapsed().min(sc.duration);
+            let builder = ResultBuilder::new(&w.plan, &sc.load.shape, load_ran);
+            let hit = w.plan.configs.iter().enumerate().any(|(i, planned)| {
+                let target = w.probes[i].stats();
+                let (so_far, _) = summarize_config(
+                    &builder,
+                    planned,
+                    &w.runtimes[i],
+                    &target,
+                    &w.layer_sets[i],
+                );
+                check(&so_far)
+            });
             if hit {
                 aborted.store(true, Ordering::SeqCst);
                 let _ = tx.send(true);
@@ -416,25 +397,39 @@ async fn drain(
 }
 
 /// Stops the layers first (requests still inside them are dropped), then the targets,
-/// which then count. Returns each config's layers and target counts.
+/// which then count. Returns each config's target counts.
 async fn shut_down(
     chains: Vec<Vec<layer::LayerHandle>>,
     targets: Vec<TargetHandle>,
-) -> (Vec<Vec<Arc<layer::Layer>>>, Vec<TargetStats>) {
-    let mut layer_sets = Vec::with_capacity(chains.len());
+) -> Vec<TargetStats> {
     for chain in chains {
-        let mut set = Vec::with_capacity(chain.len());
         for h in chain {
-            set.push(Arc::clone(&h.layer));
             h.shutdown().await;
         }
-        layer_sets.push(set);
     }
     let mut stats = Vec::with_capacity(targets.len());
     for t in targets {
         stats.push(t.shutdown().await);
     }
-    (layer_sets, stats)
+    stats
+}
+
+/// One config's summary and per-second rows from its counts so far: the client's from its
+/// session, the downstream ones from its target, and one row per hop of a topology. The
+/// end of the run and `--abort-on-fail` both read a config through here, so a gate is
+/// judged mid-run on the very figure it is judged on at the end.
+fn summarize_config(
+    builder: &ResultBuilder<'_>,
+    planned: &PlannedConfig,
+    rt: &ConfigRuntime,
+    target: &TargetStats,
+    layers: &[Arc<layer::Layer>],
+) -> (ConfigSummary, Vec<SecondRow>) {
+    let (mut summary, rows) = rt.with(|g| builder.summarize(planned, g.recorder(), target));
+    if !builder.plan().layers.is_empty() {
+        add_layer_rows(builder, &mut summary, &planned.config, layers);
+    }
+    (summary, rows)
 }
 
 /// The run's result from each config's session, target counts and layers: the summaries,
@@ -458,38 +453,31 @@ fn collect(
         .zip(stats)
         .zip(layer_sets)
     {
-        let (mut summary, rows) = rt.with(|g| {
-            attempts.append(&mut g.take_log());
-            builder.summarize(planned, g.recorder(), st)
-        });
+        rt.with(|g| attempts.append(&mut g.take_log()));
+        let (summary, rows) = summarize_config(&builder, planned, rt, st, layers);
         if !plan.layers.is_empty() {
-            hops.push(add_layers(
-                plan,
-                &mut summary,
-                &planned.config,
-                rt,
-                layers,
-                builder.mean_rate(),
-            ));
+            hops.push(hop_stats(rt, layers));
         }
         result.configs.push(summary);
-        result.timeline.extend(rows);
+        result.timeseries.extend(rows);
     }
     (result, attempts, hops)
 }
 
-/// A topology run's per-layer rows and bounds in one config's summary; returns its per-hop
-/// figures (generator first).
-fn add_layers(
-    plan: &Plan,
+/// A topology run's per-layer rows and bounds in one config's summary.
+fn add_layer_rows(
+    builder: &ResultBuilder<'_>,
     summary: &mut ConfigSummary,
     config: &RetryConfig,
-    rt: &ConfigRuntime,
     layers: &[Arc<layer::Layer>],
-    mean_rate: f64,
-) -> Vec<HopStats> {
-    let (budget, worst) =
-        crate::plan::topology_bounds(config, &plan.layers, mean_rate, plan.scenario.duration);
+) {
+    let plan = builder.plan();
+    let (budget, worst) = crate::plan::topology_bounds(
+        config,
+        &plan.layers,
+        builder.mean_rate(),
+        plan.scenario.duration,
+    );
     summary.amplification_bound = Some(budget);
     summary.topology_bound = Some(worst);
     let upstream = summary.upstream_requests;
@@ -503,13 +491,19 @@ fn add_layers(
         upstream,
         config.max_attempts,
     ));
+    summary
+        .layers
+        .extend(layers.iter().map(|l| l.summary(upstream)));
+}
+
+/// A topology run's per-hop figures beyond the layer rows (generator first).
+fn hop_stats(rt: &ConfigRuntime, layers: &[Arc<layer::Layer>]) -> Vec<HopStats> {
     let mut hops = vec![HopStats {
         name: "client".into(),
         deadline_cut: rt.with(|g| g.deadline_cut()),
         rejected: 0,
     }];
     for l in layers {
-        summary.layers.push(l.summary(upstream));
         hops.push(HopStats {
             name: l.name.clone(),
             deadline_cut: l.rt.with(|g| g.deadline_cut()),

@@ -55,7 +55,7 @@ pub struct RunResult {
     pub gates: Vec<GateVerdict>,
     /// Per-second rows, written to `timeseries.csv` rather than into `summary.json`.
     #[serde(skip)]
-    pub timeline: Vec<SecondRow>,
+    pub timeseries: Vec<SecondRow>,
 }
 
 /// The headline figures of one retry config (a row of `summary.csv`).

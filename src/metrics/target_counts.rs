@@ -189,7 +189,7 @@ impl TargetCounts {
         self.in_flight
     }
 
-    /// The counts as of second `sec`; `peak_serving` comes from the target's gate.
+    /// The counts as of second `sec`; `peak_serving` comes from the target's slots.
     pub fn snapshot(&mut self, sec: usize, peak_serving: u64) -> TargetStats {
         self.advance(sec);
         TargetStats {

@@ -13,10 +13,11 @@
 //! * [`deadline`]: overall deadline, per-try timeout, propagation;
 //! * [`budget`]: ratio (Finagle/tower), AWS quota, gRPC throttling, Envoy concurrency;
 //! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
-//! * [`config`]: serde types and validation; [`presets`]: real clients' configs;
+//! * [`config`]: the resolved config and its validation; [`presets`]: real clients' configs;
+//!   [`spec`]: what a user writes (a preset plus overrides), resolved into a config;
 //! * [`client`]: the per-config state machine ([`RetryClient`]);
 //! * [`thresholds`]: failure rates above which a budget drains (closed form + Monte Carlo);
-//! * [`duration`]: human duration strings, reused by the scenario loader.
+//! * [`duration`]: human duration strings in retry configs.
 
 pub mod backoff;
 pub mod breaker;
@@ -30,13 +31,14 @@ pub mod error;
 pub mod outcome;
 pub mod presets;
 pub mod retry_after;
+pub mod spec;
 pub mod thresholds;
 
 pub use backoff::{Backoff, Jitter};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use budget::{BudgetConfig, CostKind, DepositOn, RetryBudget};
 pub use client::{Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState, RetryClient};
-pub use config::{RetryConfig, RetryConfigSpec};
+pub use config::RetryConfig;
 pub use cost::{CostConfig, CostScope};
 pub use error::PolicyError;
 pub use outcome::{
@@ -45,6 +47,7 @@ pub use outcome::{
 };
 pub use presets::{preset, preset_names, PresetInfo, PRESETS};
 pub use retry_after::{HintHeader, RetryAfterConfig};
+pub use spec::RetryConfigSpec;
 pub use thresholds::{compute, ThresholdReport};
 
 #[cfg(test)]

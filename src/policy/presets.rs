@@ -1,6 +1,6 @@
 //! Named retry configs that behave as real clients do. Each function's doc comment cites its
-//! source and every constant; the sources are summarized in
-//! `/work/shared/reference/retry-semantics.md` (section numbers below refer to it).
+//! source (the client's own code or specification) and every constant; "§" numbers point to
+//! the sections of the project's retry-semantics reference notes that quote those sources.
 
 use super::backoff::{Backoff, Jitter};
 use super::budget::{BudgetConfig, DepositOn};

@@ -19,7 +19,8 @@
 
 use std::collections::BTreeMap;
 
-use super::gates::{fmt_num, success_share, text_table};
+use super::figures::{self, Better};
+use super::gates::{fmt_num, measure, text_table};
 use crate::metrics::{ConfigSummary, Engine, RunResult};
 
 /// An absolute change that counts as "any change": what "exact" allows for float noise.
@@ -94,27 +95,23 @@ impl Tolerance {
     }
 }
 
-/// One headline figure: its name (a path into a config's `summary.json` object), its
-/// class, and whether higher is better.
+/// One headline figure: its name (a path into a config's `summary.json` object, as the
+/// figure table [`figures::FIGURES`] lists it, which also says which way is better) and its
+/// noise class.
 #[derive(Debug, Clone, Copy)]
-pub struct Figure {
+pub struct Headline {
     pub name: &'static str,
     /// The class of a budget-less, timer-free config's figure (see [`timing_free`]);
     /// `Seeded` figures of other configs are [`Class::Timed`].
     pub class: Class,
-    pub higher_is_better: bool,
 }
 
-const fn fig(name: &'static str, class: Class) -> Figure {
-    Figure {
-        name,
-        class,
-        higher_is_better: false,
-    }
+const fn fig(name: &'static str, class: Class) -> Headline {
+    Headline { name, class }
 }
 
 /// The headline figures compared, in table order.
-pub const FIGURES: &[Figure] = &[
+pub const HEADLINES: &[Headline] = &[
     fig("upstream_requests", Class::Seeded),
     fig("attempts", Class::Seeded),
     fig("retries", Class::Seeded),
@@ -124,11 +121,7 @@ pub const FIGURES: &[Figure] = &[
     fig("peak_concurrency", Class::Volatile),
     fig("budget_refusals", Class::Volatile),
     fig("failures", Class::Volatile),
-    Figure {
-        name: "success_share",
-        class: Class::Share,
-        higher_is_better: true,
-    },
+    fig("success_share", Class::Share),
     fig("latency_ms.p50", Class::Latency),
     fig("latency_ms.p99", Class::Latency),
     fig("latency_ms.p999", Class::Tail),
@@ -257,7 +250,7 @@ fn parse_plain(digits: &str) -> Option<f64> {
 
 /// Reads every `--tolerance` argument: `10%` (all figures) or `FIGURE=10%` or
 /// `FIGURE=10%,5` (relative share and absolute floor in the figure's unit; `FIGURE=0`
-/// means exact). A figure outside [`FIGURES`] is refused with the list.
+/// means exact). A figure outside [`HEADLINES`] is refused with the list.
 pub fn parse_options(args: &[String]) -> Result<DiffOptions, ToleranceError> {
     let mut o = DiffOptions::default();
     for a in args {
@@ -266,8 +259,8 @@ pub fn parse_options(args: &[String]) -> Result<DiffOptions, ToleranceError> {
             continue;
         };
         let name = name.trim();
-        if !FIGURES.iter().any(|f| f.name == name) {
-            let names: Vec<_> = FIGURES.iter().map(|f| f.name).collect();
+        if !HEADLINES.iter().any(|f| f.name == name) {
+            let names: Vec<_> = HEADLINES.iter().map(|f| f.name).collect();
             return Err(ToleranceError {
                 text: a.clone(),
                 what: format!("unknown figure {name:?}; one of {}", names.join(", ")),
@@ -345,36 +338,23 @@ fn engine_name(e: Engine) -> &'static str {
     }
 }
 
-/// The value of a headline figure for one config.
+/// The value of a headline figure for one config, read as a gate reads it.
 pub fn figure(c: &ConfigSummary, name: &str) -> Option<f64> {
-    match name {
-        "upstream_requests" => Some(c.upstream_requests as f64),
-        "attempts" => Some(c.attempts as f64),
-        "amplification" => Some(c.amplification),
-        "peak_amplification_1s" => Some(c.peak_amplification_1s),
-        "peak_concurrency" => Some(c.peak_concurrency as f64),
-        "downstream_arrivals" => Some(c.downstream_arrivals as f64),
-        "retries" => Some(c.retries as f64),
-        "budget_refusals" => Some(c.budget_refusals as f64),
-        "failures" => Some(c.failures as f64),
-        "success_share" => success_share(c),
-        "latency_ms.p50" => Some(c.latency_ms.p50),
-        "latency_ms.p99" => Some(c.latency_ms.p99),
-        "latency_ms.p999" => Some(c.latency_ms.p999),
-        "recovery_time_s" => c.recovery_time_s,
-        _ => None,
-    }
+    measure(c, name)
+}
+
+/// Which way is better for a figure, from the figure table.
+fn better(figure: &str) -> Better {
+    figures::find(figure).map_or(Better::Neither, |f| f.better)
 }
 
 /// True for the figures where higher is better.
 pub fn higher_is_better(figure: &str) -> bool {
-    FIGURES
-        .iter()
-        .any(|f| f.name == figure && f.higher_is_better)
+    better(figure) == Better::Higher
 }
 
 /// The tolerance one figure of one config gets in this comparison.
-fn tolerance_for(f: &Figure, both_sim: bool, seeded_holds: bool, opts: &DiffOptions) -> Tolerance {
+fn tolerance_for(f: &Headline, both_sim: bool, seeded_holds: bool, opts: &DiffOptions) -> Tolerance {
     if let Some(t) = opts.per_figure.get(f.name) {
         return *t;
     }
@@ -400,7 +380,7 @@ fn tolerance_for(f: &Figure, both_sim: bool, seeded_holds: bool, opts: &DiffOpti
 }
 
 fn compare(
-    f: &Figure,
+    f: &Headline,
     baseline: Option<f64>,
     now: Option<f64>,
     tol: Tolerance,
@@ -418,11 +398,16 @@ fn compare(
     } else {
         None
     };
-    let worse_by = if f.higher_is_better { b - n } else { n - b };
+    // A figure with no better direction (the upstream count) is worse for any change.
+    let worse_by = match better(f.name) {
+        Better::Higher => b - n,
+        Better::Lower => n - b,
+        Better::Neither => (n - b).abs(),
+    };
     (change_pct, !tol.allows(b, worse_by))
 }
 
-/// Compares `run` with `baseline` over [`FIGURES`], config by config (baseline order, then
+/// Compares `run` with `baseline` over [`HEADLINES`], config by config (baseline order, then
 /// configs only in `run`).
 pub fn diff(baseline: &RunResult, run: &RunResult, opts: &DiffOptions) -> Vec<DiffRow> {
     let both_sim = baseline.engine == Engine::Sim && run.engine == Engine::Sim;
@@ -438,7 +423,7 @@ pub fn diff(baseline: &RunResult, run: &RunResult, opts: &DiffOptions) -> Vec<Di
         let seeded_holds = same_seed
             && b.is_some_and(|c| timing_free(&c.policy))
             && n.is_some_and(|c| timing_free(&c.policy));
-        for f in FIGURES {
+        for f in HEADLINES {
             let bv = b.and_then(|c| figure(c, f.name));
             let nv = n.and_then(|c| figure(c, f.name));
             let (tolerance, change_pct, regression) = if status == RowStatus::Compared {

@@ -1,7 +1,7 @@
 //! The run directory's data files: `summary.json` (the whole [`RunResult`] but its
-//! timeline), `summary.csv` (a row per config) and `timeseries.csv` (a row per config per
-//! second). Writing goes through a temporary name and a rename, so a reader never sees a
-//! half-written file presented as complete; a temporary file is removed when its write
+//! per-second time series), `summary.csv` (a row per config) and `timeseries.csv` (a row per
+//! config per second). Writing goes through a temporary name and a rename, so a reader never
+//! sees a half-written file presented as complete; a temporary file is removed when its write
 //! fails (a full disk leaves nothing behind).
 //!
 //! `summary.json` marks a finished run directory: [`prepare_dir`] removes a stale one before
@@ -201,7 +201,7 @@ pub fn write_tables(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
         &dir.join(SUMMARY_CSV),
         run.configs.iter().map(SummaryRow::from),
     )?;
-    let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeline)?;
+    let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeseries)?;
     write_atomic(dir, SUMMARY_CSV, &summary)?;
     write_atomic(dir, TIMESERIES_CSV, &series)
 }
@@ -239,7 +239,7 @@ pub fn read_data(dir: &Path) -> Result<RunResult, FilesError> {
         path: path.clone(),
         source,
     })?;
-    run.timeline = r
+    run.timeseries = r
         .deserialize::<SecondRow>()
         .collect::<Result<_, _>>()
         .map_err(|source| FilesError::Csv { path, source })?;

@@ -16,8 +16,8 @@
 //! # Figures
 //!
 //! A figure is a dotted path into the JSON object of one [`ConfigSummary`] as
-//! `summary.json` holds it: `amplification`, `latency_ms.p99`,
-//! `failures_by_reason.budget-refused`. Arrays of objects that carry a `name` field are
+//! `summary.json` holds it, one of those [`super::figures::FIGURES`] lists: `amplification`,
+//! `latency_ms.p99`, `failures_by_reason.budget-refused`. Arrays of objects that carry a `name` field are
 //! addressed by that name, so `layers.edge.amplification` selects the object of the
 //! `layers` array whose `name` is `edge`. Keys and names that themselves contain dots are
 //! found too (the longest matching key wins). Besides the stored figures, the derived
@@ -40,27 +40,11 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::figures::{self, Course};
 use crate::metrics::{ConfigSummary, GateVerdict, RunResult};
 
 /// The maps of counts by label whose missing labels count as zero.
 pub const COUNT_MAPS: &[&str] = &["failures_by_reason", "attempts_by_outcome"];
-
-/// Figures that only ever grow during a run (counts), the only ones
-/// [`can_no_longer_pass`] may judge before the run ends.
-pub const MONOTONE_COUNTS: &[&str] = &[
-    "upstream_requests",
-    "attempts",
-    "retries",
-    "downstream_arrivals",
-    "budget_refusals",
-    "breaker_refusals",
-    "successes",
-    "failures",
-    "dropped",
-    "target_served_ok",
-    "target_shed",
-    "duplicate_executions",
-];
 
 /// Name of the derived figure successes / upstream_requests.
 pub const SUCCESS_SHARE: &str = "success_share";
@@ -262,6 +246,20 @@ pub fn parse_all<S: AsRef<str>>(texts: &[S]) -> Result<Vec<Gate>, GateError> {
     texts.iter().map(|t| parse(t.as_ref())).collect()
 }
 
+/// Refuses a gate whose figure the figure table does not list, with the nearest listed
+/// figure as a suggestion: a run checks this before the load, so that a misspelt figure is
+/// bad input (and not a verdict after the whole run).
+pub fn check_figure(gate: &Gate) -> Result<(), GateError> {
+    if figures::find(&gate.figure).is_some() {
+        return Ok(());
+    }
+    Err(GateError::UnknownFigure {
+        gate: gate.text.clone(),
+        figure: gate.figure.clone(),
+        suggestion: nearest(&gate.figure, figures::FIGURES.iter().map(|f| f.path)),
+    })
+}
+
 /// successes / upstream_requests; `None` when there were no requests.
 pub fn success_share(c: &ConfigSummary) -> Option<f64> {
     (c.upstream_requests > 0).then(|| c.successes as f64 / c.upstream_requests as f64)
@@ -320,8 +318,9 @@ fn lookup<'a>(figures: &'a Value, figure: &str) -> Found<'a> {
     Found::Missing
 }
 
-/// Every addressable leaf path below `v` (numbers, booleans and nulls), for suggestions.
-fn leaf_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+/// Every addressable leaf path below `v` (numbers, booleans and nulls): what a gate can
+/// name in a config's figures, and the suggestions for one that names nothing.
+pub fn leaf_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
     let join = |k: &str| {
         if prefix.is_empty() {
             k.to_string()
@@ -372,6 +371,24 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// A figure's number in one config's figures: `Ok(None)` for null ("never happened"),
+/// `Err` with what the path led to when that is no number (`None`: nothing).
+fn value_of<'a>(figures: &'a Value, figure: &str) -> Result<Option<f64>, Option<&'a Value>> {
+    match lookup(figures, figure) {
+        Found::ZeroCount => Ok(Some(0.0)),
+        Found::Value(Value::Null) => Ok(None),
+        Found::Value(Value::Bool(b)) => Ok(Some(if *b { 1.0 } else { 0.0 })),
+        Found::Value(Value::Number(n)) => Ok(n.as_f64()),
+        Found::Value(v) => Err(Some(v)),
+        Found::Missing => Err(None),
+    }
+}
+
+/// One figure of one config, as a gate reads it; `None` when it is null or no number.
+pub fn measure(c: &ConfigSummary, figure: &str) -> Option<f64> {
+    value_of(&figures_of(c), figure).ok().flatten()
+}
+
 /// Evaluates gates against a run: one verdict per gate per matching config, in gate order
 /// then config order. Unknown configs and figures are errors naming the gate.
 pub fn evaluate(gates: &[Gate], run: &RunResult) -> Result<Vec<GateVerdict>, GateError> {
@@ -398,12 +415,9 @@ pub fn evaluate(gates: &[Gate], run: &RunResult) -> Result<Vec<GateVerdict>, Gat
         }
         for i in matching {
             let config = &run.configs[i];
-            let measured = match lookup(&figures[i], &gate.figure) {
-                Found::ZeroCount => Some(0.0),
-                Found::Value(Value::Null) => None,
-                Found::Value(Value::Bool(b)) => Some(if *b { 1.0 } else { 0.0 }),
-                Found::Value(Value::Number(n)) => n.as_f64(),
-                Found::Value(v) => {
+            let measured = match value_of(&figures[i], &gate.figure) {
+                Ok(m) => m,
+                Err(Some(v)) => {
                     let mut leaves = BTreeSet::new();
                     leaf_paths(v, &gate.figure, &mut leaves);
                     return Err(GateError::NotANumber {
@@ -414,7 +428,7 @@ pub fn evaluate(gates: &[Gate], run: &RunResult) -> Result<Vec<GateVerdict>, Gat
                         suggestion: leaves.into_iter().next(),
                     });
                 }
-                Found::Missing => {
+                Err(None) => {
                     let mut leaves = BTreeSet::new();
                     leaf_paths(&figures[i], "", &mut leaves);
                     return Err(GateError::UnknownFigure {
@@ -443,41 +457,49 @@ pub fn all_passed(v: &[GateVerdict]) -> bool {
     v.iter().all(|v| v.passed)
 }
 
-/// Whether `figure` only ever grows during a run: the counts of [`MONOTONE_COUNTS`], any
-/// label of `failures_by_reason` / `attempts_by_outcome`, and those counts per layer
-/// (`layers.<name>.<count>`). Ratios, percentiles, peaks-per-second and times do not
-/// qualify.
-pub fn is_monotone_count(figure: &str) -> bool {
-    if MONOTONE_COUNTS.contains(&figure) {
-        return true;
-    }
-    if let Some((head, rest)) = figure.split_once('.') {
-        if COUNT_MAPS.contains(&head) && !rest.is_empty() {
-            return true;
-        }
-        if head == "layers" {
-            if let Some((_, last)) = rest.rsplit_once('.') {
-                return MONOTONE_COUNTS.contains(&last);
-            }
-        }
-    }
-    false
+/// Whether `--abort-on-fail` may judge the gate before the run ends: its figure only grows,
+/// or is fixed before the run ([`Course`]). Figures that go up and down are judged at the end.
+pub fn may_stop_early(gate: &Gate) -> bool {
+    figures::find(&gate.figure).is_some_and(|f| f.course != Course::Varies)
 }
 
-/// For `--abort-on-fail`: whether a gate on a monotone count can no longer pass given the
-/// count so far (it can only grow). True for an upper bound already reached or passed
-/// (`<` with so-far ≥ limit, `<=` or `==` with so-far > limit); always false for lower
-/// bounds (`>`, `>=`), which more of the run could still satisfy, and for figures that are
-/// not monotone counts ([`is_monotone_count`]).
+/// For `--abort-on-fail`: whether the gate can no longer pass given its figure so far. For a
+/// figure that only grows, true for an upper bound already reached or passed (`<` with
+/// so-far ≥ limit, `<=` or `==` with so-far > limit) and never for a lower bound, which more
+/// of the run could still satisfy; for a fixed figure, true whenever the gate fails; never
+/// for figures that go up and down.
 pub fn can_no_longer_pass(gate: &Gate, figure_so_far: f64) -> bool {
-    if !is_monotone_count(&gate.figure) {
+    let Some(f) = figures::find(&gate.figure) else {
         return false;
+    };
+    match (f.course, gate.op) {
+        (Course::Varies, _) => false,
+        (Course::Fixed, op) => !op.holds(figure_so_far, gate.limit),
+        (Course::OnlyGrows, Op::Lt) => figure_so_far >= gate.limit,
+        (Course::OnlyGrows, Op::Le | Op::Eq) => {
+            figure_so_far > gate.limit && !gate.op.holds(figure_so_far, gate.limit)
+        }
+        (Course::OnlyGrows, Op::Gt | Op::Ge) => false,
     }
-    match gate.op {
-        Op::Lt => figure_so_far >= gate.limit,
-        Op::Le | Op::Eq => figure_so_far > gate.limit && !gate.op.holds(figure_so_far, gate.limit),
-        Op::Gt | Op::Ge => false,
-    }
+}
+
+/// For `--abort-on-fail`: whether some gate that applies to this config can no longer pass,
+/// judged on the config's figures so far (a summary of the run up to now, built as the
+/// final one is).
+pub fn broken_early(gates: &[Gate], so_far: &ConfigSummary) -> bool {
+    let figures = figures_of(so_far);
+    gates.iter().any(|g| {
+        let applies = match &g.selector {
+            Selector::All => true,
+            Selector::Config(name) => *name == so_far.name,
+        };
+        applies
+            && may_stop_early(g)
+            && value_of(&figures, &g.figure)
+                .ok()
+                .flatten()
+                .is_some_and(|v| can_no_longer_pass(g, v))
+    })
 }
 
 /// A number for tables and messages: integers plainly, others with up to 4 decimals.

@@ -36,7 +36,7 @@ pub struct ScenarioFile {
     /// The fault timeline; windows may overlap.
     #[serde(default)]
     pub faults: Vec<FaultSection>,
-    /// Layers between the load generator and the target, nearest first (issue: topologies).
+    /// Layers between the load generator and the target, nearest first.
     #[serde(default)]
     pub topology: Vec<LayerSpec>,
     /// Retry configs to compare, side by side. Each is a `policy` retry-config table
@@ -352,7 +352,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    /// Short label for reports and the timeline bands.
+    /// Short label for reports and the fault bands of the charts.
     pub fn label(&self) -> String {
         match self {
             FaultKind::Status {

@@ -170,6 +170,11 @@ impl TargetProbe {
     pub fn arrivals(&self) -> u64 {
         self.0.counters.snapshot(0).arrivals
     }
+
+    /// All the counts so far, as the run's end will read them.
+    pub fn stats(&self) -> TargetStats {
+        self.0.counters.snapshot(self.0.slots.peak_serving())
+    }
 }
 
 /// A running built-in target.
@@ -307,9 +312,7 @@ impl TargetHandle {
 
     /// A snapshot of the counts so far (callable during the run).
     pub fn stats(&self) -> TargetStats {
-        self.shared
-            .counters
-            .snapshot(self.shared.slots.peak_serving())
+        self.probe().stats()
     }
 
     /// Requests in flight right now.

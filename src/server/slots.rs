@@ -175,7 +175,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
 
-    fn gate(queue: u32, timeout: Option<Duration>) -> (Arc<Slots>, Arc<AtomicU32>) {
+    fn slots_with(queue: u32, timeout: Option<Duration>) -> (Arc<Slots>, Arc<AtomicU32>) {
         let cap = Arc::new(AtomicU32::new(1));
         let c = cap.clone();
         let g = Slots::new(Box::new(move || c.load(Ordering::SeqCst)), queue, timeout);
@@ -184,7 +184,7 @@ mod tests {
 
     #[tokio::test]
     async fn fifo_queue_bound_timeout_and_capacity_change() {
-        let (g, cap) = gate(2, Some(Duration::from_millis(50)));
+        let (g, cap) = slots_with(2, Some(Duration::from_millis(50)));
         assert_eq!(g.acquire().await, Ok(()));
         let g1 = g.clone();
         let w1 = tokio::spawn(async move { g1.acquire().await });
@@ -212,7 +212,7 @@ mod tests {
 
     #[tokio::test]
     async fn cancelled_waiter_frees_its_place() {
-        let (g, _cap) = gate(1, None);
+        let (g, _cap) = slots_with(1, None);
         assert_eq!(g.acquire().await, Ok(()));
         let g1 = g.clone();
         let w = tokio::spawn(async move { g1.acquire().await });

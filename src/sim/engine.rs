@@ -199,7 +199,7 @@ struct Sim<'a> {
     cfg: ConfigRun<'a>,
     session: Session,
     counters: TargetCounts,
-    /// Most requests the gate served at once.
+    /// Most requests holding a service slot at once.
     peak_serving: u64,
     events: EventQueue<Ev>,
     seq: u64,
@@ -217,7 +217,7 @@ struct Sim<'a> {
     claimed: u64,
     next_id: u64,
     user_n: Vec<u64>,
-    // The gate: slots in force, slots taken, FIFO waiters (attempt index, generation).
+    // Service slots: in force, taken, FIFO waiters (attempt index, generation).
     cap: u32,
     serving: u32,
     queue: VecDeque<(u32, u32)>,
@@ -763,7 +763,7 @@ impl Sim<'_> {
         self.push(t + ns(NET_DELAY), Kind::Reply, a, gen);
     }
 
-    /// The work asks the gate for a slot: at once if one is free and nobody waits, else in
+    /// The work asks for a service slot: at once if one is free and nobody waits, else in
     /// FIFO order, or refused when the queue is full.
     fn work_start(&mut self, t: u64, a: u32) {
         if self.queue.is_empty() && self.serving < self.cap {

@@ -143,7 +143,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         attempts.append(&mut out.log);
         let (summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
         result.configs.push(summary);
-        result.timeline.extend(rows);
+        result.timeseries.extend(rows);
         if out.stopped {
             result.partial = true;
             break;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# stormrig side by side with its peers (issue 10): wrk, oha and nginx on loopback.
+# stormrig side by side with its peers: wrk, oha and nginx on loopback.
 #
 #   tests/bench/peers.sh            # ~5 min: 3 rounds of 10 s per tool and mode
 #   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)

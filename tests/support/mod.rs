@@ -1,10 +1,36 @@
-//! Fixtures shared by the integration tests that build run results by hand (gates, JUnit,
-//! diff): a plausible config summary and a run around it.
+//! Helpers shared by the integration tests: where the repository is, the shipped scenarios,
+//! a config of a run by name, and fixtures for tests that build run results by hand (gates,
+//! JUnit, diff): a plausible config summary and a run around it.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use stormrig::metrics::{ConfigSummary, Engine, Percentiles, RunResult};
+
+/// The repository root (tests run with it as working directory, but say so explicitly).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every shipped scenario file, sorted.
+pub fn shipped_scenarios() -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(repo_root().join("scenarios"))
+        .expect("scenarios/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The summary of the config called `name`; panics naming it when the run has none.
+pub fn config_named<'a>(configs: &'a [ConfigSummary], name: &str) -> &'a ConfigSummary {
+    configs
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no config named {name:?}"))
+}
 
 pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) -> ConfigSummary {
     ConfigSummary {
@@ -62,7 +88,7 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         faults: vec![],
         configs,
         gates: vec![],
-        timeline: vec![],
+        timeseries: vec![],
     }
 }
 

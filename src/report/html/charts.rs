@@ -259,23 +259,23 @@ impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for Chart
     }
 }
 
-/// The run's timeline split per config, in the order of `run.configs`, each sorted by second.
-pub(crate) struct Timelines<'a> {
+/// The run's per-second time series split per config, in the order of `run.configs`, each sorted by second.
+pub(crate) struct ConfigSeries<'a> {
     pub names: Vec<&'a str>,
     pub rows: Vec<Vec<&'a SecondRow>>,
 }
 
-impl<'a> Timelines<'a> {
+impl<'a> ConfigSeries<'a> {
     pub fn of(run: &'a RunResult) -> Self {
         let mut names: Vec<&str> = run.configs.iter().map(|c| c.name.as_str()).collect();
         // Rows of a config missing from the summary still get drawn, after the others.
-        for r in &run.timeline {
+        for r in &run.timeseries {
             if !names.contains(&r.config.as_str()) {
                 names.push(&r.config);
             }
         }
         let mut rows: Vec<Vec<&SecondRow>> = vec![Vec::new(); names.len()];
-        for r in &run.timeline {
+        for r in &run.timeseries {
             if let Some(i) = names.iter().position(|n| *n == r.config) {
                 rows[i].push(r);
             }
@@ -283,12 +283,12 @@ impl<'a> Timelines<'a> {
         for v in &mut rows {
             v.sort_by_key(|r| r.second);
         }
-        Timelines { names, rows }
+        ConfigSeries { names, rows }
     }
 }
 
 /// The x extent of time charts: the run's duration, or the last second measured.
-fn x_max(run: &RunResult, tl: &Timelines<'_>) -> f64 {
+fn x_max(run: &RunResult, tl: &ConfigSeries<'_>) -> f64 {
     let last = tl
         .rows
         .iter()
@@ -434,7 +434,7 @@ type PerConfig = Vec<Vec<Vec<(f64, f64)>>>;
 pub(crate) fn time_chart(
     spec: &TimeSpec,
     run: &RunResult,
-    tl: &Timelines<'_>,
+    tl: &ConfigSeries<'_>,
 ) -> Result<Chart, ChartError> {
     let xm = x_max(run, tl);
     // Per line, per config: the segments to draw.
@@ -508,7 +508,7 @@ pub(crate) fn time_chart(
 }
 
 /// Breaker state per config as horizontal strips: open in full colour, half-open pale.
-pub(crate) fn breaker_chart(run: &RunResult, tl: &Timelines<'_>) -> Result<Chart, ChartError> {
+pub(crate) fn breaker_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Chart, ChartError> {
     let xm = x_max(run, tl);
     let n = tl.names.len().max(1) as i32;
     let empty = tl.rows.iter().flatten().all(|r| r.breaker_state.is_none());
@@ -725,7 +725,7 @@ pub(crate) fn latency_distribution(run: &RunResult) -> Result<Chart, ChartError>
 
 /// Every chart of the page, in order: the time charts, the breaker strips, the distribution.
 pub(crate) fn all(run: &RunResult) -> Result<(Vec<Chart>, Chart), ChartError> {
-    let tl = Timelines::of(run);
+    let tl = ConfigSeries::of(run);
     let mut time = Vec::with_capacity(TIME_CHARTS.len() + 1);
     for spec in TIME_CHARTS {
         time.push(time_chart(spec, run, &tl)?);

@@ -832,9 +832,9 @@ fn legend(p: &mut String, run: &RunResult) {
     for (i, c) in run.configs.iter().enumerate() {
         let _ = write!(p, "<span>{}{}</span>", swatch(i), escape(&c.name));
     }
-    // Timeline rows of configs missing from the summary are drawn after the others.
+    // Time-series rows of configs missing from the summary are drawn after the others.
     let mut extra: Vec<&str> = Vec::new();
-    for r in &run.timeline {
+    for r in &run.timeseries {
         if !run.configs.iter().any(|c| c.name == r.config) && !extra.contains(&r.config.as_str()) {
             extra.push(&r.config);
         }

@@ -7,7 +7,7 @@
 //! servers that send garbage, an endless chunked body, a 100 MB body, or a three-year
 //! Retry-After. All traffic is on 127.0.0.1; every run is bounded in time.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

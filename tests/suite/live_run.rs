@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::config_named;
 use stormrig::live::{self, RunOptions};
-use stormrig::metrics::RunResult;
 use stormrig::plan::{self, Plan};
 use stormrig::scenario::{self, Fault, FaultKind, LoadShape};
 
@@ -30,10 +30,6 @@ fn run(plan: &Plan, attempt_log: bool) -> live::LiveOutput {
         };
         live::run(plan, &opts, rx).await.expect("run completes")
     })
-}
-
-fn config<'a>(r: &'a RunResult, name: &str) -> &'a stormrig::metrics::ConfigSummary {
-    r.configs.iter().find(|c| c.name == name).unwrap()
 }
 
 const MIXED: &str = r#"
@@ -111,8 +107,8 @@ fn client_attempts_equal_target_arrivals_for_every_config() {
         assert_eq!(logged, c.attempts, "{}: attempt log rows", c.name);
     }
     // The storm happened: retrying configs sent more than they were asked to.
-    assert!(config(r, "naive").retries > 0);
-    assert_eq!(config(r, "no-retry").retries, 0);
+    assert!(config_named(&r.configs, "naive").retries > 0);
+    assert_eq!(config_named(&r.configs, "no-retry").retries, 0);
 }
 
 const ALWAYS_503: &str = r#"
@@ -160,14 +156,14 @@ fn always_failing_target_amplifies_to_max_attempts_or_the_budget_bound() {
     plan.scenario.faults[0].length = Duration::from_secs(60);
     let out = run(&plan, false);
     let r = &out.result;
-    let naive = config(r, "naive");
+    let naive = config_named(&r.configs, "naive");
     assert_eq!(naive.upstream_requests, 200);
     assert_eq!(naive.downstream_arrivals, 4 * naive.upstream_requests);
     assert_eq!(naive.amplification, 4.0);
-    let six = config(r, "naive-6");
+    let six = config_named(&r.configs, "naive-6");
     assert_eq!(six.downstream_arrivals, 6 * six.upstream_requests);
     for name in ["aws-standard", "ratio-10"] {
-        let c = config(r, name);
+        let c = config_named(&r.configs, name);
         let bound = c.amplification_bound.unwrap();
         assert!(
             c.amplification <= bound,
@@ -179,7 +175,7 @@ fn always_failing_target_amplifies_to_max_attempts_or_the_budget_bound() {
     }
     // aws-standard: 500 tokens at 14 per retry allow exactly 35 retries, then nothing
     // refills them (no request ever succeeds on its first try).
-    assert_eq!(config(r, "aws-standard").retries, 35);
+    assert_eq!(config_named(&r.configs, "aws-standard").retries, 35);
 }
 
 /// Same seed and scenario → the same arrival schedule and fault decisions: counts equal run

@@ -7,7 +7,7 @@ use stormrig::report::diff::{
 };
 use stormrig::report::files;
 
-mod support;
+use crate::support;
 use stormrig::metrics::{Engine, RunResult};
 use support::{config, run};
 

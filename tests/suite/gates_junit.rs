@@ -6,7 +6,7 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use stormrig::report::{gates, junit};
 
-mod support;
+use crate::support;
 use stormrig::metrics::RunResult;
 use support::{config, run};
 

@@ -255,11 +255,11 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
 fn synthetic() -> RunResult {
     let mut rng = Lcg(7);
     let mut configs = Vec::new();
-    let mut timeline = Vec::new();
+    let mut timeseries = Vec::new();
     for shape in &SHAPES {
         let rows: Vec<SecondRow> = (0..SECONDS).map(|s| row(shape, s, &mut rng)).collect();
         configs.push(summary(shape, &rows));
-        timeline.extend(rows);
+        timeseries.extend(rows);
     }
     let gates = configs
         .iter()
@@ -297,7 +297,7 @@ config keeps the storm small?"
         ],
         configs,
         gates,
-        timeline,
+        timeseries,
     }
 }
 
@@ -311,7 +311,7 @@ fn hostile() -> RunResult {
     let old = run.configs[1].name.clone();
     let new = format!("{XSS}<img src=x onerror=alert(3)>");
     run.configs[1].name = new.clone();
-    for r in &mut run.timeline {
+    for r in &mut run.timeseries {
         if r.config == old {
             r.config = new.clone();
         }
@@ -557,7 +557,7 @@ fn partial_runs_carry_a_banner_and_gateless_runs_no_gate_section() {
     let mut run = synthetic();
     run.partial = true;
     run.duration_s = 37.5;
-    run.timeline.retain(|r| r.second < 38);
+    run.timeseries.retain(|r| r.second < 38);
     run.gates.clear();
     let page = html::render(&run, None).unwrap();
     assert!(page.contains("class=\"banner partial\""));
@@ -617,7 +617,7 @@ fn report_rebuilds_from_the_data_files() {
     files::write_data(&dir, &run).unwrap();
     let back = files::read_data(&dir).unwrap();
     assert_eq!(back.configs.len(), 5);
-    assert_eq!(back.timeline.len(), 5 * SECONDS as usize);
+    assert_eq!(back.timeseries.len(), 5 * SECONDS as usize);
     let path = html::write(&dir, &back, None).unwrap();
     assert_eq!(path, dir.join("index.html"));
     let page = std::fs::read_to_string(&path).unwrap();
@@ -642,7 +642,7 @@ fn an_empty_run_still_renders_every_section() {
         faults: vec![],
         configs: vec![],
         gates: vec![],
-        timeline: vec![],
+        timeseries: vec![],
     };
     let page = html::render(&run, None).unwrap();
     for id in CHART_IDS {

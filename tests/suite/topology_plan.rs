@@ -2,15 +2,11 @@
 //! overrides), absent = pass-through, errors located at the layer's field; the shipped layer
 //! scenarios plan with the bounds their headers promise.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::support::repo_root;
 use stormrig::plan::{self, topology_bounds};
 use stormrig::scenario;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 const BASE: &str = r#"
 name = "t"
@@ -29,7 +25,7 @@ preset = "naive"
 
 fn build(extra: &str) -> Result<plan::Plan, plan::PlanError> {
     let text = format!("{BASE}{extra}");
-    let path = root().join("scenarios/t.toml");
+    let path = repo_root().join("scenarios/t.toml");
     let sc = scenario::parse(&path, &text).expect("scenario valid");
     plan::build(sc, &text)
 }
@@ -132,7 +128,7 @@ fn shipped_layer_scenarios_plan_with_their_bounds() {
         ("layers-deepest-only-deadline", 4.0, 2),
     ];
     for (name, worst, n) in cases {
-        let p = plan::load(&root().join(format!("scenarios/{name}.toml"))).unwrap();
+        let p = plan::load(&repo_root().join(format!("scenarios/{name}.toml"))).unwrap();
         assert_eq!(p.layers.len(), n, "{name}");
         let (_, w) = topology_bounds(&p.configs[0].config, &p.layers, 10.0, p.scenario.duration);
         assert_eq!(w, worst, "{name}");

@@ -1,27 +1,13 @@
 //! Every shipped scenario and target file loads, and honours the limits the docs promise.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::support::{repo_root, shipped_scenarios};
 use stormrig::scenario::{load, parse_target, Target};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shipped() -> Vec<PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(root().join("scenarios"))
-        .expect("scenarios/ exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
-    files
-}
 
 #[test]
 fn every_shipped_scenario_loads() {
-    let files = shipped();
+    let files = shipped_scenarios();
     assert!(
         files.len() >= 7,
         "expected the shipped scenarios, found {files:?}"
@@ -63,7 +49,7 @@ fn every_shipped_scenario_loads() {
 
 #[test]
 fn main_scenario_is_short_and_compares_five_configs() {
-    let s = load(&root().join("scenarios/downstream-503-10s.toml")).unwrap();
+    let s = load(&repo_root().join("scenarios/downstream-503-10s.toml")).unwrap();
     assert!(s.duration + s.drain <= Duration::from_secs(30));
     let names: Vec<_> = s.configs.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
@@ -84,7 +70,7 @@ fn main_scenario_is_short_and_compares_five_configs() {
 
 #[test]
 fn capacity_demo_uses_the_small_target() {
-    let s = load(&root().join("scenarios/capacity-halves.toml")).unwrap();
+    let s = load(&repo_root().join("scenarios/capacity-halves.toml")).unwrap();
     match s.target {
         Target::Builtin { name, model, .. } => {
             assert_eq!(name, "small");
@@ -99,7 +85,7 @@ fn capacity_demo_uses_the_small_target() {
 #[test]
 fn target_files_parse() {
     for name in ["default", "small"] {
-        let path = root().join(format!("targets/{name}.toml"));
+        let path = repo_root().join(format!("targets/{name}.toml"));
         let text = std::fs::read_to_string(&path).unwrap();
         parse_target(&path, &text).unwrap_or_else(|e| panic!("{e}"));
     }

@@ -2,20 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use stormrig::metrics::{ConfigSummary, Engine};
+use crate::support::{config_named, repo_root};
+use stormrig::metrics::Engine;
 use stormrig::plan::{self, Plan};
 use stormrig::sim::{self, SimError, SimOptions};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn plan(name: &str) -> Plan {
-    plan::load(&root().join("scenarios").join(name)).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn config<'a>(r: &'a stormrig::metrics::RunResult, name: &str) -> &'a ConfigSummary {
-    r.configs.iter().find(|c| c.name == name).unwrap()
+    plan::load(&repo_root().join("scenarios").join(name)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -27,7 +20,7 @@ fn same_seed_gives_byte_identical_summary() {
     let ja = serde_json::to_vec_pretty(&a.result).unwrap();
     let jb = serde_json::to_vec_pretty(&b.result).unwrap();
     assert_eq!(ja, jb);
-    assert_eq!(a.result.timeline, b.result.timeline);
+    assert_eq!(a.result.timeseries, b.result.timeseries);
     assert_eq!(a.result.engine, Engine::Sim);
     assert!(!a.result.partial);
     assert!(String::from_utf8(ja)
@@ -48,16 +41,16 @@ fn downstream_503_figures_make_sense() {
     let r = sim::run(&plan("downstream-503-10s.toml"), &SimOptions::default())
         .unwrap()
         .result;
-    let none = config(&r, "no-retry");
+    let none = config_named(&r.configs, "no-retry");
     assert_eq!(none.upstream_requests, 4000);
     assert_eq!(none.downstream_arrivals, 4000);
     assert_eq!(none.amplification, 1.0);
     assert_eq!(none.failures, 2000);
-    let naive = config(&r, "naive");
+    let naive = config_named(&r.configs, "naive");
     // 2000 requests in the outage, 4 attempts each; 2000 outside once.
     assert_eq!(naive.downstream_arrivals, 2000 * 4 + 2000);
     assert_eq!(naive.unfinished, 0);
-    let aws = config(&r, "aws-standard");
+    let aws = config_named(&r.configs, "aws-standard");
     assert!(aws.budget_refusals > 0, "{aws:?}");
     assert!(aws.amplification < naive.amplification);
     for c in &r.configs {
@@ -79,8 +72,14 @@ fn scale_multiplies_rate_and_capacity() {
     )
     .unwrap()
     .result;
-    assert_eq!(config(&r, "no-retry").upstream_requests, 40_000);
-    assert_eq!(config(&r, "naive").downstream_arrivals, 100_000);
+    assert_eq!(
+        config_named(&r.configs, "no-retry").upstream_requests,
+        40_000
+    );
+    assert_eq!(
+        config_named(&r.configs, "naive").downstream_arrivals,
+        100_000
+    );
     assert!(matches!(
         sim::run(
             &p,
@@ -129,8 +128,8 @@ fn metastable_capacity_aggressive_stays_down_budgeted_recovers() {
             c.target_shed
         );
     }
-    let naive = config(&r, "naive-timeout");
-    let aws = config(&r, "aws-standard-timeout");
+    let naive = config_named(&r.configs, "naive-timeout");
+    let aws = config_named(&r.configs, "aws-standard-timeout");
     assert_eq!(naive.recovered, Some(false), "{naive:?}");
     assert_eq!(aws.recovered, Some(true), "{aws:?}");
     assert!(aws.recovery_time_s.unwrap() < 10.0);
@@ -142,8 +141,8 @@ fn thundering_herd_jitter_cuts_the_peak() {
     let r = sim::run(&plan("thundering-herd-sim.toml"), &SimOptions::default())
         .unwrap()
         .result;
-    let flat = config(&r, "exp-no-jitter");
-    let jit = config(&r, "exp-full-jitter");
+    let flat = config_named(&r.configs, "exp-no-jitter");
+    let jit = config_named(&r.configs, "exp-full-jitter");
     let factor = flat.peak_retries_per_s as f64 / jit.peak_retries_per_s as f64;
     eprintln!(
         "peak retries per 1 s slot: no jitter {}, full jitter {}; reduction factor {factor:.2}; total retries {} vs {}",
@@ -153,9 +152,9 @@ fn thundering_herd_jitter_cuts_the_peak() {
     // Jitter moves retries, it does not remove them (all eventually give up or succeed).
     let diff = flat.retries.abs_diff(jit.retries) as f64 / flat.retries as f64;
     assert!(diff < 0.25, "{} vs {}", flat.retries, jit.retries);
-    // The same field is filled from the timeline rows.
+    // The same field is filled from the time-series rows.
     let peak = r
-        .timeline
+        .timeseries
         .iter()
         .filter(|row| row.config == "exp-no-jitter")
         .map(|row| row.retries)
@@ -198,7 +197,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn the_simulator_is_pure() {
     let mut files = Vec::new();
-    rust_files(&root().join("src/sim"), &mut files);
+    rust_files(&repo_root().join("src/sim"), &mut files);
     assert!(files.len() >= 3, "{files:?}");
     let forbidden_use = ["tokio", "hyper", "crate::live", "crate::server"];
     // Built from pieces so this file does not trip its own check.
@@ -237,7 +236,7 @@ fn a_config_alone_or_reordered_gives_the_same_summary() {
     let opts = SimOptions::default();
     let json = |p: &Plan, name: &str| {
         let out = sim::run(p, &opts).unwrap();
-        serde_json::to_string_pretty(config(&out.result, name)).unwrap()
+        serde_json::to_string_pretty(config_named(&out.result.configs, name)).unwrap()
     };
     let mut alone = all.clone();
     alone.configs.retain(|c| c.name == "aws-standard");

@@ -1,12 +1,13 @@
 //! Gate grammar, evaluation, verdict table and --abort-on-fail helpers.
 
+use stormrig::report::figures::{self, Course, NOT_FIGURES};
 use stormrig::report::gates::{
-    all_passed, can_no_longer_pass, evaluate, is_monotone_count, parse, verdict_table, Gate,
-    GateError, Op, Selector,
+    all_passed, broken_early, can_no_longer_pass, check_figure, evaluate, figures_of, leaf_paths,
+    may_stop_early, parse, verdict_table, Gate, GateError, Op, Selector,
 };
 
-mod support;
-use stormrig::metrics::RunResult;
+use crate::support;
+use stormrig::metrics::{LayerSummary, RunResult};
 use support::{config, run};
 
 fn two_configs() -> RunResult {
@@ -312,7 +313,8 @@ aws-standard: amplification <= 1.3  aws-standard  1.25                   <= 1.3 
 // ---- --abort-on-fail ----
 
 #[test]
-fn monotone_counts() {
+fn only_growing_and_fixed_figures_may_stop_a_run_early() {
+    let g = |t: &str| parse(&format!("*: {t} <= 1")).unwrap();
     for f in [
         "attempts",
         "retries",
@@ -320,10 +322,16 @@ fn monotone_counts() {
         "downstream_arrivals",
         "failures",
         "dropped",
+        "target_shed",
+        "duplicate_executions",
+        "peak_concurrency",
         "failures_by_reason.budget-refused",
         "layers.edge.retries",
+        "layers.db.primary.attempts",
+        "policy.max_attempts",
+        "amplification_bound",
     ] {
-        assert!(is_monotone_count(f), "{f}");
+        assert!(may_stop_early(&g(f)), "{f}");
     }
     for f in [
         "amplification",
@@ -333,9 +341,108 @@ fn monotone_counts() {
         "success_share",
         "layers.edge.amplification",
         "failures_by_reason",
+        "not_a_figure",
     ] {
-        assert!(!is_monotone_count(f), "{f}");
+        assert!(!may_stop_early(&g(f)), "{f}");
     }
+}
+
+/// A config summary in which every part of summary.json holds something: a layer, labels in
+/// both count maps, nulls where "never happened" is possible.
+fn every_part_filled() -> stormrig::metrics::ConfigSummary {
+    let mut c = config("edge-client", 1.5, 800.0, 4);
+    c.failures_by_reason.insert("budget-refused".into(), 4);
+    c.attempts_by_outcome.insert("503".into(), 250);
+    c.topology_bound = Some(64.0);
+    c.layers.push(LayerSummary {
+        name: "db.primary".into(),
+        arrivals: 1200,
+        attempts: 1500,
+        retries: 300,
+        budget_refusals: 2,
+        peak_in_flight: 30,
+        amplification: 1.25,
+        cumulative_amplification: 1.5,
+        max_attempts: 3,
+    });
+    c
+}
+
+/// Every number, boolean and null a gate can reach in a config's summary.json is listed in
+/// the figure table, and every row of the table names something a summary holds: a new
+/// figure cannot be gated, aborted on or diffed without its unit, direction and course.
+#[test]
+fn the_figure_table_lists_every_figure_of_a_summary() {
+    let mut leaves = std::collections::BTreeSet::new();
+    leaf_paths(&figures_of(&every_part_filled()), "", &mut leaves);
+    let figure_leaves: Vec<&String> = leaves
+        .iter()
+        .filter(|p| !NOT_FIGURES.iter().any(|n| p.split('.').next() == Some(*n)))
+        .collect();
+    for path in &figure_leaves {
+        assert!(
+            figures::find(path).is_some(),
+            "summary.json figure {path:?} is not in src/report/figures.rs: add it to FIGURES with its unit, better direction and course"
+        );
+    }
+    for row in figures::FIGURES {
+        assert!(
+            figure_leaves
+                .iter()
+                .any(|p| figures::find(p).is_some_and(|f| f.path == row.path)),
+            "FIGURES lists {:?}, which no summary holds",
+            row.path
+        );
+    }
+    // And the gates accept exactly those: one of each is checked before any load.
+    for path in &figure_leaves {
+        check_figure(&parse(&format!("*: {path} <= 1")).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn unlisted_figures_are_refused_before_any_load() {
+    let e = check_figure(&parse("*: amplif <= 2").unwrap()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"gate "*: amplif <= 2": unknown figure "amplif" (did you mean "amplification"?)"#
+    );
+    assert!(check_figure(&parse("*: latency_ms <= 2").unwrap()).is_err());
+    assert!(check_figure(&parse("*: name <= 2").unwrap()).is_err());
+    check_figure(&parse("*: failures_by_reason.anything-at-all <= 2").unwrap()).unwrap();
+}
+
+/// `--abort-on-fail` judges a config's summary so far: gates on counts the old snapshot
+/// never carried (shed requests, failure reasons, layers, settings) stop a run too.
+#[test]
+fn broken_early_judges_every_growing_figure() {
+    let c = every_part_filled();
+    let gs = |texts: &[&str]| -> Vec<Gate> { texts.iter().map(|t| parse(t).unwrap()).collect() };
+    for broken in [
+        "*: target_shed <= 9",
+        "*: failures_by_reason.budget-refused < 4",
+        "*: failures_by_reason.deadline-labels-never-seen == 0",
+        "edge-client: layers.db.primary.retries <= 299",
+        "*: policy.max_attempts >= 4",
+    ] {
+        let expect = !broken.contains("never-seen");
+        assert_eq!(broken_early(&gs(&[broken]), &c), expect, "{broken}");
+    }
+    for holds in [
+        "*: target_shed <= 10",
+        // A lower bound on a count may still be reached.
+        "*: failures_by_reason.budget-refused >= 100",
+        // Ratios may still come down.
+        "*: amplification <= 1.0",
+        // Another config.
+        "other: target_shed <= 0",
+    ] {
+        assert!(!broken_early(&gs(&[holds]), &c), "{holds}");
+    }
+    assert_eq!(
+        figures::find("target_shed").map(|f| f.course),
+        Some(Course::OnlyGrows)
+    );
 }
 
 #[test]

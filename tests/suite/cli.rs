@@ -1,6 +1,7 @@
 //! The real binary in a subprocess: exit codes, bad input, interruption, every shipped
 //! scenario, report rebuild and run-to-run diff.
 
+use crate::support::shipped_scenarios;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -225,19 +226,9 @@ fn sigint_writes_partial_reports() {
     assert!(out.join("index.html").exists());
 }
 
-fn shipped() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir("scenarios")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn every_shipped_scenario_checks_and_a_short_run_completes() {
-    let all = shipped();
+    let all = shipped_scenarios();
     assert!(all.len() >= 7);
     let mut args = vec!["check".to_string()];
     args.extend(all.iter().map(|p| p.display().to_string()));
@@ -273,7 +264,7 @@ fn every_shipped_scenario_checks_and_a_short_run_completes() {
         let summary: serde_json::Value =
             serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
         assert_eq!(summary["partial"], false, "{}", p.display());
-        // Exact equality of attempts and arrivals is proven in tests/live_run.rs; here some
+        // Exact equality of attempts and arrivals is proven in tests/suite/live_run.rs; here some
         // scenarios cut attempts with per-try timeouts, and an attempt abandoned before the
         // target read it is sent but never arrives. The target can never see more.
         for c in summary["configs"].as_array().unwrap() {
@@ -366,11 +357,10 @@ fn thresholds_json_for_aws_standard() {
     );
 }
 
-/// `--abort-on-fail` stops a live run once a gate on a growing count is already broken,
-/// still writes the reports, and exits 1 on that gate.
-#[test]
-fn abort_on_fail_stops_early_on_a_broken_count_gate() {
-    let dir = tmp("abort");
+/// Runs SMALL stretched to a 30 s outage live with `--abort-on-fail` and one gate; returns
+/// the process output and the run's summary.json.
+fn run_aborting(name: &str, gate: &str) -> (std::process::Output, serde_json::Value) {
+    let dir = tmp(name);
     let sc = write_scenario(
         &dir,
         "long.toml",
@@ -379,24 +369,53 @@ fn abort_on_fail_stops_early_on_a_broken_count_gate() {
             .replace("for = \"1s\"", "for = \"30s\""),
     );
     let out = dir.join("out");
-    let started = Instant::now();
     let o = run(&[
         "run",
         sc.to_str().unwrap(),
         "--quiet",
         "--abort-on-fail",
         "--gate",
-        "naive: attempts <= 100",
+        gate,
         "--out",
         out.to_str().unwrap(),
     ]);
+    let summary = fs::read(out.join("summary.json"))
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or_else(|e| panic!("no summary.json ({e}): {}", stderr(&o)));
+    (o, summary)
+}
+
+/// `--abort-on-fail` stops a live run once a gate on a growing count is already broken,
+/// still writes the reports, and exits 1 on that gate.
+#[test]
+fn abort_on_fail_stops_early_on_a_broken_count_gate() {
+    let started = Instant::now();
+    let (o, summary) = run_aborting("abort", "naive: attempts <= 100");
     let took = started.elapsed();
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(took < Duration::from_secs(10), "took {took:?}");
     assert!(stderr(&o).contains("--abort-on-fail"), "{}", stderr(&o));
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["partial"], true);
     assert_eq!(summary["gates"][0]["passed"], false);
     assert!(summary["gates"][0]["measured"].as_f64().unwrap() > 100.0);
+}
+
+/// A gate on a figure the running counts never carried before (a failure reason) stops a
+/// live run early too: `--abort-on-fail` judges a summary of the run so far, built as the
+/// final one is, for every figure that only grows.
+#[test]
+fn abort_on_fail_stops_on_a_failure_reason() {
+    let (o, summary) = run_aborting(
+        "abort-reason",
+        "naive: failures_by_reason.max-attempts <= 5",
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--abort-on-fail"), "{}", stderr(&o));
+    assert_eq!(summary["partial"], true);
+    // The load stopped well before its 30 s: the gate, not the schedule, ended it.
+    let ran = summary["duration_s"].as_f64().unwrap();
+    assert!(ran < 20.0, "load ran {ran} s");
+    let verdict = &summary["gates"][0];
+    assert_eq!(verdict["passed"], false);
+    assert!(verdict["measured"].as_f64().unwrap() > 5.0, "{verdict}");
 }

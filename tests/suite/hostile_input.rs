@@ -3,7 +3,7 @@
 //! echo control characters; `check` stays linear in the size of the file; `run` and `sim`
 //! refuse what `check` refuses (a gate on an unknown config sends nothing).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

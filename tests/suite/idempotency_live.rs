@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::config_named;
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::Method;
@@ -16,7 +17,6 @@ use stormrig::headers;
 use stormrig::live::clock::Epoch;
 use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 use stormrig::live::{self, RunOptions};
-use stormrig::metrics::ConfigSummary;
 use stormrig::plan::{self, Plan};
 use stormrig::policy::{GiveUpReason, RetryConfigSpec};
 use stormrig::scenario::timeline::{Action, FaultTimeline};
@@ -42,13 +42,6 @@ fn scenario_plan() -> Plan {
         f.length = Duration::from_secs(60);
     }
     plan
-}
-
-fn config<'a>(configs: &'a [ConfigSummary], name: &str) -> &'a ConfigSummary {
-    configs
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("config {name}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +92,7 @@ async fn lost_responses_duplicate_only_unkeyed_post_retries() {
     };
 
     // ---- naive-no-key: every attempt is processed, so every retry is a second debit.
-    let c = config(&run.configs, "naive-no-key");
+    let c = config_named(&run.configs, "naive-no-key");
     let u = c.upstream_requests;
     assert_eq!(u, 100);
     assert_eq!(c.unfinished, 0);
@@ -144,7 +137,7 @@ async fn lost_responses_duplicate_only_unkeyed_post_retries() {
     assert_eq!(i.dedup_replays, 0, "no key, no replay");
 
     // ---- naive-with-key: the same retries, replayed by the target's dedup.
-    let k = config(&run.configs, "naive-with-key");
+    let k = config_named(&run.configs, "naive-with-key");
     let ki = &k.idempotency;
     println!(
         "naive-with-key: upstream {}, attempts {}, executions {}, duplicates {}, replays {}, 409 {}, 422 {}, successes {}, failures {:?}",
@@ -166,7 +159,7 @@ async fn lost_responses_duplicate_only_unkeyed_post_retries() {
     assert_eq!(k.successes, c.successes);
 
     // ---- idempotent-only: never retries a POST that may have been processed.
-    let s = config(&run.configs, "idempotent-only");
+    let s = config_named(&run.configs, "idempotent-only");
     let si = &s.idempotency;
     let first_lost = reqs.iter().filter(|(r, _)| lost(*r, 1)).count() as u64;
     println!(

@@ -1,0 +1,271 @@
+//! What a user writes for a retry config: a name, an optional preset, any field to override.
+//!
+//! A user names a preset and overrides single fields; every field of [`RetryConfigSpec`] is
+//! optional and a nested table (`backoff`, `jitter`, `retry_on`, `retry_after`, `budget`,
+//! `breaker`, `cost`) **replaces** the preset's whole table. Keys are snake_case; durations
+//! are strings with units (see [`super::duration`]); unknown keys are refused everywhere.
+//!
+//! ```toml
+//! name = "my-client"
+//! preset = "aws-standard"      # optional
+//! max_attempts = 3             # counts the first try
+//! per_try_timeout = "2s"
+//! deadline = "10s"             # includes backoff waits
+//! attempt_cost = 1.0
+//! retry_on = { statuses = [500, 502, 503, 504], throttling_statuses = [429], transport = ["connect-refused", "connect-timeout", "reset", "read-timeout", "per-try-timeout"] }
+//! retry_non_idempotent = false # POST/PATCH retried only when the connect failed...
+//! idempotency_key = false      # ...unless an Idempotency-Key header is attached
+//! backoff = { kind = "exponential", base = "50ms", multiplier = 2.0, cap = "20s", throttling_base = "1s" }
+//! jitter = { kind = "full" }   # none | full | equal | decorrelated | proportional (pct = 20)
+//! retry_after = { header = "x-amz-retry-after", cap = "5s" }  # retry-after | grpc-retry-pushback-ms | none
+//! budget = { kind = "aws-quota", capacity = 500, transient_cost = 14, throttling_cost = 5, timeout_cost = 14, success_increment = 1 }
+//! # budget = { kind = "ratio", ratio = 0.2, ttl = "10s", min_per_sec = 10 }   # deposit = "request" | "success"
+//! # budget = { kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1 }
+//! # budget = { kind = "envoy", budget_percent = 20.0, min_retry_concurrency = 3 }  # or { kind = "envoy", max_retries = 3 }
+//! # budget = { kind = "none" }                                              # drop a preset's budget
+//! breaker = { failure_threshold = 5, failure_rate = 0.5, window = 20, min_calls = 10, open_for = "5s", half_open_probes = 1 }
+//! cost = { per_request_cap = 10, global_cap = 1000 }
+//! ```
+//!
+//! Without a preset the defaults are: 3 attempts, no timeouts, cost 1, retry 502/503/504 and
+//! connect failures/resets, no Retry-After, exponential 100 ms ×2 capped at 10 s with full
+//! jitter, no budget, no breaker, no cost cap, non-idempotent methods not retried.
+
+use super::backoff::{Backoff, Jitter};
+use super::breaker::BreakerConfig;
+use super::budget::BudgetConfig;
+use super::config::RetryConfig;
+use super::cost::CostConfig;
+use super::duration;
+use super::error::PolicyError;
+use super::outcome::RetryOn;
+use super::presets;
+use super::retry_after::RetryAfterConfig;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// What a user writes: a name, an optional preset, and any field to override.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct RetryConfigSpec {
+    pub name: String,
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default, with = "duration::option")]
+    pub per_try_timeout: Option<Duration>,
+    #[serde(default, with = "duration::option")]
+    pub deadline: Option<Duration>,
+    #[serde(default)]
+    pub attempt_cost: Option<f64>,
+    #[serde(default)]
+    pub retry_on: Option<RetryOn>,
+    #[serde(default)]
+    pub retry_non_idempotent: Option<bool>,
+    #[serde(default)]
+    pub idempotency_key: Option<bool>,
+    #[serde(default)]
+    pub backoff: Option<Backoff>,
+    #[serde(default)]
+    pub jitter: Option<Jitter>,
+    #[serde(default)]
+    pub retry_after: Option<RetryAfterConfig>,
+    #[serde(default)]
+    pub budget: Option<BudgetConfig>,
+    #[serde(default)]
+    pub breaker: Option<BreakerConfig>,
+    #[serde(default)]
+    pub cost: Option<CostConfig>,
+}
+
+impl RetryConfigSpec {
+    /// Parse a spec from TOML text (unknown fields refused).
+    pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
+        toml::from_str(text).map_err(|e| PolicyError::Parse(e.to_string()))
+    }
+
+    /// Apply the preset (if any), then every override, then validate.
+    pub fn resolve(&self) -> Result<RetryConfig, PolicyError> {
+        let mut c = match &self.preset {
+            Some(p) => presets::preset(p)?,
+            None => RetryConfig::default(),
+        };
+        c.name = self.name.clone();
+        macro_rules! set {
+            ($($f:ident),*) => {$(
+                if let Some(v) = &self.$f { c.$f = v.clone(); }
+            )*};
+        }
+        set!(
+            max_attempts,
+            attempt_cost,
+            retry_on,
+            retry_non_idempotent,
+            idempotency_key,
+            backoff,
+            jitter,
+            retry_after,
+            budget
+        );
+        if self.per_try_timeout.is_some() {
+            c.per_try_timeout = self.per_try_timeout;
+        }
+        if self.deadline.is_some() {
+            c.deadline = self.deadline;
+        }
+        if self.breaker.is_some() {
+            c.breaker = self.breaker.clone();
+        }
+        if self.cost.is_some() {
+            c.cost = self.cost.clone();
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> Result<RetryConfig, PolicyError> {
+        RetryConfigSpec::from_toml(text)?.resolve()
+    }
+
+    #[test]
+    fn full_example_parses() {
+        let c = resolve(
+            r#"
+name = "my-client"
+preset = "aws-standard"
+max_attempts = 3
+per_try_timeout = "2s"
+deadline = "10s"
+attempt_cost = 1.0
+retry_on = { statuses = [500, 502, 503, 504], throttling_statuses = [429], transport = ["connect-refused", "connect-timeout", "reset", "read-timeout", "per-try-timeout"] }
+retry_non_idempotent = false
+idempotency_key = false
+backoff = { kind = "exponential", base = "50ms", multiplier = 2.0, cap = "20s" }
+jitter = { kind = "full" }
+retry_after = { header = "x-amz-retry-after", cap = "5s" }
+budget = { kind = "aws-quota", capacity = 500, transient_cost = 14, throttling_cost = 5, timeout_cost = 14, success_increment = 1 }
+breaker = { failure_threshold = 5, failure_rate = 0.5, window = 20, min_calls = 10, open_for = "5s", half_open_probes = 1 }
+cost = { per_request_cap = 10, global_cap = 1000 }
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.name, "my-client");
+        assert_eq!(c.per_try_timeout, Some(Duration::from_secs(2)));
+        assert!(c.breaker.is_some() && c.cost.is_some());
+        // Serializes and reads back identically.
+        let json = serde_json::to_string(&c).unwrap();
+        let back: RetryConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+        for other in [
+            r#"budget = { kind = "ratio", ratio = 0.2, ttl = "10s", min_per_sec = 10 }"#,
+            r#"budget = { kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1 }"#,
+            r#"budget = { kind = "envoy", budget_percent = 20.0, min_retry_concurrency = 3 }"#,
+            r#"jitter = { kind = "proportional", pct = 20 }"#,
+            r#"jitter = { kind = "decorrelated" }"#,
+            r#"backoff = { kind = "linear", base = "100ms", cap = "1s" }"#,
+            r#"backoff = { kind = "constant", delay = "2s" }"#,
+            r#"retry_after = { header = "retry-after", cap = "30s" }"#,
+        ] {
+            resolve(&format!("name = \"x\"\n{other}")).unwrap_or_else(|e| panic!("{other}: {e}"));
+        }
+    }
+
+    #[test]
+    fn overrides_replace_whole_tables() {
+        let c = resolve("name = \"x\"\npreset = \"aws-standard\"\nmax_attempts = 5\nbudget = { kind = \"none\" }").unwrap();
+        assert_eq!(c.max_attempts, 5);
+        assert_eq!(c.budget, BudgetConfig::None);
+        assert_eq!(c.preset.as_deref(), Some("aws-standard"));
+        let c = resolve("name = \"x\"\npreset = \"aws-standard\"\nbackoff = { kind = \"constant\", delay = \"1s\" }").unwrap();
+        assert_eq!(
+            c.backoff,
+            Backoff::Constant {
+                delay: Duration::from_secs(1)
+            }
+        );
+    }
+
+    fn err(text: &str) -> PolicyError {
+        resolve(&format!("name = \"x\"\n{text}")).unwrap_err()
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let cases = [
+            ("max_attempts = 0", "max_attempts"),
+            (
+                "backoff = { kind = \"exponential\", base = \"1s\", cap = \"100ms\" }",
+                "backoff.cap",
+            ),
+            (
+                "backoff = { kind = \"exponential\", base = \"1s\", multiplier = 0.5 }",
+                "backoff.multiplier",
+            ),
+            (
+                "budget = { kind = \"ratio\", ratio = -0.1, ttl = \"10s\", min_per_sec = 1 }",
+                "budget.ratio",
+            ),
+            (
+                "budget = { kind = \"ratio\", ratio = 0.2, ttl = \"0s\", min_per_sec = 1 }",
+                "budget.ttl",
+            ),
+            (
+                "budget = { kind = \"grpc-throttling\", max_tokens = 5000, token_ratio = 0.1 }",
+                "budget.max_tokens",
+            ),
+            (
+                "breaker = { failure_rate = 1.5, open_for = \"1s\" }",
+                "breaker.failure_rate",
+            ),
+            ("breaker = { open_for = \"1s\" }", "breaker"),
+            (
+                "jitter = { kind = \"proportional\", pct = 0 }",
+                "jitter.pct",
+            ),
+            ("cost = { per_request_cap = -1 }", "cost.per_request_cap"),
+            ("preset = \"aws-standrd\"", "preset"),
+        ];
+        for (text, field) in cases {
+            let e = err(text);
+            assert_eq!(e.field(), Some(field), "{text}: {e}");
+            let msg = e.to_string();
+            assert!(msg.contains(field), "{msg}");
+        }
+        let e = err("max_attempts = 0").to_string();
+        assert!(e.contains("1..=100") && e.contains("= 0"), "{e}");
+        let e = err("preset = \"aws-standrd\"").to_string();
+        assert!(e.contains("did you mean \"aws-standard\""), "{e}");
+    }
+
+    #[test]
+    fn parse_errors_are_errors_not_panics() {
+        for text in [
+            "max_atempts = 3",
+            "per_try_timeout = \"-1s\"",
+            "per_try_timeout = \"10\"",
+            "deadline = 10",
+            "max_attempts = -1",
+            "backoff = { kind = \"fibonacci\" }",
+            "backoff = { kind = \"constant\", delay = \"1s\", extra = 1 }",
+            "jitter = { kind = \"full\", pct = 3 }",
+            "backoff = { kind = \"none\", base = \"1s\" }",
+            "budget = { kind = \"none\", ratio = 1 }",
+            "budget = { kind = \"ratio\", ratio = 0.2 }",
+            "retry_after = { header = \"x-retry\" }",
+            "breaker = { failure_threshold = 1, open_for = \"1s\", bogus = 2 }",
+        ] {
+            let e = resolve(&format!("name = \"x\"\n{text}")).expect_err(text);
+            assert!(matches!(e, PolicyError::Parse(_)), "{text}: {e}");
+        }
+        assert!(err("per_try_timeout = \"-1s\"")
+            .to_string()
+            .contains("negative"));
+    }
+}

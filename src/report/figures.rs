@@ -1,0 +1,216 @@
+//! Every figure of one config's `summary.json` object, in one table: its unit, which way is
+//! better, and how it moves while a run goes on.
+//!
+//! Gates may name exactly the figures listed here (`stormrig run` and `sim` refuse any other
+//! before the load starts); `--abort-on-fail` stops a live run early on a gate whose figure
+//! can no longer come back ([`Course::OnlyGrows`], [`Course::Fixed`]); `stormrig diff` calls a
+//! change a regression by [`Better`]. A test walks every number of real summaries and fails on
+//! one this table does not list, so a new figure cannot be left out of any of the three.
+//!
+//! A path is dotted as in a gate. `*` stands for one or more segments: a label of a count map
+//! (`failures_by_reason.*`), a layer's name (`layers.*.attempts`, names may hold dots), or
+//! any setting of the resolved retry config (`policy.*`).
+
+/// What a figure counts or measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Logical requests, as the load generator started them (or executed them, at the target).
+    Requests,
+    /// HTTP requests on the wire (first tries and retries), or retries refused before sending.
+    Attempts,
+    /// Attempts in one second.
+    AttemptsPerSecond,
+    /// One count over another: 2.0 = twice as many.
+    Ratio,
+    /// A part of a whole, 0 to 1.
+    Share,
+    Milliseconds,
+    Seconds,
+    /// What write requests debited, in the requests' own amounts.
+    Amount,
+    /// true (1) or false (0).
+    Flag,
+    /// A value of the retry config itself.
+    Setting,
+}
+
+/// Which way a figure improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+    /// A description of the load or the config, not a quality.
+    Neither,
+}
+
+/// How a figure moves while a run goes on: what `--abort-on-fail` may conclude from it early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Course {
+    /// Never goes down (a count, or a running peak): a gate bounding it from above that is
+    /// broken mid-run can never pass again.
+    OnlyGrows,
+    /// Known before the first request (settings and bounds): a gate on it that fails mid-run
+    /// fails at the end too.
+    Fixed,
+    /// Goes up and down until the run ends (ratios, percentiles, times): judged at the end.
+    Varies,
+}
+
+/// One row of [`FIGURES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Figure {
+    pub path: &'static str,
+    pub unit: Unit,
+    pub better: Better,
+    pub course: Course,
+}
+
+const fn row(path: &'static str, unit: Unit, better: Better, course: Course) -> Figure {
+    Figure {
+        path,
+        unit,
+        better,
+        course,
+    }
+}
+
+use Better::{Higher, Lower, Neither};
+use Course::{Fixed, OnlyGrows, Varies};
+use Unit::*;
+
+/// The figures of one config, in `summary.json` order, plus the derived `success_share`.
+#[rustfmt::skip]
+pub const FIGURES: &[Figure] = &[
+    //   path                                  unit               better   course
+    row("upstream_requests",                   Requests,          Neither, OnlyGrows),
+    row("attempts",                            Attempts,          Lower,   OnlyGrows),
+    row("retries",                             Attempts,          Lower,   OnlyGrows),
+    row("downstream_arrivals",                 Attempts,          Lower,   OnlyGrows),
+    row("amplification",                       Ratio,             Lower,   Varies),
+    row("peak_amplification_1s",               Ratio,             Lower,   Varies),
+    row("peak_concurrency",                    Attempts,          Lower,   OnlyGrows),
+    row("client_peak_in_flight",               Requests,          Neither, OnlyGrows),
+    row("budget_refusals",                     Attempts,          Lower,   OnlyGrows),
+    row("first_budget_refusal_s",              Seconds,           Higher,  Varies),
+    row("breaker_refusals",                    Attempts,          Lower,   OnlyGrows),
+    row("successes",                           Requests,          Higher,  OnlyGrows),
+    row("failures",                            Requests,          Lower,   OnlyGrows),
+    row("failures_by_reason.*",                Requests,          Lower,   OnlyGrows),
+    row("attempts_by_outcome.*",               Attempts,          Neither, OnlyGrows),
+    row("dropped",                             Requests,          Lower,   OnlyGrows),
+    row("unfinished",                          Requests,          Lower,   Varies),
+    row("latency_ms.p50",                      Milliseconds,      Lower,   Varies),
+    row("latency_ms.p90",                      Milliseconds,      Lower,   Varies),
+    row("latency_ms.p99",                      Milliseconds,      Lower,   Varies),
+    row("latency_ms.p999",                     Milliseconds,      Lower,   Varies),
+    row("latency_ms.max",                      Milliseconds,      Lower,   OnlyGrows),
+    row("attempt_latency_ms.p50",              Milliseconds,      Lower,   Varies),
+    row("attempt_latency_ms.p90",              Milliseconds,      Lower,   Varies),
+    row("attempt_latency_ms.p99",              Milliseconds,      Lower,   Varies),
+    row("attempt_latency_ms.p999",             Milliseconds,      Lower,   Varies),
+    row("attempt_latency_ms.max",              Milliseconds,      Lower,   OnlyGrows),
+    row("recovery_time_s",                     Seconds,           Lower,   Varies),
+    row("recovered",                           Flag,              Higher,  Varies),
+    row("amplification_bound",                 Ratio,             Neither, Fixed),
+    row("target_served_ok",                    Attempts,          Higher,  OnlyGrows),
+    row("target_shed",                         Attempts,          Lower,   OnlyGrows),
+    row("target_forwarded",                    Attempts,          Neither, OnlyGrows),
+    row("duplicate_executions",                Requests,          Lower,   OnlyGrows),
+    row("executions",                          Requests,          Neither, OnlyGrows),
+    row("extra_executions",                    Requests,          Lower,   OnlyGrows),
+    row("debited",                             Amount,            Neither, OnlyGrows),
+    row("extra_debited",                       Amount,            Lower,   OnlyGrows),
+    row("dedup_replays",                       Attempts,          Neither, OnlyGrows),
+    row("dedup_conflicts",                     Attempts,          Neither, OnlyGrows),
+    row("dedup_mismatches",                    Attempts,          Neither, OnlyGrows),
+    row("layers.*.arrivals",                   Attempts,          Lower,   OnlyGrows),
+    row("layers.*.attempts",                   Attempts,          Lower,   OnlyGrows),
+    row("layers.*.retries",                    Attempts,          Lower,   OnlyGrows),
+    row("layers.*.budget_refusals",            Attempts,          Lower,   OnlyGrows),
+    row("layers.*.peak_in_flight",             Attempts,          Lower,   OnlyGrows),
+    row("layers.*.amplification",              Ratio,             Lower,   Varies),
+    row("layers.*.cumulative_amplification",   Ratio,             Lower,   Varies),
+    row("layers.*.max_attempts",               Setting,           Neither, Fixed),
+    row("topology_bound",                      Ratio,             Neither, Fixed),
+    row("peak_retries_per_s",                  AttemptsPerSecond, Lower,   OnlyGrows),
+    row("success_share",                       Share,             Higher,  Varies),
+    row("policy.*",                            Setting,           Neither, Fixed),
+];
+
+/// Parts of a config's `summary.json` object that hold no figure: its name, and the latency
+/// curve (an array of points, drawn, never gated).
+pub const NOT_FIGURES: &[&str] = &["name", "latency_curve"];
+
+/// The row a gate's figure path falls under, if any.
+pub fn find(path: &str) -> Option<&'static Figure> {
+    let segs: Vec<&str> = path.split('.').collect();
+    FIGURES.iter().find(|f| matches(f.path, &segs))
+}
+
+/// Whether `pattern` (dotted, `*` = one or more segments) matches the path `segs`.
+fn matches(pattern: &str, segs: &[&str]) -> bool {
+    fn walk(pat: &[&str], segs: &[&str]) -> bool {
+        match pat.split_first() {
+            None => segs.is_empty(),
+            Some((&"*", rest)) => (1..=segs.len()).any(|k| walk(rest, &segs[k..])),
+            Some((p, rest)) => segs.first() == Some(p) && walk(rest, &segs[1..]),
+        }
+    }
+    let pat: Vec<&str> = pattern.split('.').collect();
+    walk(&pat, segs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_take_one_or_more_segments() {
+        assert_eq!(find("attempts").map(|f| f.path), Some("attempts"));
+        assert_eq!(
+            find("failures_by_reason.budget-refused").map(|f| f.path),
+            Some("failures_by_reason.*")
+        );
+        assert_eq!(
+            find("layers.db.primary.retries").map(|f| f.path),
+            Some("layers.*.retries")
+        );
+        assert_eq!(
+            find("policy.backoff.base").map(|f| f.path),
+            Some("policy.*")
+        );
+        for not_one in [
+            "failures_by_reason",
+            "layers.edge",
+            "latency_ms",
+            "attempt",
+            "x.attempts",
+        ] {
+            assert_eq!(find(not_one), None, "{not_one}");
+        }
+    }
+
+    #[test]
+    fn diff_headlines_are_listed_with_a_direction() {
+        for h in crate::report::diff::HEADLINES {
+            let f = find(h.name).unwrap_or_else(|| panic!("{} is not in the table", h.name));
+            // Only the upstream count has no better side: diff flags any change of it.
+            assert!(
+                f.better != Better::Neither || h.name == "upstream_requests",
+                "{}: diff needs a better direction",
+                h.name
+            );
+        }
+    }
+
+    #[test]
+    fn paths_are_unique() {
+        for (i, f) in FIGURES.iter().enumerate() {
+            assert!(
+                FIGURES[..i].iter().all(|g| g.path != f.path),
+                "{} twice",
+                f.path
+            );
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The integration tests, linked as one binary: each file of `tests/suite/` is a module, and
+//! helpers they share live in `tests/support/`. One binary links the library once instead of
+//! once per file. Two stay binaries of their own: `tests/golden.rs`, so that re-blessing the
+//! pinned simulator outputs is `STORMRIG_BLESS=1 cargo test --release --test golden`, and
+//! `tests/sim_vs_live.rs`, whose live-versus-simulator comparison (peak concurrency at the
+//! target) needs the machine to itself rather than beside the suite's other live runs.
+
+mod support;
+
+mod suite {
+    mod architecture;
+    mod bench_smoke;
+    mod cli;
+    mod fuzz_scenarios;
+    mod gates_diff;
+    mod gates_eval;
+    mod gates_junit;
+    mod hostile_input;
+    mod hostile_run;
+    mod idempotency_dedup;
+    mod idempotency_live;
+    mod live_run;
+    mod policy_api;
+    mod proxy_local;
+    mod proxy_nginx;
+    mod report_html;
+    mod scenario_errors;
+    mod scenario_schedule;
+    mod scenario_shipped;
+    mod sim_core;
+    mod target_server;
+    mod topology_live;
+    mod topology_plan;
+}
