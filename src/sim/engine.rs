@@ -4,7 +4,8 @@
 //!
 //! Two slabs hold the moving parts, reused through free lists (no allocation per event or
 //! per request once they have grown):
-//! * `Req`: one logical request at the client (its `RequestState` and its own RNG);
+//! * `Req`: one logical request at the client (its `session::Request` between steps and its
+//!   own RNG);
 //! * `Att`: one attempt, from the client sending it until the client stopped waiting, the
 //!   target's request handler ended *and* the target's work on it ended (a real server keeps
 //!   serving a request whose client went away, exactly as the live target does).
