@@ -553,6 +553,7 @@ impl Sim<'_> {
 
     /// Carries out what the session said to do next with request slot `r`: send an
     /// attempt, schedule the retry, or free the slot of a request that ended.
+    #[inline(always)]
     fn follow(&mut self, t: u64, r: u32, step: Step) {
         match step {
             Step::Send(req, attempt) => {
