@@ -378,23 +378,4 @@ mod tests {
         let sec = &s.recorder().seconds()[0];
         assert_eq!((sec.started, sec.finished, sec.attempts), (1, 1, 0));
     }
-
-    #[test]
-    fn the_session_and_its_draws_import_no_engine() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        for file in ["session.rs", "draws.rs"] {
-            let text = std::fs::read_to_string(root.join(file)).unwrap();
-            for line in text.lines().filter(|l| l.starts_with("use ")) {
-                for engine in [
-                    "tokio",
-                    "hyper",
-                    "crate::live",
-                    "crate::sim",
-                    "crate::server",
-                ] {
-                    assert!(!line.contains(engine), "{file}: {line}");
-                }
-            }
-        }
-    }
 }

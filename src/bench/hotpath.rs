@@ -82,7 +82,7 @@ impl PolicyPath {
                 Step::Done(_) => self.start(now),
             };
         };
-        black_box(attempt);
+        black_box(attempt.number);
         self.attempts += 1;
         self.clock += ATTEMPT_TIME;
         let outcome = AttemptOutcome::Response(Response::status(black_box(self.status)));
@@ -103,6 +103,7 @@ impl PolicyPath {
     }
 
     /// A new logical request, started together with its first permit in one lock section.
+    #[inline(always)]
     fn start(&mut self, now: Now) -> Step {
         let id = self.requests;
         self.requests += 1;

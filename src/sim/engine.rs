@@ -4,7 +4,8 @@
 //!
 //! Two slabs hold the moving parts, reused through free lists (no allocation per event or
 //! per request once they have grown):
-//! * `Req`: one logical request at the client (its `RequestState` and its own RNG);
+//! * `Req`: one logical request at the client (its `session::Request` between steps and its
+//!   own RNG);
 //! * `Att`: one attempt, from the client sending it until the client stopped waiting, the
 //!   target's request handler ended *and* the target's work on it ended (a real server keeps
 //!   serving a request whose client went away, exactly as the live target does).
@@ -573,6 +574,7 @@ impl Sim<'_> {
 
     /// Carries out what the session said to do next with request slot `r`: send an
     /// attempt, schedule the retry, or free the slot of a request that ended.
+    #[inline(always)]
     fn follow(&mut self, t: u64, r: u32, step: Step) {
         match step {
             Step::Send(req, attempt) => {
