@@ -359,13 +359,8 @@ fn watch_summaries(
             let builder = ResultBuilder::new(&w.plan, &sc.load.shape, load_ran);
             let hit = w.plan.configs.iter().enumerate().any(|(i, planned)| {
                 let target = w.probes[i].stats();
-                let (so_far, _) = summarize_config(
-                    &builder,
-                    planned,
-                    &w.runtimes[i],
-                    &target,
-                    &w.layer_sets[i],
-                );
+                let (so_far, _) =
+                    summarize_config(&builder, planned, &w.runtimes[i], &target, &w.layer_sets[i]);
                 check(&so_far)
             });
             if hit {

@@ -354,7 +354,12 @@ pub fn higher_is_better(figure: &str) -> bool {
 }
 
 /// The tolerance one figure of one config gets in this comparison.
-fn tolerance_for(f: &Headline, both_sim: bool, seeded_holds: bool, opts: &DiffOptions) -> Tolerance {
+fn tolerance_for(
+    f: &Headline,
+    both_sim: bool,
+    seeded_holds: bool,
+    opts: &DiffOptions,
+) -> Tolerance {
     if let Some(t) = opts.per_figure.get(f.name) {
         return *t;
     }

@@ -176,6 +176,8 @@ fn the_scanner_resolves_paths_and_ignores_comments_and_strings() {
     let v = violations(Path::new("metrics/x.rs"), "use crate::sim::Event;");
     assert!(v[0].contains("metrics names sim"), "{v:?}");
     let v = violations(Path::new("report/x.rs"), "use crate::session::Step;");
+    assert!(v[0].contains("report names session"), "{v:?}");
+    let v = violations(Path::new("report/x.rs"), "use crate::shards::Merge;");
     assert!(v[0].contains("add it to the table"), "{v:?}");
 }
 
