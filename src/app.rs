@@ -59,6 +59,8 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
     match cli.command {
         Command::Run(args) => run_live(args),
         Command::Sim(args) => run_sim(args),
+        Command::Sweep(args) => crate::sweep::command::sweep(args),
+        Command::Capacity(args) => crate::sweep::command::capacity(args),
         Command::Check { scenarios } => check(&scenarios),
         Command::Thresholds {
             config,

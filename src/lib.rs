@@ -18,3 +18,4 @@ pub mod report;
 pub mod scenario;
 pub mod server;
 pub mod sim;
+pub mod sweep;
