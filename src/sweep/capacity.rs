@@ -268,6 +268,35 @@ pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, 
     })
 }
 
+/// What a grid scan (easy end first) says before any bisection.
+#[derive(Debug, Clone, PartialEq)]
+enum Scan {
+    /// The outcome is already known.
+    Done(Outcome),
+    /// Passing at `ok`, failing at `bad` = `grid[index]`, monotone so far: bisect.
+    Bracket { ok: f64, bad: f64, index: usize },
+}
+
+fn read_scan(grid: &[f64], passed: &[bool]) -> Scan {
+    let first_fail = passed.iter().position(|p| !p);
+    let last_pass = passed.iter().rposition(|p| *p);
+    match (first_fail, last_pass) {
+        (None, _) => Scan::Done(Outcome::HoldsEverywhere {
+            at: grid[grid.len() - 1],
+        }),
+        (Some(_), None) => Scan::Done(Outcome::HoldsNowhere),
+        (Some(f), Some(l)) if l > f => Scan::Done(Outcome::Range {
+            low: if f == 0 { grid[0] } else { grid[f - 1] },
+            high: grid[l],
+        }),
+        (Some(f), Some(_)) => Scan::Bracket {
+            ok: grid[f - 1],
+            bad: grid[f],
+            index: f,
+        },
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn refine(
     base: &Base,
@@ -281,28 +310,16 @@ fn refine(
 ) -> Result<ConfigCapacity, SweepError> {
     let config = base_plan.configs[ci].name.clone();
     let mut probes = scan.to_vec();
-    let first_fail = scan.iter().position(|p| !p.passed);
-    let last_pass = scan.iter().rposition(|p| p.passed);
-    let (outcome, binding) = match (first_fail, last_pass) {
-        (None, _) => (
-            Outcome::HoldsEverywhere {
-                at: grid[grid.len() - 1],
-            },
-            Vec::new(),
-        ),
-        (Some(_), None) => (Outcome::HoldsNowhere, scan[0].failed.clone()),
-        (Some(f), Some(l)) if l > f => (
-            Outcome::Range {
-                low: if f == 0 { grid[0] } else { grid[f - 1] },
-                high: grid[l],
-            },
-            scan[f].failed.clone(),
-        ),
-        (Some(f), Some(_)) => {
-            // Passing grid[f-1], failing grid[f]: bisect between them.
-            let (mut ok, mut bad) = (grid[f - 1], grid[f]);
-            let mut binding = scan[f].failed.clone();
-            let integer_field = is_integer(base, axis);
+    let passed: Vec<bool> = scan.iter().map(|p| p.passed).collect();
+    let (outcome, binding) = match read_scan(grid, &passed) {
+        Scan::Done(o) => {
+            let first_fail = scan.iter().find(|p| !p.passed);
+            (o, first_fail.map(|p| p.failed.clone()).unwrap_or_default())
+        }
+        Scan::Bracket { ok, bad, index } => {
+            let (mut ok, mut bad) = (ok, bad);
+            let mut binding = scan[index].failed.clone();
+            let integer_field = base.is_integer_field(axis);
             let step_min = if integer_field {
                 opts.resolution.max(1.0)
             } else {
@@ -354,12 +371,6 @@ fn refine(
         binding,
         probes,
     })
-}
-
-/// Whether the field is written as an integer (or absent and given without decimals):
-/// then bisection only tries whole values.
-fn is_integer(base: &Base, axis: &Axis) -> bool {
-    base.is_integer_field(axis)
 }
 
 /// The capacity figures gates can name: `capacity.limit`, `capacity.headroom`, and
@@ -515,4 +526,54 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
     }
     w.into_inner()
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_brackets_monotone_outcomes_and_reports_reversals_as_a_range() {
+        let g = [100.0, 200.0, 300.0, 400.0];
+        assert_eq!(
+            read_scan(&g, &[true, true, false, false]),
+            Scan::Bracket {
+                ok: 200.0,
+                bad: 300.0,
+                index: 2
+            }
+        );
+        assert_eq!(
+            read_scan(&g, &[true, false, true, false]),
+            Scan::Done(Outcome::Range {
+                low: 100.0,
+                high: 300.0
+            })
+        );
+        assert_eq!(
+            read_scan(&g, &[false, true, false, false]),
+            Scan::Done(Outcome::Range {
+                low: 100.0,
+                high: 200.0
+            })
+        );
+        assert_eq!(
+            read_scan(&g, &[true; 4]),
+            Scan::Done(Outcome::HoldsEverywhere { at: 400.0 })
+        );
+        assert_eq!(
+            read_scan(&g, &[false; 4]),
+            Scan::Done(Outcome::HoldsNowhere)
+        );
+    }
+
+    #[test]
+    fn objectives_may_leave_out_the_selector() {
+        let g = parse_objective("recovery_time_s <= 5").unwrap();
+        assert_eq!(g.selector, Selector::All);
+        assert_eq!(g.figure, "recovery_time_s");
+        let g = parse_objective("naive: amplification < 2").unwrap();
+        assert_eq!(g.selector, Selector::Config("naive".into()));
+        assert!(parse_objective("recovery_time_s <=").is_err());
+    }
 }

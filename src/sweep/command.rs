@@ -59,8 +59,8 @@ pub struct CapacityArgs {
     /// A gate on the capacity figures, e.g. 'aws-standard: capacity.max_rate >= 800'.
     #[arg(long = "gate")]
     pub gates: Vec<String>,
-    /// Re-run each config's limit and the failing value beyond it live on loopback against
-    /// the built-in target, and report whether live agrees.
+    /// Re-run each config's limit and the value one STEP beyond it live on loopback against
+    /// the built-in target, and report whether live agrees (exit 1 when it does not).
     #[arg(long)]
     pub confirm: bool,
     #[arg(long, default_value_t = 0)]
@@ -236,10 +236,12 @@ fn write_capacity(dir: &Path, r: &CapacityResult) -> Result<(), AppError> {
     page::write(dir, "capacity.html", &html).map_err(failed)
 }
 
-/// One config's live re-run of its limit and the value beyond it.
+/// One config's live re-run of its limit and the value one grid step beyond it.
 #[derive(Debug, Clone)]
 pub struct Confirmation {
     pub config: String,
+    /// The limit and the value one STEP beyond it (`None`: no single limit to confirm).
+    pub values: Option<(f64, f64)>,
     /// Live verdicts at the limit and beyond it (`None`: not run).
     pub at_limit: Option<bool>,
     pub beyond: Option<bool>,
@@ -247,7 +249,8 @@ pub struct Confirmation {
     pub agrees: Option<bool>,
 }
 
-/// Runs each found limit (and the failing value beyond it) live, one config at a time.
+/// Runs each found limit, and the value one grid step beyond it (which the simulator
+/// fails), live, one config at a time.
 pub fn confirm(
     base: &Base,
     r: &CapacityResult,
@@ -259,15 +262,20 @@ pub fn confirm(
         .map_err(failed)?;
     let mut out = Vec::new();
     for c in &r.configs {
-        let Outcome::Found { limit, beyond } = c.outcome else {
+        let Outcome::Found { limit, .. } = c.outcome else {
             out.push(Confirmation {
                 config: c.config.clone(),
+                values: None,
                 at_limit: None,
                 beyond: None,
                 agrees: None,
             });
             continue;
         };
+        let beyond = r.axis.round(match r.direction {
+            Direction::Largest => limit + r.axis.step,
+            Direction::Smallest => limit - r.axis.step,
+        });
         let verdict = |value: f64| -> Result<bool, AppError> {
             let mut plan = base
                 .point(std::slice::from_ref(&r.axis), &[value])
@@ -295,6 +303,7 @@ pub fn confirm(
         let past = verdict(beyond)?;
         out.push(Confirmation {
             config: c.config.clone(),
+            values: Some((limit, beyond)),
             at_limit: Some(at_limit),
             beyond: Some(past),
             agrees: Some(at_limit && !past),
@@ -312,16 +321,9 @@ fn confirm_table(r: &CapacityResult, c: &[Confirmation]) -> String {
     let rows: Vec<Vec<String>> = c
         .iter()
         .map(|c| {
-            let (l, b) = match r
-                .configs
-                .iter()
-                .find(|x| x.config == c.config)
-                .map(|x| &x.outcome)
-            {
-                Some(Outcome::Found { limit, beyond }) => {
-                    (r.axis.label(*limit), r.axis.label(*beyond))
-                }
-                _ => ("-".into(), "-".into()),
+            let (l, b) = match c.values {
+                Some((limit, beyond)) => (r.axis.label(limit), r.axis.label(beyond)),
+                None => ("-".into(), "-".into()),
             };
             vec![
                 c.config.clone(),

@@ -41,6 +41,10 @@ const LINE_FIGURES: &[(&str, &str)] = &[
         super::run::SUSTAINED_REFUSAL_SHARE,
         "Sustained refusals (share of late fault seconds refusing)",
     ),
+    (
+        super::run::DRAINED_SHARE,
+        "Drained (share of late fault seconds below half the budget)",
+    ),
     ("success_share", "Success share"),
     ("latency_ms.p99", "Latency p99, ms"),
     (

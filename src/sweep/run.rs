@@ -26,6 +26,13 @@ use crate::sim::{self, SimOptions};
 /// tells a sustained drain from a start-up burst.
 pub const SUSTAINED_REFUSAL_SHARE: &str = "sustained_refusal_share";
 
+/// Name of the derived figure: the share of the seconds in the second halves of the fault
+/// windows that ended with the budget below half its level before the first fault. Where
+/// the budget's expected drift turns negative (its drain threshold) this crosses one half:
+/// a bucket that only dips by chance spends little time below half, a draining one most.
+/// (For gRPC retry throttling, below half is exactly "retries disabled".)
+pub const DRAINED_SHARE: &str = "drained_share";
+
 /// How a sweep is carried out.
 #[derive(Debug, Clone)]
 pub struct SweepOptions {
@@ -244,6 +251,7 @@ pub fn per_config(run: &RunResult) -> Vec<(ConfigSummary, Figures)> {
                 SUSTAINED_REFUSAL_SHARE.to_string(),
                 sustained_refusal_share(run, &c.name),
             );
+            f.insert(DRAINED_SHARE.to_string(), drained_share(run, &c.name));
             (c.clone(), f)
         })
         .collect()
@@ -281,23 +289,59 @@ fn flatten(v: &Value, prefix: &str, out: &mut Figures) {
     }
 }
 
-/// See [`SUSTAINED_REFUSAL_SHARE`]; `None` without a fault window of a whole second.
-pub fn sustained_refusal_share(run: &RunResult, config: &str) -> Option<f64> {
+/// The whole seconds in the second halves of the run's fault windows.
+fn late_fault_seconds(run: &RunResult) -> BTreeSet<u64> {
     let mut seconds = BTreeSet::new();
     for f in &run.faults {
         let from = (f.start_s + (f.end_s - f.start_s) / 2.0).ceil() as u64;
         let to = f.end_s.floor() as u64;
         seconds.extend(from..to);
     }
+    seconds
+}
+
+/// The share of `seconds` for which `pred` holds on the config's row (a second without a
+/// row does not hold); `None` for no seconds.
+fn share_of(
+    run: &RunResult,
+    config: &str,
+    seconds: &BTreeSet<u64>,
+    pred: impl Fn(&crate::metrics::SecondRow) -> bool,
+) -> Option<f64> {
     if seconds.is_empty() {
         return None;
     }
-    let refusing = run
+    let n = run
         .timeline
         .iter()
-        .filter(|r| r.config == config && seconds.contains(&r.second) && r.budget_refusals > 0)
+        .filter(|r| r.config == config && seconds.contains(&r.second) && pred(r))
         .count();
-    Some(refusing as f64 / seconds.len() as f64)
+    Some(n as f64 / seconds.len() as f64)
+}
+
+/// See [`SUSTAINED_REFUSAL_SHARE`]; `None` without a fault window of a whole second.
+pub fn sustained_refusal_share(run: &RunResult, config: &str) -> Option<f64> {
+    share_of(run, config, &late_fault_seconds(run), |r| {
+        r.budget_refusals > 0
+    })
+}
+
+/// See [`DRAINED_SHARE`]; `None` without a budget level before the first fault.
+pub fn drained_share(run: &RunResult, config: &str) -> Option<f64> {
+    let first = run
+        .faults
+        .iter()
+        .map(|f| f.start_s)
+        .fold(f64::INFINITY, f64::min);
+    let full = run
+        .timeline
+        .iter()
+        .filter(|r| r.config == config && (r.second as f64) < first)
+        .filter_map(|r| r.budget_level)
+        .fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.max(l))))?;
+    share_of(run, config, &late_fault_seconds(run), |r| {
+        r.budget_level.is_some_and(|l| l < full / 2.0)
+    })
 }
 
 /// Cells of one point from its replicates (each a list of configs in plan order).

@@ -65,3 +65,11 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         timeline: vec![],
     }
 }
+
+/// A fresh, empty directory under the system temp dir for one test.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("stormrig-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
