@@ -173,7 +173,7 @@ pub fn search(
             }
         }
     }
-    if !(opts.resolution > 0.0) {
+    if opts.resolution.is_nan() || opts.resolution <= 0.0 {
         return Err(SweepError::Usage("--resolution must be above 0".into()));
     }
     // The grid, easy end first; every grid plan is validated before anything runs.

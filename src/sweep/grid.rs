@@ -88,7 +88,7 @@ impl Axis {
             }
         }
         let [from, to, step] = nums;
-        if !(step > 0.0) {
+        if step <= 0.0 {
             return Err(bad(format!("STEP {step} must be above 0")));
         }
         if to < from {

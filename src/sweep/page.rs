@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::capacity::{CapacityResult, Outcome};
@@ -98,6 +99,33 @@ fn figure(p: &mut String, title: &str, svg: &str, caption: &str) {
         svg.trim(),
         escape(caption)
     );
+}
+
+/// Plot coordinates of every chart here: two f64 axes.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// An SVG chart of the page's size over `x` × `y`, drawn by `body`.
+fn svg_chart(
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    y_label_area: u32,
+    body: impl FnOnce(&mut Plot<'_, '_>) -> Draw,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(18)
+            .x_label_area_size(34)
+            .y_label_area_size(y_label_area)
+            .build_cartesian_2d(x, y)
+            .map_err(err)?;
+        body(&mut chart)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
 }
 
 /// Renders the sweep page.
@@ -222,17 +250,7 @@ fn line_chart(r: &SweepResult, fig: &str) -> Result<String, String> {
         .fold(0.0_f64, f64::max);
     let y1 = if max > 0.0 { max * 1.08 } else { 1.0 };
     let (x0, x1) = (axis.from, axis.to.max(axis.from + axis.step));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(18)
-            .x_label_area_size(34)
-            .y_label_area_size(58)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
-            .map_err(err)?;
+    svg_chart(x0..x1, 0.0..y1, 58, |chart| {
         let xf = |v: &f64| fmt_num((v * 1e4).round() / 1e4);
         let yf = |v: &f64| fmt_num((v * 100.0).round() / 100.0);
         chart
@@ -279,9 +297,8 @@ fn line_chart(r: &SweepResult, fig: &str) -> Result<String, String> {
                     .map_err(err)?;
             }
         }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn recovery_color(r: Recovery) -> RGBColor {
@@ -302,17 +319,7 @@ fn heat_map(r: &SweepResult, ci: usize, fig: Option<&str>) -> Result<String, Str
         .iter()
         .filter_map(|p| fig.and_then(|f| p.cells[ci].figures.get(f).copied().flatten()))
         .fold(0.0_f64, f64::max);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(18)
-            .x_label_area_size(34)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0.0..nx as f64, 0.0..ny as f64)
-            .map_err(err)?;
+    svg_chart(0.0..nx as f64, 0.0..ny as f64, 58, |chart| {
         let xf = |v: &f64| label_at(ax, *v);
         let yf = |v: &f64| label_at(ay, *v);
         chart
@@ -369,9 +376,8 @@ fn heat_map(r: &SweepResult, ci: usize, fig: Option<&str>) -> Result<String, Str
                 }
             }
         }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// The axis value of the cell whose band holds coordinate `v` (cell i spans [i, i+1)).
@@ -420,9 +426,9 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
             }
             Outcome::HoldsNowhere => "none in range".into(),
         };
-        let _ = write!(
+        let _ = writeln!(
             p,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.config),
             escape(&found),
             c.headroom.map_or("-".into(), |h| format!("{:.2}×", h)),
@@ -433,9 +439,9 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
     if !r.gates.is_empty() {
         p.push_str("<h2>Gates</h2>\n<table><thead><tr><th>gate</th><th>config</th><th>measured</th><th>result</th></tr></thead><tbody>\n");
         for g in &r.gates {
-            let _ = write!(
+            let _ = writeln!(
                 p,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
                 escape(&g.gate),
                 escape(&g.config),
                 crate::report::gates::fmt_measured(g.measured),
@@ -464,17 +470,7 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
 fn probe_chart(r: &CapacityResult) -> Result<String, String> {
     let n = r.configs.len().max(1);
     let (x0, x1) = (r.axis.from, r.axis.to.max(r.axis.from + r.axis.step));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(18)
-            .x_label_area_size(34)
-            .y_label_area_size(140)
-            .build_cartesian_2d(x0..x1, -0.5..(n as f64 - 0.5))
-            .map_err(err)?;
+    svg_chart(x0..x1, -0.5..(n as f64 - 0.5), 140, |chart| {
         let names: Vec<String> = r.configs.iter().map(|c| c.config.clone()).collect();
         let yf = |v: &f64| {
             let i = v.round();
@@ -526,9 +522,8 @@ fn probe_chart(r: &CapacityResult) -> Result<String, String> {
                     .map_err(err)?;
             }
         }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Writes a page into `dir` under `name`.

@@ -260,13 +260,7 @@ pub fn per_config(run: &RunResult) -> Vec<(ConfigSummary, Figures)> {
 /// Numbers, booleans (0/1) and nulls below `v` by dotted path; the resolved policy, the
 /// latency curve, layers and strings are not figures.
 fn flatten(v: &Value, prefix: &str, out: &mut Figures) {
-    let key = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
-    };
+    let key = |k: &str| crate::scenario::source::join(prefix, k);
     match v {
         Value::Object(m) => {
             for (k, c) in m {
