@@ -2,7 +2,9 @@
 //! capacity) at which every objective holds.
 //!
 //! Objectives are gates (`recovery_time_s <= 5`, `*: latency_ms.p99 < 800`; a missing
-//! selector means every config). Each config is searched on its own (the simulator runs
+//! selector means every config) over the figures a sweep has: every number of the config's
+//! `summary.json` object plus the derived ones of [`super::run`] (e.g.
+//! `success_share_outside_faults >= 99%`). Each config is searched on its own (the simulator runs
 //! configs independently, so a config's outcome does not depend on the others):
 //!
 //! 1. a scan of the `--vary` grid (FROM..TO:STEP), from the easy end (low load, high
@@ -20,7 +22,7 @@
 use serde::Serialize;
 
 use super::grid::{Axis, Base};
-use super::run::{parallel, simulate};
+use super::run::{missing, parallel, per_config, simulate};
 use super::SweepError;
 use crate::metrics::{GateVerdict, RunResult};
 use crate::plan::Plan;
@@ -248,14 +250,24 @@ fn probe(
 
 /// The objectives that apply to the run's (single) config, judged.
 pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, SweepError> {
-    let name = run.configs.first().map(|c| c.name.as_str()).unwrap_or("");
-    let mine: Vec<Gate> = objectives
-        .iter()
-        .filter(|g| applies(g, name))
-        .cloned()
-        .collect();
-    let verdicts =
-        gates::evaluate(&mine, run).map_err(|e| SweepError::Usage(format!("--objective: {e}")))?;
+    let Some((summary, figures)) = per_config(run).into_iter().next() else {
+        return Err(SweepError::Usage("the run has no config to judge".into()));
+    };
+    let mut verdicts = Vec::new();
+    for g in objectives.iter().filter(|g| applies(g, &summary.name)) {
+        let measured = match figures.get(&g.figure) {
+            Some(v) => *v,
+            None => missing(&g.figure).map(Some).ok_or_else(|| {
+                let hint = gates::nearest(&g.figure, figures.keys().map(String::as_str))
+                    .map_or(String::new(), |s| format!(" (did you mean {s:?}?)"));
+                SweepError::Usage(format!(
+                    "--objective {:?}: unknown figure {:?}{hint}",
+                    g.text, g.figure
+                ))
+            })?,
+        };
+        verdicts.push(verdict(g, &summary.name, measured));
+    }
     Ok(Probe {
         value,
         passed: gates::all_passed(&verdicts),
@@ -266,6 +278,19 @@ pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, 
             .collect(),
         verdicts,
     })
+}
+
+/// One gate's verdict on one config; a figure that never happened (`None`) fails.
+fn verdict(g: &Gate, config: &str, measured: Option<f64>) -> GateVerdict {
+    GateVerdict {
+        gate: g.text.clone(),
+        config: config.to_string(),
+        figure: g.figure.clone(),
+        op: g.op.as_str().to_string(),
+        limit: g.limit,
+        measured,
+        passed: measured.is_some_and(|m| g.op.holds(m, g.limit)),
+    }
 }
 
 /// What a grid scan (easy end first) says before any bisection.
@@ -407,15 +432,7 @@ pub fn evaluate_gates(r: &CapacityResult, gates_: &[Gate]) -> Result<Vec<GateVer
                     g.text
                 ))
             })?;
-            out.push(GateVerdict {
-                gate: g.text.clone(),
-                config: c.config.clone(),
-                figure: g.figure.clone(),
-                op: g.op.as_str().to_string(),
-                limit: g.limit,
-                measured,
-                passed: measured.is_some_and(|m| g.op.holds(m, g.limit)),
-            });
+            out.push(verdict(g, &c.config, measured));
         }
     }
     Ok(out)

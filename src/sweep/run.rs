@@ -33,6 +33,11 @@ pub const SUSTAINED_REFUSAL_SHARE: &str = "sustained_refusal_share";
 /// (For gRPC retry throttling, below half is exactly "retries disabled".)
 pub const DRAINED_SHARE: &str = "drained_share";
 
+/// Name of the derived figure: successes / upstream requests started, over the whole seconds
+/// of the load that no fault window touches (what users see in normal operation: before
+/// the trigger, and after it once it is over).
+pub const SUCCESS_SHARE_OUTSIDE_FAULTS: &str = "success_share_outside_faults";
+
 /// How a sweep is carried out.
 #[derive(Debug, Clone)]
 pub struct SweepOptions {
@@ -252,6 +257,10 @@ pub fn per_config(run: &RunResult) -> Vec<(ConfigSummary, Figures)> {
                 sustained_refusal_share(run, &c.name),
             );
             f.insert(DRAINED_SHARE.to_string(), drained_share(run, &c.name));
+            f.insert(
+                SUCCESS_SHARE_OUTSIDE_FAULTS.to_string(),
+                success_share_outside_faults(run, &c.name),
+            );
             (c.clone(), f)
         })
         .collect()
@@ -318,6 +327,22 @@ pub fn sustained_refusal_share(run: &RunResult, config: &str) -> Option<f64> {
     share_of(run, config, &late_fault_seconds(run), |r| {
         r.budget_refusals > 0
     })
+}
+
+/// See [`SUCCESS_SHARE_OUTSIDE_FAULTS`]; `None` when no request started in such a second.
+pub fn success_share_outside_faults(run: &RunResult, config: &str) -> Option<f64> {
+    let touched = |s: u64| {
+        let (a, b) = (s as f64, s as f64 + 1.0);
+        run.faults.iter().any(|f| a < f.end_s && f.start_s < b)
+    };
+    let (ok, started) = run
+        .timeline
+        .iter()
+        .filter(|r| r.config == config && (r.second as f64) < run.duration_s && !touched(r.second))
+        .fold((0u64, 0u64), |(ok, st), r| {
+            (ok + r.successes, st + r.upstream_started)
+        });
+    (started > 0).then(|| ok as f64 / started as f64)
 }
 
 /// See [`DRAINED_SHARE`]; `None` without a budget level before the first fault.
