@@ -19,6 +19,10 @@ pub enum Command {
     Run(RunArgs),
     /// Run a scenario in virtual time (deterministic; large populations, long storms).
     Sim(SimArgs),
+    /// Simulate a scenario over a grid of one or two varied fields (sweep.csv/json/html).
+    Sweep(crate::app::sweep::SweepArgs),
+    /// Per config, the largest load (or smallest capacity) at which objectives hold.
+    Capacity(crate::app::sweep::CapacityArgs),
     /// Validate scenario files without running them.
     Check {
         /// Scenario files.

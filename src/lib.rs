@@ -22,3 +22,4 @@ pub mod scenario;
 pub mod server;
 pub mod session;
 pub mod sim;
+pub mod sweep;

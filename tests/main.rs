@@ -28,6 +28,7 @@ mod suite {
     mod scenario_schedule;
     mod scenario_shipped;
     mod sim_core;
+    mod sweep;
     mod target_server;
     mod topology_live;
     mod topology_plan;

@@ -45,6 +45,7 @@ const TABLE: &[Row] = &[
     ("server",     &["policy", "scenario", "metrics", "plan", "headers", "draws"],        &[]),
     ("sim",        &["policy", "scenario", "metrics", "plan", "draws", "session", "run_result"], &[]),
     ("live",       &["policy", "scenario", "metrics", "plan", "server", "headers", "draws", "session", "run_result"], &[]),
+    ("sweep",      &["policy", "scenario", "metrics", "plan", "sim", "report"],            &[]),
     ("bench",      ANY,                                                                   &[]),
     ("cli",        ANY,                                                                   &[]),
     ("app",        ANY,                                                                   &[]),

@@ -93,3 +93,10 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
 }
 
 pub mod process;
+/// A fresh, empty directory under the system temp dir for one test.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("stormrig-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

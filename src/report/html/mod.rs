@@ -13,6 +13,9 @@
 
 mod charts;
 
+/// The config colours, shared with the sweep and capacity pages.
+pub(crate) use charts::{color, css_color};
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

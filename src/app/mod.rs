@@ -1,6 +1,8 @@
 //! The I/O edge: turns command-line arguments into runs and reports, and every outcome into
 //! one of the documented exit codes. The only module that depends on everything.
 
+pub mod sweep;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,6 +84,8 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
     match cli.command {
         Command::Run(args) => run_live(args),
         Command::Sim(args) => run_sim(args),
+        Command::Sweep(args) => sweep::sweep(args),
+        Command::Capacity(args) => sweep::capacity(args),
         Command::Check { scenarios } => check(&scenarios),
         Command::Thresholds {
             config,

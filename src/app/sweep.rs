@@ -1,0 +1,344 @@
+//! `stormrig sweep` and `stormrig capacity` as clap reads them, and their edge: files,
+//! console, `--confirm`'s live runs and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use clap::Args;
+
+use crate::app::{AppError, Exit};
+use crate::report::gates;
+use crate::scenario::units::duration;
+use crate::sweep::capacity::{self, CapacityOptions, CapacityResult, Direction, Outcome};
+use crate::sweep::grid::{Axis, Base};
+use crate::sweep::run::{self, SweepOptions};
+use crate::sweep::{files, page, SweepError};
+
+/// `stormrig sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// A field and its values: PATH=FROM..TO:STEP, e.g. load.rate=100..1000:50,
+    /// faults[0].for=5s..30s:5s. Once or twice (a map over two fields).
+    #[arg(long = "vary", required = true)]
+    pub vary: Vec<String>,
+    /// Runs per point (seeds seed, seed+1, ...): figures are their mean, with the spread.
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u32,
+    /// Threads (0: every core).
+    #[arg(long, default_value_t = 0)]
+    pub jobs: usize,
+    /// A recovery later than this after the last fault counts as "recovered late".
+    #[arg(long, default_value = "5s")]
+    pub late: String,
+    /// Output directory (default: reports/<scenario>/sweep-<timestamp>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `stormrig capacity`.
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The field to search and the grid to scan: PATH=FROM..TO:STEP, e.g.
+    /// load.rate=100..2000:100 or target.service.concurrency=2..64:2.
+    #[arg(long)]
+    pub vary: String,
+    /// What must hold, in the gate grammar; the selector is optional
+    /// ('recovery_time_s <= 5', 'aws-standard: latency_ms.p99 < 800'). Repeatable.
+    #[arg(long = "objective", required = true)]
+    pub objectives: Vec<String>,
+    /// largest (default for load.*) or smallest (default for target.*).
+    #[arg(long)]
+    pub find: Option<String>,
+    /// Bisection stops at this width (default: STEP / 8).
+    #[arg(long)]
+    pub resolution: Option<f64>,
+    /// A gate on the capacity figures, e.g. 'aws-standard: capacity.max_rate >= 800'.
+    #[arg(long = "gate")]
+    pub gates: Vec<String>,
+    /// Re-run each config's limit and the value one STEP beyond it live on loopback against
+    /// the built-in target, and report whether live agrees (exit 1 when it does not).
+    #[arg(long)]
+    pub confirm: bool,
+    #[arg(long, default_value_t = 0)]
+    pub jobs: usize,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn bad(e: impl ToString) -> AppError {
+    AppError {
+        exit: Exit::BadInput,
+        message: e.to_string(),
+    }
+}
+
+fn failed(e: impl ToString) -> AppError {
+    AppError {
+        exit: Exit::RunFailed,
+        message: e.to_string(),
+    }
+}
+
+fn to_app(e: SweepError) -> AppError {
+    match e {
+        SweepError::Io(_) => failed(e),
+        _ => bad(e),
+    }
+}
+
+fn out_dir(out: &Option<PathBuf>, scenario: &str, kind: &str) -> PathBuf {
+    out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+            .to_string()
+            .replace(':', "-");
+        Path::new("reports")
+            .join(scenario)
+            .join(format!("{kind}-{stamp}"))
+    })
+}
+
+fn create(dir: &Path) -> Result<(), AppError> {
+    std::fs::create_dir_all(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))
+}
+
+/// `stormrig sweep`.
+pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
+    let (base, plan) = Base::read(&args.scenario).map_err(to_app)?;
+    let mut axes: Vec<Axis> = args
+        .vary
+        .iter()
+        .map(|s| Axis::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(to_app)?;
+    base.note_scenario_values(&mut axes);
+    let late = duration::parse(&args.late).map_err(|e| bad(format!("--late: {e}")))?;
+    let opts = SweepOptions {
+        seeds: args.seeds,
+        jobs: args.jobs,
+        late_after_s: late.as_secs_f64(),
+    };
+    let wall = std::time::Instant::now();
+    let result = run::sweep(&base, &plan, &axes, &opts).map_err(to_app)?;
+    let secs = wall.elapsed().as_secs_f64();
+    eprintln!(
+        "swept {} points x {} seed(s) x {} configs in {:.2} s wall",
+        result.points.len(),
+        result.seeds,
+        result.configs.len(),
+        secs
+    );
+    let dir = out_dir(&args.out, &plan.scenario.name, "sweep");
+    create(&dir)?;
+    files::write(&dir, &result).map_err(to_app)?;
+    let html = page::sweep(&result).map_err(failed)?;
+    page::write(&dir, "sweep.html", &html).map_err(failed)?;
+    print!("{}", recovery_table(&result));
+    println!("reports: {}", dir.display());
+    Ok(Exit::Ok)
+}
+
+/// Per point, each config's recovery class (the map, as text).
+fn recovery_table(r: &run::SweepResult) -> String {
+    let mut header = vec!["POINT"];
+    header.extend(r.configs.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = r
+        .points
+        .iter()
+        .map(|p| {
+            let mut row = vec![p.label.clone()];
+            row.extend(p.cells.iter().map(|c| {
+                let amp = c.figures.get("amplification").copied().flatten();
+                format!(
+                    "{} {}",
+                    c.recovery.as_str(),
+                    amp.map_or(String::new(), |a| format!("{a:.2}x"))
+                )
+            }));
+            row
+        })
+        .collect();
+    gates::text_table(&header, &rows)
+}
+
+/// `stormrig capacity`.
+pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
+    let (base, plan) = Base::read(&args.scenario).map_err(to_app)?;
+    let mut axis = Axis::parse(&args.vary).map_err(to_app)?;
+    base.note_scenario_values(std::slice::from_mut(&mut axis));
+    let direction = match &args.find {
+        Some(f) => Direction::parse(f).map_err(to_app)?,
+        None => Direction::infer(&axis.path).ok_or_else(|| {
+            bad(format!(
+                "--vary {}: say whether to find the largest or the smallest value that holds \
+                 (--find largest|smallest)",
+                axis.path
+            ))
+        })?,
+    };
+    let objectives: Vec<gates::Gate> = args
+        .objectives
+        .iter()
+        .map(|o| capacity::parse_objective(o))
+        .collect::<Result<_, _>>()
+        .map_err(to_app)?;
+    let gate_list: Vec<gates::Gate> = args
+        .gates
+        .iter()
+        .map(|g| gates::parse(g).map_err(bad))
+        .collect::<Result<_, _>>()?;
+    let opts = CapacityOptions {
+        direction,
+        resolution: args.resolution.unwrap_or(axis.step / 8.0),
+        jobs: args.jobs,
+    };
+    let wall = std::time::Instant::now();
+    let mut result = capacity::search(&base, &plan, &axis, &objectives, &opts).map_err(to_app)?;
+    let probes: usize = result.configs.iter().map(|c| c.probes.len()).sum();
+    eprintln!(
+        "{probes} simulator runs in {:.2} s wall",
+        wall.elapsed().as_secs_f64()
+    );
+    result.gates = capacity::evaluate_gates(&result, &gate_list).map_err(to_app)?;
+    let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
+    create(&dir)?;
+    write_capacity(&dir, &result)?;
+    print!("{}", capacity::table(&result));
+    if !result.gates.is_empty() {
+        print!("{}", gates::verdict_table(&result.gates));
+    }
+    let mut exit = if gates::all_passed(&result.gates) {
+        Exit::Ok
+    } else {
+        Exit::GateFailed
+    };
+    if args.confirm {
+        let confirmed = confirm(&base, &result, &objectives)?;
+        print!("{}", confirm_table(&result, &confirmed));
+        if confirmed.iter().any(|c| c.agrees == Some(false)) && exit == Exit::Ok {
+            exit = Exit::GateFailed;
+        }
+    }
+    println!("reports: {}", dir.display());
+    Ok(exit)
+}
+
+fn write_capacity(dir: &Path, r: &CapacityResult) -> Result<(), AppError> {
+    let json = serde_json::to_vec_pretty(r).map_err(failed)?;
+    let io = |e: crate::report::files::FilesError| failed(e);
+    crate::report::files::write_atomic(dir, "capacity.csv", &capacity::csv(r).map_err(to_app)?)
+        .map_err(io)?;
+    crate::report::files::write_atomic(dir, "capacity.json", &json).map_err(io)?;
+    let html = page::capacity(r).map_err(failed)?;
+    page::write(dir, "capacity.html", &html).map_err(failed)
+}
+
+/// One config's live re-run of its limit and the value one grid step beyond it.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    pub config: String,
+    /// The limit and the value one STEP beyond it (`None`: no single limit to confirm).
+    pub values: Option<(f64, f64)>,
+    /// Live verdicts at the limit and beyond it (`None`: not run).
+    pub at_limit: Option<bool>,
+    pub beyond: Option<bool>,
+    /// Live passes at the limit and fails beyond it, as the simulator said.
+    pub agrees: Option<bool>,
+}
+
+/// Runs each found limit, and the value one grid step beyond it (which the simulator
+/// fails), live, one config at a time.
+pub fn confirm(
+    base: &Base,
+    r: &CapacityResult,
+    objectives: &[gates::Gate],
+) -> Result<Vec<Confirmation>, AppError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(failed)?;
+    let mut out = Vec::new();
+    for c in &r.configs {
+        let Outcome::Found { limit, .. } = c.outcome else {
+            out.push(Confirmation {
+                config: c.config.clone(),
+                values: None,
+                at_limit: None,
+                beyond: None,
+                agrees: None,
+            });
+            continue;
+        };
+        let beyond = r.axis.round(match r.direction {
+            Direction::Largest => limit + r.axis.step,
+            Direction::Smallest => limit - r.axis.step,
+        });
+        let verdict = |value: f64| -> Result<bool, AppError> {
+            let mut plan = base
+                .point(std::slice::from_ref(&r.axis), &[value])
+                .map_err(to_app)?;
+            plan.configs.retain(|p| p.name == c.config);
+            if !matches!(
+                plan.scenario.target,
+                crate::scenario::Target::Builtin { .. }
+            ) {
+                return Err(bad("--confirm runs against the built-in target only"));
+            }
+            let opts = crate::live::RunOptions {
+                attempt_log: false,
+                progress: false,
+                abort_when: None,
+            };
+            let (_tx, rx) = tokio::sync::watch::channel(false);
+            let live = rt
+                .block_on(crate::live::run(&plan, &opts, rx))
+                .map_err(failed)?;
+            let probe = capacity::judge(&live.result, value, objectives).map_err(to_app)?;
+            Ok(probe.passed)
+        };
+        let at_limit = verdict(limit)?;
+        let past = verdict(beyond)?;
+        out.push(Confirmation {
+            config: c.config.clone(),
+            values: Some((limit, beyond)),
+            at_limit: Some(at_limit),
+            beyond: Some(past),
+            agrees: Some(at_limit && !past),
+        });
+    }
+    Ok(out)
+}
+
+fn confirm_table(r: &CapacityResult, c: &[Confirmation]) -> String {
+    let v = |b: Option<bool>| match b {
+        Some(true) => "holds",
+        Some(false) => "fails",
+        None => "-",
+    };
+    let rows: Vec<Vec<String>> = c
+        .iter()
+        .map(|c| {
+            let (l, b) = match c.values {
+                Some((limit, beyond)) => (r.axis.label(limit), r.axis.label(beyond)),
+                None => ("-".into(), "-".into()),
+            };
+            vec![
+                c.config.clone(),
+                format!("{l}: {}", v(c.at_limit)),
+                format!("{b}: {}", v(c.beyond)),
+                match c.agrees {
+                    Some(true) => "yes".into(),
+                    Some(false) => "NO".into(),
+                    None => "not run (no single limit)".into(),
+                },
+            ]
+        })
+        .collect();
+    gates::text_table(
+        &["CONFIG", "LIVE AT LIMIT", "LIVE BEYOND", "LIVE AGREES"],
+        &rows,
+    )
+}

@@ -1,0 +1,596 @@
+//! The capacity search: per config, the largest offered load (or the smallest target
+//! capacity) at which every objective holds.
+//!
+//! Objectives are gates (`recovery_time_s <= 5`, `*: latency_ms.p99 < 800`; a missing
+//! selector means every config) over the figures a sweep has: every number of the config's
+//! `summary.json` object plus the derived ones of [`super::run`] (e.g.
+//! `success_share_outside_faults >= 99%`). Each config is searched on its own (the simulator runs
+//! configs independently, so a config's outcome does not depend on the others):
+//!
+//! 1. a scan of the `--vary` grid (FROM..TO:STEP), from the easy end (low load, high
+//!    capacity) to the hard end;
+//! 2. when the passing points are one unbroken run from the easy end, bisection between
+//!    the last passing and the first failing grid point, down to the resolution;
+//! 3. when a point passes again after one failed, the outcome is not monotone in the field
+//!    (a metastable system can recover at a higher load and not at a lower one, a seed's
+//!    draw can land either way near the edge): the search reports the range from the first
+//!    edge to the last passing point instead of a single limit.
+//!
+//! The scan catches a reversal only at grid resolution; bisection assumes monotony within
+//! one step.
+
+use serde::Serialize;
+
+use super::grid::{Axis, Base};
+use super::run::{missing, parallel, per_config, simulate};
+use super::SweepError;
+use crate::metrics::{GateVerdict, RunResult};
+use crate::plan::Plan;
+use crate::report::gates::{self, Gate, Selector};
+
+/// Which end of the field the search wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// The largest value that holds (offered load: `load.*`).
+    Largest,
+    /// The smallest value that holds (capacity: `target.*`).
+    Smallest,
+}
+
+impl Direction {
+    /// `load.*` → largest, `target.*` → smallest; other fields need `--find`.
+    pub fn infer(path: &str) -> Option<Direction> {
+        if path.starts_with("load.") {
+            Some(Direction::Largest)
+        } else if path.starts_with("target.") {
+            Some(Direction::Smallest)
+        } else {
+            None
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Direction, SweepError> {
+        match s {
+            "largest" => Ok(Direction::Largest),
+            "smallest" => Ok(Direction::Smallest),
+            _ => Err(SweepError::Usage(format!(
+                "--find {s}: expected `largest` or `smallest`"
+            ))),
+        }
+    }
+}
+
+/// One simulated value of the field for one config.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Probe {
+    pub value: f64,
+    pub passed: bool,
+    /// The objectives that failed there (as written).
+    pub failed: Vec<String>,
+    /// The gate verdicts, with what was measured.
+    pub verdicts: Vec<GateVerdict>,
+}
+
+/// What the search found for one config.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Objectives hold up to `limit` and fail at `beyond` (one resolution step further).
+    Found { limit: f64, beyond: f64 },
+    /// Not monotone: the edge lies somewhere from `low` (the last point before the first
+    /// failure) to `high` (the last passing point).
+    Range { low: f64, high: f64 },
+    /// Every point of the range holds: the limit is at least `at` (the hard end).
+    HoldsEverywhere { at: f64 },
+    /// No point of the range holds.
+    HoldsNowhere,
+}
+
+/// One config's capacity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigCapacity {
+    pub config: String,
+    pub outcome: Outcome,
+    /// The limit as a single figure (`Found`: the limit; `Range`: its low end;
+    /// `HoldsEverywhere`: the hard end, a bound); `null` when nothing holds.
+    pub limit: Option<f64>,
+    /// limit / the scenario's value (largest), or the scenario's value / limit (smallest):
+    /// how many times the scenario's load fits, or its capacity exceeds what is needed.
+    pub headroom: Option<f64>,
+    /// The objectives that failed just beyond the limit.
+    pub binding: Vec<String>,
+    /// Every simulated probe, in the order run.
+    pub probes: Vec<Probe>,
+}
+
+/// `capacity.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityResult {
+    pub scenario: String,
+    pub description: String,
+    pub engine: &'static str,
+    pub seed: u64,
+    pub stormrig_version: String,
+    pub axis: Axis,
+    pub direction: Direction,
+    pub resolution: f64,
+    pub objectives: Vec<String>,
+    pub configs: Vec<ConfigCapacity>,
+    /// Verdicts of `--gate`s on the capacity figures.
+    pub gates: Vec<GateVerdict>,
+}
+
+/// Parses an objective; a missing selector means every config.
+pub fn parse_objective(text: &str) -> Result<Gate, SweepError> {
+    let direct = gates::parse(text);
+    let parsed = match direct {
+        Ok(g) => Ok(g),
+        Err(e) if !text.contains(':') => {
+            gates::parse(&format!("*: {}", text.trim())).map_err(|_| e)
+        }
+        Err(e) => Err(e),
+    };
+    parsed.map_err(|e| SweepError::Usage(format!("--objective: {e}")))
+}
+
+/// What a capacity search needs besides the scenario.
+#[derive(Debug, Clone)]
+pub struct CapacityOptions {
+    pub direction: Direction,
+    /// Bisection stops when the bracket is this narrow (in the axis's unit).
+    pub resolution: f64,
+    pub jobs: usize,
+}
+
+fn applies(g: &Gate, config: &str) -> bool {
+    match &g.selector {
+        Selector::All => true,
+        Selector::Config(n) => n == config,
+    }
+}
+
+/// Runs the search for every config of `base_plan`.
+pub fn search(
+    base: &Base,
+    base_plan: &Plan,
+    axis: &Axis,
+    objectives: &[Gate],
+    opts: &CapacityOptions,
+) -> Result<CapacityResult, SweepError> {
+    if objectives.is_empty() {
+        return Err(SweepError::Usage(
+            "give at least one --objective, e.g. 'recovery_time_s <= 5'".into(),
+        ));
+    }
+    let names: Vec<&str> = base_plan.configs.iter().map(|c| c.name.as_str()).collect();
+    for g in objectives {
+        if let Selector::Config(n) = &g.selector {
+            if !names.contains(&n.as_str()) {
+                return Err(SweepError::Usage(format!(
+                    "--objective {:?}: the scenario has no config {n:?} (it has: {})",
+                    g.text,
+                    names.join(", ")
+                )));
+            }
+        }
+    }
+    if opts.resolution.is_nan() || opts.resolution <= 0.0 {
+        return Err(SweepError::Usage("--resolution must be above 0".into()));
+    }
+    // The grid, easy end first; every grid plan is validated before anything runs.
+    let mut grid = axis.values.clone();
+    if opts.direction == Direction::Smallest {
+        grid.reverse();
+    }
+    let plans: Vec<Plan> = grid
+        .iter()
+        .map(|v| base.point(std::slice::from_ref(axis), &[*v]))
+        .collect::<Result<_, _>>()?;
+    let seed = base_plan.scenario.seed;
+    let n = grid.len();
+    let scans = parallel(names.len() * n, opts.jobs, |i| {
+        let (ci, gi) = (i / n, i % n);
+        probe(&only(&plans[gi], ci), axis, grid[gi], objectives, seed)
+    });
+    let mut scans = scans.into_iter();
+    let mut per_config: Vec<Vec<Probe>> = Vec::new();
+    for _ in &names {
+        per_config.push(scans.by_ref().take(n).collect::<Result<_, _>>()?);
+    }
+    // Bisection per config, configs in parallel.
+    let configs = parallel(names.len(), opts.jobs, |ci| {
+        refine(
+            base,
+            base_plan,
+            axis,
+            ci,
+            &grid,
+            &per_config[ci],
+            objectives,
+            opts,
+        )
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    Ok(CapacityResult {
+        scenario: base_plan.scenario.name.clone(),
+        description: base_plan.scenario.description.clone(),
+        engine: "sim",
+        seed,
+        stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
+        axis: axis.clone(),
+        direction: opts.direction,
+        resolution: opts.resolution,
+        objectives: objectives.iter().map(|g| g.text.clone()).collect(),
+        configs,
+        gates: Vec::new(),
+    })
+}
+
+/// `plan` with only its config `ci`.
+fn only(plan: &Plan, ci: usize) -> Plan {
+    let mut p = plan.clone();
+    p.configs = vec![plan.configs[ci].clone()];
+    p
+}
+
+/// Simulates one value for one config and judges the objectives that apply to it.
+fn probe(
+    plan: &Plan,
+    axis: &Axis,
+    value: f64,
+    objectives: &[Gate],
+    seed: u64,
+) -> Result<Probe, SweepError> {
+    let label = format!("{}={}", axis.path, axis.label(value));
+    let run = simulate(plan, seed, &label)?;
+    judge(&run, value, objectives)
+}
+
+/// The objectives that apply to the run's (single) config, judged.
+pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, SweepError> {
+    let Some((summary, figures)) = per_config(run).into_iter().next() else {
+        return Err(SweepError::Usage("the run has no config to judge".into()));
+    };
+    let mut verdicts = Vec::new();
+    for g in objectives.iter().filter(|g| applies(g, &summary.name)) {
+        let measured = match figures.get(&g.figure) {
+            Some(v) => *v,
+            None => missing(&g.figure).map(Some).ok_or_else(|| {
+                let hint = gates::nearest(&g.figure, figures.keys().map(String::as_str))
+                    .map_or(String::new(), |s| format!(" (did you mean {s:?}?)"));
+                SweepError::Usage(format!(
+                    "--objective {:?}: unknown figure {:?}{hint}",
+                    g.text, g.figure
+                ))
+            })?,
+        };
+        verdicts.push(verdict(g, &summary.name, measured));
+    }
+    Ok(Probe {
+        value,
+        passed: gates::all_passed(&verdicts),
+        failed: verdicts
+            .iter()
+            .filter(|v| !v.passed)
+            .map(|v| v.gate.clone())
+            .collect(),
+        verdicts,
+    })
+}
+
+/// One gate's verdict on one config; a figure that never happened (`None`) fails.
+fn verdict(g: &Gate, config: &str, measured: Option<f64>) -> GateVerdict {
+    GateVerdict {
+        gate: g.text.clone(),
+        config: config.to_string(),
+        figure: g.figure.clone(),
+        op: g.op.as_str().to_string(),
+        limit: g.limit,
+        measured,
+        passed: measured.is_some_and(|m| g.op.holds(m, g.limit)),
+    }
+}
+
+/// What a grid scan (easy end first) says before any bisection.
+#[derive(Debug, Clone, PartialEq)]
+enum Scan {
+    /// The outcome is already known.
+    Done(Outcome),
+    /// Passing at `ok`, failing at `bad` = `grid[index]`, monotone so far: bisect.
+    Bracket { ok: f64, bad: f64, index: usize },
+}
+
+fn read_scan(grid: &[f64], passed: &[bool]) -> Scan {
+    let first_fail = passed.iter().position(|p| !p);
+    let last_pass = passed.iter().rposition(|p| *p);
+    match (first_fail, last_pass) {
+        (None, _) => Scan::Done(Outcome::HoldsEverywhere {
+            at: grid[grid.len() - 1],
+        }),
+        (Some(_), None) => Scan::Done(Outcome::HoldsNowhere),
+        (Some(f), Some(l)) if l > f => Scan::Done(Outcome::Range {
+            low: if f == 0 { grid[0] } else { grid[f - 1] },
+            high: grid[l],
+        }),
+        (Some(f), Some(_)) => Scan::Bracket {
+            ok: grid[f - 1],
+            bad: grid[f],
+            index: f,
+        },
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn refine(
+    base: &Base,
+    base_plan: &Plan,
+    axis: &Axis,
+    ci: usize,
+    grid: &[f64],
+    scan: &[Probe],
+    objectives: &[Gate],
+    opts: &CapacityOptions,
+) -> Result<ConfigCapacity, SweepError> {
+    let config = base_plan.configs[ci].name.clone();
+    let mut probes = scan.to_vec();
+    let passed: Vec<bool> = scan.iter().map(|p| p.passed).collect();
+    let (outcome, binding) = match read_scan(grid, &passed) {
+        Scan::Done(o) => {
+            let first_fail = scan.iter().find(|p| !p.passed);
+            (o, first_fail.map(|p| p.failed.clone()).unwrap_or_default())
+        }
+        Scan::Bracket { ok, bad, index } => {
+            let (mut ok, mut bad) = (ok, bad);
+            let mut binding = scan[index].failed.clone();
+            let integer_field = base.is_integer_field(axis);
+            let step_min = if integer_field {
+                opts.resolution.max(1.0)
+            } else {
+                opts.resolution
+            };
+            while (bad - ok).abs() > step_min {
+                let mut mid = axis.round((ok + bad) / 2.0);
+                if integer_field {
+                    mid = mid.round();
+                }
+                if mid == ok || mid == bad {
+                    break;
+                }
+                let plan = only(&base.point(std::slice::from_ref(axis), &[mid])?, ci);
+                let p = probe(&plan, axis, mid, objectives, base_plan.scenario.seed)?;
+                if p.passed {
+                    ok = mid;
+                } else {
+                    bad = mid;
+                    binding = p.failed.clone();
+                }
+                probes.push(p);
+            }
+            (
+                Outcome::Found {
+                    limit: ok,
+                    beyond: bad,
+                },
+                binding,
+            )
+        }
+    };
+    let limit = match outcome {
+        Outcome::Found { limit, .. } => Some(limit),
+        Outcome::Range { low, .. } => Some(low),
+        Outcome::HoldsEverywhere { at } => Some(at),
+        Outcome::HoldsNowhere => None,
+    };
+    let headroom = match (limit, axis.scenario_value, opts.direction) {
+        (Some(l), Some(s), Direction::Largest) if s > 0.0 => Some(l / s),
+        (Some(l), Some(s), Direction::Smallest) if l > 0.0 => Some(s / l),
+        _ => None,
+    };
+    Ok(ConfigCapacity {
+        config,
+        outcome,
+        limit,
+        headroom,
+        binding,
+        probes,
+    })
+}
+
+/// The capacity figures gates can name: `capacity.limit`, `capacity.headroom`, and
+/// `capacity.max_rate` (a `load.rate` search) or `capacity.min_capacity` (a `target.*`
+/// search).
+pub fn figure(r: &CapacityResult, c: &ConfigCapacity, name: &str) -> Option<Option<f64>> {
+    match name {
+        "capacity.limit" => Some(c.limit),
+        "capacity.headroom" => Some(c.headroom),
+        "capacity.max_rate" if r.axis.path == "load.rate" => Some(c.limit),
+        "capacity.min_capacity" if r.direction == Direction::Smallest => Some(c.limit),
+        _ => None,
+    }
+}
+
+/// Judges `--gate`s on the capacity figures; an unknown config or figure is bad input.
+pub fn evaluate_gates(r: &CapacityResult, gates_: &[Gate]) -> Result<Vec<GateVerdict>, SweepError> {
+    let mut out = Vec::new();
+    for g in gates_ {
+        let matching: Vec<&ConfigCapacity> =
+            r.configs.iter().filter(|c| applies(g, &c.config)).collect();
+        if matching.is_empty() {
+            return Err(SweepError::Usage(format!(
+                "gate {:?}: no config of that name",
+                g.text
+            )));
+        }
+        for c in matching {
+            let measured = figure(r, c, &g.figure).ok_or_else(|| {
+                SweepError::Usage(format!(
+                    "gate {:?}: a capacity gate names capacity.limit, capacity.headroom, \
+                     capacity.max_rate (load.rate searches) or capacity.min_capacity \
+                     (target searches)",
+                    g.text
+                ))
+            })?;
+            out.push(verdict(g, &c.config, measured));
+        }
+    }
+    Ok(out)
+}
+
+/// The capacity table for the console.
+pub fn table(r: &CapacityResult) -> String {
+    let unit = |v: f64| r.axis.label(v);
+    let rows: Vec<Vec<String>> = r
+        .configs
+        .iter()
+        .map(|c| {
+            let found = match c.outcome {
+                Outcome::Found { limit, beyond } => {
+                    format!("{} (fails at {})", unit(limit), unit(beyond))
+                }
+                Outcome::Range { low, high } => {
+                    format!("between {} and {} (not monotone)", unit(low), unit(high))
+                }
+                Outcome::HoldsEverywhere { at } => format!(
+                    "{} {} (holds over the whole range)",
+                    if r.direction == Direction::Largest {
+                        ">="
+                    } else {
+                        "<="
+                    },
+                    unit(at)
+                ),
+                Outcome::HoldsNowhere => "none in range".into(),
+            };
+            vec![
+                c.config.clone(),
+                found,
+                c.headroom.map_or("-".into(), |h| {
+                    format!("{}x", gates::fmt_num((h * 100.0).round() / 100.0))
+                }),
+                if c.binding.is_empty() {
+                    "-".into()
+                } else {
+                    c.binding.join("; ")
+                },
+            ]
+        })
+        .collect();
+    let what = match r.direction {
+        Direction::Largest => format!("largest {}", r.axis.path),
+        Direction::Smallest => format!("smallest {}", r.axis.path),
+    };
+    let mut out = crate::report::gates::text_table(
+        &[
+            "CONFIG",
+            &what.to_uppercase(),
+            "HEADROOM",
+            "BINDING OBJECTIVE",
+        ],
+        &rows,
+    );
+    if let Some(s) = r.axis.scenario_value {
+        out.push_str(&format!(
+            "headroom against the scenario's {} = {}\n",
+            r.axis.path,
+            unit(s)
+        ));
+    }
+    out
+}
+
+/// A `capacity.csv` row.
+#[derive(Serialize)]
+struct Row<'a> {
+    config: &'a str,
+    field: &'a str,
+    direction: Direction,
+    outcome: &'static str,
+    limit: Option<f64>,
+    beyond: Option<f64>,
+    range_high: Option<f64>,
+    scenario_value: Option<f64>,
+    headroom: Option<f64>,
+    binding: String,
+    probes: usize,
+}
+
+/// `capacity.csv`: one row per config.
+pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for c in &r.configs {
+        let (outcome, beyond, high) = match c.outcome {
+            Outcome::Found { beyond, .. } => ("found", Some(beyond), None),
+            Outcome::Range { high, .. } => ("range", None, Some(high)),
+            Outcome::HoldsEverywhere { .. } => ("holds-everywhere", None, None),
+            Outcome::HoldsNowhere => ("holds-nowhere", None, None),
+        };
+        w.serialize(Row {
+            config: &c.config,
+            field: &r.axis.path,
+            direction: r.direction,
+            outcome,
+            limit: c.limit,
+            beyond,
+            range_high: high,
+            scenario_value: r.axis.scenario_value,
+            headroom: c.headroom,
+            binding: c.binding.join("; "),
+            probes: c.probes.len(),
+        })
+        .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))?;
+    }
+    w.into_inner()
+        .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_brackets_monotone_outcomes_and_reports_reversals_as_a_range() {
+        let g = [100.0, 200.0, 300.0, 400.0];
+        assert_eq!(
+            read_scan(&g, &[true, true, false, false]),
+            Scan::Bracket {
+                ok: 200.0,
+                bad: 300.0,
+                index: 2
+            }
+        );
+        assert_eq!(
+            read_scan(&g, &[true, false, true, false]),
+            Scan::Done(Outcome::Range {
+                low: 100.0,
+                high: 300.0
+            })
+        );
+        assert_eq!(
+            read_scan(&g, &[false, true, false, false]),
+            Scan::Done(Outcome::Range {
+                low: 100.0,
+                high: 200.0
+            })
+        );
+        assert_eq!(
+            read_scan(&g, &[true; 4]),
+            Scan::Done(Outcome::HoldsEverywhere { at: 400.0 })
+        );
+        assert_eq!(
+            read_scan(&g, &[false; 4]),
+            Scan::Done(Outcome::HoldsNowhere)
+        );
+    }
+
+    #[test]
+    fn objectives_may_leave_out_the_selector() {
+        let g = parse_objective("recovery_time_s <= 5").unwrap();
+        assert_eq!(g.selector, Selector::All);
+        assert_eq!(g.figure, "recovery_time_s");
+        let g = parse_objective("naive: amplification < 2").unwrap();
+        assert_eq!(g.selector, Selector::Config("naive".into()));
+        assert!(parse_objective("recovery_time_s <=").is_err());
+    }
+}
