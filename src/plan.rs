@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::metrics::FaultBand;
 use crate::policy::{BudgetConfig, RetryConfig, RetryConfigSpec};
 use crate::scenario::{self, Dist, Scenario};
 
@@ -53,6 +54,19 @@ pub fn pass_through(layer: &str) -> RetryConfig {
     c.name = layer.to_string();
     c.max_attempts = 1;
     c
+}
+
+/// The scenario's fault windows as reports draw them.
+pub fn fault_bands(faults: &[scenario::Fault]) -> Vec<FaultBand> {
+    faults
+        .iter()
+        .map(|f| FaultBand {
+            start_s: f.at.as_secs_f64(),
+            end_s: (f.at + f.length).as_secs_f64(),
+            label: f.kind.label(),
+            probability: f.probability,
+        })
+        .collect()
 }
 
 /// Resolves every config of `scenario`; `text` is the scenario file's text (for lines).

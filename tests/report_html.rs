@@ -165,6 +165,7 @@ fn row(shape: &Shape, s: u64, rng: &mut Lcg) -> SecondRow {
         latency_p50_ms: p50,
         latency_p99_ms: p50 * (3.0 + rng.next()),
         success_rate: successes as f64 / finished as f64,
+        ..SecondRow::default()
     }
 }
 
@@ -216,6 +217,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         budget_refusals: sum(|r| r.budget_refusals),
         first_budget_refusal_s: shape.budget.then_some(FAULT.0 as f64 + 0.42),
         breaker_refusals: sum(|r| r.breaker_refusals),
+        useful_retries: sum(|r| r.retries) / 2,
+        wasted_retries: sum(|r| r.retries) - sum(|r| r.retries) / 2,
         successes: sum(|r| r.successes),
         failures: sum(|r| r.failures),
         failures_by_reason,
@@ -248,6 +251,9 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         layers: Vec::new(),
         topology_bound: None,
         peak_retries_per_s: 0,
+        idempotency_rules: "no POSTs (GET is idempotent)".into(),
+        fault_windows: Vec::new(),
+        budget: None,
     }
 }
 
@@ -287,12 +293,14 @@ config keeps the storm small?"
             FaultBand {
                 start_s: FAULT.0 as f64,
                 end_s: FAULT.1 as f64,
-                label: "503 × 60%".into(),
+                label: "503".into(),
+                probability: 0.6,
             },
             FaultBand {
                 start_s: SLOW.0 as f64,
                 end_s: SLOW.1 as f64,
                 label: "latency +800 ms".into(),
+                probability: 1.0,
             },
         ],
         configs,
@@ -500,7 +508,7 @@ fn page_has_every_config_and_chart_and_fetches_nothing() {
     assert!(page.contains("<dd>sim</dd>"), "engine");
     assert!(page.contains("<dd>60 s</dd>"), "duration");
     assert!(page.contains("<dd>0.1.0</dd>"), "version");
-    assert!(page.contains("503 × 60%") && page.contains("latency +800 ms"));
+    assert!(page.contains("503 · 60 %") && page.contains("latency +800 ms"));
     // Fault bands are drawn on every time chart (their label is in each chart's svg).
     assert!(page.matches("latency +800 ms").count() >= 8);
     // Amplification beside its bound; best marked; gates with a failure.

@@ -113,7 +113,7 @@ impl PolicyPath {
             .client
             .on_outcome(now, &mut state, &outcome, &mut self.rng);
         let Shared { client, rec, .. } = &mut *g;
-        record_decision(rec, client, now.mono, ATTEMPT_TIME, &outcome, &d);
+        record_decision(rec, client, now.mono, ATTEMPT_TIME, &outcome, &d, attempt);
         drain(&mut g);
         match d {
             Decision::Success => finish_locked(&mut g, self.clock, state, self.intended, None),
@@ -178,9 +178,14 @@ fn finish_locked(
     reason: Option<GiveUpReason>,
 ) {
     let now = Now::virtual_at(clock);
+    let attempts = state.attempts();
     g.client.finish(now, state);
-    g.rec
-        .upstream_finished(now.mono, now.mono.saturating_sub(intended), reason);
+    g.rec.upstream_finished(
+        now.mono,
+        now.mono.saturating_sub(intended),
+        reason,
+        attempts,
+    );
 }
 
 fn drain(g: &mut Shared) {

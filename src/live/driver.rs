@@ -169,7 +169,8 @@ impl ConfigRuntime {
                 let now = epoch.now();
                 let d = g.client.on_outcome(now, &mut state, &outcome, &mut rng);
                 let Shared { client, rec, .. } = &mut *g;
-                let (label, level) = record_decision(rec, client, now.mono, latency, &outcome, &d);
+                let (label, level) =
+                    record_decision(rec, client, now.mono, latency, &outcome, &d, attempt);
                 if let Some(log) = g.log.as_mut() {
                     log.push(AttemptRow {
                         config: self.name.clone(),
@@ -326,9 +327,14 @@ fn finish_locked(
     intended: Duration,
     reason: Option<GiveUpReason>,
 ) {
+    let attempts = state.attempts();
     g.client.finish(now, state);
-    g.rec
-        .upstream_finished(now.mono, now.mono.saturating_sub(intended), reason);
+    g.rec.upstream_finished(
+        now.mono,
+        now.mono.saturating_sub(intended),
+        reason,
+        attempts,
+    );
 }
 
 fn note_refusal(g: &mut Shared, config: &str, request: u64, attempt: u32) {

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::metrics::AttemptRow;
-use crate::metrics::{summarize, Engine, FaultBand, RunResult, RunShape, TargetStats};
+use crate::metrics::{summarize, Engine, RunResult, RunShape, TargetStats};
 use crate::plan::Plan;
 
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
@@ -360,11 +360,11 @@ pub async fn run(
         p.finish();
     }
 
-    let fault_windows: Vec<(Duration, Duration)> =
-        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
+    let fault_bands = crate::plan::fault_bands(&sc.faults);
     let shape = RunShape {
         load_duration: load_ran,
-        faults: &fault_windows,
+        faults: &fault_bands,
+        method: &sc.load.method,
     };
     let mut result = RunResult {
         scenario: sc.name.clone(),
@@ -374,15 +374,7 @@ pub async fn run(
         partial,
         duration_s: load_ran.as_secs_f64(),
         stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
-        faults: sc
-            .faults
-            .iter()
-            .map(|f| FaultBand {
-                start_s: f.at.as_secs_f64(),
-                end_s: (f.at + f.length).as_secs_f64(),
-                label: f.kind.label(),
-            })
-            .collect(),
+        faults: fault_bands.clone(),
         configs: Vec::new(),
         gates: Vec::new(),
         timeline: Vec::new(),
@@ -405,7 +397,7 @@ pub async fn run(
             }
             summarize(
                 &rt.name,
-                serde_json::to_value(&planned.config).unwrap_or_default(),
+                &planned.config,
                 Some(crate::plan::amplification_bound(
                     &planned.config,
                     mean_rate,

@@ -47,8 +47,8 @@ pub fn record_permit(
 /// Records what the policy decided about one attempt's outcome, identically in both engines
 /// (and in the policy benchmark): the attempt's end and its label, the budget and breaker
 /// sample, and a scheduled retry or a retry the budget refused. `t` is when the outcome
-/// arrived, `latency` how long the attempt took. Returns the attempt-log label and the budget
-/// level after the decision.
+/// arrived, `latency` how long the attempt took, `attempt` its number (1 = the first try).
+/// Returns the attempt-log label and the budget level after the decision.
 pub fn record_decision(
     rec: &mut Recorder,
     client: &RetryClient,
@@ -56,9 +56,10 @@ pub fn record_decision(
     latency: Duration,
     outcome: &AttemptOutcome<'_>,
     decision: &Decision,
+    attempt: u32,
 ) -> (&'static str, Option<f64>) {
     let label = attempt_label(outcome, decision.class());
-    rec.attempt_done(latency, label);
+    rec.attempt_done(t, latency, label, attempt);
     let label = label.as_str();
     let level = client.budget_level();
     let breaker = client.breaker_state().map(breaker_level);

@@ -624,9 +624,10 @@ impl Sim<'_> {
         let (intended, user, claimed) = (q.intended, q.user, q.claimed);
         q.gen = q.gen.wrapping_add(1);
         self.free_reqs.push(r);
+        let attempts = state.attempts();
         self.client.finish(now(t), state);
         self.rec
-            .upstream_finished(dur(t), dur(t.saturating_sub(intended)), reason);
+            .upstream_finished(dur(t), dur(t.saturating_sub(intended)), reason, attempts);
         if claimed {
             self.claimed -= 1;
         }
@@ -677,6 +678,7 @@ impl Sim<'_> {
             dur(t.saturating_sub(sent_at)),
             &outcome,
             &d,
+            attempt,
         );
         if self.cfg.attempt_log {
             self.log.push(AttemptRow {

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 pub use engine::{MIN_THINK, NET_DELAY};
 
-use crate::metrics::{summarize, AttemptRow, Engine, FaultBand, RunResult, RunShape};
+use crate::metrics::{summarize, AttemptRow, Engine, RunResult, RunShape};
 use crate::plan::Plan;
 use crate::scenario::timeline::FaultTimeline;
 use crate::scenario::{schedule, FaultKind, LoadShape, ServiceModel, Target};
@@ -144,11 +144,11 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let duration = ns(sc.duration);
     let end = ns(sc.duration.saturating_add(sc.drain));
 
-    let fault_windows: Vec<(Duration, Duration)> =
-        sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect();
+    let fault_bands = crate::plan::fault_bands(&sc.faults);
     let run_shape = RunShape {
         load_duration: sc.duration,
-        faults: &fault_windows,
+        faults: &fault_bands,
+        method: &sc.load.method,
     };
     let mean_rate = match &shape {
         LoadShape::Closed { .. } => 0.0,
@@ -162,15 +162,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         partial: false,
         duration_s: sc.duration.as_secs_f64(),
         stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
-        faults: sc
-            .faults
-            .iter()
-            .map(|f| FaultBand {
-                start_s: f.at.as_secs_f64(),
-                end_s: (f.at + f.length).as_secs_f64(),
-                label: f.kind.label(),
-            })
-            .collect(),
+        faults: fault_bands.clone(),
         configs: Vec::new(),
         gates: Vec::new(),
         timeline: Vec::new(),
@@ -206,7 +198,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         attempts.append(&mut out.log);
         let (summary, rows) = summarize(
             &planned.name,
-            serde_json::to_value(&planned.config).unwrap_or_default(),
+            &planned.config,
             Some(crate::plan::amplification_bound(
                 &planned.config,
                 mean_rate,

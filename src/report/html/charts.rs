@@ -411,7 +411,7 @@ where
                 FAULT_FILL.filled(),
             )))
             .map_err(|e| ChartError(e.to_string()))?;
-        let label: String = f.label.chars().take(40).collect();
+        let label: String = f.described().chars().take(40).collect();
         chart
             .draw_series(std::iter::once(Text::new(
                 label,
@@ -756,26 +756,9 @@ mod tests {
             config: "a".into(),
             second: s,
             upstream_started: started,
-            upstream_finished: 0,
-            successes: 0,
-            failures: 0,
-            attempts: 0,
-            retries: 0,
-            retries_transient: 0,
-            retries_throttling: 0,
-            budget_refusals: 0,
-            breaker_refusals: 0,
-            dropped: 0,
-            downstream_arrivals: 0,
-            target_in_flight_peak: 0,
-            target_served_ok: 0,
-            client_in_flight_peak: 0,
             amplification: 1.0,
-            budget_level: None,
-            breaker_state: None,
-            latency_p50_ms: 0.0,
-            latency_p99_ms: 0.0,
             success_rate: 1.0,
+            ..SecondRow::default()
         };
         let rows = [mk(0, 1), mk(1, 1), mk(2, 0), mk(3, 1), mk(5, 1)];
         let refs: Vec<&SecondRow> = rows.iter().collect();

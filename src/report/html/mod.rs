@@ -239,7 +239,7 @@ fn header(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
                 "<li>{}–{}: {}</li>",
                 secs(f.start_s),
                 secs(f.end_s),
-                escape(&f.label)
+                escape(&f.described())
             );
         }
         p.push_str("</ul>\n");
@@ -504,7 +504,7 @@ possibly sent, retried without a key, or retried with an Idempotency-Key; idempo
 are retried under every rule",
         better: Better::Neither,
         value: |_| None,
-        show: |c| escape(&crate::report::files::idempotency_rules(&c.policy)),
+        show: |c| escape(&c.idempotency_rules),
     },
     Column {
         label: "duplicates",
@@ -930,7 +930,7 @@ fn policies(p: &mut String, run: &RunResult) {
             if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") },
             int(c.unfinished),
             int(c.target_served_ok),
-            escape(&crate::report::files::idempotency_rules(&c.policy)),
+            escape(&c.idempotency_rules),
             int(c.idempotency.executions),
             int(c.idempotency.debited),
             int(c.idempotency.extra_debited),
