@@ -86,6 +86,23 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             config,
         });
     }
+    if let Some(b) = &scenario.baseline {
+        if !configs.iter().any(|c| &c.name == b) {
+            return Err(PlanError {
+                file: scenario.path.clone(),
+                line: scenario::locate(text, "baseline").unwrap_or(1),
+                field: "baseline".into(),
+                message: format!(
+                    "no config is named {b:?} (the configs are: {})",
+                    configs
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+    }
     let mut layers = Vec::with_capacity(scenario.topology.len());
     for (i, l) in scenario.topology.iter().enumerate() {
         let (config, pass) = match &l.config {

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use stormrig::metrics::drain;
 use stormrig::metrics::{
     ConfigSummary, Engine, FaultBand, GateVerdict, Percentiles, RunResult, SecondRow,
 };
@@ -165,6 +166,9 @@ fn row(shape: &Shape, s: u64, rng: &mut Lcg) -> SecondRow {
         latency_p50_ms: p50,
         latency_p99_ms: p50 * (3.0 + rng.next()),
         success_rate: successes as f64 / finished as f64,
+        first_attempts: started,
+        first_failed_transient: if in_fault { started * 6 / 10 } else { 0 },
+        budget_level_pct: budget_level.map(|l| l * 10.0),
         ..SecondRow::default()
     }
 }
@@ -253,7 +257,29 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         peak_retries_per_s: 0,
         idempotency_rules: "no POSTs (GET is idempotent)".into(),
         fault_windows: Vec::new(),
-        budget: None,
+        budget: shape.budget.then(|| {
+            let (thresholds, no_threshold_reasons) =
+                drain::thresholds(&stormrig::policy::preset("grpc").unwrap());
+            drain::BudgetDrain {
+                kind: "grpc-throttling".into(),
+                capacity: Some(10.0),
+                thresholds,
+                no_threshold_reasons,
+                drain_start_s: Some(FAULT.0 as f64),
+                first_refusal_s: Some(FAULT.0 as f64 + 0.42),
+                empty_s: Some(FAULT.0 as f64 + 7.0),
+                refilled_s: Some(FAULT.1 as f64 + 5.0),
+                lowest_level_pct: Some(0.0),
+                windows: vec![drain::DrainWindow {
+                    start_s: FAULT.0 as f64,
+                    end_s: FAULT.1 as f64,
+                    exceeded_thresholds: vec!["transient".into()],
+                    drain_predicted: true,
+                    drain_observed: true,
+                }],
+            }
+        }),
+        verdict: None,
     }
 }
 
@@ -342,8 +368,9 @@ const CHART_IDS: &[&str] = &[
     "chart-amplification",
     "chart-inflight",
     "chart-retries",
-    "chart-budget",
     "chart-breaker",
+    "chart-drain",
+    "chart-budget",
     "chart-success",
     "chart-latency",
     "chart-latency-distribution",
@@ -491,7 +518,7 @@ fn page_has_every_config_and_chart_and_fetches_nothing() {
         );
     }
     for section in [
-        "headline", "gates", "summary", "charts", "latency", "policies",
+        "headline", "verdicts", "gates", "summary", "budget", "charts", "latency", "policies",
     ] {
         assert!(
             page.contains(&format!("<section id=\"{section}\">")),
@@ -513,7 +540,12 @@ fn page_has_every_config_and_chart_and_fetches_nothing() {
     assert!(page.matches("latency +800 ms").count() >= 8);
     // Amplification beside its bound; best marked; gates with a failure.
     assert!(page.contains("<span class=\"bound\">/ ≤3.00×</span>"));
-    assert!(page.contains("class=\"best\""));
+    // No stars: the verdicts judge configs against the question, not per column.
+    assert!(!page.contains("class=\"best\""));
+    // Budgeted configs show their drain thresholds in the headline cards and as lines.
+    assert!(page.contains("budget drains</span> <b>above 9.1 % transient"));
+    let drain = &page[page.find("<figure id=\"chart-drain\"").unwrap()..];
+    assert!(drain[..drain.find("</figure>").unwrap()].contains("transient 9.1 %"));
     assert!(page.contains(">FAIL<") && page.contains(">pass<"));
     assert!(!page.contains("Partial run"));
     assert_self_contained(&page);

@@ -442,6 +442,7 @@ pub async fn run(
         result.configs.push(summary);
         result.timeline.extend(rows);
     }
+    crate::metrics::verdict::judge(&mut result, sc.baseline.as_deref());
     Ok(LiveOutput {
         result,
         attempts,

@@ -8,6 +8,7 @@ pub mod recorder;
 pub mod result;
 pub mod target;
 pub mod target_counts;
+pub mod verdict;
 
 pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::drain::{budget_drain, window_rates, BudgetDrain, WindowRates};
 use super::recorder::{Percentiles, Recorder};
 use super::target::TargetStats;
+use super::verdict::Verdict;
 use crate::policy::outcome::is_idempotent_method;
 use crate::policy::RetryConfig;
 
@@ -169,6 +170,9 @@ pub struct ConfigSummary {
     /// The retry budget's thresholds and drain, for a config with a budget.
     #[serde(default)]
     pub budget: Option<BudgetDrain>,
+    /// What the config's retries bought against the baseline config.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -474,6 +478,7 @@ pub fn summarize(
         idempotency_rules: idempotency_rules(config, shape.method),
         fault_windows,
         budget,
+        verdict: None,
     };
     (summary, rows)
 }

@@ -211,6 +211,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         result.configs.push(summary);
         result.timeline.extend(rows);
     }
+    crate::metrics::verdict::judge(&mut result, sc.baseline.as_deref());
     Ok(SimOutput {
         result,
         attempts,

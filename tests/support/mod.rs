@@ -52,6 +52,7 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         idempotency_rules: "no POSTs (GET is idempotent)".into(),
         fault_windows: Vec::new(),
         budget: None,
+        verdict: None,
     }
 }
 
