@@ -59,7 +59,11 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
     match cli.command {
         Command::Run(args) => run_live(args),
         Command::Sim(args) => run_sim(args),
-        Command::Check { scenarios } => check(&scenarios),
+        Command::Check {
+            scenarios,
+            strict,
+            explain,
+        } => check(&scenarios, strict, explain),
         Command::Thresholds {
             config,
             max_attempts,
@@ -98,7 +102,8 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
     }
 }
 
-fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
+fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Exit, AppError> {
+    let mut warned = 0;
     for p in paths {
         let plan = plan::load(p).map_err(AppError::bad)?;
         gates_of(&plan, &[])?;
@@ -109,6 +114,23 @@ fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
             plan.scenario.faults.len(),
             plan.scenario.duration.as_secs_f64()
         );
+        for w in crate::advice::warnings(&plan) {
+            eprintln!(
+                "{}: warning: config {}: {}",
+                p.display(),
+                w.config,
+                w.message
+            );
+            warned += 1;
+        }
+        if explain {
+            print!("{}", crate::advice::explain(&plan));
+        }
+    }
+    if strict && warned > 0 {
+        return Err(AppError::bad(format!(
+            "{warned} warning(s), and --strict treats warnings as errors"
+        )));
     }
     Ok(Exit::Ok)
 }

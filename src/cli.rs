@@ -24,6 +24,13 @@ pub enum Command {
         /// Scenario files.
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
+        /// Treat warnings (a config that can retry none of the injected failures, ...) as
+        /// errors: exit 2.
+        #[arg(long)]
+        strict: bool,
+        /// Print each config's resolved policy in words.
+        #[arg(long)]
+        explain: bool,
     },
     /// The failure rate above which a config's retry budget drains.
     Thresholds {

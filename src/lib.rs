@@ -7,6 +7,7 @@
 //! which engine produced it.
 #![forbid(unsafe_code)]
 
+pub mod advice;
 pub mod app;
 pub mod bench;
 pub mod cli;
