@@ -102,3 +102,31 @@ fn shipped_failure_steps_explains_thresholds() {
         "{out}"
     );
 }
+
+#[test]
+fn thresholds_of_a_scenario_cover_each_config_as_resolved() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/failure-steps.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["thresholds", "--json"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reports = v.as_array().unwrap();
+    assert_eq!(reports.len(), 4);
+    let transient = |i: usize| reports[i]["transient"]["closed_form"].as_f64();
+    assert_eq!(reports[0]["config"], "aws-standard");
+    assert_eq!(transient(0), Some(0.2149));
+    assert_eq!(transient(1), Some(0.3207));
+    assert_eq!(transient(2), Some(0.0909));
+    assert_eq!(transient(3), None, "finagle never retries a 503");
+    // The table names every config, the custom ones of a file included.
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .arg("thresholds")
+        .arg(scenario("thresholds"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("hand-written"), "{out}");
+}
