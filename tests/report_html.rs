@@ -314,6 +314,7 @@ config keeps the storm small?"
         engine: Engine::Sim,
         partial: false,
         duration_s: SECONDS as f64,
+        drain_s: None,
         stormrig_version: "0.1.0".into(),
         faults: vec![
             FaultBand {
@@ -678,6 +679,7 @@ fn an_empty_run_still_renders_every_section() {
         engine: Engine::Live,
         partial: true,
         duration_s: 0.0,
+        drain_s: None,
         stormrig_version: "0.1.0".into(),
         faults: vec![],
         configs: vec![],

@@ -319,7 +319,13 @@ pub async fn run(
             .await
         }
     };
-    let load_ran = epoch.elapsed().min(sc.duration);
+    // The load's length is the scenario's (the last arrival of a burst comes long before its
+    // end), unless the run was stopped early.
+    let load_ran = if interrupted || *stop.borrow() {
+        epoch.elapsed().min(sc.duration)
+    } else {
+        sc.duration
+    };
 
     // Let requests in flight finish (bounded by the drain time), unless told to stop.
     if !interrupted {
@@ -332,6 +338,7 @@ pub async fn run(
             }
         }
     }
+    let drain_s = epoch.elapsed().saturating_sub(sc.duration).as_secs_f64();
     // Whatever is still running now is counted as unfinished.
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
@@ -373,6 +380,7 @@ pub async fn run(
         engine: Engine::Live,
         partial,
         duration_s: load_ran.as_secs_f64(),
+        drain_s: Some(drain_s),
         stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
         faults: fault_bands.clone(),
         configs: Vec::new(),

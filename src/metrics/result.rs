@@ -78,8 +78,12 @@ pub struct RunResult {
     pub engine: Engine,
     /// True when the run was interrupted or could not finish: figures cover only what ran.
     pub partial: bool,
-    /// Seconds of offered load actually run.
+    /// Seconds of offered load: the scenario's duration, or less when the run was cut short.
     pub duration_s: f64,
+    /// Live runs: seconds after the load ended until the last request finished or the
+    /// scenario's drain ran out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_s: Option<f64>,
     pub stormrig_version: String,
     pub faults: Vec<FaultBand>,
     pub configs: Vec<ConfigSummary>,

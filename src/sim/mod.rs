@@ -161,6 +161,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         engine: Engine::Sim,
         partial: false,
         duration_s: sc.duration.as_secs_f64(),
+        drain_s: None,
         stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
         faults: fault_bands.clone(),
         configs: Vec::new(),

@@ -64,6 +64,7 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         engine: Engine::Sim,
         partial: false,
         duration_s: 60.0,
+        drain_s: None,
         stormrig_version: "0.1.0".to_string(),
         faults: vec![],
         configs,
