@@ -694,3 +694,17 @@ fn an_empty_run_still_renders_every_section() {
     assert_self_contained(&page);
     assert_svgs_well_formed(&page);
 }
+
+/// A figure every config shares does not separate them: the headline says it once.
+#[test]
+fn shared_headline_figures_are_said_once() {
+    let mut run = synthetic();
+    let page = html::render(&run, None).unwrap();
+    assert!(!page.contains("The same for every config"));
+    for c in &mut run.configs {
+        c.peak_concurrency = 7;
+    }
+    let page = html::render(&run, None).unwrap();
+    assert!(page.contains("The same for every config: peak concurrency 7."));
+    assert!(!page.contains("peak concurrency</span> <b>7</b>"));
+}

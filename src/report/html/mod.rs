@@ -562,7 +562,29 @@ fn swatch(i: usize) -> String {
 }
 
 fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
-    p.push_str("<section id=\"headline\">\n<h2><a href=\"#headline\">Headline</a></h2>\n<div class=\"cards\">\n");
+    p.push_str("<section id=\"headline\">\n<h2><a href=\"#headline\">Headline</a></h2>\n");
+    // A figure every config shares does not separate them: say it once, above the cards.
+    let same = |f: &dyn Fn(&ConfigSummary) -> String| {
+        let v: Vec<String> = run.configs.iter().map(f).collect();
+        (v.len() >= 2 && v.windows(2).all(|w| w[0] == w[1])).then(|| v[0].clone())
+    };
+    let same_peak = same(&|c| int(c.peak_concurrency));
+    let same_recovery = same(&recovery_text);
+    let shared: Vec<String> = [
+        same_peak.as_ref().map(|v| format!("peak concurrency {v}")),
+        same_recovery.as_ref().map(|v| format!("recovery {v}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !shared.is_empty() {
+        let _ = writeln!(
+            p,
+            "<p class=\"k\">The same for every config: {}.</p>",
+            escape(&shared.join(", "))
+        );
+    }
+    p.push_str("<div class=\"cards\">\n");
     for (i, c) in run.configs.iter().enumerate() {
         let bound = c.amplification_bound.map_or(String::new(), |b| {
             format!(" <span class=\"bound\">bound ≤{}×</span>", fixed(b, 2))
@@ -585,16 +607,28 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
             p,
             "<div class=\"card\" style=\"--c:{}\"><h3>{}{}</h3>\
 <p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}</p>{base}\
-<p><span class=\"k\">peak concurrency</span> <b>{}</b></p>\
-<p><span class=\"k\">success</span> <b>{}</b></p>\
-<p><span class=\"k\">recovery</span> <b>{}</b></p>{}{}</div>",
+{}<p><span class=\"k\">success</span> <b>{}</b></p>{}{}{}</div>",
             charts::css_color(i),
             swatch(i),
             escape(&c.name),
             fixed(c.amplification, 2),
-            int(c.peak_concurrency),
+            if same_peak.is_some() {
+                String::new()
+            } else {
+                format!(
+                    "<p><span class=\"k\">peak concurrency</span> <b>{}</b></p>",
+                    int(c.peak_concurrency)
+                )
+            },
             success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
-            recovery_text(c),
+            if same_recovery.is_some() {
+                String::new()
+            } else {
+                format!(
+                    "<p><span class=\"k\">recovery</span> <b>{}</b></p>",
+                    recovery_text(c)
+                )
+            },
             card_thresholds(c),
             c.verdict.as_ref().map_or(String::new(), |v| format!(
                 "<p class=\"verdict\">{}</p>",
