@@ -28,12 +28,23 @@ pub enum Command {
         /// Scenario files.
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
+        /// Treat warnings (a config that can retry none of the injected failures, ...) as
+        /// errors: exit 2.
+        #[arg(long)]
+        strict: bool,
+        /// Print each config's resolved policy in words.
+        #[arg(long)]
+        explain: bool,
     },
     /// The failure rate above which a config's retry budget drains.
     Thresholds {
+        /// A scenario file: the thresholds of each of its configs as resolved (custom
+        /// configs and overrides included).
+        #[arg(required_unless_present = "config", conflicts_with = "config")]
+        scenario: Option<PathBuf>,
         /// Preset name.
         #[arg(long)]
-        config: String,
+        config: Option<String>,
         /// Override the preset's max attempts (counting the first try).
         #[arg(long)]
         max_attempts: Option<u32>,

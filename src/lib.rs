@@ -7,6 +7,7 @@
 //! `report` draws CSV, JSON and HTML from its result without knowing which engine produced it.
 #![forbid(unsafe_code)]
 
+pub mod advice;
 pub mod app;
 pub mod bench;
 pub mod cli;

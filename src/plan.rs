@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::metrics::FaultBand;
 use crate::policy::{BudgetConfig, RetryConfig, RetryConfigSpec};
 use crate::scenario::{self, Dist, Scenario};
 
@@ -55,6 +56,19 @@ pub fn pass_through(layer: &str) -> RetryConfig {
     c
 }
 
+/// The scenario's fault windows as reports draw them.
+pub fn fault_bands(faults: &[scenario::Fault]) -> Vec<FaultBand> {
+    faults
+        .iter()
+        .map(|f| FaultBand {
+            start_s: f.at.as_secs_f64(),
+            end_s: (f.at + f.length).as_secs_f64(),
+            label: f.kind.label(),
+            probability: f.probability,
+        })
+        .collect()
+}
+
 /// Resolves every config of `scenario`; `text` is the scenario file's text (for lines).
 pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     let map = Lines::new(text);
@@ -72,6 +86,23 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             name: entry.name.clone(),
             config,
         });
+    }
+    if let Some(b) = &scenario.baseline {
+        if !configs.iter().any(|c| &c.name == b) {
+            return Err(PlanError {
+                file: scenario.path.clone(),
+                line: scenario::locate(text, "baseline").unwrap_or(1),
+                field: "baseline".into(),
+                message: format!(
+                    "no config is named {b:?} (the configs are: {})",
+                    configs
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
     }
     let mut layers = Vec::with_capacity(scenario.topology.len());
     for (i, l) in scenario.topology.iter().enumerate() {

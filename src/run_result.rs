@@ -6,17 +6,17 @@
 use std::time::Duration;
 
 use crate::metrics::{
-    summarize, ConfigSummary, Engine, FaultBand, Recorder, RunResult, RunShape, SecondRow,
+    summarize, verdict, ConfigSummary, Engine, FaultBand, Recorder, RunResult, RunShape, SecondRow,
     TargetStats,
 };
-use crate::plan::{amplification_bound, Plan, PlannedConfig};
+use crate::plan::{amplification_bound, fault_bands, Plan, PlannedConfig};
 use crate::scenario::{schedule, LoadShape};
 
 /// What the summaries of one run are measured against.
 pub struct ResultBuilder<'p> {
     plan: &'p Plan,
-    /// Fault windows (start, end), for the before/during/after figures.
-    fault_windows: Vec<(Duration, Duration)>,
+    /// Fault windows, for the before/during/after figures and the fault bands of charts.
+    fault_bands: Vec<FaultBand>,
     /// Logical requests per second the load shape offers on average (0 for a closed loop).
     mean_rate: f64,
     /// Offered load actually run.
@@ -34,7 +34,7 @@ impl<'p> ResultBuilder<'p> {
         };
         ResultBuilder {
             plan,
-            fault_windows: sc.faults.iter().map(|f| (f.at, f.at + f.length)).collect(),
+            fault_bands: fault_bands(&sc.faults),
             mean_rate,
             load_ran,
         }
@@ -48,8 +48,9 @@ impl<'p> ResultBuilder<'p> {
         self.plan
     }
 
-    /// The result without any config yet.
-    pub fn header(&self, engine: Engine, partial: bool) -> RunResult {
+    /// The result without any config yet; `drain_s` is how long a live run drained after its
+    /// load (None in the simulator, which drains in virtual time).
+    pub fn header(&self, engine: Engine, partial: bool, drain_s: Option<f64>) -> RunResult {
         let sc = &self.plan.scenario;
         RunResult {
             scenario: sc.name.clone(),
@@ -58,16 +59,9 @@ impl<'p> ResultBuilder<'p> {
             engine,
             partial,
             duration_s: self.load_ran.as_secs_f64(),
+            drain_s,
             stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
-            faults: sc
-                .faults
-                .iter()
-                .map(|f| FaultBand {
-                    start_s: f.at.as_secs_f64(),
-                    end_s: (f.at + f.length).as_secs_f64(),
-                    label: f.kind.label(),
-                })
-                .collect(),
+            faults: self.fault_bands.clone(),
             configs: Vec::new(),
             gates: Vec::new(),
             timeseries: Vec::new(),
@@ -84,7 +78,7 @@ impl<'p> ResultBuilder<'p> {
     ) -> (ConfigSummary, Vec<SecondRow>) {
         summarize(
             &planned.name,
-            serde_json::to_value(&planned.config).unwrap_or_default(),
+            &planned.config,
             Some(amplification_bound(
                 &planned.config,
                 self.mean_rate,
@@ -94,8 +88,14 @@ impl<'p> ResultBuilder<'p> {
             target,
             &RunShape {
                 load_duration: self.load_ran,
-                faults: &self.fault_windows,
+                faults: &self.fault_bands,
+                method: &self.plan.scenario.load.method,
             },
         )
+    }
+
+    /// Once every config is in: each config's verdict against the baseline config.
+    pub fn judge(&self, result: &mut RunResult) {
+        verdict::judge(result, self.plan.scenario.baseline.as_deref());
     }
 }

@@ -187,7 +187,8 @@ impl Session {
         let d = self.client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
         let label = attempt_label(outcome, d.class());
-        self.rec.attempt_done(latency, label);
+        self.rec
+            .attempt_done(t, latency, label, req.state.attempts());
         let level = self.client.budget_level();
         let breaker = self.client.breaker_state().map(breaker_level);
         self.rec.sample_policy(t, level, breaker);
@@ -219,11 +220,13 @@ impl Session {
     /// Ends a request: the policy's bookkeeping and the recorder.
     #[inline(always)]
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
+        let attempts = req.state.attempts();
         self.client.finish(now, req.state);
         self.rec.upstream_finished(
             now.mono,
             now.mono.saturating_sub(req.intended),
             ending.reason(),
+            attempts,
         );
         Step::Done(ending)
     }

@@ -10,6 +10,9 @@ mod support;
 mod suite {
     mod architecture;
     mod bench_smoke;
+    mod budget_drain;
+    mod budget_drain_live;
+    mod check_advice;
     mod cli;
     mod fuzz_scenarios;
     mod gates_diff;

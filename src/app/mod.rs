@@ -86,13 +86,24 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
         Command::Sim(args) => run_sim(args),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Capacity(args) => sweep::capacity(args),
-        Command::Check { scenarios } => check(&scenarios),
+        Command::Check {
+            scenarios,
+            strict,
+            explain,
+        } => check(&scenarios, strict, explain),
         Command::Thresholds {
+            scenario,
             config,
             max_attempts,
             seed,
             json,
-        } => thresholds(&config, max_attempts, seed, json),
+        } => thresholds(
+            scenario.as_deref(),
+            config.as_deref(),
+            max_attempts,
+            seed,
+            json,
+        ),
         Command::Proxy {
             listen,
             upstream,
@@ -128,7 +139,8 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
     }
 }
 
-fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
+fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Exit, AppError> {
+    let mut warned = 0;
     for p in paths {
         let plan = plan::load(p).map_err(AppError::bad)?;
         gates_of(&plan, &[])?;
@@ -139,27 +151,102 @@ fn check(paths: &[PathBuf]) -> Result<Exit, AppError> {
             plan.scenario.faults.len(),
             plan.scenario.duration.as_secs_f64()
         );
+        for w in crate::advice::warnings(&plan) {
+            eprintln!(
+                "{}: warning: config {}: {}",
+                p.display(),
+                w.config,
+                w.message
+            );
+            warned += 1;
+        }
+        if explain {
+            print!("{}", crate::advice::explain(&plan));
+        }
+    }
+    if strict && warned > 0 {
+        return Err(AppError::bad(format!(
+            "{warned} warning(s), and --strict treats warnings as errors"
+        )));
     }
     Ok(Exit::Ok)
 }
 
+/// `stormrig thresholds`: of one preset (`--config`), or of every config of a scenario
+/// as resolved; one table per config, or JSON (one report, or a list for a scenario).
 fn thresholds(
-    name: &str,
+    scenario: Option<&Path>,
+    preset: Option<&str>,
     max_attempts: Option<u32>,
     seed: u64,
     json: bool,
 ) -> Result<Exit, AppError> {
-    let config = crate::policy::preset(name).map_err(AppError::bad)?;
-    let report = crate::policy::thresholds::compute(&config, max_attempts, seed);
+    let configs = match (scenario, preset) {
+        (Some(p), _) => plan::load(p)
+            .map_err(AppError::bad)?
+            .configs
+            .into_iter()
+            .map(|c| c.config)
+            .collect(),
+        (None, Some(name)) => vec![crate::policy::preset(name).map_err(AppError::bad)?],
+        (None, None) => return Err(AppError::bad("give a scenario file or --config PRESET")),
+    };
+    let reports: Vec<_> = configs
+        .iter()
+        .map(|c| crate::policy::thresholds::compute(c, max_attempts, seed))
+        .collect();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(AppError::failed)?
-        );
+        let text = match (scenario, reports.as_slice()) {
+            (None, [one]) => serde_json::to_string_pretty(one),
+            _ => serde_json::to_string_pretty(&reports),
+        };
+        println!("{}", text.map_err(AppError::failed)?);
+    } else if scenario.is_some() {
+        print!("{}", thresholds_overview(&reports));
     } else {
-        print!("{}", thresholds_table(&report));
+        for r in &reports {
+            print!("{}", thresholds_table(r));
+        }
     }
     Ok(Exit::Ok)
+}
+
+/// One row per config: the closed form (Monte Carlo) per class, or why there is none.
+fn thresholds_overview(reports: &[crate::policy::ThresholdReport]) -> String {
+    let mut out = format!(
+        "{:<24} {:<16} {:>8}  {:<18} {:<18} {:<18}\n",
+        "config", "budget", "attempts", "transient", "throttling", "timeout"
+    );
+    let cell = |k: &crate::policy::thresholds::KindThreshold| match (k.closed_form, k.monte_carlo) {
+        (Some(c), Some(m)) => format!("{:.1} % ({:.1} %)", c * 100.0, m * 100.0),
+        (Some(c), None) => format!("{:.1} %", c * 100.0),
+        _ => "-".to_string(),
+    };
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "{:<24} {:<16} {:>8}  {:<18} {:<18} {:<18}",
+            r.config,
+            r.budget,
+            r.max_attempts,
+            cell(&r.transient),
+            cell(&r.throttling),
+            cell(&r.timeout)
+        );
+        for (kind, k) in [
+            ("transient", &r.transient),
+            ("throttling", &r.throttling),
+            ("timeout", &r.timeout),
+        ] {
+            if let (None, Some(why)) = (k.closed_form, &k.reason) {
+                if why != "the config has no retry budget: nothing drains" || kind == "transient" {
+                    let _ = writeln!(out, "  no {kind} threshold: {why}");
+                }
+            }
+        }
+    }
+    out.push_str("closed form (Monte Carlo through the real client); the budget drains when the failure rate of first attempts stays above it\n");
+    out
 }
 
 fn proxy(
@@ -334,6 +421,7 @@ fn blank_result(plan: &Plan) -> RunResult {
     let shape = RunShape {
         load_duration: sc.duration,
         faults: &[],
+        method: &sc.load.method,
     };
     let configs = plan
         .configs
@@ -341,7 +429,7 @@ fn blank_result(plan: &Plan) -> RunResult {
         .map(|c| {
             let (mut summary, _) = summarize(
                 &c.name,
-                serde_json::to_value(&c.config).unwrap_or_default(),
+                &c.config,
                 Some(1.0),
                 &Recorder::new(),
                 &TargetStats::default(),
@@ -367,6 +455,7 @@ fn blank_result(plan: &Plan) -> RunResult {
         engine: Engine::Sim,
         partial: false,
         duration_s: sc.duration.as_secs_f64(),
+        drain_s: None,
         stormrig_version: String::new(),
         faults: Vec::new(),
         configs,

@@ -158,10 +158,17 @@ pub async fn run(
             open_loop(arrivals, rts, &tmpl, epoch, tasks, lag, &mut stop.rx).await
         }
     };
-    let load_ran = epoch.elapsed().min(sc.duration);
+    // The load's length is the scenario's (the last arrival of a burst comes long before its
+    // end), unless the run was stopped early.
+    let load_ran = if interrupted || *stop.rx.borrow() {
+        epoch.elapsed().min(sc.duration)
+    } else {
+        sc.duration
+    };
     if !interrupted {
         drain(plan, epoch, &mut tasks, &mut stop.rx).await;
     }
+    let drain_s = epoch.elapsed().saturating_sub(sc.duration).as_secs_f64();
     // Whatever is still running now is counted as unfinished.
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
@@ -175,7 +182,12 @@ pub async fn run(
     if let Some(p) = progress {
         p.finish();
     }
-    let (result, attempts, hops) = collect(plan, &runtimes, &stats, &layer_sets, load_ran, partial);
+    let ran = Ran {
+        load: load_ran,
+        drain_s,
+        partial,
+    };
+    let (result, attempts, hops) = collect(plan, &runtimes, &stats, &layer_sets, ran);
     Ok(LiveOutput {
         result,
         attempts,
@@ -427,6 +439,15 @@ fn summarize_config(
     (summary, rows)
 }
 
+/// How much of the scenario a live run carried out.
+struct Ran {
+    /// The load's length: the scenario's, or less when stopped early.
+    load: Duration,
+    /// How long requests drained after the load, in seconds.
+    drain_s: f64,
+    partial: bool,
+}
+
 /// The run's result from each config's session, target counts and layers: the summaries,
 /// the attempt log and the per-hop figures of a topology.
 fn collect(
@@ -434,12 +455,11 @@ fn collect(
     runtimes: &[Arc<ConfigRuntime>],
     stats: &[TargetStats],
     layer_sets: &[Vec<Arc<layer::Layer>>],
-    load_ran: Duration,
-    partial: bool,
+    ran: Ran,
 ) -> (RunResult, Vec<AttemptRow>, Vec<Vec<HopStats>>) {
     let sc = &plan.scenario;
-    let builder = ResultBuilder::new(plan, &sc.load.shape, load_ran);
-    let mut result = builder.header(Engine::Live, partial);
+    let builder = ResultBuilder::new(plan, &sc.load.shape, ran.load);
+    let mut result = builder.header(Engine::Live, ran.partial, Some(ran.drain_s));
     let mut attempts = Vec::new();
     let mut hops = Vec::new();
     for (((rt, planned), st), layers) in runtimes
@@ -456,6 +476,7 @@ fn collect(
         result.configs.push(summary);
         result.timeseries.extend(rows);
     }
+    builder.judge(&mut result);
     (result, attempts, hops)
 }
 

@@ -1,11 +1,13 @@
 //! Counting: one recorder used by both engines, and the result type every report reads.
 //! Counts are exact integers; latency lives in HDR histograms; everything merges exactly.
 
+pub mod drain;
 pub mod labels;
 pub mod recorder;
 pub mod result;
 pub mod target;
 pub mod target_counts;
+pub mod verdict;
 
 pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{

@@ -28,6 +28,31 @@ pub enum RetryReason {
 /// Breaker state as charted: closed 0, half-open 1, open 2.
 pub type BreakerLevel = u8;
 
+/// Failed first attempts by the class the config gave them. A drain threshold is a rate of
+/// first-attempt failures of one class, so these are what a run compares with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FirstFailures {
+    pub transient: u64,
+    pub throttling: u64,
+    pub timeout: u64,
+    /// Failures the config does not retry (client errors, non-retryable statuses).
+    pub other: u64,
+}
+
+impl FirstFailures {
+    fn merge(&mut self, o: &FirstFailures) {
+        self.transient += o.transient;
+        self.throttling += o.throttling;
+        self.timeout += o.timeout;
+        self.other += o.other;
+    }
+
+    /// Every failed first attempt, whatever its class.
+    pub fn total(&self) -> u64 {
+        self.transient + self.throttling + self.timeout + self.other
+    }
+}
+
 /// One second of one config's client activity.
 #[derive(Debug, Clone)]
 pub struct Second {
@@ -43,8 +68,17 @@ pub struct Second {
     pub breaker_refusals: u64,
     pub dropped: u64,
     pub client_in_flight_peak: u64,
+    /// First attempts whose outcome arrived in this second, and how many of them failed,
+    /// by the class the config gave the failure: what a budget's drain threshold is about.
+    pub first_attempts: u64,
+    pub first_failed: FirstFailures,
+    /// Retries of requests that finished in this second and succeeded / still failed.
+    pub useful_retries: u64,
+    pub wasted_retries: u64,
     /// Last budget level sampled in this second.
     pub budget_level: Option<f64>,
+    /// Lowest budget level sampled in this second.
+    pub budget_low: Option<f64>,
     /// Worst breaker state seen in this second.
     pub breaker: Option<BreakerLevel>,
     pub latency_us: Histogram<u64>,
@@ -65,7 +99,12 @@ impl Second {
             breaker_refusals: 0,
             dropped: 0,
             client_in_flight_peak: 0,
+            first_attempts: 0,
+            first_failed: FirstFailures::default(),
+            useful_retries: 0,
+            wasted_retries: 0,
             budget_level: None,
+            budget_low: None,
             breaker: None,
             latency_us: new_histogram(2),
         }
@@ -84,7 +123,15 @@ impl Second {
         self.breaker_refusals += o.breaker_refusals;
         self.dropped += o.dropped;
         self.client_in_flight_peak += o.client_in_flight_peak;
+        self.first_attempts += o.first_attempts;
+        self.first_failed.merge(&o.first_failed);
+        self.useful_retries += o.useful_retries;
+        self.wasted_retries += o.wasted_retries;
         self.budget_level = match (self.budget_level, o.budget_level) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.budget_low = match (self.budget_low, o.budget_low) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
         };
@@ -188,10 +235,30 @@ impl Recorder {
         }
     }
 
-    /// An attempt ended as `label` after `latency`.
-    pub fn attempt_done(&mut self, latency: Duration, label: AttemptLabel) {
+    /// Attempt number `attempt` (1 = the first try) ended at `t` as `label` after `latency`.
+    pub fn attempt_done(
+        &mut self,
+        t: Duration,
+        latency: Duration,
+        label: AttemptLabel,
+        attempt: u32,
+    ) {
         self.attempt_latency_us.saturating_record(micros(latency));
         self.attempts_by_outcome.add(label, 1);
+        if attempt == 1 {
+            let s = self.at(t);
+            s.first_attempts += 1;
+            let f = &mut s.first_failed;
+            match label {
+                AttemptLabel::Ok => {}
+                AttemptLabel::Transient => f.transient += 1,
+                AttemptLabel::Throttle => f.throttling += 1,
+                AttemptLabel::Timeout => f.timeout += 1,
+                // The generator's own machine refused it: no budget learns from it, so it is
+                // no drain class, but it is a failed first attempt.
+                AttemptLabel::ClientError | AttemptLabel::LocalResource => f.other += 1,
+            }
+        }
     }
 
     /// The policy decided to retry.
@@ -221,24 +288,32 @@ impl Recorder {
         self.breaker_opens += 1;
     }
 
-    /// A logical request ended at `t`; `latency` runs from its intended start.
-    /// `failure` is `None` on success, else why it gave up.
+    /// A logical request ended at `t` after sending `attempts` attempts; `latency` runs from
+    /// its intended start. `failure` is `None` on success, else why it gave up. Its retries
+    /// count as useful when it succeeded and as wasted when it still failed, so useful plus
+    /// wasted retries equal the retries of every finished request.
     pub fn upstream_finished(
         &mut self,
         t: Duration,
         latency: Duration,
         failure: Option<GiveUpReason>,
+        attempts: u32,
     ) {
         self.client_in_flight = self.client_in_flight.saturating_sub(1);
         let us = micros(latency);
         self.latency_us.saturating_record(us);
+        let retries = u64::from(attempts.saturating_sub(1));
         let s = self.at(t);
         s.finished += 1;
         s.latency_us.saturating_record(us);
         match failure {
-            None => s.successes += 1,
+            None => {
+                s.successes += 1;
+                s.useful_retries += retries;
+            }
             Some(reason) => {
                 s.failures += 1;
+                s.wasted_retries += retries;
                 self.failures_by_reason.add(reason, 1);
             }
         }
@@ -252,8 +327,9 @@ impl Recorder {
         breaker: Option<BreakerLevel>,
     ) {
         let s = self.at(t);
-        if budget.is_some() {
+        if let Some(level) = budget {
             s.budget_level = budget;
+            s.budget_low = Some(s.budget_low.map_or(level, |low| low.min(level)));
         }
         if breaker.is_some() {
             s.breaker = s.breaker.max(breaker);
@@ -332,7 +408,7 @@ mod tests {
         r.attempt_sent(s(0.5), 1);
         r.attempt_sent(s(1.2), 2);
         r.retry_scheduled(s(1.1), RetryReason::Transient);
-        r.upstream_finished(s(2.5), s(2.0), Some(GiveUpReason::MaxAttempts));
+        r.upstream_finished(s(2.5), s(2.0), Some(GiveUpReason::MaxAttempts), 2);
         assert_eq!(r.seconds().len(), 3);
         assert_eq!(r.seconds()[0].started, 1);
         assert_eq!(r.seconds()[0].attempts, 1);
@@ -340,6 +416,8 @@ mod tests {
         assert_eq!(r.seconds()[1].retries_transient, 1);
         assert_eq!(r.seconds()[2].failures, 1);
         assert_eq!(r.failures_by_reason()["max-attempts"], 1);
+        assert_eq!(r.seconds()[2].wasted_retries, 1);
+        assert_eq!(r.seconds()[2].useful_retries, 0);
         assert_eq!(r.in_flight(), 0);
     }
 
@@ -349,7 +427,7 @@ mod tests {
         let mut b = Recorder::new();
         for i in 0..100 {
             a.upstream_started(s(i as f64 * 0.01));
-            a.upstream_finished(s(i as f64 * 0.01), Duration::from_millis(i + 1), None);
+            a.upstream_finished(s(i as f64 * 0.01), Duration::from_millis(i + 1), None, 1);
         }
         for i in 0..50 {
             b.upstream_started(s(1.0 + i as f64 * 0.01));
@@ -358,6 +436,7 @@ mod tests {
                 s(1.9),
                 Duration::from_millis(200),
                 Some(GiveUpReason::BudgetRefused),
+                1,
             );
         }
         let mut m = a.clone();
@@ -369,6 +448,39 @@ mod tests {
         assert_eq!(m.first_budget_refusal, Some(s(1.5)));
         assert_eq!(m.latency_us.max(), b.latency_us.max());
         assert_eq!(m.failures_by_reason()["budget-refused"], 50);
+    }
+
+    #[test]
+    fn first_attempts_count_by_class_and_later_attempts_do_not() {
+        let mut r = Recorder::new();
+        let ms = Duration::from_millis(3);
+        r.attempt_done(s(0.2), ms, AttemptLabel::Ok, 1);
+        r.attempt_done(s(0.3), ms, AttemptLabel::Transient, 1);
+        r.attempt_done(s(0.4), ms, AttemptLabel::Transient, 2);
+        r.attempt_done(s(1.4), ms, AttemptLabel::Timeout, 1);
+        r.attempt_done(s(1.5), ms, AttemptLabel::ClientError, 1);
+        let (a, b) = (&r.seconds()[0], &r.seconds()[1]);
+        assert_eq!((a.first_attempts, a.first_failed.transient), (2, 1));
+        assert_eq!(
+            (
+                b.first_attempts,
+                b.first_failed.timeout,
+                b.first_failed.other
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!(b.first_failed.total(), 2);
+        assert_eq!(r.attempts_by_outcome()["transient"], 2);
+    }
+
+    #[test]
+    fn budget_low_is_the_lowest_sample_of_its_second() {
+        let mut r = Recorder::new();
+        r.sample_policy(s(0.1), Some(400.0), None);
+        r.sample_policy(s(0.2), Some(100.0), None);
+        r.sample_policy(s(0.3), Some(300.0), None);
+        assert_eq!(r.seconds()[0].budget_level, Some(300.0));
+        assert_eq!(r.seconds()[0].budget_low, Some(100.0));
     }
 
     #[test]

@@ -6,8 +6,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::drain::{budget_drain, window_rates, BudgetDrain, WindowRates};
 use super::recorder::{Percentiles, Recorder};
 use super::target::TargetStats;
+use super::verdict::Verdict;
+use crate::policy::outcome::is_idempotent_method;
+use crate::policy::RetryConfig;
 
 /// Which engine measured a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +27,34 @@ pub struct FaultBand {
     pub start_s: f64,
     pub end_s: f64,
     pub label: String,
+    /// Chance that one arrival in the window is affected.
+    #[serde(default = "one")]
+    pub probability: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl FaultBand {
+    /// The label with the probability when it is not 1: "503 · 30 %".
+    pub fn described(&self) -> String {
+        if self.probability < 1.0 {
+            format!("{} · {} %", self.label, fmt_pct(self.probability))
+        } else {
+            self.label.clone()
+        }
+    }
+}
+
+/// A share as a percentage with at most one decimal: 0.3 → "30", 0.125 → "12.5".
+pub fn fmt_pct(share: f64) -> String {
+    let p = (share * 1000.0).round() / 10.0;
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    }
 }
 
 /// One gate's verdict for one config.
@@ -46,8 +78,12 @@ pub struct RunResult {
     pub engine: Engine,
     /// True when the run was interrupted or could not finish: figures cover only what ran.
     pub partial: bool,
-    /// Seconds of offered load actually run.
+    /// Seconds of offered load: the scenario's duration, or less when the run was cut short.
     pub duration_s: f64,
+    /// Live runs: seconds after the load ended until the last request finished or the
+    /// scenario's drain ran out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_s: Option<f64>,
     pub stormrig_version: String,
     pub faults: Vec<FaultBand>,
     pub configs: Vec<ConfigSummary>,
@@ -72,7 +108,9 @@ pub struct ConfigSummary {
     pub downstream_arrivals: u64,
     /// downstream_arrivals / upstream_requests.
     pub amplification: f64,
-    /// The worst single second of downstream arrivals / upstream starts.
+    /// The worst single second of downstream arrivals, in multiples of the mean upstream
+    /// rate (upstream requests per second of load); never below `amplification`, which
+    /// also counts arrivals after the load ended.
     pub peak_amplification_1s: f64,
     /// The most requests in flight at once at the target, counted by the target.
     pub peak_concurrency: u64,
@@ -81,6 +119,12 @@ pub struct ConfigSummary {
     pub budget_refusals: u64,
     pub first_budget_refusal_s: Option<f64>,
     pub breaker_refusals: u64,
+    /// Retries of requests that then succeeded, and of requests that still failed; they add
+    /// up to `retries` (retries of requests unfinished at the end count in neither).
+    #[serde(default)]
+    pub useful_retries: u64,
+    #[serde(default)]
+    pub wasted_retries: u64,
     pub successes: u64,
     pub failures: u64,
     pub failures_by_reason: BTreeMap<String, u64>,
@@ -120,6 +164,19 @@ pub struct ConfigSummary {
     /// The most retries the client sent in any one second (the thundering-herd peak).
     #[serde(default)]
     pub peak_retries_per_s: u64,
+    /// The config's rules for non-idempotent requests, in words ("no POSTs" when the
+    /// scenario sends none).
+    #[serde(default)]
+    pub idempotency_rules: String,
+    /// Observed failure rates of first attempts in each fault window.
+    #[serde(default)]
+    pub fault_windows: Vec<WindowRates>,
+    /// The retry budget's thresholds and drain, for a config with a budget.
+    #[serde(default)]
+    pub budget: Option<BudgetDrain>,
+    /// What the config's retries bought against the baseline config.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -157,7 +214,7 @@ impl IdempotencyFigures {
 }
 
 /// One second of one config (a row of `timeseries.csv`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecondRow {
     pub config: String,
     pub second: u64,
@@ -178,7 +235,30 @@ pub struct SecondRow {
     pub client_in_flight_peak: u64,
     /// downstream_arrivals / upstream_started in this second (0 when nothing started).
     pub amplification: f64,
+    /// First attempts whose outcome arrived in this second, and the failed ones by class.
+    #[serde(default)]
+    pub first_attempts: u64,
+    #[serde(default)]
+    pub first_failed_transient: u64,
+    #[serde(default)]
+    pub first_failed_throttling: u64,
+    #[serde(default)]
+    pub first_failed_timeout: u64,
+    /// Failed first attempts the config does not retry.
+    #[serde(default)]
+    pub first_failed_other: u64,
+    /// Retries of requests that finished in this second, succeeded / still failed.
+    #[serde(default)]
+    pub useful_retries: u64,
+    #[serde(default)]
+    pub wasted_retries: u64,
     pub budget_level: Option<f64>,
+    /// Lowest budget level sampled in this second.
+    #[serde(default)]
+    pub budget_low: Option<f64>,
+    /// The last level in % of the budget's capacity (see `budget.capacity`).
+    #[serde(default)]
+    pub budget_level_pct: Option<f64>,
     /// 0 closed, 1 half-open, 2 open.
     pub breaker_state: Option<u8>,
     pub latency_p50_ms: f64,
@@ -225,8 +305,24 @@ pub struct LayerSummary {
 pub struct RunShape<'a> {
     /// Length of the offered load.
     pub load_duration: Duration,
-    /// Fault windows (start, end).
-    pub faults: &'a [(Duration, Duration)],
+    /// Fault windows.
+    pub faults: &'a [FaultBand],
+    /// The HTTP method of the load.
+    pub method: &'a str,
+}
+
+/// A config's rules for non-idempotent methods (POST, PATCH), in words. Idempotent methods
+/// (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) are retried under every rule, so a scenario
+/// that sends only those gets "no POSTs".
+pub fn idempotency_rules(config: &RetryConfig, method: &str) -> String {
+    if is_idempotent_method(method) {
+        return format!("no POSTs ({method} is idempotent)");
+    }
+    match (config.retry_non_idempotent, config.idempotency_key) {
+        (_, true) => "POST retried with Idempotency-Key".into(),
+        (true, false) => "POST retried without key".into(),
+        (false, false) => "POST retried only if never sent".into(),
+    }
 }
 
 /// Fraction of the pre-fault goodput ratio that counts as "recovered".
@@ -237,7 +333,7 @@ pub const RECOVERY_HOLD_S: usize = 3;
 /// Builds one config's summary and per-second rows from its recorder and its target's counts.
 pub fn summarize(
     name: &str,
-    policy: serde_json::Value,
+    config: &RetryConfig,
     amplification_bound: Option<f64>,
     rec: &Recorder,
     target: &TargetStats,
@@ -250,8 +346,8 @@ pub fn summarize(
         .max(shape.load_duration.as_secs_f64().ceil() as usize);
     let get = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
     let mut rows = Vec::with_capacity(n);
-    let mut totals = [0u64; 8];
-    let mut peak_amp: f64 = 0.0;
+    let mut totals = [0u64; 10];
+    let mut peak_arrivals = 0u64;
     for i in 0..n {
         let s = secs.get(i);
         let c = |f: fn(&super::recorder::Second) -> u64| s.map(f).unwrap_or(0);
@@ -262,9 +358,7 @@ pub fn summarize(
         } else {
             0.0
         };
-        if started > 0 {
-            peak_amp = peak_amp.max(amp);
-        }
+        peak_arrivals = peak_arrivals.max(arrivals);
         let finished = c(|s| s.finished);
         let successes = c(|s| s.successes);
         let row = SecondRow {
@@ -286,7 +380,16 @@ pub fn summarize(
             target_served_ok: get(&target.served_ok_per_s, i),
             client_in_flight_peak: c(|s| s.client_in_flight_peak),
             amplification: amp,
+            first_attempts: c(|s| s.first_attempts),
+            first_failed_transient: c(|s| s.first_failed.transient),
+            first_failed_throttling: c(|s| s.first_failed.throttling),
+            first_failed_timeout: c(|s| s.first_failed.timeout),
+            first_failed_other: c(|s| s.first_failed.other),
+            useful_retries: c(|s| s.useful_retries),
+            wasted_retries: c(|s| s.wasted_retries),
             budget_level: s.and_then(|s| s.budget_level),
+            budget_low: s.and_then(|s| s.budget_low),
+            budget_level_pct: None,
             breaker_state: s.and_then(|s| s.breaker),
             latency_p50_ms: s
                 .filter(|s| !s.latency_us.is_empty())
@@ -311,32 +414,51 @@ pub fn summarize(
             row.successes,
             row.failures,
             row.dropped,
+            row.useful_retries,
+            row.wasted_retries,
         ]) {
             *t += v;
         }
         rows.push(row);
     }
-    let [upstream, attempts, retries, budget_refusals, breaker_refusals, successes, failures, dropped] =
+    let [upstream, attempts, retries, budget_refusals, breaker_refusals, successes, failures, dropped, useful_retries, wasted_retries] =
         totals;
     let (recovered, recovery_time_s) = recovery(&rows, shape);
+    let amplification = if upstream > 0 {
+        target.arrivals as f64 / upstream as f64
+    } else {
+        0.0
+    };
+    let load_s = shape.load_duration.as_secs_f64();
+    let mean_upstream_per_s = if load_s > 0.0 {
+        upstream as f64 / load_s
+    } else {
+        upstream as f64
+    };
+    let peak_amplification_1s = if mean_upstream_per_s > 0.0 {
+        (peak_arrivals as f64 / mean_upstream_per_s).max(amplification)
+    } else {
+        0.0
+    };
+    let first_budget_refusal_s = rec.first_budget_refusal.map(|d| d.as_secs_f64());
+    let fault_windows = window_rates(&rows, shape.faults);
+    let budget = budget_drain(config, &mut rows, &fault_windows, first_budget_refusal_s);
     let summary = ConfigSummary {
         name: name.to_string(),
-        policy,
+        policy: serde_json::to_value(config).unwrap_or_default(),
         upstream_requests: upstream,
         attempts,
         retries,
         downstream_arrivals: target.arrivals,
-        amplification: if upstream > 0 {
-            target.arrivals as f64 / upstream as f64
-        } else {
-            0.0
-        },
-        peak_amplification_1s: peak_amp,
+        amplification,
+        peak_amplification_1s,
         peak_concurrency: target.peak_in_flight,
         client_peak_in_flight: rec.client_in_flight_peak,
         budget_refusals,
-        first_budget_refusal_s: rec.first_budget_refusal.map(|d| d.as_secs_f64()),
+        first_budget_refusal_s,
         breaker_refusals,
+        useful_retries,
+        wasted_retries,
         successes,
         failures,
         failures_by_reason: rec.failures_by_reason(),
@@ -357,6 +479,10 @@ pub fn summarize(
         layers: Vec::new(),
         topology_bound: None,
         peak_retries_per_s: rows.iter().map(|r| r.retries).max().unwrap_or(0),
+        idempotency_rules: idempotency_rules(config, shape.method),
+        fault_windows,
+        budget,
+        verdict: None,
     };
     (summary, rows)
 }
@@ -368,10 +494,10 @@ pub fn summarize(
 /// fault window from which this ratio holds at ≥ 90 % of its pre-fault mean for
 /// `RECOVERY_HOLD_S` seconds in a row (or until the load ends).
 fn recovery(rows: &[SecondRow], shape: &RunShape<'_>) -> (Option<bool>, Option<f64>) {
-    let Some(first_start) = shape.faults.iter().map(|f| f.0).min() else {
+    let Some(first_start) = shape.faults.iter().map(|f| f.start_s).reduce(f64::min) else {
         return (None, None);
     };
-    let fault_end = shape.faults.iter().map(|f| f.1).max().unwrap_or_default();
+    let fault_end = shape.faults.iter().map(|f| f.end_s).fold(0.0, f64::max);
     let load_end = shape.load_duration.as_secs() as usize;
     let ratio = |r: &SecondRow| {
         if r.upstream_started == 0 {
@@ -382,7 +508,7 @@ fn recovery(rows: &[SecondRow], shape: &RunShape<'_>) -> (Option<bool>, Option<f
     };
     let pre: Vec<f64> = rows
         .iter()
-        .take(first_start.as_secs() as usize)
+        .take(first_start.floor() as usize)
         .filter_map(ratio)
         .collect();
     let baseline = if pre.is_empty() {
@@ -391,7 +517,7 @@ fn recovery(rows: &[SecondRow], shape: &RunShape<'_>) -> (Option<bool>, Option<f
         pre.iter().sum::<f64>() / pre.len() as f64
     };
     let threshold = RECOVERY_FRACTION * baseline;
-    let from = fault_end.as_secs_f64().ceil() as usize;
+    let from = fault_end.ceil() as usize;
     let end = load_end.min(rows.len());
     if from >= end {
         return (Some(false), None);
@@ -402,10 +528,7 @@ fn recovery(rows: &[SecondRow], shape: &RunShape<'_>) -> (Option<bool>, Option<f
             .iter()
             .all(|r| ratio(r).is_none_or(|g| g >= threshold));
         if ok && ratio(&rows[s]).is_some() {
-            return (
-                Some(true),
-                Some(s as f64 - fault_end.as_secs_f64()).map(|x| x.max(0.0)),
-            );
+            return (Some(true), Some((s as f64 - fault_end).max(0.0)));
         }
     }
     (Some(false), None)
@@ -437,30 +560,25 @@ mod tests {
             upstream_finished: started,
             successes,
             failures: started - successes,
-            attempts: 0,
-            retries: 0,
-            retries_transient: 0,
-            retries_throttling: 0,
-            budget_refusals: 0,
-            breaker_refusals: 0,
-            dropped: 0,
-            downstream_arrivals: 0,
-            target_in_flight_peak: 0,
-            target_served_ok: 0,
-            client_in_flight_peak: 0,
-            amplification: 0.0,
-            budget_level: None,
-            breaker_state: None,
-            latency_p50_ms: 0.0,
-            latency_p99_ms: 0.0,
             success_rate: 1.0,
+            ..SecondRow::default()
         }
     }
 
-    fn shape(faults: &[(Duration, Duration)]) -> RunShape<'_> {
+    fn band(start_s: f64, end_s: f64) -> FaultBand {
+        FaultBand {
+            start_s,
+            end_s,
+            label: "503".into(),
+            probability: 1.0,
+        }
+    }
+
+    fn shape(faults: &[FaultBand]) -> RunShape<'_> {
         RunShape {
             load_duration: Duration::from_secs(10),
             faults,
+            method: "GET",
         }
     }
 
@@ -472,7 +590,7 @@ mod tests {
             .enumerate()
             .map(|(i, g)| row(i as u64, 100, *g))
             .collect();
-        let f = [(Duration::from_secs(2), Duration::from_secs(5))];
+        let f = [band(2.0, 5.0)];
         assert_eq!(recovery(&rows, &shape(&f)), (Some(true), Some(1.0)));
     }
 
@@ -481,7 +599,7 @@ mod tests {
         let rows: Vec<_> = (0..10)
             .map(|i| row(i, 100, if i < 2 { 100 } else { 10 }))
             .collect();
-        let f = [(Duration::from_secs(2), Duration::from_secs(5))];
+        let f = [band(2.0, 5.0)];
         assert_eq!(recovery(&rows, &shape(&f)), (Some(false), None));
         assert_eq!(recovery(&rows, &shape(&[])), (None, None));
     }
@@ -494,7 +612,7 @@ mod tests {
             rec.upstream_started(t);
             rec.attempt_sent(t, 1);
             rec.attempt_sent(t, 2);
-            rec.upstream_finished(t, Duration::from_millis(5), None);
+            rec.upstream_finished(t, Duration::from_millis(5), None, 2);
         }
         let target = TargetStats {
             arrivals: 20,
@@ -504,13 +622,14 @@ mod tests {
         };
         let (s, rows) = summarize(
             "x",
-            serde_json::Value::Null,
+            &RetryConfig::default(),
             Some(2.0),
             &rec,
             &target,
             &RunShape {
                 load_duration: Duration::from_secs(1),
                 faults: &[],
+                method: "GET",
             },
         );
         assert_eq!(s.upstream_requests, 10);
@@ -521,5 +640,32 @@ mod tests {
         assert_eq!(s.peak_amplification_1s, 2.0);
         assert_eq!(rows.len(), 1);
         assert_eq!(s.recovered, None);
+        assert_eq!((s.useful_retries, s.wasted_retries), (10, 0));
+        assert!(s.idempotency_rules.starts_with("no POSTs"));
+    }
+
+    /// Retries that all land in a second with no new requests (a herd after the load
+    /// stopped) still show in the peak, and it is never below the overall amplification.
+    #[test]
+    fn peak_amplification_is_never_below_amplification() {
+        let mut rec = Recorder::new();
+        for i in 0..10 {
+            rec.upstream_started(Duration::from_millis(i * 100));
+        }
+        let target = TargetStats {
+            arrivals: 30,
+            arrivals_per_s: vec![10, 0, 20],
+            ..Default::default()
+        };
+        let shape = RunShape {
+            load_duration: Duration::from_secs(2),
+            faults: &[],
+            method: "GET",
+        };
+        let (s, rows) = summarize("x", &RetryConfig::default(), None, &rec, &target, &shape);
+        assert_eq!(s.amplification, 3.0);
+        // 20 arrivals in second 2 against a mean of 5 upstream requests per second.
+        assert_eq!(s.peak_amplification_1s, 4.0);
+        assert!(rows.iter().all(|r| r.amplification <= 1.0));
     }
 }

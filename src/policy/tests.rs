@@ -1016,9 +1016,16 @@ fn thresholds_classic_grpc_finagle() {
     assert!((g.closed_form.unwrap() - 0.0909).abs() < 1e-4, "{g:?}");
     assert!((g.monte_carlo.unwrap() - 0.0909).abs() < 0.01, "{g:?}");
 
-    // Finagle: deposits on success, 21 attempts: 0.2·(1 − p^21) = p + … + p^20
+    // Finagle requeues only failures that never reached the server: a 503 or a reset is
+    // final, so there is no transient threshold; a connect timeout is requeued. Deposits on
+    // success, 21 attempts: 0.2·(1 − p^21) = p + … + p^20
+    let no_transient = |rep: &thresholds::ThresholdReport, why: &str| {
+        assert_eq!(rep.transient.closed_form, None);
+        assert!(rep.transient.reason.as_deref().unwrap().contains(why));
+    };
     let rep = thresholds::compute_with(&preset("finagle").unwrap(), None, 7, quick);
-    let f = &rep.transient;
+    no_transient(&rep, "never retries");
+    let f = &rep.timeout;
     let want = thresholds::bisect(
         |p| thresholds::ratio_drift(p, 0.2, 21, DepositOn::Success),
         0.0,
@@ -1037,13 +1044,7 @@ fn thresholds_classic_grpc_finagle() {
 
     // max_attempts 1: no threshold, with a reason
     let rep = thresholds::compute_with(&preset("aws-standard").unwrap(), Some(1), 7, quick);
-    assert_eq!(rep.transient.closed_form, None);
-    assert!(rep
-        .transient
-        .reason
-        .as_deref()
-        .unwrap()
-        .contains("1 attempt"));
+    no_transient(&rep, "1 attempt");
 }
 
 // ---------------------------------------------------------------- properties

@@ -158,13 +158,6 @@ pub fn ratio_drift(p: f64, ratio: f64, n: u32, deposit: DepositOn) -> f64 {
     ratio * d - psum(p, 1, n.saturating_sub(1))
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Transient,
-    Throttling,
-    Timeout,
-}
-
 /// A failure outcome the config classifies as `kind`, if it has one.
 fn failure_for(config: &RetryConfig, kind: Kind) -> Option<AttemptOutcome<'_>> {
     let r = |status: u16, code: Option<&'static str>| {
@@ -187,11 +180,9 @@ fn failure_for(config: &RetryConfig, kind: Kind) -> Option<AttemptOutcome<'_>> {
                     ..Response::default()
                 }));
             }
-            for t in [
-                TransportError::ConnectRefused,
-                TransportError::Reset,
-                TransportError::Protocol,
-            ] {
+            // Failures of requests that reached the server. A refused connection never did:
+            // a config that requeues only those (finagle) has no transient threshold.
+            for t in [TransportError::Reset, TransportError::Protocol] {
                 cands.push(AttemptOutcome::Transport(t));
             }
         }
@@ -382,6 +373,113 @@ fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
+/// A failure class a drain threshold is about.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Transient,
+    Throttling,
+    Timeout,
+}
+
+impl Kind {
+    /// Every class, in report order.
+    pub const ALL: [Kind; 3] = [Kind::Transient, Kind::Throttling, Kind::Timeout];
+
+    /// The name reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Transient => "transient",
+            Kind::Throttling => "throttling",
+            Kind::Timeout => "timeout",
+        }
+    }
+}
+
+/// The closed form of one class: its cost, drift formula and root, or why there is none.
+/// `stormrig thresholds` and every run's summary take their thresholds from here.
+pub fn closed_form(config: &RetryConfig, n: u32, kind: Kind) -> Result<ClosedForm, String> {
+    if failure_for(config, kind).is_none() {
+        return Err(format!(
+            "the config never retries a {} failure{}",
+            kind.as_str(),
+            match kind {
+                Kind::Transient => " that reached the server (5xx, reset)",
+                Kind::Throttling => " (429, throttling codes)",
+                Kind::Timeout => " (read, per-try or connect timeout)",
+            }
+        ));
+    }
+    match &config.budget {
+        BudgetConfig::None => Err("the config has no retry budget: nothing drains".into()),
+        BudgetConfig::Envoy { .. } => Err(
+            "Envoy's retry budget limits concurrent retries; it has no balance that drains".into(),
+        ),
+        _ if n < 2 => Err("with 1 attempt no retry is ever asked for".into()),
+        BudgetConfig::AwsQuota {
+            transient_cost,
+            throttling_cost,
+            timeout_cost,
+            success_increment,
+            ..
+        } => {
+            let c = match kind {
+                Kind::Transient => *transient_cost,
+                Kind::Throttling => *throttling_cost,
+                Kind::Timeout => *timeout_cost,
+            };
+            let inc = *success_increment;
+            Ok(ClosedForm {
+                cost: c,
+                formula: format!("E(p) = {inc}*(1-p) - {c}*(p^2 + ... + p^{n})"),
+                root: bisect(|p| aws_drift(p, c, inc, n), 0.0, 1.0),
+            })
+        }
+        BudgetConfig::GrpcThrottling { token_ratio, .. } => {
+            let r = *token_ratio;
+            Ok(ClosedForm {
+                cost: 1.0,
+                formula: format!("E(p) = {r}*(1-p^{n}) - (p + ... + p^{n}); root = r/(1+r)"),
+                root: bisect(|p| grpc_drift(p, r, n), 0.0, 1.0),
+            })
+        }
+        BudgetConfig::Ratio { ratio, deposit, .. } => {
+            let (r, d) = (*ratio, *deposit);
+            let dep = match d {
+                DepositOn::Request => "1".to_string(),
+                DepositOn::Success => format!("(1-p^{n})"),
+            };
+            Ok(ClosedForm {
+                cost: 1.0,
+                formula: format!(
+                    "E(p) = {r}*{dep} - (p + ... + p^{}) retries per request (min_per_sec reserve ignored)",
+                    n - 1
+                ),
+                root: bisect(|p| ratio_drift(p, r, n, d), 0.0, 1.0),
+            })
+        }
+    }
+}
+
+/// One class's closed form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClosedForm {
+    /// Budget cost of one retry of this class.
+    pub cost: f64,
+    /// The drift formula used.
+    pub formula: String,
+    /// Root of the drift in (0, 1), rounded to 4 decimals; None when it does not cross zero.
+    pub root: Option<f64>,
+}
+
+/// The threshold of one class as a run reports it: the closed form (a run has no time for
+/// the Monte Carlo), or the reason there is none.
+pub fn run_threshold(config: &RetryConfig, kind: Kind) -> Result<f64, String> {
+    let f = closed_form(config, config.max_attempts.max(1), kind)?;
+    f.root
+        .map(round4)
+        .ok_or_else(|| "the drift does not cross zero in (0, 1)".to_string())
+}
+
 /// Compute the thresholds with an explicit Monte-Carlo effort.
 pub fn compute_with(
     config: &RetryConfig,
@@ -392,69 +490,11 @@ pub fn compute_with(
     let n = max_attempts.unwrap_or(config.max_attempts).max(1);
     let mc_cfg = mc_config(config, n);
     let kind_report = |kind: Kind, idx: u64| -> KindThreshold {
-        let Some(failure) = failure_for(config, kind) else {
-            return KindThreshold::none(format!(
-                "the config never retries a {} failure",
-                match kind {
-                    Kind::Transient => "transient",
-                    Kind::Throttling => "throttling",
-                    Kind::Timeout => "timeout",
-                }
-            ));
+        let f = match closed_form(config, n, kind) {
+            Ok(f) => f,
+            Err(reason) => return KindThreshold::none(reason),
         };
-        let (cost, formula, closed): (f64, String, Option<f64>) = match &config.budget {
-            BudgetConfig::None => {
-                return KindThreshold::none("the config has no retry budget: nothing drains")
-            }
-            BudgetConfig::Envoy { .. } => {
-                return KindThreshold::none(
-                    "Envoy's retry budget limits concurrent retries; it has no balance that drains",
-                )
-            }
-            _ if n < 2 => return KindThreshold::none("with 1 attempt no retry is ever asked for"),
-            BudgetConfig::AwsQuota {
-                transient_cost,
-                throttling_cost,
-                timeout_cost,
-                success_increment,
-                ..
-            } => {
-                let c = match kind {
-                    Kind::Transient => *transient_cost,
-                    Kind::Throttling => *throttling_cost,
-                    Kind::Timeout => *timeout_cost,
-                };
-                let inc = *success_increment;
-                (
-                    c,
-                    format!("E(p) = {inc}*(1-p) - {c}*(p^2 + ... + p^{n})"),
-                    bisect(|p| aws_drift(p, c, inc, n), 0.0, 1.0),
-                )
-            }
-            BudgetConfig::GrpcThrottling { token_ratio, .. } => {
-                let r = *token_ratio;
-                (
-                    1.0,
-                    format!("E(p) = {r}*(1-p^{n}) - (p + ... + p^{n}); root = r/(1+r)"),
-                    bisect(|p| grpc_drift(p, r, n), 0.0, 1.0),
-                )
-            }
-            BudgetConfig::Ratio { ratio, deposit, .. } => {
-                let (r, d) = (*ratio, *deposit);
-                let dep = match d {
-                    DepositOn::Request => "1".to_string(),
-                    DepositOn::Success => format!("(1-p^{n})"),
-                };
-                (
-                    1.0,
-                    format!(
-                        "E(p) = {r}*{dep} - (p + ... + p^{}) retries per request (min_per_sec reserve ignored)",
-                        n - 1
-                    ),
-                    bisect(|p| ratio_drift(p, r, n, d), 0.0, 1.0),
-                )
-            }
-        };
+        let failure = failure_for(config, kind).expect("closed_form checked the class");
         let mc = mc_root(
             &mc_cfg,
             &failure,
@@ -462,11 +502,11 @@ pub fn compute_with(
             opts,
         );
         KindThreshold {
-            closed_form: closed.map(round4),
+            closed_form: f.root.map(round4),
             monte_carlo: mc.map(round4),
-            cost: Some(cost),
-            formula: Some(formula),
-            reason: match (closed, mc) {
+            cost: Some(f.cost),
+            formula: Some(f.formula),
+            reason: match (f.root, mc) {
                 (None, _) => Some("the drift does not cross zero in (0, 1)".into()),
                 (Some(_), None) => Some("the Monte-Carlo drift did not cross zero".into()),
                 _ => None,
@@ -509,6 +549,18 @@ mod tests {
         }
         let r = bisect(|p| ratio_drift(p, 0.2, 3, DepositOn::Request), 0.0, 1.0).unwrap();
         assert!((r - (-1.0 + 1.8f64.sqrt()) / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_class_the_config_never_retries_has_no_threshold() {
+        // finagle requeues only failures that never reached the server: a 503 is final.
+        let f = preset("finagle").unwrap();
+        let why = run_threshold(&f, Kind::Transient).unwrap_err();
+        assert!(why.contains("never retries a transient"), "{why}");
+        let rep = compute_with(&f, None, 1, McOptions::default());
+        assert_eq!(rep.transient.closed_form, None);
+        let aws = preset("aws-standard").unwrap();
+        assert_eq!(run_threshold(&aws, Kind::Transient), Ok(0.2149));
     }
 
     #[test]

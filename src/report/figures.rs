@@ -24,6 +24,8 @@ pub enum Unit {
     Ratio,
     /// A part of a whole, 0 to 1.
     Share,
+    /// A part of a whole or a change, in % (100 = all of it, or doubled).
+    Percent,
     Milliseconds,
     Seconds,
     /// What write requests debited, in the requests' own amounts.
@@ -133,6 +135,19 @@ pub const FIGURES: &[Figure] = &[
     row("layers.*.max_attempts",               Setting,           Neither, Fixed),
     row("topology_bound",                      Ratio,             Neither, Fixed),
     row("peak_retries_per_s",                  AttemptsPerSecond, Lower,   OnlyGrows),
+    row("useful_retries",                      Attempts,          Higher,  OnlyGrows),
+    row("wasted_retries",                      Attempts,          Lower,   OnlyGrows),
+    row("budget.capacity",                     Setting,           Neither, Varies),
+    row("budget.thresholds.*",                 Share,             Higher,  Fixed),
+    row("budget.drain_start_s",                Seconds,           Higher,  Varies),
+    row("budget.first_refusal_s",              Seconds,           Higher,  Varies),
+    row("budget.empty_s",                      Seconds,           Higher,  Varies),
+    row("budget.refilled_s",                   Seconds,           Lower,   Varies),
+    row("budget.lowest_level_pct",             Percent,           Higher,  Varies),
+    row("verdict.retry_efficiency",            Share,             Higher,  Varies),
+    row("verdict.extra_load_pct",              Percent,           Lower,   Varies),
+    row("verdict.fault_load_added_pct",        Percent,           Lower,   Varies),
+    row("verdict.extra_successes",             Requests,          Higher,  Varies),
     row("success_share",                       Share,             Higher,  Varies),
     row("policy.*",                            Setting,           Neither, Fixed),
 ];

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::metrics::drain::DrainWindow;
 use crate::metrics::{ConfigSummary, RunResult, SecondRow};
 
 pub const SUMMARY_JSON: &str = "summary.json";
@@ -50,6 +51,8 @@ struct SummaryRow<'a> {
     budget_refusals: u64,
     first_budget_refusal_s: Option<f64>,
     breaker_refusals: u64,
+    useful_retries: u64,
+    wasted_retries: u64,
     successes: u64,
     failures: u64,
     dropped: u64,
@@ -69,12 +72,25 @@ struct SummaryRow<'a> {
     dedup_replays: u64,
     dedup_conflicts: u64,
     dedup_mismatches: u64,
-    /// The config's idempotency rules in words (see [`idempotency_rules`]).
-    idempotency_rules: String,
+    /// The config's idempotency rules in words.
+    idempotency_rules: &'a str,
+    /// The budget's drain thresholds and drain times (empty without a budget).
+    budget_threshold_transient: Option<f64>,
+    budget_threshold_throttling: Option<f64>,
+    budget_threshold_timeout: Option<f64>,
+    budget_drain_start_s: Option<f64>,
+    budget_empty_s: Option<f64>,
+    budget_refilled_s: Option<f64>,
+    budget_lowest_level_pct: Option<f64>,
+    /// Fault windows whose observed failure rate was above a threshold / where the budget
+    /// drained, as `start-end` seconds joined by spaces.
+    budget_drain_predicted_windows: String,
+    budget_drain_observed_windows: String,
 }
 
 impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
     fn from(c: &'a ConfigSummary) -> Self {
+        let b = c.budget.as_ref();
         SummaryRow {
             config: &c.name,
             upstream_requests: c.upstream_requests,
@@ -89,6 +105,8 @@ impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
             budget_refusals: c.budget_refusals,
             first_budget_refusal_s: c.first_budget_refusal_s,
             breaker_refusals: c.breaker_refusals,
+            useful_retries: c.useful_retries,
+            wasted_retries: c.wasted_retries,
             successes: c.successes,
             failures: c.failures,
             dropped: c.dropped,
@@ -108,22 +126,29 @@ impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
             dedup_replays: c.idempotency.dedup_replays,
             dedup_conflicts: c.idempotency.dedup_conflicts,
             dedup_mismatches: c.idempotency.dedup_mismatches,
-            idempotency_rules: idempotency_rules(&c.policy),
+            idempotency_rules: &c.idempotency_rules,
+            budget_threshold_transient: b.and_then(|b| b.thresholds.transient),
+            budget_threshold_throttling: b.and_then(|b| b.thresholds.throttling),
+            budget_threshold_timeout: b.and_then(|b| b.thresholds.timeout),
+            budget_drain_start_s: b.and_then(|b| b.drain_start_s),
+            budget_empty_s: b.and_then(|b| b.empty_s),
+            budget_refilled_s: b.and_then(|b| b.refilled_s),
+            budget_lowest_level_pct: b.and_then(|b| b.lowest_level_pct),
+            budget_drain_predicted_windows: windows(c, |w| w.drain_predicted),
+            budget_drain_observed_windows: windows(c, |w| w.drain_observed),
         }
     }
 }
 
-/// A config's rules for non-idempotent methods (POST, PATCH), in words, read from its
-/// resolved policy JSON (`retry_non_idempotent`, `idempotency_key`). Idempotent methods
-/// (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) are retried under every rule.
-pub fn idempotency_rules(policy: &serde_json::Value) -> String {
-    let flag = |k: &str| policy.get(k).and_then(serde_json::Value::as_bool);
-    match (flag("retry_non_idempotent"), flag("idempotency_key")) {
-        (_, Some(true)) => "POST retried with Idempotency-Key".into(),
-        (Some(true), _) => "POST retried without key".into(),
-        (Some(false), _) => "POST retried only if never sent".into(),
-        (None, _) => "unknown".into(),
-    }
+/// The budget's fault windows that `pick` selects, as `start-end` seconds.
+fn windows(c: &ConfigSummary, pick: fn(&DrainWindow) -> bool) -> String {
+    c.budget
+        .iter()
+        .flat_map(|b| &b.windows)
+        .filter(|w| pick(w))
+        .map(|w| format!("{}-{}", w.start_s, w.end_s))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Writes `bytes` to `dir/name` atomically (temporary file, flushed to disk, then rename).

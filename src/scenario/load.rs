@@ -157,6 +157,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         topology: file.topology,
         configs,
         gates: file.gates,
+        baseline: file.baseline,
     })
 }
 

@@ -42,6 +42,9 @@ pub struct Scenario {
     /// The retry configs to compare, still as written: the policy core resolves them.
     pub configs: Vec<ConfigEntry>,
     pub gates: Vec<String>,
+    /// The config every other is judged against (`baseline = "NAME"`), when the scenario
+    /// names one; otherwise the config named `no-retry`, if any.
+    pub baseline: Option<String>,
 }
 
 /// One retry config as written in the scenario, with where it was written.

@@ -46,6 +46,9 @@ pub struct ScenarioFile {
     /// Gate expressions, kept verbatim here and parsed by the gates module.
     #[serde(default)]
     pub gates: Vec<String>,
+    /// The config every other is judged against (default: the one named `no-retry`).
+    #[serde(default)]
+    pub baseline: Option<String>,
 }
 
 fn default_seed() -> u64 {

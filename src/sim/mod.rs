@@ -110,7 +110,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
 
     let builder = ResultBuilder::new(plan, &shape, sc.duration);
-    let mut result = builder.header(Engine::Sim, false);
+    let mut result = builder.header(Engine::Sim, false, None);
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
     for planned in &plan.configs {
@@ -149,6 +149,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             break;
         }
     }
+    builder.judge(&mut result);
     Ok(SimOutput {
         result,
         attempts,

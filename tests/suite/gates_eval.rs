@@ -354,6 +354,30 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
     c.failures_by_reason.insert("budget-refused".into(), 4);
     c.attempts_by_outcome.insert("503".into(), 250);
     c.topology_bound = Some(64.0);
+    c.budget = Some(stormrig::metrics::drain::BudgetDrain {
+        kind: "aws-quota".into(),
+        capacity: Some(500.0),
+        thresholds: stormrig::metrics::drain::PerClass {
+            transient: Some(0.215),
+            throttling: Some(0.321),
+            timeout: Some(0.215),
+        },
+        no_threshold_reasons: Default::default(),
+        drain_start_s: Some(5.0),
+        first_refusal_s: Some(6.0),
+        empty_s: Some(7.0),
+        refilled_s: Some(20.0),
+        lowest_level_pct: Some(2.0),
+        windows: Vec::new(),
+    });
+    c.verdict = Some(stormrig::metrics::verdict::Verdict {
+        baseline: Some("no-retry".into()),
+        retry_efficiency: Some(0.5),
+        extra_load_pct: Some(20.0),
+        fault_load_added_pct: Some(40.0),
+        extra_successes: Some(12),
+        sentence: String::new(),
+    });
     c.layers.push(LayerSummary {
         name: "db.primary".into(),
         arrivals: 1200,

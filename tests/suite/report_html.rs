@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use stormrig::metrics::drain;
 use stormrig::metrics::{
     ConfigSummary, Engine, FaultBand, GateVerdict, Percentiles, RunResult, SecondRow,
 };
@@ -165,6 +166,10 @@ fn row(shape: &Shape, s: u64, rng: &mut Lcg) -> SecondRow {
         latency_p50_ms: p50,
         latency_p99_ms: p50 * (3.0 + rng.next()),
         success_rate: successes as f64 / finished as f64,
+        first_attempts: started,
+        first_failed_transient: if in_fault { started * 6 / 10 } else { 0 },
+        budget_level_pct: budget_level.map(|l| l * 10.0),
+        ..SecondRow::default()
     }
 }
 
@@ -216,6 +221,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         budget_refusals: sum(|r| r.budget_refusals),
         first_budget_refusal_s: shape.budget.then_some(FAULT.0 as f64 + 0.42),
         breaker_refusals: sum(|r| r.breaker_refusals),
+        useful_retries: sum(|r| r.retries) / 2,
+        wasted_retries: sum(|r| r.retries) - sum(|r| r.retries) / 2,
         successes: sum(|r| r.successes),
         failures: sum(|r| r.failures),
         failures_by_reason,
@@ -248,6 +255,31 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         layers: Vec::new(),
         topology_bound: None,
         peak_retries_per_s: 0,
+        idempotency_rules: "no POSTs (GET is idempotent)".into(),
+        fault_windows: Vec::new(),
+        budget: shape.budget.then(|| {
+            let (thresholds, no_threshold_reasons) =
+                drain::thresholds(&stormrig::policy::preset("grpc").unwrap());
+            drain::BudgetDrain {
+                kind: "grpc-throttling".into(),
+                capacity: Some(10.0),
+                thresholds,
+                no_threshold_reasons,
+                drain_start_s: Some(FAULT.0 as f64),
+                first_refusal_s: Some(FAULT.0 as f64 + 0.42),
+                empty_s: Some(FAULT.0 as f64 + 7.0),
+                refilled_s: Some(FAULT.1 as f64 + 5.0),
+                lowest_level_pct: Some(0.0),
+                windows: vec![drain::DrainWindow {
+                    start_s: FAULT.0 as f64,
+                    end_s: FAULT.1 as f64,
+                    exceeded_thresholds: vec!["transient".into()],
+                    drain_predicted: true,
+                    drain_observed: true,
+                }],
+            }
+        }),
+        verdict: None,
     }
 }
 
@@ -282,17 +314,20 @@ config keeps the storm small?"
         engine: Engine::Sim,
         partial: false,
         duration_s: SECONDS as f64,
+        drain_s: None,
         stormrig_version: "0.1.0".into(),
         faults: vec![
             FaultBand {
                 start_s: FAULT.0 as f64,
                 end_s: FAULT.1 as f64,
-                label: "503 × 60%".into(),
+                label: "503".into(),
+                probability: 0.6,
             },
             FaultBand {
                 start_s: SLOW.0 as f64,
                 end_s: SLOW.1 as f64,
                 label: "latency +800 ms".into(),
+                probability: 1.0,
             },
         ],
         configs,
@@ -334,8 +369,9 @@ const CHART_IDS: &[&str] = &[
     "chart-amplification",
     "chart-inflight",
     "chart-retries",
-    "chart-budget",
     "chart-breaker",
+    "chart-drain",
+    "chart-budget",
     "chart-success",
     "chart-latency",
     "chart-latency-distribution",
@@ -483,7 +519,7 @@ fn page_has_every_config_and_chart_and_fetches_nothing() {
         );
     }
     for section in [
-        "headline", "gates", "summary", "charts", "latency", "policies",
+        "headline", "verdicts", "gates", "summary", "budget", "charts", "latency", "policies",
     ] {
         assert!(
             page.contains(&format!("<section id=\"{section}\">")),
@@ -500,12 +536,17 @@ fn page_has_every_config_and_chart_and_fetches_nothing() {
     assert!(page.contains("<dd>sim</dd>"), "engine");
     assert!(page.contains("<dd>60 s</dd>"), "duration");
     assert!(page.contains("<dd>0.1.0</dd>"), "version");
-    assert!(page.contains("503 × 60%") && page.contains("latency +800 ms"));
+    assert!(page.contains("503 · 60 %") && page.contains("latency +800 ms"));
     // Fault bands are drawn on every time chart (their label is in each chart's svg).
     assert!(page.matches("latency +800 ms").count() >= 8);
     // Amplification beside its bound; best marked; gates with a failure.
     assert!(page.contains("<span class=\"bound\">/ ≤3.00×</span>"));
-    assert!(page.contains("class=\"best\""));
+    // No stars: the verdicts judge configs against the question, not per column.
+    assert!(!page.contains("class=\"best\""));
+    // Budgeted configs show their drain thresholds in the headline cards and as lines.
+    assert!(page.contains("budget drains</span> <b>above 9.1 % transient"));
+    let drain = &page[page.find("<figure id=\"chart-drain\"").unwrap()..];
+    assert!(drain[..drain.find("</figure>").unwrap()].contains("transient 9.1 %"));
     assert!(page.contains(">FAIL<") && page.contains(">pass<"));
     assert!(!page.contains("Partial run"));
     assert_self_contained(&page);
@@ -638,6 +679,7 @@ fn an_empty_run_still_renders_every_section() {
         engine: Engine::Live,
         partial: true,
         duration_s: 0.0,
+        drain_s: None,
         stormrig_version: "0.1.0".into(),
         faults: vec![],
         configs: vec![],
@@ -651,4 +693,18 @@ fn an_empty_run_still_renders_every_section() {
     assert!(page.contains("No fault injected."));
     assert_self_contained(&page);
     assert_svgs_well_formed(&page);
+}
+
+/// A figure every config shares does not separate them: the headline says it once.
+#[test]
+fn shared_headline_figures_are_said_once() {
+    let mut run = synthetic();
+    let page = html::render(&run, None).unwrap();
+    assert!(!page.contains("The same for every config"));
+    for c in &mut run.configs {
+        c.peak_concurrency = 7;
+    }
+    let page = html::render(&run, None).unwrap();
+    assert!(page.contains("The same for every config: peak concurrency 7."));
+    assert!(!page.contains("peak concurrency</span> <b>7</b>"));
 }

@@ -47,6 +47,8 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         budget_refusals,
         first_budget_refusal_s: None,
         breaker_refusals: 0,
+        useful_retries: 150,
+        wasted_retries: 50,
         successes: 950,
         failures: 50,
         failures_by_reason: BTreeMap::from([("max-attempts".to_string(), 50)]),
@@ -73,6 +75,10 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         layers: Vec::new(),
         topology_bound: None,
         peak_retries_per_s: 0,
+        idempotency_rules: "no POSTs (GET is idempotent)".into(),
+        fault_windows: Vec::new(),
+        budget: None,
+        verdict: None,
     }
 }
 
@@ -84,6 +90,7 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         engine: Engine::Sim,
         partial: false,
         duration_s: 60.0,
+        drain_s: None,
         stormrig_version: "0.1.0".to_string(),
         faults: vec![],
         configs,

@@ -194,18 +194,6 @@ pub(crate) const TIME_CHARTS: &[TimeSpec] = &[
         y_fmt: num,
     },
     TimeSpec {
-        id: "chart-budget",
-        title: "Retry budget level",
-        y_desc: "budget level",
-        lines: &[Line {
-            label: "budget level (configs with a budget)",
-            dash: Dash::Solid,
-            value: |r| r.budget_level,
-        }],
-        y_range: None,
-        y_fmt: num,
-    },
-    TimeSpec {
         id: "chart-success",
         title: "Success rate",
         y_desc: "successes / finished",
@@ -237,6 +225,21 @@ pub(crate) const TIME_CHARTS: &[TimeSpec] = &[
         y_fmt: num,
     },
 ];
+
+/// The budget level in % of each budget's capacity, so a 500-token quota and a 10-token
+/// bucket share one axis.
+pub(crate) const BUDGET_CHART: TimeSpec = TimeSpec {
+    id: "chart-budget",
+    title: "Retry budget level, % of capacity",
+    y_desc: "% of capacity",
+    lines: &[Line {
+        label: "budget level (configs with a budget)",
+        dash: Dash::Solid,
+        value: |r| r.budget_level_pct,
+    }],
+    y_range: Some((0.0, 105.0)),
+    y_fmt: |v| format!("{v:.0}%"),
+};
 
 /// One drawn chart, ready for the page.
 pub(crate) struct Chart {
@@ -401,7 +404,9 @@ fn draw_faults<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    for f in &run.faults {
+    // Each window is its own band: edges drawn, labels staggered, so adjacent windows
+    // (a failure rate stepping up) do not merge into one.
+    for (i, f) in run.faults.iter().enumerate() {
         if !(f.start_s.is_finite() && f.end_s.is_finite()) {
             continue;
         }
@@ -411,11 +416,20 @@ where
                 FAULT_FILL.filled(),
             )))
             .map_err(|e| ChartError(e.to_string()))?;
-        let label: String = f.label.chars().take(40).collect();
+        for x in [f.start_s, f.end_s] {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, y.0), (x, y.1)],
+                    FAULT_TEXT.mix(0.35).stroke_width(1),
+                )))
+                .map_err(|e| ChartError(e.to_string()))?;
+        }
+        let label: String = f.described().chars().take(40).collect();
+        let top = y.1 - (y.1 - y.0) * 0.06 * (i % 2) as f64;
         chart
             .draw_series(std::iter::once(Text::new(
                 label,
-                (f.start_s, y.1),
+                (f.start_s, top),
                 (FONT, 11).into_font().color(&FAULT_TEXT),
             )))
             .map_err(|e| ChartError(e.to_string()))?;
@@ -436,6 +450,16 @@ pub(crate) fn time_chart(
     run: &RunResult,
     tl: &ConfigSeries<'_>,
 ) -> Result<Chart, ChartError> {
+    time_chart_with(spec, run, tl, &[])
+}
+
+/// Draws one [`TimeSpec`] for every config, with horizontal `marks` across it.
+pub(crate) fn time_chart_with(
+    spec: &TimeSpec,
+    run: &RunResult,
+    tl: &ConfigSeries<'_>,
+    marks: &[Mark],
+) -> Result<Chart, ChartError> {
     let xm = x_max(run, tl);
     // Per line, per config: the segments to draw.
     let series: Vec<PerConfig> = spec
@@ -449,6 +473,7 @@ pub(crate) fn time_chart(
         .flatten()
         .flatten()
         .map(|p| p.1)
+        .chain(marks.iter().map(|m| m.y))
         .fold(0.0, f64::max);
     let empty = series.iter().flatten().all(|segs| segs.is_empty());
     let (y0, y1) = spec.y_range.unwrap_or((0.0, upper(max)));
@@ -474,6 +499,23 @@ pub(crate) fn time_chart(
             .y_label_formatter(&y_fmt)
             .draw()?;
         draw_faults(&mut chart, run, (y0, y1))?;
+        for (i, m) in marks.iter().enumerate() {
+            draw_line(
+                &mut chart,
+                &[(0.0, m.y), (xm, m.y)],
+                color(m.config),
+                Dash::Dashed,
+            )?;
+            let v = if i % 2 == 0 { VPos::Bottom } else { VPos::Top };
+            chart.draw_series(std::iter::once(Text::new(
+                m.label.clone(),
+                (xm, m.y),
+                (FONT, 11)
+                    .into_font()
+                    .color(&color(m.config))
+                    .pos(Pos::new(HPos::Right, v)),
+            )))?;
+        }
         // Dashed figures first, so the solid headline figure stays on top.
         for (li, line) in spec.lines.iter().enumerate().rev() {
             for (ci, segs) in series[li].iter().enumerate() {
@@ -505,6 +547,77 @@ pub(crate) fn time_chart(
         empty,
         svg,
     })
+}
+
+/// Failed first attempts / first attempts in one second, whatever the class.
+fn first_failure_rate(r: &SecondRow) -> Option<f64> {
+    let failed = r.first_failed_transient
+        + r.first_failed_throttling
+        + r.first_failed_timeout
+        + r.first_failed_other;
+    (r.first_attempts > 0).then(|| failed as f64 / r.first_attempts as f64)
+}
+
+/// The observed failure rate of first attempts per second.
+pub(crate) const DRAIN_CHART: TimeSpec = TimeSpec {
+    id: "chart-drain",
+    title: "Failure rate of first attempts against drain thresholds",
+    y_desc: "failed first attempts",
+    lines: &[Line {
+        label: "observed failure rate of first attempts",
+        dash: Dash::Solid,
+        value: first_failure_rate,
+    }],
+    y_range: None,
+    y_fmt: pct,
+};
+
+/// A horizontal line across a time chart in a config's colour, labelled at its right end.
+pub(crate) struct Mark {
+    pub config: usize,
+    pub label: String,
+    pub y: f64,
+}
+
+/// [`DRAIN_CHART`] with each config's drain thresholds as horizontal dashed lines in its
+/// colour: where the observed rate is above a line, that config's budget is expected to
+/// drain.
+pub(crate) fn drain_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Chart, ChartError> {
+    let marks: Vec<Mark> = run
+        .configs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.budget.as_ref().map(|b| (i, c, b)))
+        .flat_map(|(i, c, b)| {
+            [
+                ("transient", b.thresholds.transient),
+                ("throttling", b.thresholds.throttling),
+                ("timeout", b.thresholds.timeout),
+            ]
+            .into_iter()
+            .filter_map(move |(k, t)| {
+                t.map(|t| Mark {
+                    config: i,
+                    label: format!(
+                        "{} {k} {}",
+                        c.name.chars().take(24).collect::<String>(),
+                        pct1(t)
+                    ),
+                    y: t,
+                })
+            })
+        })
+        .collect();
+    let mut chart = time_chart_with(&DRAIN_CHART, run, tl, &marks)?;
+    chart.notes.push((
+        Dash::Dashed.glyph(),
+        "drain threshold (the budget drains above it)",
+    ));
+    Ok(chart)
+}
+
+fn pct1(v: f64) -> String {
+    format!("{} %", crate::metrics::result::fmt_pct(v))
 }
 
 /// Breaker state per config as horizontal strips: open in full colour, half-open pale.
@@ -724,19 +837,30 @@ pub(crate) fn latency_distribution(run: &RunResult) -> Result<Chart, ChartError>
 }
 
 /// Every chart of the page, in order: the time charts, the breaker strips, the distribution.
-pub(crate) fn all(run: &RunResult) -> Result<(Vec<Chart>, Chart), ChartError> {
+/// The page's charts: the time charts, the budget-drain pair, the latency distribution.
+pub(crate) struct Charts {
+    pub time: Vec<Chart>,
+    pub drain: Vec<Chart>,
+    pub distribution: Chart,
+}
+
+pub(crate) fn all(run: &RunResult) -> Result<Charts, ChartError> {
     let tl = ConfigSeries::of(run);
     let mut time = Vec::with_capacity(TIME_CHARTS.len() + 1);
     for spec in TIME_CHARTS {
         time.push(time_chart(spec, run, &tl)?);
     }
-    // The breaker strips go after the budget level, before success rate.
+    // The breaker strips go after the retries, before success rate.
     let at = TIME_CHARTS
         .iter()
-        .position(|s| s.id == "chart-budget")
+        .position(|s| s.id == "chart-retries")
         .map_or(time.len(), |i| i + 1);
     time.insert(at, breaker_chart(run, &tl)?);
-    Ok((time, latency_distribution(run)?))
+    Ok(Charts {
+        time,
+        drain: vec![drain_chart(run, &tl)?, time_chart(&BUDGET_CHART, run, &tl)?],
+        distribution: latency_distribution(run)?,
+    })
 }
 
 #[cfg(test)]
@@ -756,26 +880,9 @@ mod tests {
             config: "a".into(),
             second: s,
             upstream_started: started,
-            upstream_finished: 0,
-            successes: 0,
-            failures: 0,
-            attempts: 0,
-            retries: 0,
-            retries_transient: 0,
-            retries_throttling: 0,
-            budget_refusals: 0,
-            breaker_refusals: 0,
-            dropped: 0,
-            downstream_arrivals: 0,
-            target_in_flight_peak: 0,
-            target_served_ok: 0,
-            client_in_flight_peak: 0,
             amplification: 1.0,
-            budget_level: None,
-            breaker_state: None,
-            latency_p50_ms: 0.0,
-            latency_p99_ms: 0.0,
             success_rate: 1.0,
+            ..SecondRow::default()
         };
         let rows = [mk(0, 1), mk(1, 1), mk(2, 0), mk(3, 1), mk(5, 1)];
         let refs: Vec<&SecondRow> = rows.iter().collect();

@@ -19,6 +19,7 @@ pub(crate) use charts::{color, css_color};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::metrics::result::fmt_pct;
 use crate::metrics::{ConfigSummary, Engine, RunResult};
 use crate::report::files::{self, FilesError};
 
@@ -54,7 +55,11 @@ pub fn escape(s: &str) -> String {
 /// Renders the whole page. With a `baseline`, the summary table shows the baseline's figure
 /// and the change beside each config's (matched by config name), as `stormrig diff` wants.
 pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, HtmlError> {
-    let (time_charts, distribution) = charts::all(run).map_err(|e| HtmlError::Chart {
+    let charts::Charts {
+        time: time_charts,
+        drain: drain_charts,
+        distribution,
+    } = charts::all(run).map_err(|e| HtmlError::Chart {
         chart: "charts".into(),
         message: e.0,
     })?;
@@ -64,9 +69,11 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
     header(&mut p, run, baseline);
     nav(&mut p, run);
     headlines(&mut p, run, baseline);
+    verdicts(&mut p, run);
     gates(&mut p, run);
     table(&mut p, run, baseline);
     layers(&mut p, run);
+    budget_section(&mut p, run, &drain_charts);
     p.push_str("<section id=\"charts\">\n<h2><a href=\"#charts\">Over time</a></h2>\n");
     legend(&mut p, run);
     p.push_str("<div class=\"grid\">\n");
@@ -165,8 +172,6 @@ table.text th,table.text td{text-align:left}
 figure table th,figure table td{padding:4px 6px}
 tbody tr{background:var(--card)}
 tbody tr:nth-child(even){background:#fbfbfd}
-td.best{background:#e3f4e8;font-weight:700;color:#10592a}
-td.best::after{content:" ★";font-size:10px;color:var(--good)}
 td.over{color:var(--bad);font-weight:700}
 .bound{color:var(--muted);font-weight:400}
 tr.base td{color:var(--muted);font-size:12px;background:#f6f7fb;border-bottom:2px solid var(--line)}
@@ -242,7 +247,7 @@ fn header(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
                 "<li>{}–{}: {}</li>",
                 secs(f.start_s),
                 secs(f.end_s),
-                escape(&f.label)
+                escape(&f.described())
             );
         }
         p.push_str("</ul>\n");
@@ -275,11 +280,11 @@ fn nav(p: &mut String, run: &RunResult) {
     if !run.gates.is_empty() {
         p.push_str("<a href=\"#gates\">Gates</a>");
     }
-    p.push_str("<a href=\"#summary\">Summary table</a>");
+    p.push_str("<a href=\"#verdicts\">Verdicts</a><a href=\"#summary\">Summary table</a>");
     if run.configs.iter().any(|c| !c.layers.is_empty()) {
         p.push_str("<a href=\"#layers\">Layers</a>");
     }
-    p.push_str("<a href=\"#charts\">Over time</a>");
+    p.push_str("<a href=\"#budget\">Budget drain</a><a href=\"#charts\">Over time</a>");
     for s in charts::TIME_CHARTS {
         let _ = write!(p, "<a href=\"#{}\">{}</a>", s.id, s.title);
     }
@@ -290,15 +295,7 @@ fn nav(p: &mut String, run: &RunResult) {
 }
 
 fn int(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::metrics::verdict::thousands(n)
 }
 
 fn fixed(v: f64, d: usize) -> String {
@@ -507,7 +504,7 @@ possibly sent, retried without a key, or retried with an Idempotency-Key; idempo
 are retried under every rule",
         better: Better::Neither,
         value: |_| None,
-        show: |c| escape(&crate::report::files::idempotency_rules(&c.policy)),
+        show: |c| escape(&c.idempotency_rules),
     },
     Column {
         label: "duplicates",
@@ -560,30 +557,6 @@ fn over_bound(c: &ConfigSummary) -> bool {
         .is_some_and(|b| c.amplification >= b + 0.005)
 }
 
-/// Per column, which configs hold the best value (none when all are equal or only one).
-fn best_marks(configs: &[ConfigSummary]) -> Vec<Vec<bool>> {
-    COLUMNS
-        .iter()
-        .map(|col| {
-            let vals: Vec<Option<f64>> = configs
-                .iter()
-                .map(|c| (col.value)(c).filter(|v| !v.is_nan()))
-                .collect();
-            let present: Vec<f64> = vals.iter().flatten().copied().collect();
-            let best = match col.better {
-                Better::Lower => present.iter().copied().fold(f64::INFINITY, f64::min),
-                Better::Higher => present.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                Better::Neither => f64::NAN,
-            };
-            let all_equal = present.windows(2).all(|w| w[0] == w[1]);
-            if present.len() < 2 || all_equal || !best.is_finite() {
-                return vec![false; configs.len()];
-            }
-            vals.iter().map(|v| *v == Some(best)).collect()
-        })
-        .collect()
-}
-
 fn swatch(i: usize) -> String {
     format!(
         "<span class=\"sw\" style=\"--c:{}\"></span>",
@@ -592,7 +565,29 @@ fn swatch(i: usize) -> String {
 }
 
 fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
-    p.push_str("<section id=\"headline\">\n<h2><a href=\"#headline\">Headline</a></h2>\n<div class=\"cards\">\n");
+    p.push_str("<section id=\"headline\">\n<h2><a href=\"#headline\">Headline</a></h2>\n");
+    // A figure every config shares does not separate them: say it once, above the cards.
+    let same = |f: &dyn Fn(&ConfigSummary) -> String| {
+        let v: Vec<String> = run.configs.iter().map(f).collect();
+        (v.len() >= 2 && v.windows(2).all(|w| w[0] == w[1])).then(|| v[0].clone())
+    };
+    let same_peak = same(&|c| int(c.peak_concurrency));
+    let same_recovery = same(&recovery_text);
+    let shared: Vec<String> = [
+        same_peak.as_ref().map(|v| format!("peak concurrency {v}")),
+        same_recovery.as_ref().map(|v| format!("recovery {v}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !shared.is_empty() {
+        let _ = writeln!(
+            p,
+            "<p class=\"k\">The same for every config: {}.</p>",
+            escape(&shared.join(", "))
+        );
+    }
+    p.push_str("<div class=\"cards\">\n");
     for (i, c) in run.configs.iter().enumerate() {
         let bound = c.amplification_bound.map_or(String::new(), |b| {
             format!(" <span class=\"bound\">bound ≤{}×</span>", fixed(b, 2))
@@ -615,20 +610,161 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
             p,
             "<div class=\"card\" style=\"--c:{}\"><h3>{}{}</h3>\
 <p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}</p>{base}\
-<p><span class=\"k\">peak concurrency</span> <b>{}</b></p>\
-<p><span class=\"k\">success</span> <b>{}</b></p>\
-<p><span class=\"k\">recovery</span> <b>{}</b></p></div>",
+{}<p><span class=\"k\">success</span> <b>{}</b></p>{}{}{}</div>",
             charts::css_color(i),
             swatch(i),
             escape(&c.name),
             fixed(c.amplification, 2),
-            int(c.peak_concurrency),
+            if same_peak.is_some() {
+                String::new()
+            } else {
+                format!(
+                    "<p><span class=\"k\">peak concurrency</span> <b>{}</b></p>",
+                    int(c.peak_concurrency)
+                )
+            },
             success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
-            recovery_text(c),
+            if same_recovery.is_some() {
+                String::new()
+            } else {
+                format!(
+                    "<p><span class=\"k\">recovery</span> <b>{}</b></p>",
+                    recovery_text(c)
+                )
+            },
+            card_thresholds(c),
+            c.verdict.as_ref().map_or(String::new(), |v| format!(
+                "<p class=\"verdict\">{}</p>",
+                escape(&v.sentence)
+            )),
         );
     }
     if run.configs.is_empty() {
         p.push_str("<p class=\"empty\">This run has no config.</p>\n");
+    }
+    p.push_str("</div>\n</section>\n");
+}
+
+/// A headline card's line on the budget: where it drains, or why it never does.
+fn card_thresholds(c: &ConfigSummary) -> String {
+    threshold_text(c).map_or(String::new(), |text| {
+        format!(
+            "<p><span class=\"k\">budget drains</span> <b>{}</b></p>",
+            escape(&text)
+        )
+    })
+}
+
+/// "above 21.5 % transient, 32.1 % throttling", or "no drain threshold"; None without a budget.
+fn threshold_text(c: &ConfigSummary) -> Option<String> {
+    let t = &c.budget.as_ref()?.thresholds;
+    let list: Vec<String> = [
+        ("transient", t.transient),
+        ("throttling", t.throttling),
+        ("timeout", t.timeout),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{} % {k}", fmt_pct(v))))
+    .collect();
+    Some(if list.is_empty() {
+        "no drain threshold".to_string()
+    } else {
+        format!("above {}", list.join(", "))
+    })
+}
+
+/// One sentence per config: what its retries bought against the baseline.
+fn verdicts(p: &mut String, run: &RunResult) {
+    p.push_str("<section id=\"verdicts\">\n<h2><a href=\"#verdicts\">Verdicts</a></h2>\n");
+    let base = run
+        .configs
+        .iter()
+        .find_map(|c| c.verdict.as_ref().and_then(|v| v.baseline.clone()));
+    let _ = writeln!(
+        p,
+        "<p class=\"k\">{}</p>\n<ul class=\"verdicts\">",
+        match &base {
+            Some(b) => format!(
+                "Against {}: extra downstream load (during the faults when there are faults) \
+and the successes it bought. A retry is useful when its request then succeeded, wasted when it \
+still failed.",
+                escape(b)
+            ),
+            None => "No baseline in this run (add a no-retry config or set baseline = \"NAME\"): \
+retries split into useful (the request then succeeded) and wasted (it still failed)."
+                .to_string(),
+        }
+    );
+    for (i, c) in run.configs.iter().enumerate() {
+        if let Some(v) = &c.verdict {
+            let _ = writeln!(p, "<li>{}{}</li>", swatch(i), escape(&v.sentence));
+        }
+    }
+    p.push_str("</ul>\n</section>\n");
+}
+
+/// Budget drain: thresholds beside the observed failure rate, the level in % of capacity,
+/// and per fault window whether the thresholds predicted the drain.
+fn budget_section(p: &mut String, run: &RunResult, drain_charts: &[charts::Chart]) {
+    p.push_str("<section id=\"budget\">\n<h2><a href=\"#budget\">Budget drain</a></h2>\n");
+    p.push_str(
+        "<p class=\"k\">A budget drains when the failure rate of first attempts stays above its \
+threshold (computed from its costs and refills). Each fault window: the observed rate, whether it \
+was above a threshold (predicted) and whether the budget drained (observed).</p>\n",
+    );
+    let budgeted: Vec<&ConfigSummary> = run.configs.iter().filter(|c| c.budget.is_some()).collect();
+    if budgeted.is_empty() {
+        p.push_str("<p class=\"empty\">No config in this run has a retry budget.</p>\n");
+    } else {
+        p.push_str(
+            "<div class=\"tablewrap\"><table class=\"text\">\n<thead><tr><th>config</th>\
+<th>thresholds</th><th>drain start</th><th>first refusal</th><th>empty</th><th>refilled</th>\
+<th>lowest level</th><th>fault windows: observed rate · predicted / observed</th></tr></thead>\n<tbody>\n",
+        );
+        for c in budgeted {
+            let b = c.budget.as_ref().expect("filtered");
+            let t = |v: Option<f64>| v.map_or("—".to_string(), secs);
+            let windows: Vec<String> = b
+                .windows
+                .iter()
+                .zip(&c.fault_windows)
+                .map(|(w, r)| {
+                    let yn = |x: bool| if x { "drains" } else { "holds" };
+                    format!(
+                        "{}–{}: {} % · {} / {}",
+                        w.start_s,
+                        w.end_s,
+                        fmt_pct(r.failure_rate_all),
+                        yn(w.drain_predicted),
+                        yn(w.drain_observed)
+                    )
+                })
+                .collect();
+            let reasons: Vec<String> = b
+                .no_threshold_reasons
+                .iter()
+                .map(|(k, why)| format!("no {k}: {why}"))
+                .collect();
+            let _ = writeln!(
+                p,
+                "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&c.name),
+                escape(&threshold_text(c).unwrap_or_default()),
+                if reasons.is_empty() { String::new() } else { format!("<br><span class=\"k\">{}</span>", escape(&reasons.join("; "))) },
+                t(b.drain_start_s),
+                t(b.first_refusal_s),
+                t(b.empty_s),
+                t(b.refilled_s),
+                b.lowest_level_pct.map_or("—".into(), |v| format!("{} %", fixed(v, 0))),
+                escape(&windows.join("; ")),
+            );
+        }
+        p.push_str("</tbody></table></div>\n");
+    }
+    legend(p, run);
+    p.push_str("<div class=\"grid\">\n");
+    for c in drain_charts {
+        chart_figure(p, c);
     }
     p.push_str("</div>\n</section>\n");
 }
@@ -702,21 +838,18 @@ fn change(now: f64, base: f64, better: Better) -> String {
 fn table(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
     p.push_str(
         "<section id=\"summary\">\n<h2><a href=\"#summary\">Summary table</a></h2>\n\
-<p class=\"k\">★ marks the best value of each column (when configs differ). Amplification \
-is shown beside its theoretical bound.</p>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>config</th>",
+<p class=\"k\">Amplification is shown beside its theoretical bound. Which config is \
+better depends on the question: the verdicts above weigh the load each config added \
+against the successes it bought.</p>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>config</th>",
     );
     for col in COLUMNS {
         let _ = write!(p, "<th title=\"{}\">{}</th>", escape(col.title), col.label);
     }
     p.push_str("</tr></thead>\n<tbody>\n");
-    let marks = best_marks(&run.configs);
     for (i, c) in run.configs.iter().enumerate() {
         let _ = write!(p, "<tr><td>{}{}</td>", swatch(i), escape(&c.name));
-        for (ci, col) in COLUMNS.iter().enumerate() {
+        for col in COLUMNS {
             let mut class = Vec::new();
-            if marks[ci][i] {
-                class.push("best");
-            }
             if col.label.starts_with("amplification") && over_bound(c) {
                 class.push("over");
             }
@@ -933,7 +1066,7 @@ fn policies(p: &mut String, run: &RunResult) {
             if outcomes.is_empty() { "none".into() } else { outcomes.join(", ") },
             int(c.unfinished),
             int(c.target_served_ok),
-            escape(&crate::report::files::idempotency_rules(&c.policy)),
+            escape(&c.idempotency_rules),
             int(c.idempotency.executions),
             int(c.idempotency.debited),
             int(c.idempotency.extra_debited),

@@ -1,0 +1,271 @@
+//! What `stormrig check` says about a plan beyond "it parses": configs that cannot retry any
+//! failure the scenario injects (and would look best for it), per-try timeouts that the
+//! deadline makes moot, budgets that cannot refill; and, with `--explain`, each config's
+//! resolved policy in words.
+
+use std::fmt::Write as _;
+
+use crate::metrics::drain::thresholds;
+use crate::metrics::result::fmt_pct;
+use crate::plan::Plan;
+use crate::policy::outcome::is_idempotent_method;
+use crate::policy::{
+    AttemptOutcome, BudgetConfig, OutcomeClass, Response, RetryConfig, TransportError,
+};
+use crate::scenario::{Fault, FaultKind};
+
+/// One warning about one config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub config: String,
+    pub message: String,
+}
+
+/// What an attempt hit by `fault` comes back as, to this config's client; None when the
+/// fault does not fail the attempt (extra latency without a per-try timeout).
+fn outcome_of<'a>(fault: &'a Fault, config: &RetryConfig) -> Option<AttemptOutcome<'a>> {
+    let status = |status: u16, code: Option<&'a str>| {
+        AttemptOutcome::Response(Response {
+            status,
+            error_code: code,
+            ..Response::default()
+        })
+    };
+    let timeout = || {
+        AttemptOutcome::Transport(if config.per_try_timeout.is_some() {
+            TransportError::PerTryTimeout
+        } else {
+            TransportError::ReadTimeout
+        })
+    };
+    match &fault.kind {
+        FaultKind::Status {
+            status: s,
+            error_code,
+            ..
+        } => Some(status(*s, error_code.as_deref())),
+        FaultKind::Reset => Some(AttemptOutcome::Transport(TransportError::Reset)),
+        FaultKind::Hang | FaultKind::LostResponse { status: None } => Some(timeout()),
+        FaultKind::LostResponse { status: Some(s) } => Some(status(*s, None)),
+        FaultKind::Latency { .. } => config.per_try_timeout.map(|_| timeout()),
+        // Over capacity the built-in target sheds with 503 or keeps the request queued.
+        FaultKind::Capacity { .. } => Some(status(503, None)),
+    }
+}
+
+fn outcome_name(o: &AttemptOutcome<'_>) -> String {
+    match o {
+        AttemptOutcome::Response(r) => format!("status {}", r.status),
+        AttemptOutcome::Transport(t) => serde_json::to_value(t)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| format!("{t:?}")),
+    }
+}
+
+/// Every reason `config` does not retry `o` (empty when it does).
+fn why_not(config: &RetryConfig, method: &str, o: &AttemptOutcome<'_>) -> Vec<String> {
+    let c = config.retry_on.classify(o);
+    let mut why = Vec::new();
+    if c.class == OutcomeClass::NonRetryable {
+        why.push(match o {
+            AttemptOutcome::Response(r) => format!("status {} is not in retry_on", r.status),
+            AttemptOutcome::Transport(_) => format!(
+                "{} is not a retried transport outcome (retry_on.transport)",
+                outcome_name(o)
+            ),
+        });
+    }
+    if !is_idempotent_method(method)
+        && !c.never_sent
+        && !config.retry_non_idempotent
+        && !config.idempotency_key
+    {
+        why.push(format!(
+            "{method} without an Idempotency-Key is not retried once it may have reached the server \
+             (retry_non_idempotent = false)"
+        ));
+    }
+    why
+}
+
+/// Every warning of the plan, config by config.
+pub fn warnings(plan: &Plan) -> Vec<Warning> {
+    let sc = &plan.scenario;
+    let mut out = Vec::new();
+    for pc in &plan.configs {
+        let c = &pc.config;
+        let mut warn = |message: String| {
+            out.push(Warning {
+                config: pc.name.clone(),
+                message,
+            })
+        };
+        let failing: Vec<Vec<String>> = sc
+            .faults
+            .iter()
+            .filter_map(|f| outcome_of(f, c))
+            .map(|o| why_not(c, &sc.load.method, &o))
+            .collect();
+        if c.max_attempts > 1 && !failing.is_empty() && failing.iter().all(|w| !w.is_empty()) {
+            let reasons: Vec<String> =
+                failing.into_iter().flatten().fold(Vec::new(), |mut v, w| {
+                    if !v.contains(&w) {
+                        v.push(w);
+                    }
+                    v
+                });
+            warn(format!(
+                "can retry none of the failures the scenario injects, although max_attempts = {}: {}",
+                c.max_attempts,
+                reasons.join("; ")
+            ));
+        }
+        if let (Some(t), Some(d)) = (c.per_try_timeout, c.deadline) {
+            if t >= d {
+                warn(format!(
+                    "per_try_timeout ({t:?}) is not shorter than the deadline ({d:?}): no attempt can \
+                     time out and still leave time for a retry"
+                ));
+            }
+        }
+        if let BudgetConfig::AwsQuota {
+            success_increment, ..
+        } = c.budget
+        {
+            if success_increment <= 0.0 {
+                warn(
+                    "the retry quota's success_increment is 0: once spent it never refills".into(),
+                );
+            }
+        }
+        let (t, _) = thresholds(c);
+        for f in &sc.faults {
+            let whole_run = f.at.is_zero() && f.at + f.length >= sc.duration;
+            let Some(o) = outcome_of(f, c).filter(|_| whole_run) else {
+                continue;
+            };
+            let cl = c.retry_on.classify(&o);
+            let threshold = match cl.class {
+                OutcomeClass::Throttling => t.throttling,
+                OutcomeClass::Transient if cl.timeout => t.timeout,
+                OutcomeClass::Transient => t.transient,
+                _ => None,
+            };
+            if let Some(t) = threshold.filter(|t| f.probability > *t) {
+                warn(format!(
+                    "its budget can never refill: {} of {} % of requests for the whole run is above \
+                     its drain threshold of {} %",
+                    outcome_name(&o),
+                    fmt_pct(f.probability),
+                    fmt_pct(t)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn list<T: serde::Serialize>(items: &[T]) -> String {
+    let v: Vec<String> = items
+        .iter()
+        .map(|i| match serde_json::to_value(i) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(v) => v.to_string(),
+            Err(_) => "?".into(),
+        })
+        .collect();
+    if v.is_empty() {
+        "nothing".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn compact<T: serde::Serialize>(x: &T) -> String {
+    serde_json::to_string(x).unwrap_or_else(|_| "?".into())
+}
+
+/// Each config's resolved policy in words (`stormrig check --explain`).
+pub fn explain(plan: &Plan) -> String {
+    let method = &plan.scenario.load.method;
+    let mut out = String::new();
+    for pc in &plan.configs {
+        let c = &pc.config;
+        let r = &c.retry_on;
+        let _ = writeln!(
+            out,
+            "{}{}",
+            pc.name,
+            c.preset.as_ref().map_or(
+                " (no preset: the defaults of a config without one)".to_string(),
+                |p| { format!(" (preset {p})") }
+            )
+        );
+        let _ = writeln!(
+            out,
+            "  attempts: up to {} (first try included){}{}",
+            c.max_attempts,
+            c.per_try_timeout
+                .map_or(String::new(), |t| format!("; per-try timeout {t:?}")),
+            c.deadline
+                .map_or(String::new(), |d| format!("; deadline {d:?}"))
+        );
+        let _ = writeln!(
+            out,
+            "  retries: statuses {} as transient, {} as throttling; transport {}{}",
+            list(&r.statuses),
+            list(&r.throttling_statuses),
+            list(&r.transport),
+            if r.throttling_codes.is_empty() && r.transient_codes.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; error codes {} (throttling), {} (transient)",
+                    list(&r.throttling_codes),
+                    list(&r.transient_codes)
+                )
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  does not retry: every other status and transport outcome{}",
+            if is_idempotent_method(method) {
+                format!("; {method} is idempotent, so method never stops a retry")
+            } else if c.idempotency_key {
+                format!("; {method} is retried with an Idempotency-Key")
+            } else if c.retry_non_idempotent {
+                format!("; {method} is retried without a key (duplicates possible)")
+            } else {
+                format!("; {method} once it may have reached the server (only never-sent failures are retried)")
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  backoff: {}; jitter: {}; Retry-After: {}",
+            compact(&c.backoff),
+            compact(&c.jitter),
+            compact(&c.retry_after)
+        );
+        let (t, reasons) = thresholds(c);
+        let th: Vec<String> = [
+            ("transient", t.transient),
+            ("throttling", t.throttling),
+            ("timeout", t.timeout),
+        ]
+        .into_iter()
+        .map(|(k, v)| match v {
+            Some(v) => format!("{k} {} %", fmt_pct(v)),
+            None => format!("{k}: none ({})", reasons.get(k).map_or("", String::as_str)),
+        })
+        .collect();
+        let _ = writeln!(out, "  budget: {}", compact(&c.budget));
+        if !matches!(c.budget, BudgetConfig::None) {
+            let _ = writeln!(out, "  drains above: {}", th.join("; "));
+        }
+        if let Some(b) = &c.breaker {
+            let _ = writeln!(out, "  breaker: {}", compact(b));
+        }
+    }
+    out
+}

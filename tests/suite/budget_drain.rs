@@ -1,0 +1,111 @@
+//! Every run answers "at what failure rate does this budget drain, and did it?": thresholds
+//! from the policy core's closed form beside the observed first-attempt failure rate of each
+//! fault window; and every retry is either useful (its request then succeeded) or wasted.
+
+use std::path::PathBuf;
+
+use stormrig::metrics::{ConfigSummary, RunResult};
+use stormrig::plan;
+use stormrig::sim::{self, SimError, SimOptions};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn simulate(file: &str) -> Result<RunResult, SimError> {
+    let p = plan::load(&root().join("scenarios").join(file)).unwrap_or_else(|e| panic!("{e}"));
+    sim::run(&p, &SimOptions::default()).map(|o| o.result)
+}
+
+fn config<'a>(r: &'a RunResult, name: &str) -> &'a ConfigSummary {
+    r.configs.iter().find(|c| c.name == name).unwrap()
+}
+
+#[test]
+fn failure_steps_thresholds_predict_every_drain() {
+    let run = simulate("failure-steps.toml").unwrap();
+    let threshold = |name: &str| {
+        config(&run, name)
+            .budget
+            .as_ref()
+            .and_then(|b| b.thresholds.transient)
+            .unwrap_or_else(|| panic!("{name} has a transient threshold"))
+    };
+    assert!((threshold("aws-standard") - 0.2149).abs() < 0.001);
+    assert!((threshold("aws-standard-classic") - 0.3207).abs() < 0.001);
+    assert!((threshold("grpc") - 0.0909).abs() < 0.001);
+    // finagle never retries a 503: no transient threshold, and the reason says so.
+    let finagle = config(&run, "finagle").budget.as_ref().unwrap();
+    assert_eq!(finagle.thresholds.transient, None);
+    assert!(finagle.no_threshold_reasons["transient"].contains("never retries"));
+
+    let mut drained = 0;
+    for c in &run.configs {
+        let b = c.budget.as_ref().unwrap();
+        assert_eq!(b.windows.len(), 4, "{}", c.name);
+        for w in &b.windows {
+            assert_eq!(
+                w.drain_predicted, w.drain_observed,
+                "{} in {}-{} s: predicted {} observed {}",
+                c.name, w.start_s, w.end_s, w.drain_predicted, w.drain_observed
+            );
+            drained += w.drain_observed as usize;
+        }
+    }
+    // Not a vacuous agreement: aws-standard drains in 2 windows, classic in 1, grpc in 4.
+    assert_eq!(drained, 7);
+    // The observed first-attempt rates follow the scenario's steps.
+    let aws = config(&run, "aws-standard");
+    for (w, p) in aws.fault_windows.iter().zip([0.1, 0.2, 0.3, 0.4]) {
+        assert!((w.failure_rate.transient - p).abs() < 0.03, "{w:?}");
+        assert_eq!(w.first_attempts, 2000);
+    }
+    // aws-standard first refuses in the 30 % window, after its level started to fall.
+    let b = aws.budget.as_ref().unwrap();
+    let refusal = b.first_refusal_s.unwrap();
+    assert!((25.0..35.0).contains(&refusal), "{refusal}");
+    assert!(b.drain_start_s.unwrap() <= refusal);
+    assert_eq!(b.lowest_level_pct, Some(0.0));
+}
+
+#[test]
+fn useful_and_wasted_retries_add_up_in_every_shipped_scenario() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        let run = match simulate(&file) {
+            Ok(r) => r,
+            Err(SimError::Unsupported(_)) => continue,
+            Err(e) => panic!("{file}: {e}"),
+        };
+        for c in &run.configs {
+            assert_eq!(c.unfinished, 0, "{file} {}", c.name);
+            assert_eq!(
+                c.useful_retries + c.wasted_retries,
+                c.retries,
+                "{file} {}",
+                c.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} configs");
+}
+
+#[test]
+fn naive_wastes_every_retry_of_the_outage() {
+    let run = simulate("downstream-503-10s.toml").unwrap();
+    let naive = config(&run, "naive");
+    let outage = &run.faults[0];
+    let in_outage: u64 = run
+        .timeseries
+        .iter()
+        .filter(|r| r.config == "naive")
+        .filter(|r| (r.second as f64) >= outage.start_s && (r.second as f64) < outage.end_s)
+        .map(|r| r.retries)
+        .sum();
+    assert!(in_outage > 0);
+    assert_eq!(naive.wasted_retries, in_outage);
+    assert_eq!(naive.useful_retries, naive.retries - in_outage);
+}

@@ -1,0 +1,132 @@
+//! `stormrig check` warns about configs that cannot retry what the scenario injects (they
+//! would otherwise look best for it), `--strict` turns warnings into exit 2, and `--explain`
+//! says what each config retries.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A hand-written config with max_attempts = 5, a per-try timeout and backoff, no preset,
+/// against POSTs and a latency fault: POSTs are not retried by default and the per-try
+/// timeout is not in the default transport list, so it can retry nothing.
+const NEVER_RETRIES: &str = r#"name = "never-retries"
+seed = 3
+duration = "10s"
+
+[load]
+kind = "constant"
+rate = 100
+method = "POST"
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "latency"
+add = { kind = "constant", value = "800ms" }
+at = "2s"
+for = "5s"
+
+[[configs]]
+preset = "no-retry"
+
+[[configs]]
+name = "hand-written"
+max_attempts = 5
+per_try_timeout = "300ms"
+backoff = { kind = "exponential", base = "100ms", multiplier = 2.0, cap = "2s" }
+"#;
+
+/// The scenario in a file of the calling test's own (tests run in parallel).
+fn scenario(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stormrig-advice-{}-{test}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("never-retries.toml");
+    fs::write(&p, NEVER_RETRIES).unwrap();
+    p
+}
+
+fn check(test: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .arg("check")
+        .args(args)
+        .arg(scenario(test))
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn a_config_that_can_retry_nothing_is_named_with_the_reason() {
+    let o = check("named", &[]);
+    assert_eq!(o.status.code(), Some(0), "warnings alone do not fail");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning: config hand-written"), "{err}");
+    assert!(err.contains("can retry none"), "{err}");
+    assert!(err.contains("POST without an Idempotency-Key"), "{err}");
+    // The baseline never retries by design: no warning for it.
+    assert!(!err.contains("config no-retry"), "{err}");
+}
+
+#[test]
+fn strict_turns_warnings_into_exit_2() {
+    let o = check("strict", &["--strict"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--strict"));
+}
+
+#[test]
+fn explain_says_what_each_config_retries() {
+    let o = check("explain", &["--explain"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("hand-written (no preset"), "{out}");
+    assert!(out.contains("attempts: up to 5"), "{out}");
+    assert!(
+        out.contains("POST once it may have reached the server"),
+        "{out}"
+    );
+}
+
+#[test]
+fn shipped_failure_steps_explains_thresholds() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/failure-steps.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["check", "--explain"])
+        .arg(p)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("drains above: transient 21.5 %"), "{out}");
+    assert!(
+        out.contains("transient: none (the config never retries"),
+        "{out}"
+    );
+}
+
+#[test]
+fn thresholds_of_a_scenario_cover_each_config_as_resolved() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/failure-steps.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["thresholds", "--json"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reports = v.as_array().unwrap();
+    assert_eq!(reports.len(), 4);
+    let transient = |i: usize| reports[i]["transient"]["closed_form"].as_f64();
+    assert_eq!(reports[0]["config"], "aws-standard");
+    assert_eq!(transient(0), Some(0.2149));
+    assert_eq!(transient(1), Some(0.3207));
+    assert_eq!(transient(2), Some(0.0909));
+    assert_eq!(transient(3), None, "finagle never retries a 503");
+    // The table names every config, the custom ones of a file included.
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .arg("thresholds")
+        .arg(scenario("thresholds"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("hand-written"), "{out}");
+}
