@@ -491,7 +491,16 @@ fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
                 )));
             }
         }
-        plan.configs.retain(|c| common.only.contains(&c.name));
+        // The baseline every verdict is judged against stays in the run, so a config's
+        // verdict (like every other figure of it) is the same with or without `--only`.
+        let baseline = plan.scenario.baseline.clone().or_else(|| {
+            plan.configs
+                .iter()
+                .any(|c| c.name == "no-retry")
+                .then(|| "no-retry".to_string())
+        });
+        plan.configs
+            .retain(|c| common.only.contains(&c.name) || baseline.as_ref() == Some(&c.name));
     }
     Ok(plan)
 }

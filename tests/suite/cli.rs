@@ -419,3 +419,51 @@ fn abort_on_fail_stops_on_a_failure_reason() {
     assert_eq!(verdict["passed"], false);
     assert!(verdict["measured"].as_f64().unwrap() > 5.0, "{verdict}");
 }
+
+/// `sim --only aws-standard` gives aws-standard's very object of the full run: its draws
+/// are keyed by its name, and the baseline its verdict is judged against stays in the run.
+#[test]
+fn only_keeps_a_configs_summary_identical() {
+    let dir = tmp("only");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/downstream-503-10s.toml"
+    );
+    let (all, only) = (dir.join("all"), dir.join("only"));
+    let o = run(&["sim", scenario, "--quiet", "--out", all.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = run(&[
+        "sim",
+        scenario,
+        "--quiet",
+        "--only",
+        "aws-standard",
+        "--out",
+        only.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let object = |d: &Path, name: &str| {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+        let names: Vec<String> = v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        let c = v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap();
+        (names, c)
+    };
+    let (names, alone) = object(&only, "aws-standard");
+    assert_eq!(names, ["no-retry", "aws-standard"]);
+    let (_, together) = object(&all, "aws-standard");
+    assert_eq!(alone, together);
+    assert_eq!(alone["verdict"]["baseline"], "no-retry");
+    let _ = std::fs::remove_dir_all(&dir);
+}
