@@ -21,6 +21,16 @@ pub enum Engine {
     Sim,
 }
 
+impl Engine {
+    /// The name `summary.json` gives it (`live`, `sim`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Live => "live",
+            Engine::Sim => "sim",
+        }
+    }
+}
+
 /// A fault window drawn as a band on time charts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultBand {

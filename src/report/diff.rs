@@ -312,8 +312,8 @@ pub fn mismatch(baseline: &RunResult, run: &RunResult) -> Mismatch {
     if baseline.engine != run.engine {
         m.fatal.push(format!(
             "engine: baseline {}, run {}",
-            engine_name(baseline.engine),
-            engine_name(run.engine)
+            baseline.engine.as_str(),
+            run.engine.as_str()
         ));
     }
     if baseline.seed != run.seed {
@@ -329,13 +329,6 @@ pub fn mismatch(baseline: &RunResult, run: &RunResult) -> Mismatch {
         ));
     }
     m
-}
-
-fn engine_name(e: Engine) -> &'static str {
-    match e {
-        Engine::Live => "live",
-        Engine::Sim => "sim",
-    }
 }
 
 /// The value of a headline figure for one config, read as a gate reads it.

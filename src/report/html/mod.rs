@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::metrics::result::fmt_pct;
-use crate::metrics::{ConfigSummary, Engine, RunResult};
+use crate::metrics::{ConfigSummary, RunResult};
 use crate::report::files::{self, FilesError};
 
 /// The page's file name in a run directory.
@@ -94,7 +94,7 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
         p,
         "<footer>stormrig {} · engine {} · seed {}</footer>\n</main>\n</body>\n</html>\n",
         escape(&run.stormrig_version),
-        engine(run.engine),
+        run.engine.as_str(),
         run.seed
     );
     Ok(p)
@@ -109,13 +109,6 @@ pub fn write(
     let page = render(run, baseline)?;
     files::write_atomic(dir, INDEX_HTML, page.as_bytes())?;
     Ok(dir.join(INDEX_HTML))
-}
-
-fn engine(e: Engine) -> &'static str {
-    match e {
-        Engine::Live => "live",
-        Engine::Sim => "sim",
-    }
 }
 
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
@@ -232,7 +225,7 @@ fn header(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
         let _ = write!(p, "<div><dt>{k}</dt><dd>{v}</dd></div>");
     };
     item("seed", run.seed.to_string());
-    item("engine", engine(run.engine).to_string());
+    item("engine", run.engine.as_str().to_string());
     item("duration", secs(run.duration_s));
     item("configs", run.configs.len().to_string());
     item("stormrig", escape(&run.stormrig_version));
@@ -267,7 +260,7 @@ could not finish; the figures cover only the {} that ran.</div>",
 {}, stormrig {}): each config's row is followed by the baseline's figure and the change.</div>",
             escape(&b.scenario),
             b.seed,
-            engine(b.engine),
+            b.engine.as_str(),
             secs(b.duration_s),
             escape(&b.stormrig_version)
         );
