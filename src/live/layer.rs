@@ -42,7 +42,7 @@ use super::driver::{ConfigRuntime, RequestTemplate};
 use super::http::Reply;
 use crate::draws::{draw, SALT_LAYER_SERVICE};
 use crate::headers;
-use crate::metrics::{LayerSummary, Recorder};
+use crate::metrics::LayerSummary;
 use crate::policy::{GiveUpReason, TransportError};
 use crate::scenario::timeline::sample;
 use crate::scenario::Dist;
@@ -133,38 +133,7 @@ impl Layer {
     }
 }
 
-/// Builds one row of the per-layer table.
-#[allow(clippy::too_many_arguments)]
-pub fn layer_summary(
-    name: &str,
-    arrivals: u64,
-    attempts: u64,
-    retries: u64,
-    budget_refusals: u64,
-    peak_in_flight: u64,
-    upstream: u64,
-    max_attempts: u32,
-) -> LayerSummary {
-    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-    LayerSummary {
-        name: name.to_string(),
-        arrivals,
-        attempts,
-        retries,
-        budget_refusals,
-        peak_in_flight,
-        amplification: ratio(attempts, arrivals),
-        cumulative_amplification: ratio(attempts, upstream),
-        max_attempts,
-    }
-}
-
-/// (attempts, retries, budget refusals) a recorder counted.
-pub fn totals(rec: &Recorder) -> (u64, u64, u64) {
-    rec.seconds().iter().fold((0, 0, 0), |(a, r, b), s| {
-        (a + s.attempts, r + s.retries, b + s.budget_refusals)
-    })
-}
+pub use crate::run_result::{layer_summary, totals};
 
 /// A running layer proxy.
 pub struct LayerHandle {

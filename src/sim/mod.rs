@@ -27,10 +27,15 @@
 //!   end of the run (then counted unfinished);
 //! * retries at `now + after` as the policy decides.
 //!
-//! Not modeled: multi-hop topologies, real (URL) targets and idempotency-key dedup on the
-//! target; those return [`SimError::Unsupported`].
+//! * multi-hop topologies: every layer between client and target with its own retry
+//!   client, service time and concurrency limit, deadline propagation, relaying and
+//!   cancellation exactly as the live layer proxy (see `hop`).
+//!
+//! Not modeled: real (URL) targets, idempotency-key dedup on the target and a bounded client
+//! connection pool; those return [`SimError::Unsupported`].
 
 mod engine;
+mod hop;
 mod queue;
 
 use std::time::Duration;
@@ -39,7 +44,7 @@ pub use engine::{MIN_THINK, NET_DELAY};
 
 use crate::metrics::{AttemptRow, Engine, RunResult};
 use crate::plan::Plan;
-use crate::run_result::ResultBuilder;
+use crate::run_result::{layer_summary, totals, HopStats, ResultBuilder};
 use crate::scenario::timeline::FaultTimeline;
 use crate::scenario::{schedule, Fault, FaultKind, LoadShape, ServiceModel, Target};
 use engine::{ConfigRun, Load};
@@ -85,6 +90,9 @@ pub struct SimOutput {
     pub result: RunResult,
     pub attempts: Vec<AttemptRow>,
     pub stats: SimStats,
+    /// Per config, per hop of the topology (client first, then each layer): figures beyond
+    /// the per-layer summary (empty for a direct run), as the live engine reports them.
+    pub hops: Vec<Vec<HopStats>>,
 }
 
 /// Why a plan cannot be simulated.
@@ -113,6 +121,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let mut result = builder.header(Engine::Sim, false, None);
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
+    let mut hops = Vec::new();
     for planned in &plan.configs {
         let load = match &shape {
             LoadShape::Closed { users, think_time } => Load::Closed {
@@ -134,6 +143,20 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             duration: ns(sc.duration),
             end: ns(sc.duration.saturating_add(sc.drain)),
             max_in_flight,
+            layers: plan
+                .layers
+                .iter()
+                .map(|l| hop::HopRun {
+                    name: &l.name,
+                    config: &l.config,
+                    // Distinct per (config, layer), as live keys each layer's draws.
+                    draw_key: crate::draws::layer_key(&planned.name, &l.name),
+                    propagate_deadline: l.propagate_deadline,
+                    service_time: l.service_time.as_ref(),
+                    concurrency: l.concurrency.map(|c| scale_count(c, scale)),
+                })
+                .collect(),
+            propagate_deadline: sc.load.propagate_deadline,
             attempt_log: opts.attempt_log,
             stop: opts.stop.as_deref(),
         });
@@ -141,7 +164,39 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         stats.events += out.events;
         stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
         attempts.append(&mut out.log);
-        let (summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
+        let (mut summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
+        if !plan.layers.is_empty() {
+            builder.add_layers(&mut summary, &planned.config, |upstream| {
+                plan.layers
+                    .iter()
+                    .zip(&out.layers)
+                    .map(|(l, o)| {
+                        let (attempts, retries, refusals) = totals(&o.rec);
+                        layer_summary(
+                            &l.name,
+                            o.arrivals,
+                            attempts,
+                            retries,
+                            refusals,
+                            o.peak_in_flight,
+                            upstream,
+                            l.config.max_attempts,
+                        )
+                    })
+                    .collect()
+            });
+            let client = HopStats {
+                name: "client".into(),
+                deadline_cut: out.deadline_cut,
+                rejected: 0,
+            };
+            let layers = plan.layers.iter().zip(&out.layers).map(|(l, o)| HopStats {
+                name: l.name.clone(),
+                deadline_cut: o.deadline_cut,
+                rejected: o.rejected,
+            });
+            hops.push(std::iter::once(client).chain(layers).collect());
+        }
         result.configs.push(summary);
         result.timeseries.extend(rows);
         if out.stopped {
@@ -154,18 +209,13 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         result,
         attempts,
         stats,
+        hops,
     })
 }
 
 /// The built-in target's service model, or why the simulator cannot model the plan.
 fn modeled_target(plan: &Plan) -> Result<&ServiceModel, SimError> {
     let sc = &plan.scenario;
-    if !sc.topology.is_empty() {
-        return Err(SimError::Unsupported(format!(
-            "multi-hop topologies ({} layers)",
-            sc.topology.len()
-        )));
-    }
     if let Some(n) = sc.load.max_connections {
         return Err(SimError::Unsupported(format!(
             "a bounded client connection pool (load.max_connections = {n})"
