@@ -31,6 +31,7 @@ mod suite {
     mod scenario_schedule;
     mod scenario_shipped;
     mod sim_core;
+    mod sim_topology;
     mod sweep;
     mod target_server;
     mod topology_live;

@@ -18,6 +18,15 @@
 //!    hints (`retry-after`, `x-amz-retry-after`, `x-amzn-errortype`,
 //!    `grpc-retry-pushback-ms`); a transport failure becomes 504 (timeouts) or 502 (reset,
 //!    refused, protocol); giving up before any attempt becomes 504 for the deadline, else 503.
+//!
+//! Cancellation: a caller that gives up on an attempt (its per-try timeout, or its own
+//! caller's cancellation) closes the connection, and the layer drops its work on that
+//! attempt at once: the service wait, any retry not yet sent, and the attempt in flight
+//! (whose connection closes in turn, so the cancellation runs down the chain to the target,
+//! which alone finishes the work it accepted). The layer's policy is not told of the dropped
+//! request's end. This is hyper's behaviour for an HTTP/1 connection closed mid-request
+//! without half-close (the handler's future is dropped), set explicitly below; the simulator
+//! models the same (`crate::sim`'s `hop` module).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -207,6 +216,8 @@ async fn accept_loop(
             let svc = service_fn(move |req| handle(Arc::clone(&layer), epoch, req));
             let _ = http1::Builder::new()
                 .keep_alive(true)
+                // A caller that closes its side cancels the request (see the module docs).
+                .half_close(false)
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });

@@ -7,12 +7,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use stormrig::live::{self, LiveOutput, RunOptions};
-use stormrig::metrics::{ConfigSummary, LayerSummary};
+use stormrig::metrics::ConfigSummary;
 use stormrig::plan::{self, Plan};
 use stormrig::scenario;
 use tokio::sync::watch;
 
-fn plan_of(text: &str) -> Plan {
+use crate::support::{always_503, hop_counts as counts, layer, ratio_hop_max};
+
+pub(super) fn plan_of(text: &str) -> Plan {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/topology-test.toml");
     let sc = scenario::parse(&path, text).expect("valid scenario");
     plan::build(sc, text).expect("valid configs")
@@ -22,7 +24,7 @@ fn plan_of(text: &str) -> Plan {
 /// (deadlines) on a shared machine.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn run(text: &str) -> LiveOutput {
+pub(super) async fn run(text: &str) -> LiveOutput {
     let plan = plan_of(text);
     let _one_at_a_time = SERIAL.lock().await;
     // The sender must outlive the run: a dropped sender reads as "stop".
@@ -36,42 +38,7 @@ async fn run(text: &str) -> LiveOutput {
     .expect("run ok")
 }
 
-/// 503 for everything; `rate` per second offered for the first half second only, so the
-/// run ends once those requests have (the fault window outlasts any slow machine).
-fn always_503(name: &str, rate: f64, extra: &str) -> String {
-    format!(
-        r#"
-name = "{name}"
-duration = "60s"
-drain = "10s"
-
-[load]
-kind = "steps"
-steps = [{{ at = "0s", rate = {rate:.1} }}, {{ at = "500ms", rate = 0.0 }}]
-
-[target]
-builtin = "default"
-service = {{ concurrency = 10000, queue = 10000 }}
-
-[[faults]]
-kind = "status"
-status = 503
-at = "0s"
-for = "60s"
-{extra}
-"#
-    )
-}
-
-fn layer(name: &str, config: &str) -> String {
-    format!("\n[[topology]]\nname = \"{name}\"\nconfig = {config}\n")
-}
-
-fn counts(l: &LayerSummary) -> (u64, u64, u64) {
-    (l.arrivals, l.attempts, l.retries)
-}
-
-fn print(c: &ConfigSummary) {
+pub(super) fn print(c: &ConfigSummary) {
     eprintln!(
         "{}: U={} D={} amp={:.4} bound={:?} worst={:?}",
         c.name,
@@ -197,14 +164,6 @@ async fn retries_only_at_the_deepest_layer_stay_within_k_plus_1() {
     assert_eq!(counts(&c.layers[2]), (u, u, 0), "pass-through");
     assert_eq!(counts(&c.layers[3]), (u, 4 * u, 3 * u));
     assert_eq!(c.layers[1].max_attempts, 1);
-}
-
-/// Most attempts a hop with a 20 % ratio budget (ttl 10 s, 1/s reserve, no expiry within
-/// the run) and 4 attempts can send for `a` arrivals: every arrival deposits 1000, a retry
-/// withdraws floor(1000 / 0.2) = 5000, the reserve is 1 × 10 × 5000; so retries ≤
-/// floor((1000 a + 50000) / 5000) = floor(0.2 a) + 10, and ≤ 3 a.
-fn ratio_hop_max(a: u64) -> u64 {
-    a + (3 * a).min((1000 * a + 50_000) / 5000)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
