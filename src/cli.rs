@@ -129,6 +129,10 @@ pub struct CommonArgs {
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Override the scenario's duration (e.g. "5s"): a quick rehearsal live, a longer storm
+    /// in the simulator. Faults that would start after it are dropped.
+    #[arg(long)]
+    pub duration: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -138,16 +142,14 @@ pub struct RunArgs {
     /// Stop the run as soon as a gate can no longer pass (reports are still written).
     #[arg(long)]
     pub abort_on_fail: bool,
-    /// Override the scenario's duration (e.g. "5s"), for quick rehearsals.
-    #[arg(long)]
-    pub duration: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Multiply arrival rate and target capacity by N.
+    /// Multiply arrival rate and target capacity by N (simulator only: a live run's load
+    /// and target are what this machine really drives).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
 }

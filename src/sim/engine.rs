@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::dedup::{Begin, Store};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::{self, EventQueue};
 use crate::draws::{request_seed, LazyRng};
@@ -141,6 +142,9 @@ pub(super) struct Att {
     pub handler_alive: bool,
     /// The target's work (queue, service) on it is running.
     work_active: bool,
+    /// It carries an idempotency key, and holds its key's right to execute at the target.
+    keyed: bool,
+    ticket: bool,
     queued: bool,
     act: Act,
     /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
@@ -179,6 +183,10 @@ pub(crate) struct ConfigRun<'a> {
     pub duration: u64,
     pub end: u64,
     pub max_in_flight: u64,
+    /// What one execution of a write debits (`x-stormrig-amount`, else 1).
+    pub amount: u64,
+    /// The target's idempotency-key dedup: how long a key is remembered, in ns.
+    pub dedup_retention: Option<u64>,
     /// The topology's layers, nearest to the client first (empty: a direct run).
     pub layers: Vec<HopRun<'a>>,
     /// The client passes its remaining deadline to the first layer.
@@ -250,6 +258,7 @@ pub(super) struct Sim<'a> {
     /// capacity faults), exactly as `Fault::active_at` tests them.
     fault_windows: Vec<(u64, u64)>,
     write: bool,
+    dedup: Option<Store>,
     claimed: u64,
     next_id: u64,
     user_n: Vec<u64>,
@@ -320,6 +329,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         service: Sampler::new(&cfg.model.service_time),
         fault_windows,
         write,
+        dedup: cfg.dedup_retention.map(Store::new),
         claimed: 0,
         next_id: 0,
         user_n: Vec::new(),
@@ -580,6 +590,8 @@ impl Sim<'_> {
             client_waiting: false,
             handler_alive: false,
             work_active: false,
+            keyed: false,
+            ticket: false,
             queued: false,
             act: Act::Hang,
             lost: NO_FAULT,
@@ -663,6 +675,8 @@ impl Sim<'_> {
                 at.client_waiting = true;
                 at.handler_alive = false;
                 at.work_active = false;
+                at.keyed = attempt.idempotency_key;
+                at.ticket = false;
                 at.queued = false;
                 at.lost = NO_FAULT;
                 at.reply_status = 0;
@@ -775,8 +789,10 @@ impl Sim<'_> {
             .any(|&(from, to)| t >= from && t < to)
         {
             // No request fault is active: `decide` would serve plainly, without a draw.
-            at.work_active = true;
-            self.work_start(t, a);
+            if !self.deduplicated(t, a) {
+                self.atts[a as usize].work_active = true;
+                self.work_start(t, a);
+            }
             return;
         }
         let v = self
@@ -810,7 +826,10 @@ impl Sim<'_> {
                 }
             }
             None => {
-                at.work_active = true;
+                if self.deduplicated(t, a) {
+                    return;
+                }
+                self.atts[a as usize].work_active = true;
                 if extra > 0 {
                     self.push(t + extra, Kind::WorkStart, a, gen);
                 } else {
@@ -818,6 +837,43 @@ impl Sim<'_> {
                 }
             }
         }
+    }
+
+    /// The target's dedup check of a keyed write, after the fault verdict and before the
+    /// work: true when it answered (a replay, 409) instead of executing.
+    #[inline]
+    fn deduplicated(&mut self, t: u64, a: u32) -> bool {
+        let at = &mut self.atts[a as usize];
+        let Some(store) = self.dedup.as_mut().filter(|_| self.write && at.keyed) else {
+            return false;
+        };
+        let status = match store.begin((at.hop, at.request), t) {
+            Begin::Execute => {
+                at.ticket = true;
+                return false;
+            }
+            Begin::Replay(_) if at.lost != NO_FAULT => {
+                // A replay (counted), whose stored response travels the same lossy path
+                // as the first one.
+                self.counters.dedup_replay();
+                self.counters.lost_response();
+                match self.parts.get(at.lost as usize).and_then(|p| p.lost_status) {
+                    Some(s) => s,
+                    None => return true, // no answer: held until the client gives up
+                }
+            }
+            Begin::Replay(s) => {
+                self.counters.dedup_replay();
+                s
+            }
+            Begin::Conflict => {
+                self.counters.dedup_conflict();
+                409
+            }
+        };
+        self.counters.respond(status, None);
+        self.send_reply(t, a, status, NO_FAULT);
+        true
     }
 
     /// A terminal fault acts (after its added latency), if the client is still connected.
@@ -907,6 +963,12 @@ impl Sim<'_> {
     fn work_shed(&mut self, t: u64, a: u32) {
         let at = &mut self.atts[a as usize];
         at.work_active = false;
+        if std::mem::take(&mut at.ticket) {
+            // Shed before it ran: the key is forgotten, so a retry may execute.
+            if let Some(store) = self.dedup.as_mut() {
+                store.forget((at.hop, at.request));
+            }
+        }
         if at.handler_alive {
             self.counters.respond(503, None);
             self.send_reply(t, a, 503, NO_FAULT);
@@ -920,9 +982,13 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         at.work_active = false;
         let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
+        if std::mem::take(&mut at.ticket) {
+            if let Some(store) = self.dedup.as_mut() {
+                store.complete((at.hop, request), 200, t);
+            }
+        }
         if self.write {
-            // The simulator debits one unit per execution (it does not read amounts).
-            self.counters.execute(request, 1);
+            self.counters.execute(request, self.cfg.amount);
         }
         if alive {
             if lost == NO_FAULT {

@@ -31,9 +31,12 @@
 //!   client, service time and concurrency limit, deadline propagation, relaying and
 //!   cancellation exactly as the live layer proxy (see `hop`).
 //!
-//! Not modeled: real (URL) targets, idempotency-key dedup on the target and a bounded client
-//! connection pool; those return [`SimError::Unsupported`].
+//! * the target's idempotency-key dedup (see `dedup`), and what a write debits.
+//!
+//! Not modeled: a bounded client connection pool, and a real (URL) target that declares no
+//! service model; those return [`SimError::Unsupported`].
 
+mod dedup;
 mod engine;
 mod hop;
 mod queue;
@@ -46,7 +49,7 @@ use crate::metrics::{AttemptRow, Engine, RunResult};
 use crate::plan::Plan;
 use crate::run_result::{layer_summary, totals, HopStats, ResultBuilder};
 use crate::scenario::timeline::FaultTimeline;
-use crate::scenario::{schedule, Fault, FaultKind, LoadShape, ServiceModel, Target};
+use crate::scenario::{schedule, DedupSpec, Fault, FaultKind, LoadShape, ServiceModel, Target};
 use engine::{ConfigRun, Load};
 
 /// How a simulation is carried out.
@@ -112,7 +115,16 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     if !scale.is_finite() || scale <= 0.0 {
         return Err(SimError::Scale(scale));
     }
-    let model = scale_model(modeled_target(plan)?, scale);
+    let (model, dedup) = modeled_target(plan)?;
+    let model = scale_model(model, scale);
+    let dedup_retention = dedup.filter(|d| d.enabled).map(|d| ns(d.retention));
+    let amount = sc
+        .load
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(1);
     let timeline = FaultTimeline::new(scale_faults(&sc.faults, scale), sc.seed);
     let shape = scale_shape(&sc.load.shape, scale);
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
@@ -143,6 +155,8 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             duration: ns(sc.duration),
             end: ns(sc.duration.saturating_add(sc.drain)),
             max_in_flight,
+            amount,
+            dedup_retention,
             layers: plan
                 .layers
                 .iter()
@@ -213,8 +227,8 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     })
 }
 
-/// The built-in target's service model, or why the simulator cannot model the plan.
-fn modeled_target(plan: &Plan) -> Result<&ServiceModel, SimError> {
+/// The modeled target's service model and dedup, or why the simulator cannot model the plan.
+fn modeled_target(plan: &Plan) -> Result<(&ServiceModel, Option<&DedupSpec>), SimError> {
     let sc = &plan.scenario;
     if let Some(n) = sc.load.max_connections {
         return Err(SimError::Unsupported(format!(
@@ -222,16 +236,18 @@ fn modeled_target(plan: &Plan) -> Result<&ServiceModel, SimError> {
         )));
     }
     match &sc.target {
-        Target::Builtin { model, dedup, .. } => {
-            if dedup.as_ref().is_some_and(|d| d.enabled) {
-                return Err(SimError::Unsupported(
-                    "idempotency-key dedup on the target".into(),
-                ));
-            }
-            Ok(model)
-        }
-        Target::Url { url, .. } => Err(SimError::Unsupported(format!(
-            "a real server target ({url})"
+        Target::Builtin { model, dedup, .. }
+        | Target::Url {
+            model: Some(model),
+            dedup,
+            ..
+        } => Ok((model, dedup.as_ref())),
+        Target::Url {
+            url, model: None, ..
+        } => Err(SimError::Unsupported(format!(
+            "a real server target ({url}) without a service model; to simulate it, add \
+             `model = \"default\"` (or another file of targets/) beside `url` in [target], \
+             with `service = {{ ... }}` to adjust it"
         ))),
     }
 }

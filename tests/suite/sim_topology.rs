@@ -1,12 +1,15 @@
 //! Multi-hop topologies in the simulator: the shipped layered scenarios counted exactly
 //! (64×, the per-hop ratio-budget allowance, the propagated deadline), the same bytes for
-//! the same seed, and shapes and cancellation that must come out equal in both engines.
+//! the same seed, and shapes and cancellation that must come out equal in both engines;
+//! then the walk over every shipped scenario, the target's dedup, `url` targets with a
+//! declared model, and `sim --duration`.
 
 use std::path::Path;
 
 use stormrig::metrics::ConfigSummary;
 use stormrig::plan::{self, Plan};
-use stormrig::sim::{self, SimOptions, SimOutput};
+use stormrig::scenario::Target;
+use stormrig::sim::{self, SimError, SimOptions, SimOutput};
 
 use super::topology_live::{plan_of, print, run};
 use crate::support::{self, always_503, hop_counts as counts, layer, ratio_hop_max};
@@ -212,4 +215,147 @@ per_try_timeout = "1s"
     assert!(u >= 8);
     assert_eq!(hops[1], (u, 3 * u, 2 * u));
     assert_eq!(d, 3 * u);
+}
+
+/// `stormrig sim` exits 0 on every shipped scenario: layered ones, dedup on the target and
+/// everything else the simulator models.
+#[test]
+fn the_simulator_runs_every_shipped_scenario() {
+    let dir = support::scratch("sim-walk");
+    for scenario in support::shipped_scenarios() {
+        let out = dir.join(scenario.file_stem().unwrap());
+        let o = support::process::bin()
+            .args(["sim", "-q", "--out"])
+            .arg(&out)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}: {}",
+            scenario.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.join("summary.json").exists(), "{}", scenario.display());
+    }
+}
+
+#[test]
+fn the_target_deduplicates_keyed_writes_as_live() {
+    let out = simulate(&shipped("payments-lost-responses"));
+    let configs = &out.result.configs;
+    let no_key = support::config_named(configs, "naive-no-key");
+    let keyed = support::config_named(configs, "naive-with-key");
+    print(no_key);
+    print(keyed);
+    // The same attempts reach the target; with a key, every retry of a lost response is
+    // answered from the store instead of debiting again.
+    assert_eq!(keyed.downstream_arrivals, no_key.downstream_arrivals);
+    assert!(no_key.idempotency.extra_executions > 0);
+    assert_eq!(no_key.idempotency.dedup_replays, 0);
+    assert_eq!(keyed.idempotency.extra_executions, 0);
+    assert_eq!(keyed.idempotency.executions, keyed.upstream_requests);
+    assert_eq!(
+        keyed.idempotency.dedup_replays, keyed.retries,
+        "every retry replays"
+    );
+    // What one execution debits comes from the scenario's x-stormrig-amount header.
+    assert_eq!(
+        keyed.idempotency.debited,
+        100 * keyed.idempotency.executions
+    );
+}
+
+fn url_scenario(target: &str) -> String {
+    format!(
+        r#"
+name = "url-model"
+duration = "2s"
+
+[load]
+kind = "constant"
+rate = 50.0
+
+[target]
+{target}
+
+[[faults]]
+kind = "status"
+status = 503
+at = "0s"
+for = "1s"
+
+[[configs]]
+preset = "naive"
+"#
+    )
+}
+
+#[test]
+fn a_url_target_simulates_with_a_declared_model_and_is_refused_without_one() {
+    let url = r#"url = "http://127.0.0.1:9""#;
+    let with = plan_of(&url_scenario(&format!(
+        "{url}\nmodel = \"default\"\nservice = {{ concurrency = 7 }}"
+    )));
+    let Target::Url { model: Some(m), .. } = &with.scenario.target else {
+        panic!("the model is resolved");
+    };
+    assert_eq!(m.concurrency, 7, "service overlays the named model");
+    let c = &simulate(&with).result.configs[0];
+    assert_eq!(c.downstream_arrivals, c.attempts);
+    assert!(c.successes > 0);
+    // The same storm against the built-in target with the same model: the same figures.
+    let builtin = plan_of(&url_scenario(
+        "builtin = \"default\"\nservice = { concurrency = 7 }",
+    ));
+    let b = &simulate(&builtin).result.configs[0];
+    assert_eq!(
+        (c.attempts, c.successes, c.downstream_arrivals),
+        (b.attempts, b.successes, b.downstream_arrivals)
+    );
+
+    let without = plan_of(&url_scenario(url));
+    let e = sim::run(&without, &SimOptions::default()).unwrap_err();
+    assert!(matches!(e, SimError::Unsupported(_)));
+    assert!(e.to_string().contains("model = \"default\""), "{e}");
+}
+
+#[test]
+fn a_model_beside_a_builtin_target_is_refused_with_its_field() {
+    let path = support::repo_root().join("scenarios/url-model.toml");
+    let text = url_scenario("builtin = \"default\"\nmodel = \"default\"");
+    let e = stormrig::scenario::parse(&path, &text).unwrap_err();
+    assert_eq!(e.field(), Some("target.model"), "{e}");
+    let text = url_scenario("url = \"http://127.0.0.1:9\"\nservice = { concurrency = 7 }");
+    let e = stormrig::scenario::parse(&path, &text).unwrap_err();
+    assert_eq!(e.field(), Some("target.service"), "{e}");
+    assert!(e.to_string().contains("model = \"default\""), "{e}");
+}
+
+#[test]
+fn sim_takes_duration_like_run() {
+    let dir = support::scratch("sim-duration");
+    let o = support::process::bin()
+        .args(["sim", "-q", "--duration", "2s", "--out"])
+        .arg(&dir)
+        .arg(support::repo_root().join("scenarios/downstream-503-10s.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["duration_s"], 2.0);
+    let o = support::process::bin()
+        .args(["sim", "-q", "--duration", "soon"])
+        .arg(support::repo_root().join("scenarios/downstream-503-10s.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--duration"));
 }
