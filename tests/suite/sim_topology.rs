@@ -12,7 +12,7 @@ use stormrig::scenario::Target;
 use stormrig::sim::{self, SimError, SimOptions, SimOutput};
 
 use super::topology_live::{plan_of, print, run};
-use crate::support::{self, always_503, hop_counts as counts, layer, ratio_hop_max};
+use crate::support::{self, always_503, hop_counts as counts, layer, ratio_hop_max, slow_600ms};
 
 fn shipped(name: &str) -> Plan {
     let path = support::repo_root().join(format!("scenarios/{name}.toml"));
@@ -183,35 +183,19 @@ async fn a_caller_that_gives_up_cancels_the_layers_retries_in_both_engines() {
     // every 400 ms against a 600 ms target. Its attempts start at 0, 400 and 800 ms; at
     // 1000 ms the client closes its connection and the layer drops the request, so the
     // fourth attempt (due at 1200 ms) is never sent: 3 per request, not 4.
-    let text = r#"
-name = "topo-cancel"
-duration = "60s"
-drain = "10s"
-
-[load]
-kind = "steps"
-steps = [{ at = "0s", rate = 20.0 }, { at = "500ms", rate = 0.0 }]
-
-[target]
-builtin = "default"
-service = { concurrency = 10000, queue = 10000 }
-
-[[faults]]
-kind = "latency"
-add = { kind = "constant", value = "600ms" }
-at = "0s"
-for = "60s"
-
-[[topology]]
-name = "deep"
-config = { preset = "naive", per_try_timeout = "400ms" }
-
+    let deep = layer("deep", r#"{ preset = "naive", per_try_timeout = "400ms" }"#);
+    let text = slow_600ms(
+        "topo-cancel",
+        "",
+        &(deep
+            + r#"
 [[configs]]
 name = "client"
 preset = "no-retry"
 per_try_timeout = "1s"
-"#;
-    let (u, d, hops) = both_engines(text).await;
+"#),
+    );
+    let (u, d, hops) = both_engines(&text).await;
     assert!(u >= 8);
     assert_eq!(hops[1], (u, 3 * u, 2 * u));
     assert_eq!(d, 3 * u);

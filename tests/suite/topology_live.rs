@@ -12,7 +12,7 @@ use stormrig::plan::{self, Plan};
 use stormrig::scenario;
 use tokio::sync::watch;
 
-use crate::support::{always_503, hop_counts as counts, layer, ratio_hop_max};
+use crate::support::{always_503, hop_counts as counts, layer, ratio_hop_max, slow_600ms};
 
 pub(super) fn plan_of(text: &str) -> Plan {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/topology-test.toml");
@@ -221,40 +221,25 @@ async fn ratio_budget_at_every_hop_bounds_a_long_outage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn propagated_deadline_stops_the_deepest_layer_in_time() {
-    let text = r#"
-name = "topo-deadline"
-duration = "60s"
-drain = "10s"
-
-[load]
-kind = "steps"
-steps = [{ at = "0s", rate = 20.0 }, { at = "500ms", rate = 0.0 }]
-propagate_deadline = true
-
-[target]
-builtin = "default"
-service = { concurrency = 10000, queue = 10000 }
-
-[[faults]]
-kind = "latency"
-add = { kind = "constant", value = "600ms" }
-at = "0s"
-for = "60s"
-
+    let deep = layer("deep", r#"{ preset = "naive", per_try_timeout = "400ms" }"#);
+    let text = slow_600ms(
+        "topo-deadline",
+        "propagate_deadline = true",
+        &(r#"
 [[topology]]
 name = "edge"
 propagate_deadline = true
-
-[[topology]]
-name = "deep"
-config = { preset = "naive", per_try_timeout = "400ms" }
-
+"#
+        .to_string()
+            + &deep
+            + r#"
 [[configs]]
 name = "client"
 preset = "no-retry"
 deadline = "1s"
-"#;
-    let out = run(text).await;
+"#),
+    );
+    let out = run(&text).await;
     let c = &out.result.configs[0];
     print(c);
     eprintln!("{:?}", out.hops);

@@ -108,10 +108,11 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     d
 }
 
-/// A layered storm: 503 for everything; `rate` per second offered for the first half second
-/// only, so a run ends once those requests have (the fault window outlasts any slow
-/// machine). `extra` adds the topology and configs.
-pub fn always_503(name: &str, rate: f64, extra: &str) -> String {
+/// A storm of `rate` requests per second for the first half second only, so a run ends
+/// once those requests have (the fault window outlasts any slow machine). `load` adds to
+/// `[load]`, `fault` is the one fault's kind and parameters, `extra` adds the topology and
+/// configs.
+fn half_second_storm(name: &str, rate: f64, load: &str, fault: &str, extra: &str) -> String {
     format!(
         r#"
 name = "{name}"
@@ -121,19 +122,24 @@ drain = "10s"
 [load]
 kind = "steps"
 steps = [{{ at = "0s", rate = {rate:.1} }}, {{ at = "500ms", rate = 0.0 }}]
+{load}
 
 [target]
 builtin = "default"
 service = {{ concurrency = 10000, queue = 10000 }}
 
 [[faults]]
-kind = "status"
-status = 503
+{fault}
 at = "0s"
 for = "60s"
 {extra}
 "#
     )
+}
+
+/// A layered storm: 503 for everything, `rate` per second for the first half second.
+pub fn always_503(name: &str, rate: f64, extra: &str) -> String {
+    half_second_storm(name, rate, "", "kind = \"status\"\nstatus = 503", extra)
 }
 
 /// One `[[topology]]` layer with an inline config.
@@ -152,4 +158,11 @@ pub fn hop_counts(l: &stormrig::metrics::LayerSummary) -> (u64, u64, u64) {
 /// floor((1000 a + 50000) / 5000) = floor(0.2 a) + 10, and ≤ 3 a.
 pub fn ratio_hop_max(a: u64) -> u64 {
     a + (3 * a).min((1000 * a + 50_000) / 5000)
+}
+
+/// A storm against a target that answers every request after 600 ms: 20 requests per second
+/// for the first half second.
+pub fn slow_600ms(name: &str, load: &str, extra: &str) -> String {
+    let fault = "kind = \"latency\"\nadd = { kind = \"constant\", value = \"600ms\" }";
+    half_second_storm(name, 20.0, load, fault, extra)
 }
