@@ -78,7 +78,7 @@ impl Default for SimOptions {
 /// Counts about the simulation itself (not about the storm), for speed figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SimStats {
-    /// Attempts simulated over all configs.
+    /// Attempts simulated over all configs and every hop of a topology.
     pub attempts: u64,
     /// Events that moved a request, attempt or user on, over all configs (stale timers
     /// and replies nobody waited for are not counted).
