@@ -90,6 +90,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     }
     let load = validate::check_load(&file.load, file.duration).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
+    let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
     let faults = file
         .faults
@@ -122,6 +123,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
             host,
             port,
             dedup: file.target.dedup.clone(),
+            wire,
         },
         TargetChoice::Builtin(name) => {
             let base = resolve_target(path, &name)
@@ -140,6 +142,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
                 name,
                 model,
                 dedup: file.target.dedup.clone(),
+                wire,
             }
         }
     };

@@ -12,12 +12,14 @@ pub mod source;
 pub mod timeline;
 pub mod units;
 pub mod validate;
+pub mod wire;
 
 pub use error::{ErrorKind, ScenarioError};
 pub use load::{load, parse, parse_target};
 pub use model::*;
 pub use schedule::{arrivals, expected_count, Arrivals};
 pub use source::locate;
+pub use wire::{Protocol, Trust, Wire};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,6 +71,8 @@ pub enum Target {
         name: String,
         model: ServiceModel,
         dedup: Option<DedupSpec>,
+        #[serde(skip_serializing_if = "Wire::is_default")]
+        wire: Wire,
     },
     /// A real HTTP/1.1 server behind stormrig's counting fault proxy.
     Url {
@@ -76,5 +80,16 @@ pub enum Target {
         host: String,
         port: u16,
         dedup: Option<DedupSpec>,
+        #[serde(skip_serializing_if = "Wire::is_default")]
+        wire: Wire,
     },
+}
+
+impl Target {
+    /// How the traffic travels to it.
+    pub fn wire(&self) -> &Wire {
+        match self {
+            Target::Builtin { wire, .. } | Target::Url { wire, .. } => wire,
+        }
+    }
 }

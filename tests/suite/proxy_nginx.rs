@@ -386,6 +386,7 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
             host: "127.0.0.1".into(),
             port: nginx.port,
             dedup: None,
+            wire: Default::default(),
         };
         for f in &mut plan.scenario.faults {
             f.at = Duration::ZERO;
