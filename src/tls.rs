@@ -43,6 +43,8 @@ pub struct SelfSigned {
     pub server: Arc<ServerConfig>,
     /// The certificate (DER), which the client side of the same run trusts.
     pub certificate: CertificateDer<'static>,
+    /// The same certificate in PEM, as a `ca_file` holds it.
+    pub pem: String,
 }
 
 /// A fresh key and certificate for `localhost`, `127.0.0.1` and `::1`, offering the ALPN
@@ -51,6 +53,7 @@ pub fn self_signed(protocol: Protocol) -> Result<SelfSigned, TlsError> {
     let names = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     let ck = rcgen::generate_simple_self_signed(names)?;
     let certificate = ck.cert.der().clone();
+    let pem = ck.cert.pem();
     let key = PrivateKeyDer::Pkcs8(ck.key_pair.serialize_der().into());
     let mut server = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
@@ -60,6 +63,7 @@ pub fn self_signed(protocol: Protocol) -> Result<SelfSigned, TlsError> {
     Ok(SelfSigned {
         server: Arc::new(server),
         certificate,
+        pem,
     })
 }
 
@@ -126,15 +130,14 @@ fn handshake_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a
         if let Some(r) = e.downcast_ref::<rustls::Error>() {
             return Some(r);
         }
-        // io::Error hides its inner error from `source()`.
-        if let Some(r) = e
+        // io::Error's `source()` skips the error it wraps: step into that one instead.
+        cur = match e
             .downcast_ref::<std::io::Error>()
             .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
-            return Some(r);
-        }
-        cur = e.source();
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
     }
     None
 }
@@ -209,5 +212,21 @@ mod tests {
         assert!(server_name("127.0.0.1").is_some());
         assert!(server_name("[::1]").is_some());
         assert!(server_name("localhost").is_some());
+    }
+
+    #[test]
+    fn a_handshake_failure_is_found_however_deep_io_errors_wrap_it() {
+        let rustls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, rustls);
+        let outer = std::io::Error::other(inner);
+        assert!(is_handshake_failure(&outer));
+        assert!(
+            describe(&outer).contains("UnknownIssuer"),
+            "{}",
+            describe(&outer)
+        );
+        assert!(!is_handshake_failure(&std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused
+        )));
     }
 }

@@ -161,6 +161,9 @@ pub struct HttpClient {
     slots: Option<(usize, Arc<Semaphore>)>,
     /// Connections opened (TCP and, where spoken, TLS up), for streams per connection.
     opened: AtomicU64,
+    /// Why the first failed TLS handshake failed (here, or at the proxy's upstream side),
+    /// for the one line that tells the user what to fix.
+    tls_failure: std::sync::OnceLock<String>,
 }
 
 /// A connection checked out for one attempt, with its pool slot (when bounded).
@@ -212,6 +215,11 @@ impl HttpClient {
     /// True when attempts go over HTTP/2.
     pub fn speaks_h2(&self) -> bool {
         self.wire.protocol.is_h2()
+    }
+
+    /// Why the first TLS handshake that failed did, if one did.
+    pub fn tls_failure(&self) -> Option<&str> {
+        self.tls_failure.get().map(String::as_str)
     }
 
     /// Connections opened so far.
@@ -315,10 +323,10 @@ impl HttpClient {
         match &self.wire.tls {
             None => handshake(self.wire.protocol, stream).await,
             Some((connector, name)) => {
-                let tls = connector
-                    .connect(name.clone(), stream)
-                    .await
-                    .map_err(|_| TransportError::TlsHandshake)?;
+                let tls = connector.connect(name.clone(), stream).await.map_err(|e| {
+                    let _ = self.tls_failure.set(crate::tls::describe(&e));
+                    TransportError::TlsHandshake
+                })?;
                 handshake(self.wire.protocol, tls).await
             }
         }
@@ -391,6 +399,7 @@ pub fn client(base_uri: &str) -> HttpClient {
         shared: tokio::sync::Mutex::new(None),
         slots: None,
         opened: AtomicU64::new(0),
+        tls_failure: std::sync::OnceLock::new(),
     }
 }
 
@@ -448,6 +457,16 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
         };
         let (parts, body) = resp.into_parts();
         let body = read_bounded(body).await.map_err(|e| classify(&e))?;
+        if parts
+            .headers
+            .get(crate::headers::UPSTREAM)
+            .map(|v| v.as_bytes())
+            == Some(crate::headers::UPSTREAM_TLS_HANDSHAKE.as_bytes())
+        {
+            // stormrig's proxy says why, in its answer's body.
+            let why = String::from_utf8_lossy(&body).trim().to_string();
+            let _ = client.tls_failure.set(why);
+        }
         // Back to the idle list before the slot is released (when `lease` drops), so an
         // attempt waiting for the slot finds this connection instead of dialling.
         client.put_idle(lease.sender);

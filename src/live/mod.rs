@@ -92,6 +92,8 @@ pub struct LiveOutput {
     pub hops: Vec<Vec<HopStats>>,
     /// The run was stopped by `abort_when` (a gate could no longer pass).
     pub aborted: bool,
+    /// Why the first failed TLS handshake with the target failed, if one did.
+    pub tls_failure: Option<String>,
 }
 
 /// What one hop of a topology did beyond the counts in `LayerSummary`.
@@ -196,6 +198,12 @@ pub async fn run(
         schedule_lag_us: lag,
         hops,
         aborted: aborted.load(Ordering::SeqCst),
+        tls_failure: runtimes
+            .iter()
+            .map(|r| &r.http)
+            .chain(layer_sets.iter().flatten().map(|l| &l.rt.http))
+            .find_map(|h| h.tls_failure())
+            .map(str::to_string),
     })
 }
 

@@ -628,7 +628,7 @@ impl Upstream {
         // The connector's own address is the resolved one; the certificate is checked
         // against the url's host.
         connector.enforce_http(false);
-        let (config, name) = match &wire.tls {
+        let (mut config, name) = match &wire.tls {
             Some((config, name)) => ((**config).clone(), crate::tls::server_name(name)),
             // Clear text: the TLS side is never used (the scheme is http).
             None => (
@@ -642,6 +642,8 @@ impl Upstream {
                 None,
             ),
         };
+        // The connector offers the ALPN names of the versions enabled below.
+        config.alpn_protocols.clear();
         let mut builder = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(config)
             .https_or_http();
