@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::config_named;
+use crate::support::nginx::Nginx;
 use crate::support::process::{bin, tmp_dir, watch, write};
 use stormrig::live::{self, RunOptions};
 use stormrig::metrics::ConfigSummary;
@@ -298,4 +299,49 @@ fn protocol_fields_are_checked_before_any_load() {
     let w = watch(cmd, Duration::from_secs(30));
     assert_eq!(w.code(), 0, "{}", w.stderr);
     assert!(w.stderr.contains("NOT verified"), "{}", w.stderr);
+}
+
+/// nginx configured by the project's script for HTTPS (HTTP/1.1 and h2 by ALPN) and h2c,
+/// with a certificate made now: client attempts equal proxy arrivals, and nginx's access
+/// log holds exactly the requests the proxy forwarded, over every protocol.
+#[test]
+fn nginx_over_tls_h2_and_h2c_logs_exactly_what_the_proxy_forwarded() {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (ck.cert.pem(), ck.key_pair.serialize_pem());
+    let Some(nginx) = Nginx::start_with(Some((&cert, &key))) else {
+        return;
+    };
+    let dir = tmp_dir("protocols-nginx");
+    let ca = write(&dir, "ca.pem", &cert);
+    let (tls, h2c) = (nginx.tls_port.unwrap(), nginx.h2c_port.unwrap());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for target in [
+        format!(
+            "url = \"https://localhost:{tls}\"\nca_file = \"{}\"",
+            ca.display()
+        ),
+        format!(
+            "url = \"https://localhost:{tls}\"\nprotocol = \"h2\"\nca_file = \"{}\"",
+            ca.display()
+        ),
+        format!("url = \"http://127.0.0.1:{h2c}\"\nprotocol = \"h2c\""),
+    ] {
+        let before = nginx.log().len();
+        let out = run_text(&scenario_with(&target));
+        assert_exact(&out);
+        let forwarded: u64 = out.result.configs.iter().map(|c| c.target_forwarded).sum();
+        let attempts: u64 = out.result.configs.iter().map(|c| c.attempts).sum();
+        assert!(
+            forwarded > 0 && forwarded < attempts,
+            "{target}: faults stay at the proxy"
+        );
+        let logged = rt
+            .block_on(nginx.log_with(before + forwarded as usize))
+            .len()
+            - before;
+        assert_eq!(logged as u64, forwarded, "{target}: nginx log vs forwarded");
+    }
 }
