@@ -900,12 +900,14 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             duration,
             config,
             threads,
+            h2c,
         } => {
             let opts = bench::GeneratorOpts {
                 url,
                 connections,
                 duration: dur("duration", &duration)?,
                 config,
+                h2c,
             };
             let r = bench::generator(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::generator_text(&opts, &r));

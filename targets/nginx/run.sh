@@ -7,7 +7,7 @@
 # HTTPS (HTTP/1.1 and HTTP/2 by ALPN) on 127.0.0.1:TLS_PORT with the certificate and key the
 # caller put in PREFIX_DIR/tls.crt and PREFIX_DIR/tls.key (PEM; the tests make them at test
 # time), and HTTP/2 in clear (prior knowledge) on 127.0.0.1:H2C_PORT, the same answers on
-# every listener. Access log: PREFIX_DIR/access.log, format
+# every listener; TLS_PORT "-" serves h2c alone (no certificate needed). Access log: PREFIX_DIR/access.log, format
 #   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key $server_protocol"
 # NGINX_ACCESS_LOG=off turns the access log off (peer benchmarks: a log line per request
 # costs nginx a write per request that wrk-vs-nginx figures elsewhere do not pay).
@@ -48,7 +48,9 @@ start)
     else
         access_log="access_log $prefix/access.log stormrig;"
     fi
-    if [ -n "$tls_port" ]; then
+    if [ "$tls_port" = - ]; then
+        listen_more="listen 127.0.0.1:$h2c_port http2;"
+    elif [ -n "$tls_port" ]; then
         if [ ! -s "$prefix/tls.crt" ] || [ ! -s "$prefix/tls.key" ]; then
             echo "TLS_PORT given but $prefix/tls.crt or $prefix/tls.key is missing" >&2
             exit 2

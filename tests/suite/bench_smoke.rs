@@ -75,6 +75,7 @@ async fn generator_counts_match_target_arrivals() {
         connections: 8,
         duration: Duration::from_secs(1),
         config: "naive".into(),
+        h2c: false,
     };
     let (counted, elapsed) = bench::generator_run(&opts).await.unwrap();
     let stats = handle.shutdown().await;
@@ -113,6 +114,7 @@ async fn generator_retries_reach_the_target() {
         connections: 4,
         duration: Duration::from_millis(500),
         config: "naive".into(),
+        h2c: false,
     };
     let (counted, _) = bench::generator_run(&opts).await.unwrap();
     let stats = handle.shutdown().await;
@@ -198,4 +200,28 @@ fn sim_bench_storm_is_the_named_three_configs() {
     let names: Vec<_> = plan.configs.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, stormrig::bench::sim::CONFIGS);
     assert_eq!(plan.scenario.name, stormrig::bench::sim::STORM);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn generator_over_h2c_counts_match_target_arrivals() {
+    let listen = server::Listen {
+        protocol: stormrig::scenario::Protocol::H2c,
+        tls: None,
+    };
+    let handle =
+        server::start_listening(loopback(), serve_ok(), tokio::time::Instant::now(), listen)
+            .await
+            .unwrap();
+    let opts = GeneratorOpts {
+        url: format!("http://{}/", handle.addr()),
+        connections: 8,
+        duration: Duration::from_millis(500),
+        config: "naive".into(),
+        h2c: true,
+    };
+    let (counted, _) = bench::generator_run(&opts).await.unwrap();
+    let stats = handle.shutdown().await;
+    assert!(counted.requests > 0);
+    assert_eq!(counted.successes, counted.requests);
+    assert_eq!(stats.arrivals, counted.attempts);
 }
