@@ -584,6 +584,14 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             lag.max() as f64 / 1000.0
         );
     }
+    let protocol = plan.scenario.target.wire().protocol.as_str();
+    for (c, opened) in output.result.configs.iter().zip(&output.connections) {
+        eprintln!(
+            "connections: {}: {opened} opened over {protocol}, {:.1} attempts per connection",
+            printable(&c.name),
+            c.attempts as f64 / (*opened).max(1) as f64
+        );
+    }
     let aborted = output.aborted;
     let mut result = output.result;
     if let Some(warning) = local_resource_warning(&result) {

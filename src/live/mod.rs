@@ -94,6 +94,9 @@ pub struct LiveOutput {
     pub aborted: bool,
     /// Why the first failed TLS handshake with the target failed, if one did.
     pub tls_failure: Option<String>,
+    /// Per config, the connections its generator opened to the next hop: with the
+    /// attempts, streams per connection (HTTP/2 keeps one and multiplexes).
+    pub connections: Vec<u64>,
 }
 
 /// What one hop of a topology did beyond the counts in `LayerSummary`.
@@ -204,6 +207,10 @@ pub async fn run(
             .chain(layer_sets.iter().flatten().map(|l| &l.rt.http))
             .find_map(|h| h.tls_failure())
             .map(str::to_string),
+        connections: runtimes
+            .iter()
+            .map(|r| r.http.connections_opened())
+            .collect(),
     })
 }
 

@@ -170,24 +170,16 @@ print("\t".join([section, "oha", mode, rnd, "%.1f" % rps, ms(p.get("p50")), ms(p
 EOF
 }
 
-run_gen() { # round
-    local out="$WORK/gen.out" cpu n
-    timed "$out" "$STORMRIG" bench generator --url "http://127.0.0.1:$NGINX_PORT/" \
+run_gen() { # round [h2c]: HTTP/1.1 to nginx's port, or HTTP/2 in clear to its h2c port
+    local out="$WORK/gen.out" cpu n url="http://127.0.0.1:$NGINX_PORT/" mode="closed" flag=()
+    if [ "${2:-}" = h2c ]; then
+        url="http://127.0.0.1:$NGINX_H2C_PORT/" mode="closed h2c" flag=(--h2c)
+    fi
+    timed "$out" "$STORMRIG" bench generator --url "$url" "${flag[@]}" \
         --connections "$CONNS" --duration "${DUR}s" --config "$CONFIG" --threads 1 || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record generator stormrig "closed, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
-        "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
-        "attempts=$(kv "$out" attempts)"
-}
-
-run_gen_h2c() { # round: the same generator over HTTP/2 in clear, one connection
-    local out="$WORK/gen.out" cpu n
-    timed "$out" "$STORMRIG" bench generator --url "http://127.0.0.1:$NGINX_H2C_PORT/" --h2c \
-        --connections "$CONNS" --duration "${DUR}s" --config "$CONFIG" --threads 1 || return 0
-    n="$(kv "$out" requests)"
-    cpu="$(cpu_of "$out")"
-    record generator stormrig "closed h2c, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
+    record generator stormrig "$mode, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
         "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
         "attempts=$(kv "$out" attempts)"
 }
@@ -230,7 +222,7 @@ for r in $(seq 1 "$ROUNDS"); do
     log "round $r/$ROUNDS: generator max throughput (closed loop, $CONNS connections, ${DUR}s)"
     run_gen "$r"
     trunc_log
-    run_gen_h2c "$r"
+    run_gen "$r" h2c
     trunc_log
     run_wrk generator "closed, -t1 -c$CONNS" "$r" "http://127.0.0.1:$NGINX_PORT/"
     trunc_log

@@ -5,36 +5,18 @@
 //! exits 3 with the reason; the protocol fields are checked before any load.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
-use crate::support::config_named;
 use crate::support::nginx::Nginx;
 use crate::support::process::{bin, tmp_dir, watch, write};
-use stormrig::live::{self, RunOptions};
+use crate::support::{self, config_named};
+use stormrig::live;
 use stormrig::metrics::ConfigSummary;
-use stormrig::plan;
-use stormrig::scenario::{self, Protocol, ServiceModel};
+use stormrig::scenario::{Protocol, ServiceModel};
 use stormrig::server::{self, Listen, TargetConfig, TargetHandle};
 
 fn run_text(text: &str) -> live::LiveOutput {
-    let path = Path::new("tests/inline.toml");
-    let sc = scenario::parse(path, text).expect("scenario parses");
-    let plan = plan::build(sc, text).expect("configs resolve");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (_tx, rx) = tokio::sync::watch::channel(false);
-        let opts = RunOptions {
-            attempt_log: false,
-            progress: false,
-            abort_when: None,
-        };
-        live::run(&plan, &opts, rx).await.expect("run completes")
-    })
+    support::run_live(&support::plan_of(text), false)
 }
 
 /// 100 req/s for 2 s, 503 and resets on a third of the attempts each in the second half.
@@ -103,6 +85,17 @@ fn builtin_target_over_tls_h2_and_h2c_keeps_exact_counts() {
         let out = run_text(&scenario_with(target));
         assert_exact(&out);
         assert!(out.tls_failure.is_none(), "{target}: {:?}", out.tls_failure);
+        // HTTP/2 multiplexes: one connection carries a config's attempts (a reset fault
+        // resets a stream, not the connection).
+        if h2 {
+            assert_eq!(out.connections, vec![1, 1], "{target}");
+        } else {
+            assert!(
+                out.connections.iter().all(|&n| n > 1),
+                "{target}: {:?}",
+                out.connections
+            );
+        }
         let no_retry = config_named(&out.result.configs, "no-retry");
         let retry = config_named(&out.result.configs, "retry-all");
         // A reset fault closes the HTTP/1.1 connection, but only the stream over HTTP/2.
