@@ -179,6 +179,10 @@ pub enum BenchCommand {
         /// Runtime threads (1 = a current-thread runtime: the whole generator on one thread).
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Speak HTTP/2 in clear (prior knowledge) instead of HTTP/1.1: one connection,
+        /// a stream per request.
+        #[arg(long)]
+        h2c: bool,
     },
     /// Open loop at a fixed rate through a retry config: achieved rate, schedule lag,
     /// latency from the intended start.

@@ -21,6 +21,8 @@ pub const AMOUNT: &str = "x-stormrig-amount";
 pub const UPSTREAM: &str = "x-stormrig-upstream";
 /// The value of [`UPSTREAM`] for "could not connect to the real server".
 pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
+/// The value of [`UPSTREAM`] for "the TLS handshake with the real server failed".
+pub const UPSTREAM_TLS_HANDSHAKE: &str = "tls-handshake";
 /// The value of [`UPSTREAM`] for "the real server's body was longer than the proxy relays".
 pub const UPSTREAM_BODY_TOO_LARGE: &str = "body-too-large";
 

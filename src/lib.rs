@@ -24,3 +24,4 @@ pub mod server;
 pub mod session;
 pub mod sim;
 pub mod sweep;
+pub mod tls;

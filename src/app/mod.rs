@@ -151,6 +151,10 @@ fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Exit, AppErro
             plan.scenario.faults.len(),
             plan.scenario.duration.as_secs_f64()
         );
+        if let Some(w) = insecure_warning(&plan) {
+            eprintln!("{w}");
+            warned += 1;
+        }
         for w in crate::advice::warnings(&plan) {
             eprintln!(
                 "{}: warning: config {}: {}",
@@ -541,6 +545,9 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let gates = gates_of(&plan, &args.common.gates)?;
     let dir = out_dir(&args.common, &plan.scenario.name);
     files::prepare_dir(&dir).map_err(AppError::failed)?;
+    if let Some(w) = insecure_warning(&plan) {
+        eprintln!("{w}");
+    }
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -577,9 +584,21 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             lag.max() as f64 / 1000.0
         );
     }
+    let protocol = plan.scenario.target.wire().protocol.as_str();
+    for (c, opened) in output.result.configs.iter().zip(&output.connections) {
+        eprintln!(
+            "connections: {}: {opened} opened over {protocol}, {:.1} attempts per connection",
+            printable(&c.name),
+            c.attempts as f64 / (*opened).max(1) as f64
+        );
+    }
     let aborted = output.aborted;
     let mut result = output.result;
     if let Some(warning) = local_resource_warning(&result) {
+        eprintln!("{warning}");
+    }
+    let tls = tls_verdict(&plan, &result, output.tls_failure.as_deref());
+    if let Some(TlsVerdict::Some(warning)) = &tls {
         eprintln!("{warning}");
     }
     if args.common.attempt_log {
@@ -595,6 +614,9 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         result.partial = true;
     }
     let exit = finish(&dir, &mut result, &gates, aborted)?;
+    if let Some(TlsVerdict::All(message)) = tls {
+        return Err(AppError::failed(message));
+    }
     if panics > 0 {
         return Err(AppError::failed(format!(
             "{panics} task(s) panicked during the run; its counts are incomplete (reports marked partial)"
@@ -657,6 +679,63 @@ fn local_resource_warning(result: &RunResult) -> Option<String> {
              files, or no free local port or buffer); open-file limit (ulimit -n) {}: raise it or lower the load",
             open_files_limit().unwrap_or_else(|| "unknown".into())
         )
+    })
+}
+
+/// The loud line of a scenario whose target certificate goes unchecked.
+fn insecure_warning(plan: &Plan) -> Option<String> {
+    plan.scenario.target.wire().skips_verify().then(|| {
+        format!(
+            "stormrig: warning: {}: target.insecure_skip_verify = true: the target's TLS \
+             certificate is NOT verified; any server answering on that address is stormed",
+            printable(&plan.scenario.path.display().to_string())
+        )
+    })
+}
+
+/// What failed TLS handshakes say about a run.
+enum TlsVerdict {
+    /// Some attempts failed it: a warning.
+    Some(String),
+    /// Nothing reached the target (attempts the proxy's faults answered aside, every one
+    /// failed it): the run could not be carried out (exit 3, reports written).
+    All(String),
+}
+
+fn tls_verdict(plan: &Plan, result: &RunResult, why: Option<&str>) -> Option<TlsVerdict> {
+    let label = crate::policy::AttemptLabel::TlsHandshake.as_str();
+    let failed: u64 = result
+        .configs
+        .iter()
+        .filter_map(|c| c.attempts_by_outcome.get(label))
+        .sum();
+    if failed == 0 {
+        return None;
+    }
+    let attempts: u64 = result
+        .configs
+        .iter()
+        .flat_map(|c| c.attempts_by_outcome.values())
+        .sum();
+    let reached: u64 = result
+        .configs
+        .iter()
+        .map(|c| match plan.scenario.target {
+            crate::scenario::Target::Url { .. } => c.target_forwarded,
+            crate::scenario::Target::Builtin { .. } => c.downstream_arrivals,
+        })
+        .sum();
+    let why = printable(why.unwrap_or("no reason given"));
+    let hint = "check the url's host, target.ca_file, or the server's certificate";
+    Some(if reached == 0 {
+        TlsVerdict::All(format!(
+            "no attempt reached the target: every TLS handshake failed ({label}: {why}); {hint}"
+        ))
+    } else {
+        TlsVerdict::Some(format!(
+            "stormrig: warning: {failed} of {attempts} attempts failed the TLS handshake \
+             ({label}: {why}); they never reached the target"
+        ))
     })
 }
 
@@ -829,12 +908,14 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             duration,
             config,
             threads,
+            h2c,
         } => {
             let opts = bench::GeneratorOpts {
                 url,
                 connections,
                 duration: dur("duration", &duration)?,
                 config,
+                h2c,
             };
             let r = bench::generator(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::generator_text(&opts, &r));

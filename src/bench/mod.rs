@@ -209,6 +209,16 @@ fn get(path: &str) -> RequestTemplate {
 /// A config's runtime exactly as `live::run` builds it (pooled keep-alive client, policy
 /// and recorder behind one lock).
 pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64) -> ConfigRuntime {
+    config_runtime_over(config, base_uri, max_in_flight, Default::default())
+}
+
+/// [`config_runtime`] speaking `wire`.
+pub fn config_runtime_over(
+    config: &RetryConfig,
+    base_uri: String,
+    max_in_flight: u64,
+    wire: crate::live::http::Wire,
+) -> ConfigRuntime {
     ConfigRuntime::new(RuntimeSpec {
         draw_key: crate::draws::config_key(&config.name),
         name: &config.name,
@@ -219,6 +229,7 @@ pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64
         seed: 1,
         propagate_deadline: false,
         attempt_log: false,
+        wire,
     })
 }
 
@@ -272,6 +283,8 @@ pub struct GeneratorOpts {
     pub connections: usize,
     pub duration: Duration,
     pub config: String,
+    /// HTTP/2 in clear instead of HTTP/1.1.
+    pub h2c: bool,
 }
 
 /// Result of `bench generator`.
@@ -298,7 +311,15 @@ impl GeneratorReport {
 pub async fn generator_run(opts: &GeneratorOpts) -> Result<(Counted, Duration), String> {
     let (base, path) = split_url(&opts.url)?;
     let config = config_named(&opts.config)?;
-    let rt = Arc::new(config_runtime(&config, base, u64::MAX));
+    let wire = crate::live::http::Wire {
+        protocol: if opts.h2c {
+            crate::scenario::Protocol::H2c
+        } else {
+            crate::scenario::Protocol::Http1
+        },
+        tls: None,
+    };
+    let rt = Arc::new(config_runtime_over(&config, base, u64::MAX, wire));
     let tmpl = Arc::new(get(&path));
     let epoch = Epoch::start();
     let users = opts.connections.max(1) as u64;
@@ -367,6 +388,7 @@ pub fn generator_text(opts: &GeneratorOpts, r: &GeneratorReport) -> String {
     let _ = writeln!(out, "config={}", opts.config);
     let _ = writeln!(out, "threads={}", r.threads);
     let _ = writeln!(out, "connections={}", opts.connections);
+    let _ = writeln!(out, "protocol={}", if opts.h2c { "h2c" } else { "http1" });
     let _ = writeln!(out, "elapsed_s={:.3}", r.elapsed.as_secs_f64());
     let _ = writeln!(out, "requests={}", c.requests);
     let _ = writeln!(out, "successes={}", c.successes);

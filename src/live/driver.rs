@@ -71,6 +71,8 @@ pub struct RuntimeSpec<'a> {
     pub seed: u64,
     pub propagate_deadline: bool,
     pub attempt_log: bool,
+    /// What is spoken to the next hop (HTTP version, TLS).
+    pub wire: http::Wire,
 }
 
 impl ConfigRuntime {
@@ -83,7 +85,8 @@ impl ConfigRuntime {
             http: match spec.max_connections {
                 Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
                 None => super::http::client(&spec.base_uri),
-            },
+            }
+            .with_wire(spec.wire),
             base_uri: spec.base_uri,
             in_flight: AtomicU64::new(0),
             max_in_flight: spec.max_in_flight,
@@ -157,8 +160,9 @@ impl ConfigRuntime {
         }
     }
 
-    /// The origin-form URI of `path` on this config's next hop (`base_uri` + `path`, as the
-    /// request line carries it), parsed once per template path.
+    /// The URI of `path` on this config's next hop (`base_uri` + `path`), parsed once per
+    /// template path: origin-form as the HTTP/1.1 request line carries it, absolute over
+    /// HTTP/2, whose `:scheme` and `:authority` come from it.
     fn origin_uri(&self, path: &str) -> Uri {
         if let Some((p, uri)) = self.uri_cache.get() {
             if p == path {
@@ -170,6 +174,7 @@ impl ConfigRuntime {
             .parse::<Uri>()
             .expect("method, uri and headers were validated");
         let uri = match full.path_and_query() {
+            _ if self.http.speaks_h2() => full,
             Some(pq) => Uri::from(pq.clone()),
             None => Uri::from_static("/"),
         };
@@ -238,7 +243,8 @@ impl ConfigRuntime {
 }
 
 /// The policy's view of a reply. A gateway answer from stormrig's own fault proxy that
-/// says the real server was never reached is what it stands for: a failed connect.
+/// says the real server was never reached is what it stands for: a failed connect, or a
+/// failed TLS handshake.
 pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
     match reply {
         Reply::Response { status, .. } if !Response::headers_matter(*status) => {
@@ -248,6 +254,11 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
             if reply.header(headers::UPSTREAM) == Some(headers::UPSTREAM_CONNECT_FAILED) =>
         {
             AttemptOutcome::Transport(crate::policy::TransportError::ConnectRefused)
+        }
+        Reply::Response { .. }
+            if reply.header(headers::UPSTREAM) == Some(headers::UPSTREAM_TLS_HANDSHAKE) =>
+        {
+            AttemptOutcome::Transport(crate::policy::TransportError::TlsHandshake)
         }
         Reply::Response { status, .. } => AttemptOutcome::Response(Response {
             status: *status,

@@ -1,50 +1,169 @@
-//! Sending one attempt over real sockets, and translating what hyper and the kernel said
-//! into the policy core's vocabulary. hyper types stop here; the policy never sees them.
+//! Sending one attempt over real sockets, and translating what hyper, rustls and the kernel
+//! said into the policy core's vocabulary. hyper types stop here; the policy never sees them.
 //!
-//! The client is a lean per-config pool of hyper HTTP/1.1 connections (`conn::http1`
-//! senders over `TcpStream`s with `TCP_NODELAY`), not hyper-util's legacy `Client`: one
-//! target per config, so no pool key hashing, no executor hop per request, LIFO reuse.
+//! The client is a lean per-config pool of hyper connections over `TcpStream`s with
+//! `TCP_NODELAY` (TLS by rustls on top when the target speaks it), not hyper-util's legacy
+//! `Client`: one target per config, so no pool key hashing, no executor hop per request,
+//! LIFO reuse.
+//!
+//! HTTP/1.1 carries one request per connection at a time, so the pool holds many. HTTP/2
+//! multiplexes: the client keeps one connection and opens a stream per attempt, as gRPC
+//! clients and browsers do, and dials again only when the server closed it (GOAWAY). The
+//! server's stream limit then queues attempts inside the connection.
 //!
 //! The pool may be bounded ([`HttpClient::with_max_connections`]): an attempt then waits for
 //! a connection like a real client with a pool limit does, and that wait is part of the
 //! attempt's latency and of its per-try timeout. Unbounded, an overloaded generator opens
 //! connections without limit and becomes its own storm (every arrival that finds no idle
 //! connection dials, the dials slow everything down, more arrivals find no connection).
+//! Over HTTP/2 the bound limits attempts in flight at once, the streams of the one
+//! connection.
 
 use std::error::Error as StdError;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{self, SendRequest};
+use hyper::client::conn::{http1, http2};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::Request;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsConnector;
 
 use crate::policy::TransportError;
+use crate::scenario::Protocol;
 
-/// Connection set-up time allowed before an attempt counts as a connect timeout.
+/// Connection set-up time (TCP and TLS) allowed before an attempt counts as a connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-type Sender = SendRequest<Full<Bytes>>;
+type Body = Full<Bytes>;
 
-/// A keep-alive HTTP/1.1 client for one target (`host:port`): idle connections are reused
-/// last-in first-out; a connection whose attempt failed or timed out is never reused.
+/// One connection's request sender, of either HTTP version.
+enum Sender {
+    H1(http1::SendRequest<Body>),
+    H2(http2::SendRequest<Body>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
+
+    async fn ready(&mut self) -> Result<(), hyper::Error> {
+        match self {
+            Sender::H1(s) => s.ready().await,
+            Sender::H2(s) => s.ready().await,
+        }
+    }
+
+    async fn try_send_request(
+        &mut self,
+        req: Request<Body>,
+    ) -> Result<
+        hyper::Response<hyper::body::Incoming>,
+        hyper::client::conn::TrySendError<Request<Body>>,
+    > {
+        match self {
+            Sender::H1(s) => s.try_send_request(req).await,
+            Sender::H2(s) => s.try_send_request(req).await,
+        }
+    }
+
+    async fn send_request(
+        &mut self,
+        req: Request<Body>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, hyper::Error> {
+        match self {
+            Sender::H1(s) => s.send_request(req).await,
+            Sender::H2(s) => s.send_request(req).await,
+        }
+    }
+}
+
+/// How a connection is made past TCP: the HTTP version, and TLS with the name the
+/// certificate must carry.
+#[derive(Clone)]
+pub struct Wire {
+    pub protocol: Protocol,
+    pub tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wire")
+            .field("protocol", &self.protocol)
+            .field("tls", &self.tls.as_ref().map(|(_, name)| name))
+            .finish()
+    }
+}
+
+impl Wire {
+    /// What `wire` asks for towards `host`, with `builtin` the built-in target's
+    /// certificate when it serves TLS.
+    pub fn new(
+        wire: &crate::scenario::Wire,
+        host: &str,
+        builtin: Option<&rustls::pki_types::CertificateDer<'static>>,
+    ) -> Result<Wire, crate::tls::TlsError> {
+        let tls = match &wire.tls {
+            None => None,
+            Some(trust) => {
+                let config = crate::tls::client_config(trust, wire.protocol, builtin)?;
+                let name = crate::tls::server_name(host).ok_or_else(|| {
+                    crate::tls::TlsError::Config(rustls::Error::General(format!(
+                        "`{host}` is not a name a certificate can carry"
+                    )))
+                })?;
+                Some((TlsConnector::from(config), name))
+            }
+        };
+        Ok(Wire {
+            protocol: wire.protocol,
+            tls,
+        })
+    }
+}
+
+impl Default for Wire {
+    fn default() -> Self {
+        Wire {
+            protocol: Protocol::Http1,
+            tls: None,
+        }
+    }
+}
+
+/// A keep-alive client for one target (`host:port`): idle HTTP/1.1 connections are reused
+/// last-in first-out, an HTTP/2 connection is shared; a connection whose attempt failed or
+/// timed out is never reused.
 pub struct HttpClient {
     /// `host:port` dialled for new connections.
     addr: String,
     /// `Host` header value sent with every request (unless the template sets one).
     host: HeaderValue,
+    wire: Wire,
     idle: Mutex<Vec<Sender>>,
+    /// The shared HTTP/2 connection, and a lock held while one is dialled so that
+    /// concurrent attempts wait for it instead of each opening their own.
+    shared: tokio::sync::Mutex<Option<http2::SendRequest<Body>>>,
     /// One permit per connection an attempt may hold at once (None: unbounded). A permit
     /// is taken before a connection is checked out or dialled and returned after the
     /// connection went back to the idle list, so connections never outnumber permits.
     slots: Option<(usize, Arc<Semaphore>)>,
+    /// Connections opened (TCP and, where spoken, TLS up), for streams per connection.
+    opened: AtomicU64,
+    /// Why the first failed TLS handshake failed (here, or at the proxy's upstream side),
+    /// for the one line that tells the user what to fix.
+    tls_failure: std::sync::OnceLock<String>,
 }
 
 /// A connection checked out for one attempt, with its pool slot (when bounded).
@@ -58,6 +177,8 @@ impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpClient")
             .field("addr", &self.addr)
+            .field("protocol", &self.wire.protocol)
+            .field("tls", &self.wire.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -85,12 +206,34 @@ impl HttpClient {
         self.slots.as_ref().map(|(n, _)| *n)
     }
 
+    /// Speaks `wire` on new connections.
+    pub fn with_wire(mut self, wire: Wire) -> HttpClient {
+        self.wire = wire;
+        self
+    }
+
+    /// True when attempts go over HTTP/2.
+    pub fn speaks_h2(&self) -> bool {
+        self.wire.protocol.is_h2()
+    }
+
+    /// Why the first TLS handshake that failed did, if one did.
+    pub fn tls_failure(&self) -> Option<&str> {
+        self.tls_failure.get().map(String::as_str)
+    }
+
+    /// Connections opened so far.
+    pub fn connections_opened(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+
     fn take_idle(&self) -> Option<Sender> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }
 
     fn put_idle(&self, s: Sender) {
-        if !s.is_closed() {
+        // An HTTP/2 sender is a handle on the shared connection: nothing to give back.
+        if matches!(s, Sender::H1(_)) && !s.is_closed() {
             self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(s);
         }
     }
@@ -108,6 +251,9 @@ impl HttpClient {
             ),
             None => None,
         };
+        if self.wire.protocol.is_h2() {
+            return self.checkout_shared(slot).await;
+        }
         while let Some(mut s) = self.take_idle() {
             // Readiness involves no request: a closed idle connection is simply dropped.
             if s.ready().await.is_ok() {
@@ -126,60 +272,134 @@ impl HttpClient {
         })
     }
 
-    /// Opens a new connection within [`CONNECT_TIMEOUT`]. Every failure here means the
-    /// request never left the client (refused, timed out, or another connect error).
+    /// The HTTP/2 connection every attempt shares, dialled when there is none or the
+    /// server closed it.
+    async fn checkout_shared(
+        &self,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Result<Lease, TransportError> {
+        let mut shared = self.shared.lock().await;
+        if let Some(s) = shared.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(Lease {
+                sender: Sender::H2(s.clone()),
+                reused: true,
+                _slot: slot,
+            });
+        }
+        let sender = match self.dial().await? {
+            Sender::H2(s) => s,
+            Sender::H1(_) => unreachable!("an HTTP/2 client dials HTTP/2"),
+        };
+        *shared = Some(sender.clone());
+        Ok(Lease {
+            sender: Sender::H2(sender),
+            reused: false,
+            _slot: slot,
+        })
+    }
+
+    /// Opens a new connection (TCP, TLS when spoken, the HTTP handshake) within
+    /// [`CONNECT_TIMEOUT`]. Every failure here means the request never left the client
+    /// (refused, timed out, a failed TLS handshake, or another connect error).
     async fn dial(&self) -> Result<Sender, TransportError> {
-        let stream =
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&*self.addr)).await {
-                Err(_) => return Err(TransportError::ConnectTimeout),
-                Ok(Err(e)) if e.kind() == io::ErrorKind::TimedOut => {
-                    return Err(TransportError::ConnectTimeout)
-                }
-                Ok(Err(e)) if is_local_resource(&e) => return Err(TransportError::LocalResource),
-                Ok(Err(_)) => return Err(TransportError::ConnectRefused),
-                Ok(Ok(s)) => s,
-            };
-        let _ = stream.set_nodelay(true);
-        let (mut sender, conn) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| TransportError::ConnectRefused)?;
-        tokio::spawn(async move {
-            // Errors surface through the request that was in flight; nothing to do here.
-            let _ = conn.await;
-        });
-        sender
-            .ready()
-            .await
-            .map_err(|_| TransportError::ConnectRefused)?;
+        let sender = match tokio::time::timeout(CONNECT_TIMEOUT, self.connect()).await {
+            Err(_) => return Err(TransportError::ConnectTimeout),
+            Ok(r) => r?,
+        };
+        self.opened.fetch_add(1, Ordering::Relaxed);
         Ok(sender)
+    }
+
+    async fn connect(&self) -> Result<Sender, TransportError> {
+        let stream = match TcpStream::connect(&*self.addr).await {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                return Err(TransportError::ConnectTimeout)
+            }
+            Err(e) if is_local_resource(&e) => return Err(TransportError::LocalResource),
+            Err(_) => return Err(TransportError::ConnectRefused),
+            Ok(s) => s,
+        };
+        let _ = stream.set_nodelay(true);
+        match &self.wire.tls {
+            None => handshake(self.wire.protocol, stream).await,
+            Some((connector, name)) => {
+                let tls = connector.connect(name.clone(), stream).await.map_err(|e| {
+                    let _ = self.tls_failure.set(crate::tls::describe(&e));
+                    TransportError::TlsHandshake
+                })?;
+                handshake(self.wire.protocol, tls).await
+            }
+        }
     }
 }
 
-/// Builds a client for the target at `base_uri` (`http://host[:port]`, any path ignored):
+/// The HTTP handshake on a connected stream; the connection runs on its own task.
+async fn handshake<S>(protocol: Protocol, stream: S) -> Result<Sender, TransportError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let io = TokioIo::new(stream);
+    // Errors surface through the request that was in flight; nothing to do with them here.
+    let mut sender = if protocol.is_h2() {
+        let (s, conn) = http2::handshake(TokioExecutor::new(), io)
+            .await
+            .map_err(|e| connect_failure(&e))?;
+        tokio::spawn(conn);
+        Sender::H2(s)
+    } else {
+        let (s, conn) = http1::handshake(io)
+            .await
+            .map_err(|e| connect_failure(&e))?;
+        tokio::spawn(conn);
+        Sender::H1(s)
+    };
+    sender.ready().await.map_err(|e| connect_failure(&e))?;
+    Ok(sender)
+}
+
+/// A failure before the first request was written: it never left the client, whatever
+/// hyper calls it (an HTTP/2 server that refuses the preface closes or sends GOAWAY).
+fn connect_failure(_: &hyper::Error) -> TransportError {
+    TransportError::ConnectRefused
+}
+
+/// Builds a client for the target at `base_uri` (`http[s]://host[:port]`, any path ignored;
+/// the scheme gives the default port, [`HttpClient::with_wire`] what is spoken):
 /// keep-alive, `TCP_NODELAY`, bounded connect time.
 pub fn client(base_uri: &str) -> HttpClient {
-    let rest = base_uri
-        .strip_prefix("http://")
-        .or_else(|| base_uri.strip_prefix("HTTP://"))
-        .unwrap_or(base_uri);
+    let lower = base_uri.get(..8).map(str::to_ascii_lowercase);
+    let (rest, default_port) = match lower.as_deref() {
+        Some("https://") => (&base_uri[8..], 443),
+        _ => (
+            base_uri
+                .strip_prefix("http://")
+                .or_else(|| base_uri.strip_prefix("HTTP://"))
+                .unwrap_or(base_uri),
+            80,
+        ),
+    };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
     let addr = if authority.starts_with('[') {
         // IPv6 literal: port after the closing bracket.
         match authority.rfind("]:") {
             Some(_) => authority.to_string(),
-            None => format!("{authority}:80"),
+            None => format!("{authority}:{default_port}"),
         }
     } else if authority.contains(':') {
         authority.to_string()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{default_port}")
     };
     let host = HeaderValue::from_str(authority).unwrap_or(HeaderValue::from_static("localhost"));
     HttpClient {
         addr,
         host,
+        wire: Wire::default(),
         idle: Mutex::new(Vec::new()),
+        shared: tokio::sync::Mutex::new(None),
         slots: None,
+        opened: AtomicU64::new(0),
+        tls_failure: std::sync::OnceLock::new(),
     }
 }
 
@@ -216,11 +436,7 @@ impl Reply {
 /// When the timeout ends the attempt before it had a connection (waiting for a pool slot,
 /// or dialling), the request never left the client: that is a connect timeout, safe to
 /// retry whatever the method, not a per-try timeout of a request the server may have seen.
-pub async fn send(
-    client: &HttpClient,
-    req: Request<Full<Bytes>>,
-    timeout: Option<Duration>,
-) -> Reply {
+pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Duration>) -> Reply {
     let connected = AtomicBool::new(false);
     let exchange = async {
         let mut lease = client.checkout().await?;
@@ -241,6 +457,16 @@ pub async fn send(
         };
         let (parts, body) = resp.into_parts();
         let body = read_bounded(body).await.map_err(|e| classify(&e))?;
+        if parts
+            .headers
+            .get(crate::headers::UPSTREAM)
+            .map(|v| v.as_bytes())
+            == Some(crate::headers::UPSTREAM_TLS_HANDSHAKE.as_bytes())
+        {
+            // stormrig's proxy says why, in its answer's body.
+            let why = String::from_utf8_lossy(&body).trim().to_string();
+            let _ = client.tls_failure.set(why);
+        }
         // Back to the idle list before the slot is released (when `lease` drops), so an
         // attempt waiting for the slot finds this connection instead of dialling.
         client.put_idle(lease.sender);
@@ -313,6 +539,14 @@ pub fn classify(err: &(dyn StdError + 'static)) -> TransportError {
                 | io::ErrorKind::BrokenPipe
                 | io::ErrorKind::UnexpectedEof => return TransportError::Reset,
                 _ => {}
+            }
+        }
+        if let Some(h2e) = e.downcast_ref::<h2::Error>() {
+            if h2e.is_go_away() {
+                return TransportError::Goaway;
+            }
+            if h2e.is_reset() {
+                return TransportError::StreamReset;
             }
         }
         if let Some(he) = e.downcast_ref::<hyper::Error>() {

@@ -69,6 +69,8 @@ pub enum LiveError {
         field: &'static str,
         message: String,
     },
+    #[error("target TLS: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     #[error("could not start a topology layer: {0}")]
     Layer(std::io::Error),
     #[error("target {host}:{port}: {message}")]
@@ -90,6 +92,11 @@ pub struct LiveOutput {
     pub hops: Vec<Vec<HopStats>>,
     /// The run was stopped by `abort_when` (a gate could no longer pass).
     pub aborted: bool,
+    /// Why the first failed TLS handshake with the target failed, if one did.
+    pub tls_failure: Option<String>,
+    /// Per config, the connections its generator opened to the next hop: with the
+    /// attempts, streams per connection (HTTP/2 keeps one and multiplexes).
+    pub connections: Vec<u64>,
 }
 
 pub use crate::run_result::HopStats;
@@ -106,8 +113,8 @@ pub async fn run(
     let tmpl = template(plan)?;
     let epoch = Epoch::start();
 
-    let targets = start_targets(plan, epoch).await?;
-    let (chains, entries) = start_chains(plan, &targets, epoch).await?;
+    let (targets, wires): (Vec<_>, Vec<_>) = start_targets(plan, epoch).await?.into_iter().unzip();
+    let (chains, entries) = start_chains(plan, &targets, &wires, epoch).await?;
     let runtimes = client_runtimes(plan, &entries, opts);
     let progress = opts
         .progress
@@ -186,6 +193,16 @@ pub async fn run(
         schedule_lag_us: lag,
         hops,
         aborted: aborted.load(Ordering::SeqCst),
+        tls_failure: runtimes
+            .iter()
+            .map(|r| &r.http)
+            .chain(layer_sets.iter().flatten().map(|l| &l.rt.http))
+            .find_map(|h| h.tls_failure())
+            .map(str::to_string),
+        connections: runtimes
+            .iter()
+            .map(|r| r.http.connections_opened())
+            .collect(),
     })
 }
 
@@ -218,9 +235,16 @@ impl StopSignal {
 }
 
 /// One fresh target per config, all sharing the epoch so fault windows line up: the
-/// built-in server, or the counting fault proxy in front of the real server.
-async fn start_targets(plan: &Plan, epoch: Epoch) -> Result<Vec<TargetHandle>, LiveError> {
+/// built-in server, or the counting fault proxy in front of the real server. With each,
+/// what the hop that reaches it speaks: the scenario's protocol and TLS to the built-in
+/// target (trusting the certificate it made), clear text to the proxy (HTTP/2 in clear when
+/// the real server speaks HTTP/2), whose upstream side then speaks the scenario's wire.
+async fn start_targets(
+    plan: &Plan,
+    epoch: Epoch,
+) -> Result<Vec<(TargetHandle, http::Wire)>, LiveError> {
     let sc = &plan.scenario;
+    let wire = sc.target.wire();
     let mut targets = Vec::with_capacity(plan.configs.len());
     for _ in &plan.configs {
         let handle = match &sc.target {
@@ -231,7 +255,10 @@ async fn start_targets(plan: &Plan, epoch: Epoch) -> Result<Vec<TargetHandle>, L
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                server::start(LOOPBACK, cfg, epoch.mono).await?
+                let (listen, cert) = server::Listen::generated(wire.protocol, wire.tls.is_some())?;
+                let handle = server::start_listening(LOOPBACK, cfg, epoch.mono, listen).await?;
+                let ip = handle.addr().ip().to_string();
+                (handle, http::Wire::new(wire, &ip, cert.as_ref())?)
             }
             Target::Url {
                 host, port, dedup, ..
@@ -251,7 +278,37 @@ async fn start_targets(plan: &Plan, epoch: Epoch) -> Result<Vec<TargetHandle>, L
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                server::proxy::start_proxy(LOOPBACK, upstream, cfg, epoch.mono).await?
+                let hop = if wire.protocol.is_h2() {
+                    crate::scenario::Protocol::H2c
+                } else {
+                    crate::scenario::Protocol::Http1
+                };
+                let tls = match &wire.tls {
+                    Some(trust) => Some((
+                        crate::tls::client_config(trust, wire.protocol, None)?,
+                        host.clone(),
+                    )),
+                    None => None,
+                };
+                let options = server::proxy::ProxyOptions {
+                    upstream: server::proxy::UpstreamWire {
+                        protocol: wire.protocol,
+                        tls,
+                    },
+                    listen: server::Listen {
+                        protocol: hop,
+                        tls: None,
+                    },
+                    ..server::proxy::ProxyOptions::default()
+                };
+                let handle =
+                    server::proxy::start_proxy_with(LOOPBACK, upstream, cfg, epoch.mono, options)
+                        .await?;
+                let hop = http::Wire {
+                    protocol: hop,
+                    tls: None,
+                };
+                (handle, hop)
             }
         };
         targets.push(handle);
@@ -271,13 +328,18 @@ const LOOPBACK: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
 async fn start_chains(
     plan: &Plan,
     targets: &[TargetHandle],
+    wires: &[http::Wire],
     epoch: Epoch,
-) -> Result<(Vec<Vec<layer::LayerHandle>>, Vec<String>), LiveError> {
+) -> Result<(Vec<Vec<layer::LayerHandle>>, Vec<Entry>), LiveError> {
     let sc = &plan.scenario;
     let mut chains = Vec::with_capacity(targets.len());
     let mut entries = Vec::with_capacity(targets.len());
-    for (ci, t) in targets.iter().enumerate() {
-        let mut next = format!("http://{}", t.addr());
+    for (ci, (t, wire)) in targets.iter().zip(wires).enumerate() {
+        let scheme = if wire.tls.is_some() { "https" } else { "http" };
+        let mut next = format!("{scheme}://{}", t.addr());
+        // The deepest hop speaks the target's wire; hops between stormrig's own layers
+        // are HTTP/1.1 in clear.
+        let mut next_wire = wire.clone();
         let mut chain = Vec::with_capacity(plan.layers.len());
         for pl in plan.layers.iter().rev() {
             let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
@@ -291,6 +353,7 @@ async fn start_chains(
                 seed: sc.seed,
                 propagate_deadline: pl.propagate_deadline,
                 attempt_log: false,
+                wire: std::mem::take(&mut next_wire),
             }));
             let l = Arc::new(layer::Layer::new(
                 pl.name.clone(),
@@ -306,14 +369,23 @@ async fn start_chains(
             chain.push(h);
         }
         chain.reverse();
-        entries.push(next);
+        entries.push(Entry {
+            uri: next,
+            wire: next_wire,
+        });
         chains.push(chain);
     }
     Ok((chains, entries))
 }
 
+/// Where a config's generator sends its attempts, and how.
+struct Entry {
+    uri: String,
+    wire: http::Wire,
+}
+
 /// The load generator's client of each compared config, pointed at its entry URI.
-fn client_runtimes(plan: &Plan, entries: &[String], opts: &RunOptions) -> Vec<Arc<ConfigRuntime>> {
+fn client_runtimes(plan: &Plan, entries: &[Entry], opts: &RunOptions) -> Vec<Arc<ConfigRuntime>> {
     let sc = &plan.scenario;
     plan.configs
         .iter()
@@ -323,12 +395,13 @@ fn client_runtimes(plan: &Plan, entries: &[String], opts: &RunOptions) -> Vec<Ar
                 draw_key: draws::config_key(&c.name),
                 name: &c.name,
                 config: &c.config,
-                base_uri: entry.clone(),
+                base_uri: entry.uri.clone(),
                 max_in_flight: u64::from(sc.load.max_in_flight),
                 max_connections: sc.load.max_connections.map(|n| n as usize),
                 seed: sc.seed,
                 propagate_deadline: sc.load.propagate_deadline,
                 attempt_log: opts.attempt_log,
+                wire: entry.wire.clone(),
             }))
         })
         .collect()

@@ -256,7 +256,10 @@ impl Recorder {
                 AttemptLabel::Timeout => f.timeout += 1,
                 // The generator's own machine refused it: no budget learns from it, so it is
                 // no drain class, but it is a failed first attempt.
-                AttemptLabel::ClientError | AttemptLabel::LocalResource => f.other += 1,
+                AttemptLabel::StreamReset | AttemptLabel::Goaway => f.transient += 1,
+                AttemptLabel::ClientError
+                | AttemptLabel::LocalResource
+                | AttemptLabel::TlsHandshake => f.other += 1,
             }
         }
     }

@@ -26,6 +26,16 @@ pub enum TransportError {
     PerTryTimeout,
     /// The peer spoke something that is not valid HTTP.
     Protocol,
+    /// The TLS handshake failed (certificate not trusted, wrong name, expired, no common
+    /// protocol): the connection never carried a request. Counted as connect-level, never
+    /// as a server answer; retried only where a config lists it (a certificate that was
+    /// wrong a moment ago is wrong now).
+    TlsHandshake,
+    /// HTTP/2: the server reset this request's stream (RST_STREAM) after it was sent.
+    StreamReset,
+    /// HTTP/2: the server sent GOAWAY and this request's stream was above its last
+    /// processed stream id, or the connection went away with the request on it.
+    Goaway,
     /// The load generator's own machine refused the attempt before it left: no file
     /// descriptor (EMFILE, ENFILE), no free local address or port (EADDRNOTAVAIL), no buffer
     /// space (ENOBUFS). Says nothing about the target.
@@ -40,6 +50,7 @@ impl TransportError {
             self,
             TransportError::ConnectRefused
                 | TransportError::ConnectTimeout
+                | TransportError::TlsHandshake
                 | TransportError::LocalResource
         )
     }
@@ -215,6 +226,15 @@ pub struct Classified {
 }
 
 impl RetryOn {
+    /// Whether transport failure `t` is retried. A config that retries `reset` retries
+    /// HTTP/2's forms of it too (`stream-reset`, `goaway`): each means the server dropped
+    /// a request it may have seen, which is what `reset` stands for over HTTP/1.1.
+    fn retries(&self, t: TransportError) -> bool {
+        self.transport.contains(&t)
+            || (matches!(t, TransportError::StreamReset | TransportError::Goaway)
+                && self.transport.contains(&TransportError::Reset))
+    }
+
     /// Classify one attempt's outcome.
     ///
     /// Order (first match wins): status < 400 → success; throttling error code → throttling;
@@ -228,7 +248,7 @@ impl RetryOn {
                 never_sent: true,
             },
             AttemptOutcome::Transport(t) => Classified {
-                class: if self.transport.contains(t) {
+                class: if self.retries(*t) {
                     OutcomeClass::Transient
                 } else {
                     OutcomeClass::NonRetryable
@@ -269,17 +289,26 @@ pub enum AttemptLabel {
     Timeout,
     ClientError,
     LocalResource,
+    /// The TLS handshake failed: connect-level, never a server answer.
+    TlsHandshake,
+    /// HTTP/2 RST_STREAM from the server.
+    StreamReset,
+    /// HTTP/2 GOAWAY took the request's stream with it.
+    Goaway,
 }
 
 impl AttemptLabel {
     /// Every label, in the order of their slots.
-    pub const ALL: [AttemptLabel; 6] = [
+    pub const ALL: [AttemptLabel; 9] = [
         AttemptLabel::Ok,
         AttemptLabel::Transient,
         AttemptLabel::Throttle,
         AttemptLabel::Timeout,
         AttemptLabel::ClientError,
         AttemptLabel::LocalResource,
+        AttemptLabel::TlsHandshake,
+        AttemptLabel::StreamReset,
+        AttemptLabel::Goaway,
     ];
 
     /// The name reports and the attempt log use.
@@ -291,19 +320,28 @@ impl AttemptLabel {
             AttemptLabel::Timeout => "timeout",
             AttemptLabel::ClientError => "client-error",
             AttemptLabel::LocalResource => "local-resource",
+            AttemptLabel::TlsHandshake => "tls-handshake",
+            AttemptLabel::StreamReset => "stream-reset",
+            AttemptLabel::Goaway => "goaway",
         }
     }
 }
 
 /// Label of a *sent* attempt: `ok`, `transient`, `throttle`, `timeout`, `client-error`,
-/// `local-resource` (the generator's machine failed it).
+/// `local-resource` (the generator's machine failed it), and the transport failures that
+/// are their own outcome whatever the config makes of them: `tls-handshake` (a wrong
+/// certificate must not hide among connect failures), HTTP/2 `stream-reset` and `goaway`.
 /// Connect, read and per-try timeouts are `timeout` whatever their class, so the log
 /// separates slow failures from fast ones; non-retryable outcomes are `client-error`.
 /// Attempts refused before sending (breaker, budget, deadline, cost) use [`REFUSED_LABEL`].
 pub fn attempt_label(outcome: &AttemptOutcome<'_>, class: OutcomeClass) -> AttemptLabel {
     if let AttemptOutcome::Transport(t) = outcome {
-        if t.is_timeout() {
-            return AttemptLabel::Timeout;
+        match t {
+            t if t.is_timeout() => return AttemptLabel::Timeout,
+            TransportError::TlsHandshake => return AttemptLabel::TlsHandshake,
+            TransportError::StreamReset => return AttemptLabel::StreamReset,
+            TransportError::Goaway => return AttemptLabel::Goaway,
+            _ => {}
         }
     }
     match class {
@@ -426,6 +464,31 @@ mod tests {
             "client-error"
         );
         assert_eq!(REFUSED_LABEL, "refused");
+        // Their own outcome whether or not the config retries them.
+        for (t, name) in [
+            (TransportError::TlsHandshake, "tls-handshake"),
+            (TransportError::StreamReset, "stream-reset"),
+            (TransportError::Goaway, "goaway"),
+        ] {
+            let o = AttemptOutcome::Transport(t);
+            assert_eq!(label(&o, OutcomeClass::Transient), name);
+            assert_eq!(label(&o, OutcomeClass::NonRetryable), name);
+        }
+        let tls = AttemptOutcome::Transport(TransportError::TlsHandshake);
+        let c = RetryOn::default().classify(&tls);
+        assert!(c.never_sent && c.class == OutcomeClass::NonRetryable);
+        // HTTP/2's resets follow `reset`; a TLS failure only its own listing.
+        let resets = RetryOn {
+            transport: vec![TransportError::Reset],
+            ..RetryOn::default()
+        };
+        for t in [TransportError::StreamReset, TransportError::Goaway] {
+            let c = resets.classify(&AttemptOutcome::Transport(t));
+            assert!(c.class == OutcomeClass::Transient && !c.never_sent);
+            let c = RetryOn::default().classify(&AttemptOutcome::Transport(t));
+            assert_eq!(c.class, OutcomeClass::NonRetryable);
+        }
+        assert_eq!(resets.classify(&tls).class, OutcomeClass::NonRetryable);
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     }
     let load = validate::check_load(&file.load, file.duration).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
+    let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
     let faults = file
         .faults
@@ -146,6 +147,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
                 Some(name) => Some(named_model(&name, "target.model")?),
                 None => None,
             },
+            wire,
         },
         TargetChoice::Builtin(name) => {
             let model = named_model(&name, "target.builtin")?;
@@ -153,6 +155,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
                 name,
                 model,
                 dedup: file.target.dedup.clone(),
+                wire,
             }
         }
     };

@@ -12,12 +12,14 @@ pub mod source;
 pub mod timeline;
 pub mod units;
 pub mod validate;
+pub mod wire;
 
 pub use error::{ErrorKind, ScenarioError};
 pub use load::{load, parse, parse_target};
 pub use model::*;
 pub use schedule::{arrivals, expected_count, Arrivals};
 pub use source::locate;
+pub use wire::{Protocol, Trust, Wire};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,6 +71,8 @@ pub enum Target {
         name: String,
         model: ServiceModel,
         dedup: Option<DedupSpec>,
+        #[serde(skip_serializing_if = "Wire::is_default")]
+        wire: Wire,
     },
     /// A real HTTP/1.1 server behind stormrig's counting fault proxy.
     Url {
@@ -80,5 +84,16 @@ pub enum Target {
         /// file of `targets/`, overlaid by `service`). The live engine measures the real
         /// server and does not use it.
         model: Option<ServiceModel>,
+        #[serde(skip_serializing_if = "Wire::is_default")]
+        wire: Wire,
     },
+}
+
+impl Target {
+    /// How the traffic travels to it.
+    pub fn wire(&self) -> &Wire {
+        match self {
+            Target::Builtin { wire, .. } | Target::Url { wire, .. } => wire,
+        }
+    }
 }

@@ -181,6 +181,19 @@ pub struct TargetSpec {
     /// Server-side `Idempotency-Key` deduplication on the target.
     #[serde(default)]
     pub dedup: Option<DedupSpec>,
+    /// `http1` (default), `h2` (HTTP/2 over TLS) or `h2c` (HTTP/2 in clear).
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// The built-in target serves TLS with a certificate generated at start (`url`
+    /// targets say it with `https://`).
+    #[serde(default)]
+    pub tls: Option<bool>,
+    /// PEM file of certificates trusted besides the system's roots (`https://` targets).
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// Accept any certificate (`https://` targets); reported at every run.
+    #[serde(default)]
+    pub insecure_skip_verify: Option<bool>,
 }
 
 /// A target definition file in `targets/`.

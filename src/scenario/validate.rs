@@ -7,6 +7,7 @@
 //! module parses them).
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use super::host::Host;
 use super::limits::{self, big};
 use super::model::*;
 use super::units::duration::format as fmt_d;
+use super::wire::{Protocol, Trust, Wire};
 
 /// A field that failed a check, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -810,11 +812,17 @@ pub enum TargetChoice {
     },
 }
 
-/// Splits `http://host[:port][/path]`; the port defaults to 80.
+/// Splits `http[s]://host[:port][/path]`; the port defaults to 80 (443 for https).
 pub fn parse_url(url: &str) -> Result<(String, u16), String> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        format!("`{url}` must start with http:// (https is not supported), e.g. \"http://127.0.0.1:8080\"")
-    })?;
+    let (rest, default_port) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => (rest, 80),
+        (_, Some(rest)) => (rest, 443),
+        _ => {
+            return Err(format!(
+                "`{url}` must start with http:// or https://, e.g. \"http://127.0.0.1:8080\""
+            ))
+        }
+    };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.contains('@') {
         return Err(format!("`{url}` must not carry user info"));
@@ -836,7 +844,7 @@ pub fn parse_url(url: &str) -> Result<(String, u16), String> {
         ));
     }
     let port = match port {
-        None => 80,
+        None => default_port,
         Some(p) => match p.parse::<u16>() {
             Ok(p) if p > 0 => p,
             _ => return Err(format!("`{url}` has port `{p}`, outside [1, 65535]")),
@@ -904,6 +912,118 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
             Ok(TargetChoice::Builtin(name))
         }
     }
+}
+
+/// The protocol fields of `[target]`: the HTTP version, TLS and whose certificates are
+/// trusted. A `ca_file` is read here (relative to the scenario's folder), so a file that
+/// holds no certificate is refused before any load.
+pub fn check_wire(t: &TargetSpec, choice: &TargetChoice, scenario: &Path) -> Checked<Wire> {
+    let protocol = match &t.protocol {
+        None => Protocol::Http1,
+        Some(p) => Protocol::parse(p).ok_or_else(|| Refusal {
+            field: "target.protocol".into(),
+            message: unknown_kind("protocol", p, Protocol::NAMES),
+        })?,
+    };
+    let skip = t.insecure_skip_verify == Some(true);
+    let tls = match choice {
+        TargetChoice::Builtin(_) => {
+            for (set, field) in [
+                (t.ca_file.is_some(), "target.ca_file"),
+                (
+                    t.insecure_skip_verify.is_some(),
+                    "target.insecure_skip_verify",
+                ),
+            ] {
+                if set {
+                    return refuse(
+                        field,
+                        "applies to `https://` url targets; the built-in target's certificate \
+                         is generated at start and trusted by the generator of that run",
+                    );
+                }
+            }
+            (t.tls == Some(true)).then_some(Trust::BuiltinSelfSigned)
+        }
+        TargetChoice::Url { url, .. } => {
+            if t.tls.is_some() {
+                return refuse(
+                    "target.tls",
+                    "applies to builtin targets; a `url` target says TLS with https://",
+                );
+            }
+            let https = url
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+            if !https {
+                for (set, field) in [
+                    (t.ca_file.is_some(), "target.ca_file"),
+                    (
+                        t.insecure_skip_verify.is_some(),
+                        "target.insecure_skip_verify",
+                    ),
+                ] {
+                    if set {
+                        return refuse(field, format!("applies to https:// targets, not `{url}`"));
+                    }
+                }
+                None
+            } else if skip {
+                if t.ca_file.is_some() {
+                    return refuse(
+                        "target.ca_file",
+                        "has no use with insecure_skip_verify = true (nothing is verified)",
+                    );
+                }
+                Some(Trust::SkipVerify)
+            } else {
+                let ca_file = t
+                    .ca_file
+                    .as_ref()
+                    .map(|f| scenario.parent().unwrap_or(Path::new("")).join(f));
+                let extra_roots = match &ca_file {
+                    Some(p) => read_certificates(p).map_err(|m| Refusal {
+                        field: "target.ca_file".into(),
+                        message: m,
+                    })?,
+                    None => Vec::new(),
+                };
+                Some(Trust::Verify {
+                    ca_file,
+                    extra_roots,
+                })
+            }
+        }
+    };
+    match (protocol, &tls) {
+        (Protocol::H2, None) => refuse(
+            "target.protocol",
+            "`h2` is HTTP/2 over TLS: use an https:// url or `tls = true`; HTTP/2 in clear is `h2c`",
+        ),
+        (Protocol::H2c, Some(_)) => refuse(
+            "target.protocol",
+            "`h2c` is HTTP/2 in clear: over TLS it is `h2`",
+        ),
+        _ => Ok(Wire { protocol, tls }),
+    }
+}
+
+/// The certificates (DER) of a PEM file; an error names what is wrong with it.
+fn read_certificates(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("`{shown}` is not PEM: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "`{shown}` holds no certificate (expected PEM blocks `-----BEGIN CERTIFICATE-----`)"
+        ));
+    }
+    Ok(certs)
 }
 
 /// Each config's name (its `name`, or its `preset` when it has none), checked unique.
@@ -1039,7 +1159,12 @@ mod tests {
             parse_url("http://[::1]:9000").unwrap(),
             ("::1".into(), 9000)
         );
-        assert!(parse_url("https://x:1").is_err());
+        assert_eq!(parse_url("https://x:1").unwrap(), ("x".into(), 1));
+        assert_eq!(
+            parse_url("https://localhost").unwrap(),
+            ("localhost".into(), 443)
+        );
+        assert!(parse_url("ftp://x:1").is_err());
         assert!(parse_url("http://:80").is_err());
         assert!(parse_url("http://h:0").is_err());
         assert!(parse_url("http://h:99999").is_err());

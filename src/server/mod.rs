@@ -1,4 +1,5 @@
-//! The built-in target: a hyper 1.x HTTP/1.1 server on loopback that receives the storm,
+//! The built-in target: a hyper 1.x server on loopback (HTTP/1.1 or HTTP/2, in clear or
+//! over TLS with a certificate generated at start, see [`Listen`]) that receives the storm,
 //! applies a service model (concurrency slots, bounded FIFO queue, queue timeout, sampled
 //! service time) and a timed fault timeline, and counts exactly what it received.
 //!
@@ -19,6 +20,10 @@
 //! A request without a request id (external traffic) gets one from a per-server counter
 //! starting at 2^63, so it never collides with the load generator's ids; a missing attempt
 //! means 1.
+//!
+//! Over HTTP/2, a **reset** fault resets the request's stream (RST_STREAM), not the
+//! connection the other streams share; the arrival is counted like any other. A client whose
+//! TLS handshake fails never sent a request: nothing is counted.
 
 mod counters;
 mod dedup;
@@ -36,10 +41,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Incoming};
 use hyper::header::{HeaderValue, RETRY_AFTER};
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
@@ -47,7 +52,7 @@ use tokio::time::Instant;
 
 use crate::metrics::TargetStats;
 use crate::scenario::timeline::{Action, FaultTimeline};
-use crate::scenario::{DedupSpec, Fault, FaultKind, ServiceModel};
+use crate::scenario::{DedupSpec, Fault, FaultKind, Protocol, ServiceModel};
 
 use crate::headers::{H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST};
 use counters::Counters;
@@ -67,8 +72,47 @@ pub struct TargetConfig {
     pub dedup: Option<DedupSpec>,
 }
 
+/// What a server speaks on its listener: the HTTP version, and TLS with its configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Listen {
+    pub protocol: Protocol,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Listen {
+    /// Serves `protocol` with a certificate made now when `tls`; the certificate goes back
+    /// to the caller, for the client side of the same run to trust.
+    pub fn generated(
+        protocol: Protocol,
+        tls: bool,
+    ) -> Result<(Listen, Option<rustls::pki_types::CertificateDer<'static>>), TargetError> {
+        if !tls {
+            return Ok((
+                Listen {
+                    protocol,
+                    tls: None,
+                },
+                None,
+            ));
+        }
+        let made = crate::tls::self_signed(protocol).map_err(TargetError::Tls)?;
+        Ok((
+            Listen {
+                protocol,
+                tls: Some(made.server),
+            },
+            Some(made.certificate),
+        ))
+    }
+}
+
+/// Longest a client may take over its TLS handshake before the server drops it.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
+    #[error("TLS: {0}")]
+    Tls(crate::tls::TlsError),
     #[error("cannot bind the built-in target to {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -194,7 +238,17 @@ pub async fn start(
     config: TargetConfig,
     epoch: Instant,
 ) -> Result<TargetHandle, TargetError> {
-    start_inner(bind, config, epoch, None, None, true).await
+    start_inner(bind, config, epoch, None, None, true, Listen::default()).await
+}
+
+/// [`start`], speaking what `listen` says.
+pub async fn start_listening(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    listen: Listen,
+) -> Result<TargetHandle, TargetError> {
+    start_inner(bind, config, epoch, None, None, true, listen).await
 }
 
 /// The built-in target, the proxy (`upstream`) and the standalone proxy (`control`) share
@@ -207,6 +261,7 @@ pub(crate) async fn start_inner(
     upstream: Option<proxy::Upstream>,
     control: Option<proxy::Control>,
     armed_now: bool,
+    listen: Listen,
 ) -> Result<TargetHandle, TargetError> {
     let mut status_parts = Vec::with_capacity(config.faults.len());
     let mut lost_status = Vec::with_capacity(config.faults.len());
@@ -295,7 +350,7 @@ pub(crate) async fn start_inner(
     // request finishes at that moment.
     shared.spawn_capacity_pump();
 
-    let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+    let accept = tokio::spawn(accept_loop(listener, shared.clone(), listen));
     Ok(TargetHandle {
         addr,
         shared,
@@ -392,7 +447,8 @@ where
     })
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen) {
+    let acceptor = listen.tls.map(tokio_rustls::TlsAcceptor::from);
     let stop = shutdown_signal(shared.shutdown.clone());
     tokio::pin!(stop);
     loop {
@@ -410,17 +466,48 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         };
         let _ = stream.set_nodelay(true);
         let conn_shared = shared.clone();
+        let acceptor = acceptor.clone();
+        let protocol = listen.protocol;
         spawn_tracked(&shared, async move {
             let svc = service_fn(move |req| handle(conn_shared.clone(), req));
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                // Answers are a head and a few bytes of body: one flattened write per
-                // response instead of a writev of two buffers (about 5 % less server CPU
-                // per request in a wrk run, within the noise of this machine).
-                .writev(false)
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            match acceptor {
+                None => serve_connection(protocol, stream, svc).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                    // A failed handshake carried no request: nothing to count or answer.
+                    if let Ok(Ok(tls)) = handshake.await {
+                        serve_connection(protocol, tls, svc).await;
+                    }
+                }
+            }
         });
+    }
+}
+
+/// Serves one accepted connection until it closes.
+async fn serve_connection<S, Svc>(protocol: Protocol, stream: S, svc: Svc)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    Svc: hyper::service::Service<Request<Incoming>, Response = Resp, Error = CloseConnection>
+        + Send
+        + 'static,
+    Svc::Future: Send + 'static,
+{
+    let io = TokioIo::new(stream);
+    if protocol.is_h2() {
+        let _ = http2::Builder::new(TokioExecutor::new())
+            .serve_connection(io, svc)
+            .await;
+    } else {
+        let _ = http1::Builder::new()
+            .keep_alive(true)
+            // Answers are a head and a few bytes of body: one flattened write per
+            // response instead of a writev of two buffers (about 5 % less server CPU
+            // per request in a wrk run, within the noise of this machine).
+            .writev(false)
+            .serve_connection(io, svc)
+            .await;
     }
 }
 

@@ -1,5 +1,15 @@
 //! The counting fault proxy: stormrig's fault timeline and exact counters in front of any
-//! real HTTP/1.1 server on loopback.
+//! real HTTP server on loopback: HTTP/1.1 or HTTP/2 (`h2c`, or `h2` over TLS), in clear or
+//! over TLS ([`ProxyOptions::upstream`]).
+//!
+//! Over TLS the proxy terminates nothing it need not: its listener speaks clear text on
+//! loopback (HTTP/2 in clear when the upstream speaks HTTP/2, so the client's streams and
+//! connections are HTTP/2's), and it is the proxy's *upstream side* that talks TLS to the
+//! real server, verifying its certificate as the scenario says. Faults apply at the proxy,
+//! before TLS; arrivals are counted at the proxy, `forwarded` once a request went out over
+//! an established (TLS) connection. A failed TLS handshake is not forwarded: it is answered
+//! 502 with `x-stormrig-upstream: tls-handshake`, which the generator counts as the
+//! `tls-handshake` outcome, never as a server answer.
 //!
 //! It is the built-in target's server with the service model's *work* replaced by a forward
 //! to the upstream (one code path, [`super::start_inner`]). Per request, in order:
@@ -74,6 +84,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -101,6 +112,18 @@ pub struct ProxyOptions {
     pub upstream_timeout: Duration,
     /// The standalone proxy's control token; `None` draws a random one.
     pub control_token: Option<String>,
+    /// What the proxy speaks to the real server.
+    pub upstream: UpstreamWire,
+    /// What the proxy's own listener speaks.
+    pub listen: super::Listen,
+}
+
+/// The HTTP version and TLS of the proxy's upstream side.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamWire {
+    pub protocol: crate::scenario::Protocol,
+    /// TLS configuration and the name the certificate must carry (the url's host).
+    pub tls: Option<(Arc<rustls::ClientConfig>, String)>,
 }
 
 impl Default for ProxyOptions {
@@ -108,6 +131,8 @@ impl Default for ProxyOptions {
         ProxyOptions {
             upstream_timeout: Duration::from_secs(30),
             control_token: None,
+            upstream: UpstreamWire::default(),
+            listen: super::Listen::default(),
         }
     }
 }
@@ -134,8 +159,10 @@ pub fn random_token() -> String {
 
 /// The real server behind the proxy.
 pub(crate) struct Upstream {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     addr: SocketAddr,
+    /// `http` or `https`.
+    scheme: &'static str,
     timeout: Duration,
 }
 
@@ -182,9 +209,14 @@ pub async fn start_proxy_with(
         bind,
         config,
         epoch,
-        Some(Upstream::new(upstream, options.upstream_timeout)),
+        Some(Upstream::new(
+            upstream,
+            options.upstream_timeout,
+            &options.upstream,
+        )),
         None,
         true,
+        options.listen,
     )
     .await
 }
@@ -276,7 +308,11 @@ pub async fn serve_standalone_with(
         listen,
         config,
         Instant::now(),
-        Some(Upstream::new(upstream, options.upstream_timeout)),
+        Some(Upstream::new(
+            upstream,
+            options.upstream_timeout,
+            &options.upstream,
+        )),
         Some(Control {
             faults,
             seed,
@@ -284,6 +320,7 @@ pub async fn serve_standalone_with(
             port: 0,
         }),
         false,
+        options.listen,
     )
     .await?;
     Ok(StandaloneProxy { handle })
@@ -584,16 +621,50 @@ fn gateway(status: StatusCode, why: &str) -> Resp {
 }
 
 impl Upstream {
-    pub(crate) fn new(addr: SocketAddr, timeout: Duration) -> Self {
+    pub(crate) fn new(addr: SocketAddr, timeout: Duration, wire: &UpstreamWire) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(timeout));
+        // The connector's own address is the resolved one; the certificate is checked
+        // against the url's host.
+        connector.enforce_http(false);
+        let (mut config, name) = match &wire.tls {
+            Some((config, name)) => ((**config).clone(), crate::tls::server_name(name)),
+            // Clear text: the TLS side is never used (the scheme is http).
+            None => (
+                rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default protocol versions")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+                None,
+            ),
+        };
+        // The connector offers the ALPN names of the versions enabled below.
+        config.alpn_protocols.clear();
+        let mut builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_or_http();
+        if let Some(name) = name {
+            builder =
+                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
+        }
+        let h2 = wire.protocol.is_h2();
+        let https = if h2 {
+            builder.enable_http2().wrap_connector(connector)
+        } else {
+            builder.enable_http1().wrap_connector(connector)
+        };
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+            .http2_only(h2)
+            .build(https);
         Upstream {
             client,
             addr,
+            scheme: if wire.tls.is_some() { "https" } else { "http" },
             timeout,
         }
     }
@@ -611,7 +682,7 @@ impl Upstream {
             .path_and_query()
             .map(|p| p.as_str())
             .unwrap_or("/");
-        let uri: Uri = match format!("http://{}{}", self.addr, path).parse() {
+        let uri: Uri = match format!("{}://{}{}", self.scheme, self.addr, path).parse() {
             Ok(u) => u,
             Err(_) => {
                 return (
@@ -659,7 +730,20 @@ impl Upstream {
                 let connect = e
                     .downcast_ref::<hyper_util::client::legacy::Error>()
                     .is_some_and(|e| e.is_connect());
-                if connect {
+                if connect && crate::tls::is_handshake_failure(e.as_ref()) {
+                    let mut resp = gateway(
+                        StatusCode::BAD_GATEWAY,
+                        &format!(
+                            "upstream TLS handshake failed: {}",
+                            crate::tls::describe(e.as_ref())
+                        ),
+                    );
+                    resp.headers_mut().insert(
+                        crate::headers::UPSTREAM,
+                        HeaderValue::from_static(crate::headers::UPSTREAM_TLS_HANDSHAKE),
+                    );
+                    (resp, false)
+                } else if connect {
                     let mut resp = gateway(StatusCode::BAD_GATEWAY, "upstream connect failed");
                     resp.headers_mut().insert(
                         crate::headers::UPSTREAM,

@@ -9,7 +9,8 @@
 # table quotes medians of the rounds and the median of per-round ratios: absolute figures on
 # a shared machine are noisy, ratios measured in the same round much less so.
 #
-# Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, TARGET_PORT, CONFIG (retry preset of the
+# Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, NGINX_H2C_PORT (the same nginx over HTTP/2 in
+# clear, for the generator's h2c row), TARGET_PORT, CONFIG (retry preset of the
 # stormrig generator, default naive), MEMORY=1 (also run `stormrig bench memory`, 60 s), OHA_INSTALL=0 (never install oha).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
 # oha (cargo install oha --locked; its rows are skipped when that fails, e.g. offline).
@@ -29,6 +30,7 @@ GEN_CPU="${GEN_CPU:-0}"
 SRV_CPU="${SRV_CPU:-1}"
 NGINX_PORT="${NGINX_PORT:-18480}"
 TARGET_PORT="${TARGET_PORT:-18481}"
+NGINX_H2C_PORT="${NGINX_H2C_PORT:-18482}"
 CONFIG="${CONFIG:-naive}"
 CONNS=64
 RATE=20000
@@ -168,13 +170,16 @@ print("\t".join([section, "oha", mode, rnd, "%.1f" % rps, ms(p.get("p50")), ms(p
 EOF
 }
 
-run_gen() { # round
-    local out="$WORK/gen.out" cpu n
-    timed "$out" "$STORMRIG" bench generator --url "http://127.0.0.1:$NGINX_PORT/" \
+run_gen() { # round [h2c]: HTTP/1.1 to nginx's port, or HTTP/2 in clear to its h2c port
+    local out="$WORK/gen.out" cpu n url="http://127.0.0.1:$NGINX_PORT/" mode="closed" flag=()
+    if [ "${2:-}" = h2c ]; then
+        url="http://127.0.0.1:$NGINX_H2C_PORT/" mode="closed h2c" flag=(--h2c)
+    fi
+    timed "$out" "$STORMRIG" bench generator --url "$url" "${flag[@]}" \
         --connections "$CONNS" --duration "${DUR}s" --config "$CONFIG" --threads 1 || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record generator stormrig "closed, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
+    record generator stormrig "$mode, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
         "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
         "attempts=$(kv "$out" attempts)"
 }
@@ -193,7 +198,7 @@ run_open() { # round
 
 # ---- servers -----------------------------------------------------------------------------
 log "nginx (1 worker) on 127.0.0.1:$NGINX_PORT pinned to CPU $SRV_CPU"
-NGINX_ACCESS_LOG=off taskset -c "$SRV_CPU" "$ROOT/targets/nginx/run.sh" start "$WORK/nginx" "$NGINX_PORT"
+NGINX_ACCESS_LOG=off taskset -c "$SRV_CPU" "$ROOT/targets/nginx/run.sh" start "$WORK/nginx" "$NGINX_PORT" - "$NGINX_H2C_PORT"
 NGINX_STARTED=1
 NGINX_WORKER="$(pgrep -P "$(cat "$WORK/nginx/nginx.pid")" | head -1)"
 # The access log is off here (NGINX_ACCESS_LOG=off); truncating keeps a stray one small.
@@ -216,6 +221,8 @@ trunc_log
 for r in $(seq 1 "$ROUNDS"); do
     log "round $r/$ROUNDS: generator max throughput (closed loop, $CONNS connections, ${DUR}s)"
     run_gen "$r"
+    trunc_log
+    run_gen "$r" h2c
     trunc_log
     run_wrk generator "closed, -t1 -c$CONNS" "$r" "http://127.0.0.1:$NGINX_PORT/"
     trunc_log

@@ -65,39 +65,53 @@ fn policy_bench_counts_and_prints() {
     }
 }
 
+/// Over HTTP/1.1 and over HTTP/2 in clear alike.
 #[tokio::test(flavor = "current_thread")]
 async fn generator_counts_match_target_arrivals() {
-    let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
-        .await
-        .unwrap();
-    let opts = GeneratorOpts {
-        url: format!("http://{}/", handle.addr()),
-        connections: 8,
-        duration: Duration::from_secs(1),
-        config: "naive".into(),
-    };
-    let (counted, elapsed) = bench::generator_run(&opts).await.unwrap();
-    let stats = handle.shutdown().await;
-    assert!(counted.requests > 0);
-    assert_eq!(counted.successes, counted.requests);
-    assert_eq!(counted.attempts, counted.requests);
-    assert_eq!(stats.arrivals, counted.attempts);
-    let report = bench::GeneratorReport {
-        counted,
-        elapsed,
-        cpu_s: bench::cpu_seconds(),
-        threads: 1,
-    };
-    let m = kv(&bench::generator_text(&opts, &report));
-    assert_eq!(m["requests"], stats.arrivals.to_string());
-    for k in [
-        "req_per_s",
-        "p50_ms",
-        "p99_ms",
-        "cpu_s",
-        "cpu_s_per_million",
-    ] {
-        let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+    for h2c in [false, true] {
+        let listen = server::Listen {
+            protocol: if h2c {
+                stormrig::scenario::Protocol::H2c
+            } else {
+                stormrig::scenario::Protocol::Http1
+            },
+            tls: None,
+        };
+        let start = tokio::time::Instant::now();
+        let handle = server::start_listening(loopback(), serve_ok(), start, listen)
+            .await
+            .unwrap();
+        let opts = GeneratorOpts {
+            url: format!("http://{}/", handle.addr()),
+            connections: 8,
+            duration: Duration::from_millis(700),
+            config: "naive".into(),
+            h2c,
+        };
+        let (counted, elapsed) = bench::generator_run(&opts).await.unwrap();
+        let stats = handle.shutdown().await;
+        assert!(counted.requests > 0);
+        assert_eq!(counted.successes, counted.requests);
+        assert_eq!(counted.attempts, counted.requests);
+        assert_eq!(stats.arrivals, counted.attempts);
+        let report = bench::GeneratorReport {
+            counted,
+            elapsed,
+            cpu_s: bench::cpu_seconds(),
+            threads: 1,
+        };
+        let m = kv(&bench::generator_text(&opts, &report));
+        assert_eq!(m["requests"], stats.arrivals.to_string());
+        assert_eq!(m["protocol"], if h2c { "h2c" } else { "http1" });
+        for k in [
+            "req_per_s",
+            "p50_ms",
+            "p99_ms",
+            "cpu_s",
+            "cpu_s_per_million",
+        ] {
+            let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+        }
     }
 }
 
@@ -113,6 +127,7 @@ async fn generator_retries_reach_the_target() {
         connections: 4,
         duration: Duration::from_millis(500),
         config: "naive".into(),
+        h2c: false,
     };
     let (counted, _) = bench::generator_run(&opts).await.unwrap();
     let stats = handle.shutdown().await;

@@ -213,6 +213,7 @@ jitter = { kind = "none" }
         seed: 1,
         propagate_deadline: false,
         attempt_log: true,
+        wire: Default::default(),
     }));
     let mut hdrs = HeaderMap::new();
     hdrs.insert(

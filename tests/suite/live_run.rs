@@ -1,35 +1,15 @@
 //! The storm run end to end on loopback: exact counts between client and target,
 //! amplification against always-failing targets, and run-to-run reproducibility.
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::support::config_named;
-use stormrig::live::{self, RunOptions};
-use stormrig::plan::{self, Plan};
+use crate::support::{self, config_named, plan_of};
+use stormrig::live;
+use stormrig::plan::Plan;
 use stormrig::scenario::{self, Fault, FaultKind, LoadShape};
 
-fn plan_of(text: &str) -> Plan {
-    let path = Path::new("tests/inline.toml");
-    let sc = scenario::parse(path, text).expect("scenario parses");
-    plan::build(sc, text).expect("configs resolve")
-}
-
 fn run(plan: &Plan, attempt_log: bool) -> live::LiveOutput {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (_tx, rx) = tokio::sync::watch::channel(false);
-        let opts = RunOptions {
-            attempt_log,
-            progress: false,
-            abort_when: None,
-        };
-        live::run(plan, &opts, rx).await.expect("run completes")
-    })
+    support::run_live(plan, attempt_log)
 }
 
 const MIXED: &str = r#"

@@ -7,10 +7,10 @@
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
+use crate::support::nginx::Nginx;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
@@ -21,89 +21,6 @@ use stormrig::server::proxy::start_proxy;
 use stormrig::server::TargetConfig;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-const NGINX: &str = "/usr/sbin/nginx";
-
-struct Nginx {
-    prefix: PathBuf,
-    port: u16,
-}
-
-impl Nginx {
-    /// Starts nginx with the shipped script, or returns `None` when the skip is asked for.
-    fn start() -> Option<Nginx> {
-        if !Path::new(NGINX).exists() {
-            if std::env::var("STORMRIG_SKIP_NGINX").as_deref() == Ok("1") {
-                eprintln!("SKIPPED: nginx is not installed and STORMRIG_SKIP_NGINX=1");
-                return None;
-            }
-            panic!(
-                "nginx is not installed ({NGINX} missing): install it with \
-                 `apt-get update && apt-get install -y nginx`, or set STORMRIG_SKIP_NGINX=1 to skip"
-            );
-        }
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let prefix =
-            std::env::temp_dir().join(format!("stormrig-nginx-{}-{port}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&prefix);
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/nginx/run.sh");
-        let out = Command::new("sh")
-            .arg(&script)
-            .arg("start")
-            .arg(&prefix)
-            .arg(port.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "run.sh start failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(Nginx { prefix, port })
-    }
-
-    fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    fn log(&self) -> Vec<String> {
-        std::fs::read_to_string(self.prefix.join("access.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// The log once it holds `n` lines (nginx writes a line after answering), bounded.
-    async fn log_with(&self, n: usize) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            let log = self.log();
-            if log.len() >= n || Instant::now() > deadline {
-                // A little longer, so that extra lines (a miscount) would show up too.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                return self.log();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/nginx/run.sh");
-        let _ = Command::new("sh")
-            .arg(script)
-            .arg("stop")
-            .arg(&self.prefix)
-            .status();
-        let _ = std::fs::remove_dir_all(&self.prefix);
-    }
-}
 
 async fn send(
     addr: SocketAddr,
@@ -387,6 +304,7 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
             port: nginx.port,
             dedup: None,
             model: None,
+            wire: Default::default(),
         };
         for f in &mut plan.scenario.faults {
             f.at = Duration::ZERO;

@@ -99,6 +99,34 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
     }
 }
 
+pub mod nginx;
+
+/// A plan from scenario text, as if read from `tests/inline.toml`.
+pub fn plan_of(text: &str) -> stormrig::plan::Plan {
+    let path = std::path::Path::new("tests/inline.toml");
+    let sc = stormrig::scenario::parse(path, text).expect("scenario parses");
+    stormrig::plan::build(sc, text).expect("configs resolve")
+}
+
+/// Runs `plan` live on a two-thread runtime, silent.
+pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::live::LiveOutput {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let opts = stormrig::live::RunOptions {
+            attempt_log,
+            progress: false,
+            abort_when: None,
+        };
+        stormrig::live::run(plan, &opts, rx)
+            .await
+            .expect("run completes")
+    })
+}
 pub mod process;
 /// A fresh, empty directory under the system temp dir for one test.
 pub fn scratch(name: &str) -> std::path::PathBuf {

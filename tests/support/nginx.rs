@@ -1,0 +1,118 @@
+//! A real nginx (Debian's package) as a target, started and stopped with
+//! `targets/nginx/run.sh`: plain HTTP/1.1, and on request HTTPS and HTTP/2 in clear.
+//!
+//! Without nginx a test using it FAILS, saying how to install it; `STORMRIG_SKIP_NGINX=1`
+//! skips it.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+/// A running nginx, stopped (and its folder removed) when dropped.
+pub struct Nginx {
+    pub prefix: PathBuf,
+    pub port: u16,
+    /// HTTPS (HTTP/1.1 and h2 by ALPN) and HTTP/2-in-clear ports, when started with TLS.
+    pub tls_port: Option<u16>,
+    pub h2c_port: Option<u16>,
+}
+
+impl Nginx {
+    /// Starts nginx with the shipped script, or returns `None` when the skip is asked for.
+    pub fn start() -> Option<Nginx> {
+        Nginx::start_with(None)
+    }
+
+    /// [`Nginx::start`], also serving HTTPS with `tls` (certificate and key, PEM) and h2c.
+    pub fn start_with(tls: Option<(&str, &str)>) -> Option<Nginx> {
+        if !Path::new(NGINX).exists() {
+            if std::env::var("STORMRIG_SKIP_NGINX").as_deref() == Ok("1") {
+                eprintln!("SKIPPED: nginx is not installed and STORMRIG_SKIP_NGINX=1");
+                return None;
+            }
+            panic!(
+                "nginx is not installed ({NGINX} missing): install it with \
+                 `apt-get update && apt-get install -y nginx`, or set STORMRIG_SKIP_NGINX=1 to skip"
+            );
+        }
+        let free_port = || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let port = free_port();
+        let prefix =
+            std::env::temp_dir().join(format!("stormrig-nginx-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&prefix);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/nginx/run.sh");
+        let mut cmd = Command::new("sh");
+        cmd.arg(&script)
+            .arg("start")
+            .arg(&prefix)
+            .arg(port.to_string());
+        let (mut tls_port, mut h2c_port) = (None, None);
+        if let Some((cert, key)) = tls {
+            std::fs::create_dir_all(&prefix).unwrap();
+            std::fs::write(prefix.join("tls.crt"), cert).unwrap();
+            std::fs::write(prefix.join("tls.key"), key).unwrap();
+            let (t, h) = (free_port(), free_port());
+            cmd.arg(t.to_string()).arg(h.to_string());
+            (tls_port, h2c_port) = (Some(t), Some(h));
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "run.sh start failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(Nginx {
+            prefix,
+            port,
+            tls_port,
+            h2c_port,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    pub fn log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.prefix.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The log once it holds `n` lines (nginx writes a line after answering), bounded.
+    pub async fn log_with(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let log = self.log();
+            if log.len() >= n || Instant::now() > deadline {
+                // A little longer, so that extra lines (a miscount) would show up too.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return self.log();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/nginx/run.sh");
+        let _ = Command::new("sh")
+            .arg(script)
+            .arg("stop")
+            .arg(&self.prefix)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.prefix);
+    }
+}
