@@ -58,7 +58,9 @@ pub enum Command {
     /// List the retry presets with their sources.
     Presets,
     /// Run the counting fault proxy on its own in front of a real HTTP server, until
-    /// SIGINT/SIGTERM. Control: POST /_stormrig/faults/start|stop, GET /_stormrig/metrics.
+    /// SIGINT/SIGTERM. Control: GET|POST /_stormrig/faults (JSON), DELETE
+    /// /_stormrig/faults/ID, POST /_stormrig/faults/ID/enable|disable,
+    /// POST /_stormrig/faults/start|stop, GET /_stormrig/metrics.
     Proxy {
         /// Loopback address to listen on, e.g. 127.0.0.1:9000.
         #[arg(long)]

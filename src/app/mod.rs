@@ -303,7 +303,7 @@ fn proxy(
             .await
             .map_err(AppError::failed)?;
         eprintln!(
-            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics, each with `Authorization: Bearer {}`",
+            "stormrig proxy: {} -> {upstream_addr}; faults: GET|POST http://{}/_stormrig/faults (JSON), metrics: GET http://{}/_stormrig/metrics, each with `Authorization: Bearer {}`",
             server.addr(),
             server.control_addr(),
             server.control_addr(),

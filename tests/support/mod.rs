@@ -99,6 +99,7 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
     }
 }
 
+pub mod http;
 pub mod process;
 /// A fresh, empty directory under the system temp dir for one test.
 pub fn scratch(name: &str) -> std::path::PathBuf {
