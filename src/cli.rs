@@ -143,6 +143,15 @@ pub struct RunArgs {
     /// Override the scenario's duration (e.g. "5s"), for quick rehearsals.
     #[arg(long)]
     pub duration: Option<String>,
+    /// Serve Prometheus text at http://ADDR/metrics while the run goes (per config:
+    /// upstream, attempts, retries, refusals, arrivals, in flight, budget level); loopback
+    /// addresses only, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Write one JSON line per config per second while the run goes, to FILE or `-`
+    /// (standard output).
+    #[arg(long, value_name = "FILE|-")]
+    pub events: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

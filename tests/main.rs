@@ -34,6 +34,7 @@ mod suite {
     mod sim_core;
     mod sweep;
     mod target_server;
+    mod telemetry;
     mod topology_live;
     mod topology_plan;
 }

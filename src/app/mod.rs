@@ -457,6 +457,7 @@ fn blank_result(plan: &Plan) -> RunResult {
         duration_s: sc.duration.as_secs_f64(),
         drain_s: None,
         stormrig_version: String::new(),
+        run: None,
         faults: Vec::new(),
         configs,
         gates: Vec::new(),
@@ -539,6 +540,12 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     }
     check_work(&plan, 1.0)?;
     let gates = gates_of(&plan, &args.common.gates)?;
+    if let Some(addr) = args.metrics_listen.filter(|a| !a.ip().is_loopback()) {
+        return Err(AppError::bad(
+            live::telemetry::TelemetryError::NotLoopback { addr }.to_string(),
+        ));
+    }
+    let scenario_bytes = std::fs::read(&args.common.scenario).map_err(AppError::failed)?;
     let dir = out_dir(&args.common, &plan.scenario.name);
     files::prepare_dir(&dir).map_err(AppError::failed)?;
 
@@ -554,6 +561,17 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             abort_check(&gates)
         } else {
             None
+        },
+        scenario_sha256: Some(live::telemetry::scenario_sha256(&scenario_bytes)),
+        telemetry: live::telemetry::TelemetryOptions {
+            metrics_listen: args.metrics_listen,
+            events: args.events.as_ref().map(|p| {
+                if p.as_os_str() == "-" {
+                    live::telemetry::EventsTo::Stdout
+                } else {
+                    live::telemetry::EventsTo::File(p.clone())
+                }
+            }),
         },
     };
     let output = rt.block_on(async {

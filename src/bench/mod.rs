@@ -219,6 +219,7 @@ pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64
         seed: 1,
         propagate_deadline: false,
         attempt_log: false,
+        trace: None,
     })
 }
 

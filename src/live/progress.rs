@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::clock::Epoch;
 use super::driver::ConfigRuntime;
+use super::telemetry::snapshot;
 use crate::server::TargetHandle;
 
 /// How often plain (non-terminal) progress lines are printed.
@@ -19,22 +20,6 @@ const PLAIN_EVERY: Duration = Duration::from_secs(5);
 pub struct Progress {
     task: JoinHandle<()>,
     bars: Vec<ProgressBar>,
-}
-
-/// A snapshot of one config's figures so far.
-fn snapshot(rt: &ConfigRuntime, arrivals: u64) -> (u64, u64, u64, f64) {
-    rt.with(|g| {
-        let secs = g.recorder().seconds();
-        let started: u64 = secs.iter().map(|s| s.started).sum();
-        let attempts: u64 = secs.iter().map(|s| s.attempts).sum();
-        let failures: u64 = secs.iter().map(|s| s.failures).sum();
-        let amp = if started > 0 {
-            arrivals as f64 / started as f64
-        } else {
-            0.0
-        };
-        (started, attempts, failures, amp)
-    })
 }
 
 impl Progress {
@@ -69,7 +54,9 @@ impl Progress {
                     tick.tick().await;
                     let t = epoch.elapsed();
                     for ((rt, b), st) in runtimes.iter().zip(&bars2).zip(&stats) {
-                        let (started, attempts, failures, amp) = snapshot(rt, st.arrivals());
+                        let s = snapshot(rt, st);
+                        let (started, attempts, failures, amp) =
+                            (s.upstream, s.attempts, s.failures, s.amplification());
                         let rate = started as f64 / t.as_secs_f64().max(0.001);
                         b.set_position((t.as_millis() as u64).min(total_ms));
                         b.set_message(format!(
@@ -87,7 +74,9 @@ impl Progress {
                     tick.tick().await;
                     let t = epoch.elapsed();
                     for (rt, st) in runtimes.iter().zip(&stats) {
-                        let (started, attempts, failures, amp) = snapshot(rt, st.arrivals());
+                        let s = snapshot(rt, st);
+                        let (started, attempts, failures, amp) =
+                            (s.upstream, s.attempts, s.failures, s.amplification());
                         eprintln!(
                             "[{:>5.1}s] {:<18} started {started:>7}  attempts {attempts:>7}  failed {failures:>6}  amplification {amp:.2}",
                             t.as_secs_f64(),

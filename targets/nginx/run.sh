@@ -3,7 +3,7 @@
 #   targets/nginx/run.sh start PREFIX_DIR PORT   # writes PREFIX_DIR/nginx.conf, starts nginx
 #   targets/nginx/run.sh stop  PREFIX_DIR        # stops the nginx whose pid is in PREFIX_DIR
 # nginx listens on 127.0.0.1:PORT with 1 worker; access log: PREFIX_DIR/access.log, format
-#   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key"
+#   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key $http_x_stormrig_config $http_x_stormrig_run"
 # NGINX_ACCESS_LOG=off turns the access log off (peer benchmarks: a log line per request
 # costs nginx a write per request that wrk-vs-nginx figures elsewhere do not pay).
 # Install: apt-get update && apt-get install -y nginx

@@ -12,7 +12,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use stormrig::headers;
-use stormrig::server::proxy::serve_standalone;
+use stormrig::server::proxy::{serve_standalone, StandaloneProxy};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -34,6 +34,18 @@ async fn control(
     (st, v)
 }
 
+/// A standalone proxy with no faults in front of an echo server: it, its address and the
+/// `Authorization` value of its control requests.
+async fn proxy() -> (StandaloneProxy, std::net::SocketAddr, String) {
+    let upstream = echo_server().await;
+    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
+        .await
+        .unwrap();
+    let a = proxy.addr();
+    let bearer = format!("Bearer {}", proxy.control_token());
+    (proxy, a, bearer)
+}
+
 /// One answered request of the load loop.
 struct Exchange {
     sent: Instant,
@@ -53,12 +65,7 @@ async fn until_answered(done: &AtomicU64, from: u64, n: u64) -> u64 {
 
 #[tokio::test]
 async fn a_fault_added_mid_run_faults_exactly_the_requests_inside_its_span() {
-    let upstream = echo_server().await;
-    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
-        .await
-        .unwrap();
-    let a = proxy.addr();
-    let bearer = format!("Bearer {}", proxy.control_token());
+    let (proxy, a, bearer) = proxy().await;
 
     // Without a --faults file, start says so instead of starting "0 windows"; a JSON fault
     // sent to it is refused, never ignored.
@@ -191,12 +198,7 @@ async fn a_fault_added_mid_run_faults_exactly_the_requests_inside_its_span() {
 
 #[tokio::test]
 async fn faults_are_scheduled_switched_and_checked_like_scenario_faults() {
-    let upstream = echo_server().await;
-    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
-        .await
-        .unwrap();
-    let a = proxy.addr();
-    let bearer = format!("Bearer {}", proxy.control_token());
+    let (proxy, a, bearer) = proxy().await;
 
     // A window an hour from now is scheduled; disabled and enabled again it keeps it.
     let (st, f) = control(

@@ -27,6 +27,7 @@ fn run(plan: &Plan, attempt_log: bool) -> live::LiveOutput {
             attempt_log,
             progress: false,
             abort_when: None,
+            ..Default::default()
         };
         live::run(plan, &opts, rx).await.expect("run completes")
     })

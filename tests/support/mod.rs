@@ -92,6 +92,7 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         duration_s: 60.0,
         drain_s: None,
         stormrig_version: "0.1.0".to_string(),
+        run: None,
         faults: vec![],
         configs,
         gates: vec![],
