@@ -77,6 +77,21 @@ pub struct GateVerdict {
     pub limit: f64,
     pub measured: Option<f64>,
     pub passed: bool,
+    /// The run was cut short and the verdict could still have changed: neither a pass nor a
+    /// settled failure (`passed` is false, so nothing reads it as a pass).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+}
+
+impl GateVerdict {
+    /// `PASS`, `FAIL` or `INCOMPLETE`, as tables print it.
+    pub fn label(&self) -> &'static str {
+        match (self.passed, self.incomplete) {
+            (_, true) => "INCOMPLETE",
+            (true, false) => "PASS",
+            (false, false) => "FAIL",
+        }
+    }
 }
 
 /// Everything a run measured.

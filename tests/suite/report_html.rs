@@ -304,6 +304,7 @@ fn synthetic() -> RunResult {
             limit: 1.5,
             measured: Some(c.amplification),
             passed: c.amplification <= 1.5,
+            incomplete: false,
         })
         .collect();
     RunResult {
