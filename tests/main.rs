@@ -14,6 +14,7 @@ mod suite {
     mod budget_drain_live;
     mod check_advice;
     mod cli;
+    mod display;
     mod fault_api;
     mod fuzz_scenarios;
     mod gates_diff;

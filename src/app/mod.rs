@@ -586,7 +586,7 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let lag = &output.schedule_lag_us;
     if !lag.is_empty() {
         eprintln!(
-            "schedule: {} arrivals in {:.1} s ({:.1} req/s offered); start lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            "schedule: {} arrivals in {:.1} s ({:.1} req/s offered)\n          start lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             lag.len(),
             output.result.duration_s,
             lag.len() as f64 / output.result.duration_s.max(1e-9),

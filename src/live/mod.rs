@@ -133,7 +133,7 @@ pub async fn run(
             .await?;
     let progress = opts
         .progress
-        .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
+        .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration, &sc.faults));
     let layer_sets: Vec<Vec<Arc<layer::Layer>>> = chains
         .iter()
         .map(|chain| chain.iter().map(|h| Arc::clone(&h.layer)).collect())

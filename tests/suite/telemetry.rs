@@ -11,31 +11,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::support::process::{bin, tmp_dir, wait_watched, watch, write};
-
-const SCENARIO: &str = r#"name = "telemetry"
-seed = 7
-duration = "3s"
-drain = "2s"
-
-[load]
-kind = "constant"
-rate = 50
-
-[target]
-builtin = "default"
-
-[[faults]]
-kind = "status"
-status = 503
-at = "1s"
-for = "1s"
-
-[[configs]]
-preset = "no-retry"
-
-[[configs]]
-preset = "aws-standard"
-"#;
+use crate::support::three_seconds_of_503;
 
 /// GET `path` from `port` on 127.0.0.1; None when nothing answers yet.
 fn get(port: u16, path: &str) -> Option<String> {
@@ -67,7 +43,11 @@ fn sample(text: &str, name: &str, config: &str) -> Option<f64> {
 #[test]
 fn a_live_run_serves_metrics_streams_events_and_carries_its_identity() {
     let dir = tmp_dir("telemetry");
-    let scenario = write(&dir, "telemetry.toml", SCENARIO);
+    let scenario = write(
+        &dir,
+        "telemetry.toml",
+        &three_seconds_of_503("telemetry", "aws-standard"),
+    );
     let out = dir.join("out");
     let port = free_port();
     let start = Instant::now();
@@ -199,7 +179,11 @@ fn a_live_run_serves_metrics_streams_events_and_carries_its_identity() {
 #[test]
 fn metrics_are_never_served_beyond_loopback_and_the_simulator_stays_timeless() {
     let dir = tmp_dir("telemetry-refused");
-    let scenario = write(&dir, "telemetry.toml", SCENARIO);
+    let scenario = write(
+        &dir,
+        "telemetry.toml",
+        &three_seconds_of_503("telemetry", "aws-standard"),
+    );
     let mut cmd = bin();
     cmd.arg("run")
         .arg(&scenario)

@@ -102,6 +102,38 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
 
 pub mod http;
 pub mod process;
+
+/// A three-second live scenario on the built-in target: 50 req/s, a 503 from 1 s to 2.5 s,
+/// `no-retry` beside an `aws-standard` config called `name`.
+pub fn three_seconds_of_503(scenario: &str, name: &str) -> String {
+    format!(
+        r#"name = "{scenario}"
+seed = 3
+duration = "3s"
+drain = "2s"
+
+[load]
+kind = "constant"
+rate = 50
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "status"
+status = 503
+at = "1s"
+for = "1500ms"
+
+[[configs]]
+preset = "no-retry"
+
+[[configs]]
+name = "{name}"
+preset = "aws-standard"
+"#
+    )
+}
 /// A fresh, empty directory under the system temp dir for one test.
 pub fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("stormrig-{name}-{}", std::process::id()));
