@@ -131,6 +131,10 @@ pub struct CommonArgs {
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Override the scenario's duration (e.g. "5s"): a quick rehearsal live, a longer storm
+    /// in the simulator. Faults that would start after it are dropped.
+    #[arg(long)]
+    pub duration: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -140,9 +144,6 @@ pub struct RunArgs {
     /// Stop the run as soon as a gate can no longer pass (reports are still written).
     #[arg(long)]
     pub abort_on_fail: bool,
-    /// Override the scenario's duration (e.g. "5s"), for quick rehearsals.
-    #[arg(long)]
-    pub duration: Option<String>,
     /// Serve Prometheus text at http://ADDR/metrics while the run goes (per config:
     /// upstream, attempts, retries, refusals, arrivals, in flight, budget level); loopback
     /// addresses only, e.g. 127.0.0.1:9464.
@@ -158,7 +159,8 @@ pub struct RunArgs {
 pub struct SimArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Multiply arrival rate and target capacity by N.
+    /// Multiply arrival rate and target capacity by N (simulator only: a live run's load
+    /// and target are what this machine really drives).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
 }

@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use crate::metrics::{
-    summarize, verdict, ConfigSummary, Engine, FaultBand, Recorder, RunResult, RunShape, SecondRow,
-    TargetStats,
+    summarize, verdict, ConfigSummary, Engine, FaultBand, LayerSummary, Recorder, RunResult,
+    RunShape, SecondRow, TargetStats,
 };
 use crate::plan::{amplification_bound, fault_bands, Plan, PlannedConfig};
+use crate::policy::RetryConfig;
 use crate::scenario::{schedule, LoadShape};
 
 /// What the summaries of one run are measured against.
@@ -95,8 +96,84 @@ impl<'p> ResultBuilder<'p> {
         )
     }
 
+    /// A topology run's bounds and per-layer rows in one config's summary: the load
+    /// generator's row from the summary itself, then one row per layer, which `layers`
+    /// builds given the upstream request count. Both engines add their rows here, so the
+    /// tables and charts of a layered run mean the same whichever engine ran it.
+    pub fn add_layers(
+        &self,
+        summary: &mut ConfigSummary,
+        config: &RetryConfig,
+        layers: impl FnOnce(u64) -> Vec<LayerSummary>,
+    ) {
+        let plan = self.plan;
+        let (budget, worst) = crate::plan::topology_bounds(
+            config,
+            &plan.layers,
+            self.mean_rate,
+            plan.scenario.duration,
+        );
+        summary.amplification_bound = Some(budget);
+        summary.topology_bound = Some(worst);
+        let upstream = summary.upstream_requests;
+        summary.layers.push(layer_summary(
+            "client",
+            upstream,
+            summary.attempts,
+            summary.retries,
+            summary.budget_refusals,
+            summary.client_peak_in_flight,
+            upstream,
+            config.max_attempts,
+        ));
+        summary.layers.extend(layers(upstream));
+    }
+
     /// Once every config is in: each config's verdict against the baseline config.
     pub fn judge(&self, result: &mut RunResult) {
         verdict::judge(result, self.plan.scenario.baseline.as_deref());
     }
+}
+
+/// Builds one row of the per-layer table.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_summary(
+    name: &str,
+    arrivals: u64,
+    attempts: u64,
+    retries: u64,
+    budget_refusals: u64,
+    peak_in_flight: u64,
+    upstream: u64,
+    max_attempts: u32,
+) -> LayerSummary {
+    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    LayerSummary {
+        name: name.to_string(),
+        arrivals,
+        attempts,
+        retries,
+        budget_refusals,
+        peak_in_flight,
+        amplification: ratio(attempts, arrivals),
+        cumulative_amplification: ratio(attempts, upstream),
+        max_attempts,
+    }
+}
+
+/// (attempts, retries, budget refusals) a recorder counted.
+pub fn totals(rec: &Recorder) -> (u64, u64, u64) {
+    rec.seconds().iter().fold((0, 0, 0), |(a, r, b), s| {
+        (a + s.attempts, r + s.retries, b + s.budget_refusals)
+    })
+}
+
+/// What one hop of a topology did beyond the counts in `LayerSummary`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HopStats {
+    pub name: String,
+    /// Attempts sent with their per-try timeout cut short by the (propagated) deadline.
+    pub deadline_cut: u64,
+    /// Requests a layer answered 503 at once for its concurrency limit (0 for the generator).
+    pub rejected: u64,
 }

@@ -33,6 +33,7 @@ mod suite {
     mod scenario_schedule;
     mod scenario_shipped;
     mod sim_core;
+    mod sim_topology;
     mod sweep;
     mod target_server;
     mod telemetry;

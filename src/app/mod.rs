@@ -503,6 +503,13 @@ fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
         plan.configs
             .retain(|c| common.only.contains(&c.name) || baseline.as_ref() == Some(&c.name));
     }
+    if let Some(d) = &common.duration {
+        let d = duration::parse(d).map_err(|e| AppError::bad(format!("--duration: {e}")))?;
+        crate::scenario::validate::check_duration("--duration", d)
+            .map_err(|r| AppError::bad(format!("{}: {}", r.field, r.message)))?;
+        plan.scenario.faults.retain(|f| f.at < d);
+        plan.scenario.duration = d;
+    }
     Ok(plan)
 }
 
@@ -530,14 +537,7 @@ fn count_panics() {
 }
 
 fn run_live(args: RunArgs) -> Result<Exit, AppError> {
-    let mut plan = prepare(&args.common)?;
-    if let Some(d) = &args.duration {
-        let d = duration::parse(d).map_err(|e| AppError::bad(format!("--duration: {e}")))?;
-        crate::scenario::validate::check_duration("--duration", d)
-            .map_err(|r| AppError::bad(format!("{}: {}", r.field, r.message)))?;
-        plan.scenario.faults.retain(|f| f.at < d);
-        plan.scenario.duration = d;
-    }
+    let plan = prepare(&args.common)?;
     check_work(&plan, 1.0)?;
     let gates = gates_of(&plan, &args.common.gates)?;
     if let Some(addr) = args.metrics_listen.filter(|a| !a.ip().is_loopback()) {

@@ -18,6 +18,15 @@
 //!    hints (`retry-after`, `x-amz-retry-after`, `x-amzn-errortype`,
 //!    `grpc-retry-pushback-ms`); a transport failure becomes 504 (timeouts) or 502 (reset,
 //!    refused, protocol); giving up before any attempt becomes 504 for the deadline, else 503.
+//!
+//! Cancellation: a caller that gives up on an attempt (its per-try timeout, or its own
+//! caller's cancellation) closes the connection, and the layer drops its work on that
+//! attempt at once: the service wait, any retry not yet sent, and the attempt in flight
+//! (whose connection closes in turn, so the cancellation runs down the chain to the target,
+//! which alone finishes the work it accepted). The layer's policy is not told of the dropped
+//! request's end. This is hyper's behaviour for an HTTP/1 connection closed mid-request
+//! without half-close (the handler's future is dropped), set explicitly below; the simulator
+//! models the same (`crate::sim`'s `hop` module).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -42,7 +51,7 @@ use super::driver::{ConfigRuntime, RequestTemplate};
 use super::http::Reply;
 use crate::draws::{draw, SALT_LAYER_SERVICE};
 use crate::headers;
-use crate::metrics::{LayerSummary, Recorder};
+use crate::metrics::LayerSummary;
 use crate::policy::{GiveUpReason, TransportError};
 use crate::scenario::timeline::sample;
 use crate::scenario::Dist;
@@ -133,38 +142,7 @@ impl Layer {
     }
 }
 
-/// Builds one row of the per-layer table.
-#[allow(clippy::too_many_arguments)]
-pub fn layer_summary(
-    name: &str,
-    arrivals: u64,
-    attempts: u64,
-    retries: u64,
-    budget_refusals: u64,
-    peak_in_flight: u64,
-    upstream: u64,
-    max_attempts: u32,
-) -> LayerSummary {
-    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-    LayerSummary {
-        name: name.to_string(),
-        arrivals,
-        attempts,
-        retries,
-        budget_refusals,
-        peak_in_flight,
-        amplification: ratio(attempts, arrivals),
-        cumulative_amplification: ratio(attempts, upstream),
-        max_attempts,
-    }
-}
-
-/// (attempts, retries, budget refusals) a recorder counted.
-pub fn totals(rec: &Recorder) -> (u64, u64, u64) {
-    rec.seconds().iter().fold((0, 0, 0), |(a, r, b), s| {
-        (a + s.attempts, r + s.retries, b + s.budget_refusals)
-    })
-}
+pub use crate::run_result::{layer_summary, totals};
 
 /// A running layer proxy.
 pub struct LayerHandle {
@@ -238,6 +216,8 @@ async fn accept_loop(
             let svc = service_fn(move |req| handle(Arc::clone(&layer), epoch, req));
             let _ = http1::Builder::new()
                 .keep_alive(true)
+                // A caller that closes its side cancels the request (see the module docs).
+                .half_close(false)
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });

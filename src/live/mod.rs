@@ -101,15 +101,7 @@ pub struct LiveOutput {
     pub aborted: bool,
 }
 
-/// What one hop of a topology did beyond the counts in `LayerSummary`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HopStats {
-    pub name: String,
-    /// Attempts sent with their per-try timeout cut short by the (propagated) deadline.
-    pub deadline_cut: u64,
-    /// Requests a layer answered 503 at once for its concurrency limit (0 for the generator).
-    pub rejected: u64,
-}
+pub use crate::run_result::HopStats;
 
 /// Runs the plan live. `stop` turning true ends the load at once; the result is then
 /// marked partial but still holds everything measured so far.
@@ -514,29 +506,9 @@ fn add_layer_rows(
     config: &RetryConfig,
     layers: &[Arc<layer::Layer>],
 ) {
-    let plan = builder.plan();
-    let (budget, worst) = crate::plan::topology_bounds(
-        config,
-        &plan.layers,
-        builder.mean_rate(),
-        plan.scenario.duration,
-    );
-    summary.amplification_bound = Some(budget);
-    summary.topology_bound = Some(worst);
-    let upstream = summary.upstream_requests;
-    summary.layers.push(layer::layer_summary(
-        "client",
-        upstream,
-        summary.attempts,
-        summary.retries,
-        summary.budget_refusals,
-        summary.client_peak_in_flight,
-        upstream,
-        config.max_attempts,
-    ));
-    summary
-        .layers
-        .extend(layers.iter().map(|l| l.summary(upstream)));
+    builder.add_layers(summary, config, |upstream| {
+        layers.iter().map(|l| l.summary(upstream)).collect()
+    });
 }
 
 /// A topology run's per-hop figures beyond the layer rows (generator first).

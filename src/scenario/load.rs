@@ -116,26 +116,39 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         })
         .collect();
 
+    // A named target file, overlaid field by field by the scenario's `service`.
+    let named_model = |name: &str, field: &str| -> Result<ServiceModel, ScenarioError> {
+        let base = resolve_target(path, name)
+            .map_err(|m| {
+                refused(Refusal {
+                    field: field.into(),
+                    message: m,
+                })
+            })?
+            .load()?;
+        Ok(match &file.target.service {
+            Some(spec) => base.overlay(spec),
+            None => base,
+        })
+    };
     let target = match choice {
-        TargetChoice::Url { url, host, port } => Target::Url {
+        TargetChoice::Url {
+            url,
+            host,
+            port,
+            model,
+        } => Target::Url {
             url,
             host,
             port,
             dedup: file.target.dedup.clone(),
+            model: match model {
+                Some(name) => Some(named_model(&name, "target.model")?),
+                None => None,
+            },
         },
         TargetChoice::Builtin(name) => {
-            let base = resolve_target(path, &name)
-                .map_err(|m| {
-                    refused(Refusal {
-                        field: "target.builtin".into(),
-                        message: m,
-                    })
-                })?
-                .load()?;
-            let model = match &file.target.service {
-                Some(spec) => base.overlay(spec),
-                None => base,
-            };
+            let model = named_model(&name, "target.builtin")?;
             Target::Builtin {
                 name,
                 model,

@@ -76,5 +76,9 @@ pub enum Target {
         host: String,
         port: u16,
         dedup: Option<DedupSpec>,
+        /// The simulator's stand-in for the real server (`model = NAME` beside `url`, a
+        /// file of `targets/`, overlaid by `service`). The live engine measures the real
+        /// server and does not use it.
+        model: Option<ServiceModel>,
     },
 }

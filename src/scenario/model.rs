@@ -171,6 +171,10 @@ pub struct TargetSpec {
     /// A real HTTP/1.1 server; stormrig's counting fault proxy is put in front of it.
     #[serde(default)]
     pub url: Option<String>,
+    /// Beside `url`: the service model (a file `targets/<name>.toml`) that stands in for the
+    /// real server when the scenario is simulated.
+    #[serde(default)]
+    pub model: Option<String>,
     /// A non-loopback host the user explicitly allows as a target.
     #[serde(default)]
     pub allow_remote: Option<String>,

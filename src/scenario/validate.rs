@@ -807,6 +807,8 @@ pub enum TargetChoice {
         url: String,
         host: String,
         port: u16,
+        /// The service model the simulator stands in for the server with.
+        model: Option<String>,
     },
 }
 
@@ -857,11 +859,15 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
     match (&t.builtin, &t.url) {
         (Some(_), Some(_)) => refuse("target.url", "give either `builtin` or `url`, not both"),
         (_, Some(url)) => {
-            if t.service.is_some() {
+            if t.service.is_some() && t.model.is_none() {
                 return refuse(
                     "target.service",
-                    "a service model applies to builtin targets, not to a `url` target",
+                    "a service model applies to builtin targets; for a `url` target it \
+                     overlays the simulator's model: name one first (model = \"default\")",
                 );
+            }
+            if let Some(m) = &t.model {
+                check_name("target.model", m)?;
             }
             let (host, port) = parse_url(url).map_err(|m| Refusal {
                 field: "target.url".into(),
@@ -881,11 +887,19 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
                 // Numeric forms read as their address, so nothing later resolves them.
                 host: Host::parse(&host).canonical(),
                 port,
+                model: t.model.clone(),
             })
         }
         (builtin, None) => {
             let name = builtin.clone().unwrap_or_else(|| "default".to_string());
             check_name("target.builtin", &name)?;
+            if t.model.is_some() {
+                return refuse(
+                    "target.model",
+                    "names the simulator's model of a `url` target; a builtin target is its \
+                     own model (builtin = \"NAME\")",
+                );
+            }
             if t.allow_remote.is_some() {
                 return refuse("target.allow_remote", "applies to `url` targets only");
             }

@@ -17,6 +17,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::dedup::{Begin, Store};
+use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::{self, EventQueue};
 use crate::draws::{request_seed, LazyRng};
 use crate::metrics::target_counts::{second_of, TargetCounts};
@@ -36,13 +38,14 @@ pub const NET_DELAY: Duration = Duration::from_micros(50);
 /// are refused at once (open breaker) from looping at one instant forever.
 pub const MIN_THINK: Duration = Duration::from_micros(1);
 
-const NONE: u32 = u32::MAX;
-const NO_FAULT: u16 = u16::MAX;
-/// `reply_status` values that are not HTTP statuses.
-const REPLY_RESET: u16 = 0;
+pub(super) const NONE: u32 = u32::MAX;
+pub(super) const NO_FAULT: u16 = u16::MAX;
+/// `reply_status` values that are not HTTP statuses: a reset, the per-try timeout.
+pub(super) const REPLY_RESET: u16 = 0;
+pub(super) const REPLY_TIMEOUT: u16 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Arrival,
     UserStart,
     RetryDue,
@@ -54,6 +57,10 @@ enum Kind {
     Reply,
     ClientTimeout,
     Capacity,
+    /// An attempt reaches a topology layer.
+    LayerArrive,
+    /// A layer's service time is over.
+    LayerStart,
 }
 
 /// What an event does: its kind, and the slab entry (request, attempt or user) it is for
@@ -77,7 +84,7 @@ const MIN_SWEEP: usize = 4096;
 #[inline]
 fn lane_of(kind: Kind) -> Option<usize> {
     match kind {
-        Kind::TargetArrive | Kind::Reply => Some(0),
+        Kind::TargetArrive | Kind::LayerArrive | Kind::Reply => Some(0),
         Kind::ClientTimeout => Some(TIMEOUT_LANE),
         Kind::QueueTimeout => Some(2),
         Kind::UserStart => Some(3),
@@ -94,28 +101,50 @@ enum Act {
     Hang,
 }
 
-struct Req {
-    gen: u32,
+pub(super) struct Req {
+    pub gen: u32,
     /// The request between its steps; `None` once it has ended (the slot is free).
-    req: Option<session::Request>,
-    rng: LazyRng,
-    user: u32,
-    claimed: bool,
+    pub req: Option<session::Request>,
+    pub rng: LazyRng,
+    pub user: u32,
+    pub claimed: bool,
+    /// The hop whose client drives it: 0 the load generator, `l` the `l`-th layer.
+    pub hop: u8,
+    /// A layer's request: the caller's attempt it serves (and its generation), or `NONE`.
+    pub parent: u32,
+    pub parent_gen: u32,
+    /// Its latest attempt and that attempt's generation.
+    pub att: u32,
+    pub att_gen: u32,
+    /// Its latest reply (status, `REPLY_RESET`, `REPLY_TIMEOUT` or `NO_REPLY`) and fault,
+    /// which a layer relays when the request ends.
+    pub last_status: u16,
+    pub last_fault: u16,
 }
 
-struct Att {
-    gen: u32,
+pub(super) struct Att {
+    pub gen: u32,
     req: u32,
     req_gen: u32,
-    request: u64,
-    attempt: u32,
-    sent_at: u64,
+    pub request: u64,
+    pub attempt: u32,
+    pub sent_at: u64,
+    /// The hop that sent it; it goes to the next layer, or to the target from the last hop.
+    pub hop: u8,
+    /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
+    pub deadline_ms: u64,
+    /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
+    pub child: u32,
+    pub child_gen: u32,
     /// The client still waits for this attempt's reply.
-    client_waiting: bool,
-    /// The target's request handler is running (the request is in flight at the target).
-    handler_alive: bool,
+    pub client_waiting: bool,
+    /// The next hop's request handler is running (the request is in flight there).
+    pub handler_alive: bool,
     /// The target's work (queue, service) on it is running.
     work_active: bool,
+    /// It carries an idempotency key, and holds its key's right to execute at the target.
+    keyed: bool,
+    ticket: bool,
     queued: bool,
     act: Act,
     /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
@@ -154,6 +183,14 @@ pub(crate) struct ConfigRun<'a> {
     pub duration: u64,
     pub end: u64,
     pub max_in_flight: u64,
+    /// What one execution of a write debits (`x-stormrig-amount`, else 1).
+    pub amount: u64,
+    /// The target's idempotency-key dedup: how long a key is remembered, in ns.
+    pub dedup_retention: Option<u64>,
+    /// The topology's layers, nearest to the client first (empty: a direct run).
+    pub layers: Vec<HopRun<'a>>,
+    /// The client passes its remaining deadline to the first layer.
+    pub propagate_deadline: bool,
     pub attempt_log: bool,
     /// Turned true from outside (SIGINT, SIGTERM): the loop ends within a few thousand
     /// events, keeping what it counted so far.
@@ -171,42 +208,48 @@ pub(crate) struct ConfigOut {
     pub attempts: u64,
     pub events: u64,
     pub end_t: u64,
+    /// What each layer counted, nearest to the client first.
+    pub layers: Vec<HopOut>,
+    /// Attempts of the client whose per-try timeout the deadline cut short.
+    pub deadline_cut: u64,
     /// Ended early by [`ConfigRun::stop`].
     pub stopped: bool,
 }
 
 #[inline]
-fn ns(d: Duration) -> u64 {
+pub(super) fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[inline]
-fn dur(t: u64) -> Duration {
+pub(super) fn dur(t: u64) -> Duration {
     Duration::from_nanos(t)
 }
 
 /// The target's whole second of virtual time `t`.
 #[inline]
-fn sec(t: u64) -> usize {
+pub(super) fn sec(t: u64) -> usize {
     second_of(dur(t))
 }
 
 #[inline]
-fn now(t: u64) -> Now {
+pub(super) fn now(t: u64) -> Now {
     Now::virtual_at(dur(t))
 }
 
-struct Sim<'a> {
-    cfg: ConfigRun<'a>,
+pub(super) struct Sim<'a> {
+    pub cfg: ConfigRun<'a>,
     session: Session,
-    counters: TargetCounts,
+    /// The topology's layers, nearest to the client first.
+    pub hops: Vec<Hop>,
+    pub counters: TargetCounts,
     /// Most requests holding a service slot at once.
     peak_serving: u64,
     events: EventQueue<Ev>,
     seq: u64,
-    reqs: Vec<Req>,
+    pub reqs: Vec<Req>,
     free_reqs: Vec<u32>,
-    atts: Vec<Att>,
+    pub atts: Vec<Att>,
     free_atts: Vec<u32>,
     parts: Vec<FaultParts>,
     /// The model's service-time distribution, prepared once.
@@ -215,6 +258,7 @@ struct Sim<'a> {
     /// capacity faults), exactly as `Fault::active_at` tests them.
     fault_windows: Vec<(u64, u64)>,
     write: bool,
+    dedup: Option<Store>,
     claimed: u64,
     next_id: u64,
     user_n: Vec<u64>,
@@ -272,6 +316,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
         session: Session::new(cfg.name, cfg.config, cfg.attempt_log),
+        hops: cfg.layers.iter().map(Hop::new).collect(),
         counters: TargetCounts::new(),
         peak_serving: 0,
         events: EventQueue::new(),
@@ -284,6 +329,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         service: Sampler::new(&cfg.model.service_time),
         fault_windows,
         write,
+        dedup: cfg.dedup_retention.map(Store::new),
         claimed: 0,
         next_id: 0,
         user_n: Vec::new(),
@@ -299,7 +345,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
 
 impl Sim<'_> {
     #[inline]
-    fn push(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
+    pub(super) fn push(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
         self.seq += 1;
         self.events.push(
             Event {
@@ -340,11 +386,14 @@ impl Sim<'_> {
             }
         }
         let end_t = last_t.max(self.cfg.duration).min(end);
+        let deadline_cut = self.session.deadline_cut();
         let (rec, log) = self.session.into_parts();
         ConfigOut {
             stats: self.counters.snapshot(sec(end_t), self.peak_serving),
             rec,
             log,
+            layers: self.hops.into_iter().map(Hop::finish).collect(),
+            deadline_cut,
             attempts: self.attempts,
             events,
             end_t,
@@ -405,6 +454,8 @@ impl Sim<'_> {
             Kind::ClientTimeout => {
                 self.run_if(self.client_waits(idx, gen), t, idx, Self::client_timeout)
             }
+            Kind::LayerArrive => self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_arrive),
+            Kind::LayerStart => self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_start),
             Kind::Capacity => {
                 self.cap = self
                     .cfg
@@ -468,15 +519,12 @@ impl Sim<'_> {
 
     /// The client's per-try timer of attempt `a` went off first.
     fn client_timeout(&mut self, t: u64, a: u32) {
-        let at = &mut self.atts[a as usize];
-        at.client_waiting = false;
-        // The client closes its connection: the target's handler ends (the request leaves
-        // flight); work already accepted carries on.
-        if at.handler_alive {
-            at.handler_alive = false;
-            self.counters.leave(sec(t));
-        }
-        self.client_outcome(t, a, 1, NO_FAULT);
+        self.atts[a as usize].client_waiting = false;
+        // The client closes its connection: the next hop's handler ends (the request leaves
+        // flight there, a layer drops what it was doing for it); work the target already
+        // accepted carries on.
+        self.disconnect(t, a);
+        self.client_outcome(t, a, REPLY_TIMEOUT, NO_FAULT);
     }
 
     #[inline]
@@ -503,7 +551,7 @@ impl Sim<'_> {
         self.sweep_at = (2 * self.events.lane_len(TIMEOUT_LANE)).max(MIN_SWEEP);
     }
 
-    fn alloc_req(&mut self) -> u32 {
+    pub(super) fn alloc_req(&mut self) -> u32 {
         if let Some(r) = self.free_reqs.pop() {
             return r;
         }
@@ -513,6 +561,13 @@ impl Sim<'_> {
             rng: LazyRng::new(0),
             user: NONE,
             claimed: false,
+            hop: 0,
+            parent: NONE,
+            parent_gen: 0,
+            att: NONE,
+            att_gen: 0,
+            last_status: NO_REPLY,
+            last_fault: NO_FAULT,
         });
         (self.reqs.len() - 1) as u32
     }
@@ -528,9 +583,15 @@ impl Sim<'_> {
             request: 0,
             attempt: 0,
             sent_at: 0,
+            hop: 0,
+            deadline_ms: NO_DEADLINE,
+            child: NONE,
+            child_gen: 0,
             client_waiting: false,
             handler_alive: false,
             work_active: false,
+            keyed: false,
+            ticket: false,
             queued: false,
             act: Act::Hang,
             lost: NO_FAULT,
@@ -542,7 +603,7 @@ impl Sim<'_> {
 
     /// Frees an attempt once nobody (client, handler, work) holds it any more.
     #[inline]
-    fn maybe_free(&mut self, a: u32) {
+    pub(super) fn maybe_free(&mut self, a: u32) {
         let at = &mut self.atts[a as usize];
         if !at.client_waiting && !at.handler_alive && !at.work_active {
             at.gen = at.gen.wrapping_add(1);
@@ -555,6 +616,8 @@ impl Sim<'_> {
         let q = &mut self.reqs[r as usize];
         q.user = user;
         q.claimed = claimed;
+        q.hop = 0;
+        q.parent = NONE;
         q.rng
             .reseed(request_seed(self.cfg.seed, self.cfg.draw_key, id));
         let step = self
@@ -565,26 +628,45 @@ impl Sim<'_> {
 
     /// A retry's wait is over: ask for its permit.
     fn retry_due(&mut self, t: u64, r: u32) {
-        let Some(req) = self.reqs[r as usize].req.take() else {
+        let q = &mut self.reqs[r as usize];
+        let Some(req) = q.req.take() else {
             return;
         };
-        let step = self.session.permit(now(t), req);
+        let session = match q.hop {
+            0 => &mut self.session,
+            h => &mut self.hops[h as usize - 1].session,
+        };
+        let step = session.permit(now(t), req);
         self.follow(t, r, step);
     }
 
     /// Carries out what the session said to do next with request slot `r`: send an
     /// attempt, schedule the retry, or free the slot of a request that ended.
     #[inline(always)]
-    fn follow(&mut self, t: u64, r: u32, step: Step) {
+    pub(super) fn follow(&mut self, t: u64, r: u32, step: Step) {
         match step {
             Step::Send(req, attempt) => {
                 self.attempts += 1;
                 let id = req.id();
                 let q = &mut self.reqs[r as usize];
                 q.req = Some(req);
-                let req_gen = q.gen;
+                let (req_gen, hop) = (q.gen, q.hop);
                 let a = self.alloc_att();
+                let q = &mut self.reqs[r as usize];
+                q.att = a;
+                let propagate = match hop {
+                    0 => self.cfg.propagate_deadline,
+                    h => self.hops[h as usize - 1].propagate_deadline,
+                };
+                let to_layer = (hop as usize) < self.hops.len();
                 let at = &mut self.atts[a as usize];
+                q.att_gen = at.gen;
+                at.hop = hop;
+                at.deadline_ms = match (propagate, attempt.remaining_deadline) {
+                    (true, Some(rem)) => u64::try_from(rem.as_millis()).unwrap_or(u64::MAX - 1),
+                    _ => NO_DEADLINE,
+                };
+                at.child = NONE;
                 at.req = r;
                 at.req_gen = req_gen;
                 at.request = id;
@@ -593,12 +675,19 @@ impl Sim<'_> {
                 at.client_waiting = true;
                 at.handler_alive = false;
                 at.work_active = false;
+                at.keyed = attempt.idempotency_key;
+                at.ticket = false;
                 at.queued = false;
                 at.lost = NO_FAULT;
                 at.reply_status = 0;
                 at.reply_fault = NO_FAULT;
                 let gen = at.gen;
-                self.push(t + ns(NET_DELAY), Kind::TargetArrive, a, gen);
+                let arrive = if to_layer {
+                    Kind::LayerArrive
+                } else {
+                    Kind::TargetArrive
+                };
+                self.push(t + ns(NET_DELAY), arrive, a, gen);
                 if let Some(to) = attempt.timeout {
                     self.push(t.saturating_add(ns(to)), Kind::ClientTimeout, a, gen);
                     if self.events.lane_len(TIMEOUT_LANE) >= self.sweep_at {
@@ -612,13 +701,18 @@ impl Sim<'_> {
                 let gen = q.gen;
                 self.push(t.saturating_add(ns(after)), Kind::RetryDue, r, gen);
             }
-            Step::Done(_) => self.free_req(t, r),
+            Step::Done(ending) => {
+                if self.reqs[r as usize].parent != NONE {
+                    self.relay(t, r, ending);
+                }
+                self.free_req(t, r);
+            }
         }
     }
 
     /// Frees the slot of a request that ended; a closed-loop user thinks, then starts its
     /// next request.
-    fn free_req(&mut self, t: u64, r: u32) {
+    pub(super) fn free_req(&mut self, t: u64, r: u32) {
         let q = &mut self.reqs[r as usize];
         let (user, claimed) = (q.user, q.claimed);
         q.gen = q.gen.wrapping_add(1);
@@ -650,9 +744,11 @@ impl Sim<'_> {
         let Some(req) = q.req.take() else {
             return;
         };
+        q.last_status = status;
+        q.last_fault = fault;
         let outcome = match status {
             REPLY_RESET => AttemptOutcome::Transport(TransportError::Reset),
-            1 => AttemptOutcome::Transport(TransportError::PerTryTimeout),
+            REPLY_TIMEOUT => AttemptOutcome::Transport(TransportError::PerTryTimeout),
             s => {
                 let p = self.parts.get(fault as usize);
                 AttemptOutcome::Response(Response {
@@ -664,7 +760,11 @@ impl Sim<'_> {
                 })
             }
         };
-        let step = self.session.outcome(
+        let session = match q.hop {
+            0 => &mut self.session,
+            h => &mut self.hops[h as usize - 1].session,
+        };
+        let step = session.outcome(
             now(t),
             req,
             dur(t.saturating_sub(sent_at)),
@@ -689,8 +789,10 @@ impl Sim<'_> {
             .any(|&(from, to)| t >= from && t < to)
         {
             // No request fault is active: `decide` would serve plainly, without a draw.
-            at.work_active = true;
-            self.work_start(t, a);
+            if !self.deduplicated(t, a) {
+                self.atts[a as usize].work_active = true;
+                self.work_start(t, a);
+            }
             return;
         }
         let v = self
@@ -724,7 +826,10 @@ impl Sim<'_> {
                 }
             }
             None => {
-                at.work_active = true;
+                if self.deduplicated(t, a) {
+                    return;
+                }
+                self.atts[a as usize].work_active = true;
                 if extra > 0 {
                     self.push(t + extra, Kind::WorkStart, a, gen);
                 } else {
@@ -732,6 +837,43 @@ impl Sim<'_> {
                 }
             }
         }
+    }
+
+    /// The target's dedup check of a keyed write, after the fault verdict and before the
+    /// work: true when it answered (a replay, 409) instead of executing.
+    #[inline]
+    fn deduplicated(&mut self, t: u64, a: u32) -> bool {
+        let at = &mut self.atts[a as usize];
+        let Some(store) = self.dedup.as_mut().filter(|_| self.write && at.keyed) else {
+            return false;
+        };
+        let status = match store.begin((at.hop, at.request), t) {
+            Begin::Execute => {
+                at.ticket = true;
+                return false;
+            }
+            Begin::Replay(_) if at.lost != NO_FAULT => {
+                // A replay (counted), whose stored response travels the same lossy path
+                // as the first one.
+                self.counters.dedup_replay();
+                self.counters.lost_response();
+                match self.parts.get(at.lost as usize).and_then(|p| p.lost_status) {
+                    Some(s) => s,
+                    None => return true, // no answer: held until the client gives up
+                }
+            }
+            Begin::Replay(s) => {
+                self.counters.dedup_replay();
+                s
+            }
+            Begin::Conflict => {
+                self.counters.dedup_conflict();
+                409
+            }
+        };
+        self.counters.respond(status, None);
+        self.send_reply(t, a, status, NO_FAULT);
+        true
     }
 
     /// A terminal fault acts (after its added latency), if the client is still connected.
@@ -755,8 +897,8 @@ impl Sim<'_> {
     }
 
     /// The handler ends and the reply travels back to the client.
-    fn send_reply(&mut self, t: u64, a: u32, status: u16, fault: u16) {
-        self.counters.leave(sec(t));
+    pub(super) fn send_reply(&mut self, t: u64, a: u32, status: u16, fault: u16) {
+        self.leave(t, a);
         let at = &mut self.atts[a as usize];
         at.handler_alive = false;
         at.reply_status = status;
@@ -821,6 +963,12 @@ impl Sim<'_> {
     fn work_shed(&mut self, t: u64, a: u32) {
         let at = &mut self.atts[a as usize];
         at.work_active = false;
+        if std::mem::take(&mut at.ticket) {
+            // Shed before it ran: the key is forgotten, so a retry may execute.
+            if let Some(store) = self.dedup.as_mut() {
+                store.forget((at.hop, at.request));
+            }
+        }
         if at.handler_alive {
             self.counters.respond(503, None);
             self.send_reply(t, a, 503, NO_FAULT);
@@ -834,9 +982,13 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         at.work_active = false;
         let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
+        if std::mem::take(&mut at.ticket) {
+            if let Some(store) = self.dedup.as_mut() {
+                store.complete((at.hop, request), 200, t);
+            }
+        }
         if self.write {
-            // The simulator debits one unit per execution (it does not read amounts).
-            self.counters.execute(request, 1);
+            self.counters.execute(request, self.cfg.amount);
         }
         if alive {
             if lost == NO_FAULT {

@@ -27,10 +27,18 @@
 //!   end of the run (then counted unfinished);
 //! * retries at `now + after` as the policy decides.
 //!
-//! Not modeled: multi-hop topologies, real (URL) targets and idempotency-key dedup on the
-//! target; those return [`SimError::Unsupported`].
+//! * multi-hop topologies: every layer between client and target with its own retry
+//!   client, service time and concurrency limit, deadline propagation, relaying and
+//!   cancellation exactly as the live layer proxy (see `hop`).
+//!
+//! * the target's idempotency-key dedup (see `dedup`), and what a write debits.
+//!
+//! Not modeled: a bounded client connection pool, and a real (URL) target that declares no
+//! service model; those return [`SimError::Unsupported`].
 
+mod dedup;
 mod engine;
+mod hop;
 mod queue;
 
 use std::time::Duration;
@@ -39,9 +47,9 @@ pub use engine::{MIN_THINK, NET_DELAY};
 
 use crate::metrics::{AttemptRow, Engine, RunResult};
 use crate::plan::Plan;
-use crate::run_result::ResultBuilder;
+use crate::run_result::{layer_summary, totals, HopStats, ResultBuilder};
 use crate::scenario::timeline::FaultTimeline;
-use crate::scenario::{schedule, Fault, FaultKind, LoadShape, ServiceModel, Target};
+use crate::scenario::{schedule, DedupSpec, Fault, FaultKind, LoadShape, ServiceModel, Target};
 use engine::{ConfigRun, Load};
 
 /// How a simulation is carried out.
@@ -70,7 +78,7 @@ impl Default for SimOptions {
 /// Counts about the simulation itself (not about the storm), for speed figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SimStats {
-    /// Attempts simulated over all configs.
+    /// Attempts simulated over all configs and every hop of a topology.
     pub attempts: u64,
     /// Events that moved a request, attempt or user on, over all configs (stale timers
     /// and replies nobody waited for are not counted).
@@ -85,6 +93,9 @@ pub struct SimOutput {
     pub result: RunResult,
     pub attempts: Vec<AttemptRow>,
     pub stats: SimStats,
+    /// Per config, per hop of the topology (client first, then each layer): figures beyond
+    /// the per-layer summary (empty for a direct run), as the live engine reports them.
+    pub hops: Vec<Vec<HopStats>>,
 }
 
 /// Why a plan cannot be simulated.
@@ -104,7 +115,16 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     if !scale.is_finite() || scale <= 0.0 {
         return Err(SimError::Scale(scale));
     }
-    let model = scale_model(modeled_target(plan)?, scale);
+    let (model, dedup) = modeled_target(plan)?;
+    let model = scale_model(model, scale);
+    let dedup_retention = dedup.filter(|d| d.enabled).map(|d| ns(d.retention));
+    let amount = sc
+        .load
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(1);
     let timeline = FaultTimeline::new(scale_faults(&sc.faults, scale), sc.seed);
     let shape = scale_shape(&sc.load.shape, scale);
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
@@ -113,6 +133,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let mut result = builder.header(Engine::Sim, false, None);
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
+    let mut hops = Vec::new();
     for planned in &plan.configs {
         let load = match &shape {
             LoadShape::Closed { users, think_time } => Load::Closed {
@@ -134,6 +155,22 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             duration: ns(sc.duration),
             end: ns(sc.duration.saturating_add(sc.drain)),
             max_in_flight,
+            amount,
+            dedup_retention,
+            layers: plan
+                .layers
+                .iter()
+                .map(|l| hop::HopRun {
+                    name: &l.name,
+                    config: &l.config,
+                    // Distinct per (config, layer), as live keys each layer's draws.
+                    draw_key: crate::draws::layer_key(&planned.name, &l.name),
+                    propagate_deadline: l.propagate_deadline,
+                    service_time: l.service_time.as_ref(),
+                    concurrency: l.concurrency.map(|c| scale_count(c, scale)),
+                })
+                .collect(),
+            propagate_deadline: sc.load.propagate_deadline,
             attempt_log: opts.attempt_log,
             stop: opts.stop.as_deref(),
         });
@@ -141,7 +178,39 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         stats.events += out.events;
         stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
         attempts.append(&mut out.log);
-        let (summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
+        let (mut summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
+        if !plan.layers.is_empty() {
+            builder.add_layers(&mut summary, &planned.config, |upstream| {
+                plan.layers
+                    .iter()
+                    .zip(&out.layers)
+                    .map(|(l, o)| {
+                        let (attempts, retries, refusals) = totals(&o.rec);
+                        layer_summary(
+                            &l.name,
+                            o.arrivals,
+                            attempts,
+                            retries,
+                            refusals,
+                            o.peak_in_flight,
+                            upstream,
+                            l.config.max_attempts,
+                        )
+                    })
+                    .collect()
+            });
+            let client = HopStats {
+                name: "client".into(),
+                deadline_cut: out.deadline_cut,
+                rejected: 0,
+            };
+            let layers = plan.layers.iter().zip(&out.layers).map(|(l, o)| HopStats {
+                name: l.name.clone(),
+                deadline_cut: o.deadline_cut,
+                rejected: o.rejected,
+            });
+            hops.push(std::iter::once(client).chain(layers).collect());
+        }
         result.configs.push(summary);
         result.timeseries.extend(rows);
         if out.stopped {
@@ -154,34 +223,31 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         result,
         attempts,
         stats,
+        hops,
     })
 }
 
-/// The built-in target's service model, or why the simulator cannot model the plan.
-fn modeled_target(plan: &Plan) -> Result<&ServiceModel, SimError> {
+/// The modeled target's service model and dedup, or why the simulator cannot model the plan.
+fn modeled_target(plan: &Plan) -> Result<(&ServiceModel, Option<&DedupSpec>), SimError> {
     let sc = &plan.scenario;
-    if !sc.topology.is_empty() {
-        return Err(SimError::Unsupported(format!(
-            "multi-hop topologies ({} layers)",
-            sc.topology.len()
-        )));
-    }
     if let Some(n) = sc.load.max_connections {
         return Err(SimError::Unsupported(format!(
             "a bounded client connection pool (load.max_connections = {n})"
         )));
     }
     match &sc.target {
-        Target::Builtin { model, dedup, .. } => {
-            if dedup.as_ref().is_some_and(|d| d.enabled) {
-                return Err(SimError::Unsupported(
-                    "idempotency-key dedup on the target".into(),
-                ));
-            }
-            Ok(model)
-        }
-        Target::Url { url, .. } => Err(SimError::Unsupported(format!(
-            "a real server target ({url})"
+        Target::Builtin { model, dedup, .. }
+        | Target::Url {
+            model: Some(model),
+            dedup,
+            ..
+        } => Ok((model, dedup.as_ref())),
+        Target::Url {
+            url, model: None, ..
+        } => Err(SimError::Unsupported(format!(
+            "a real server target ({url}) without a service model; to simulate it, add \
+             `model = \"default\"` (or another file of targets/) beside `url` in [target], \
+             with `service = {{ ... }}` to adjust it"
         ))),
     }
 }

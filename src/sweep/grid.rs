@@ -212,14 +212,6 @@ impl Base {
             .map_err(|e| SweepError::Scenario(format!("{}: {e}", path.display())))?;
         let doc = edit::document(&text)
             .map_err(|e| SweepError::Scenario(format!("{}: {e}", path.display())))?;
-        if !plan.scenario.topology.is_empty() {
-            return Err(SweepError::Unsupported(format!(
-                "{}: a layered scenario ({} layers): sweeps and capacity searches run on the \
-                 simulator, which does not model multi-hop topologies yet",
-                path.display(),
-                plan.scenario.topology.len()
-            )));
-        }
         Ok((
             Base {
                 path: path.to_path_buf(),

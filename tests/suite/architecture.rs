@@ -44,7 +44,7 @@ const TABLE: &[Row] = &[
     ("advice",     &["policy", "scenario", "plan", "metrics"],                            &[]),
     ("report",     &["policy", "scenario", "metrics"],                                    &[]),
     ("server",     &["policy", "scenario", "metrics", "plan", "headers", "draws"],        &[]),
-    ("sim",        &["policy", "scenario", "metrics", "plan", "draws", "session", "run_result"], &[]),
+    ("sim",        &["policy", "scenario", "metrics", "plan", "headers", "draws", "session", "run_result"], &[]),
     ("live",       &["policy", "scenario", "metrics", "plan", "server", "headers", "draws", "session", "run_result"], &[]),
     ("sweep",      &["policy", "scenario", "metrics", "plan", "sim", "report"],            &[]),
     ("bench",      ANY,                                                                   &[]),

@@ -176,10 +176,24 @@ fn sim_bench_prints_its_keys() {
         "attempts_per_wall_s",
         "sim_speedup",
         "target_attempts_per_cpu_s",
+        "layered_thread_cpu_s",
+        "layered_deepest_attempts_per_cpu_s",
+        "layered_share",
     ] {
         let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
     }
     assert!(["true", "false"].contains(&m["target_met"].as_str()));
+    // The layered case: 5 × 15 requests, 64× (naive) and 16× (no-retry) at the target.
+    assert_eq!(m["layered_scenario"], "layers-3x3-no-budget");
+    let deepest: u64 = m["layered_deepest_attempts"].parse().unwrap();
+    assert_eq!(deepest, 75 * (64 + 16));
+    let all: u64 = m["layered_attempts"].parse().unwrap();
+    assert_eq!(
+        all,
+        75 * (4 + 16 + 64) + 75 * (1 + 4 + 16),
+        "every hop's attempts"
+    );
+    assert!(["true", "false"].contains(&m["layered_target_met"].as_str()));
 }
 
 #[test]

@@ -75,6 +75,7 @@ impl Nginx {
             host: "127.0.0.1".into(),
             port: self.port,
             dedup: None,
+            model: None,
         };
         for f in &mut plan.scenario.faults {
             f.at = Duration::ZERO;

@@ -164,17 +164,6 @@ fn thundering_herd_jitter_cuts_the_peak() {
 }
 
 #[test]
-fn topologies_are_refused_clearly() {
-    let mut p = plan("downstream-503-10s.toml");
-    p.scenario
-        .topology
-        .push(toml::from_str::<stormrig::scenario::LayerSpec>("name = \"edge\"").unwrap());
-    let e = sim::run(&p, &SimOptions::default()).unwrap_err();
-    assert!(matches!(e, SimError::Unsupported(_)));
-    assert!(e.to_string().contains("topolog"), "{e}");
-}
-
-#[test]
 fn bounded_connection_pools_are_refused_clearly() {
     let mut p = plan("downstream-503-10s.toml");
     p.scenario.load.max_connections = Some(8);

@@ -270,16 +270,37 @@ fn an_invalid_point_is_refused_before_anything_runs() {
 }
 
 #[test]
-fn layered_scenarios_are_refused_with_the_reason() {
+fn layered_scenarios_sweep_in_the_simulator() {
+    let dir = support::scratch("sweep-layers");
     let o = stormrig(&[
         "sweep",
         "scenarios/layers-3x3-no-budget.toml",
         "--vary",
-        "load.rate=10..20:10",
+        "faults[0].for=3s..4s:1s",
+        "--out",
+        dir.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("multi-hop topologies"), "{err}");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The fault outlasts the load at both points: every request meets it at every hop.
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+    let amp = csv
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "amplification")
+        .unwrap();
+    let naive: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.contains(",naive,"))
+        .map(|l| l.split(',').nth(amp).unwrap())
+        .collect();
+    assert_eq!(naive, ["64", "64"], "{csv}");
 }
 
 #[test]

@@ -7,12 +7,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use stormrig::live::{self, LiveOutput, RunOptions};
-use stormrig::metrics::{ConfigSummary, LayerSummary};
+use stormrig::metrics::ConfigSummary;
 use stormrig::plan::{self, Plan};
 use stormrig::scenario;
 use tokio::sync::watch;
 
-fn plan_of(text: &str) -> Plan {
+use crate::support::{always_503, hop_counts as counts, layer, ratio_hop_max, slow_600ms};
+
+pub(super) fn plan_of(text: &str) -> Plan {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/topology-test.toml");
     let sc = scenario::parse(&path, text).expect("valid scenario");
     plan::build(sc, text).expect("valid configs")
@@ -22,7 +24,7 @@ fn plan_of(text: &str) -> Plan {
 /// (deadlines) on a shared machine.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn run(text: &str) -> LiveOutput {
+pub(super) async fn run(text: &str) -> LiveOutput {
     let plan = plan_of(text);
     let _one_at_a_time = SERIAL.lock().await;
     // The sender must outlive the run: a dropped sender reads as "stop".
@@ -36,42 +38,7 @@ async fn run(text: &str) -> LiveOutput {
     .expect("run ok")
 }
 
-/// 503 for everything; `rate` per second offered for the first half second only, so the
-/// run ends once those requests have (the fault window outlasts any slow machine).
-fn always_503(name: &str, rate: f64, extra: &str) -> String {
-    format!(
-        r#"
-name = "{name}"
-duration = "60s"
-drain = "10s"
-
-[load]
-kind = "steps"
-steps = [{{ at = "0s", rate = {rate:.1} }}, {{ at = "500ms", rate = 0.0 }}]
-
-[target]
-builtin = "default"
-service = {{ concurrency = 10000, queue = 10000 }}
-
-[[faults]]
-kind = "status"
-status = 503
-at = "0s"
-for = "60s"
-{extra}
-"#
-    )
-}
-
-fn layer(name: &str, config: &str) -> String {
-    format!("\n[[topology]]\nname = \"{name}\"\nconfig = {config}\n")
-}
-
-fn counts(l: &LayerSummary) -> (u64, u64, u64) {
-    (l.arrivals, l.attempts, l.retries)
-}
-
-fn print(c: &ConfigSummary) {
+pub(super) fn print(c: &ConfigSummary) {
     eprintln!(
         "{}: U={} D={} amp={:.4} bound={:?} worst={:?}",
         c.name,
@@ -199,14 +166,6 @@ async fn retries_only_at_the_deepest_layer_stay_within_k_plus_1() {
     assert_eq!(c.layers[1].max_attempts, 1);
 }
 
-/// Most attempts a hop with a 20 % ratio budget (ttl 10 s, 1/s reserve, no expiry within
-/// the run) and 4 attempts can send for `a` arrivals: every arrival deposits 1000, a retry
-/// withdraws floor(1000 / 0.2) = 5000, the reserve is 1 × 10 × 5000; so retries ≤
-/// floor((1000 a + 50000) / 5000) = floor(0.2 a) + 10, and ≤ 3 a.
-fn ratio_hop_max(a: u64) -> u64 {
-    a + (3 * a).min((1000 * a + 50_000) / 5000)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ratio_budget_at_every_hop_bounds_a_long_outage() {
     let budget = r#"budget = { kind = "ratio", ratio = 0.2, ttl = "10s", min_per_sec = 1 }"#;
@@ -262,40 +221,25 @@ async fn ratio_budget_at_every_hop_bounds_a_long_outage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn propagated_deadline_stops_the_deepest_layer_in_time() {
-    let text = r#"
-name = "topo-deadline"
-duration = "60s"
-drain = "10s"
-
-[load]
-kind = "steps"
-steps = [{ at = "0s", rate = 20.0 }, { at = "500ms", rate = 0.0 }]
-propagate_deadline = true
-
-[target]
-builtin = "default"
-service = { concurrency = 10000, queue = 10000 }
-
-[[faults]]
-kind = "latency"
-add = { kind = "constant", value = "600ms" }
-at = "0s"
-for = "60s"
-
+    let deep = layer("deep", r#"{ preset = "naive", per_try_timeout = "400ms" }"#);
+    let text = slow_600ms(
+        "topo-deadline",
+        "propagate_deadline = true",
+        &(r#"
 [[topology]]
 name = "edge"
 propagate_deadline = true
-
-[[topology]]
-name = "deep"
-config = { preset = "naive", per_try_timeout = "400ms" }
-
+"#
+        .to_string()
+            + &deep
+            + r#"
 [[configs]]
 name = "client"
 preset = "no-retry"
 deadline = "1s"
-"#;
-    let out = run(text).await;
+"#),
+    );
+    let out = run(&text).await;
     let c = &out.result.configs[0];
     print(c);
     eprintln!("{:?}", out.hops);

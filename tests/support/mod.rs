@@ -141,3 +141,62 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// A storm of `rate` requests per second for the first half second only, so a run ends
+/// once those requests have (the fault window outlasts any slow machine). `load` adds to
+/// `[load]`, `fault` is the one fault's kind and parameters, `extra` adds the topology and
+/// configs.
+fn half_second_storm(name: &str, rate: f64, load: &str, fault: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+duration = "60s"
+drain = "10s"
+
+[load]
+kind = "steps"
+steps = [{{ at = "0s", rate = {rate:.1} }}, {{ at = "500ms", rate = 0.0 }}]
+{load}
+
+[target]
+builtin = "default"
+service = {{ concurrency = 10000, queue = 10000 }}
+
+[[faults]]
+{fault}
+at = "0s"
+for = "60s"
+{extra}
+"#
+    )
+}
+
+/// A layered storm: 503 for everything, `rate` per second for the first half second.
+pub fn always_503(name: &str, rate: f64, extra: &str) -> String {
+    half_second_storm(name, rate, "", "kind = \"status\"\nstatus = 503", extra)
+}
+
+/// One `[[topology]]` layer with an inline config.
+pub fn layer(name: &str, config: &str) -> String {
+    format!("\n[[topology]]\nname = \"{name}\"\nconfig = {config}\n")
+}
+
+/// (arrivals, attempts, retries) of one hop.
+pub fn hop_counts(l: &stormrig::metrics::LayerSummary) -> (u64, u64, u64) {
+    (l.arrivals, l.attempts, l.retries)
+}
+
+/// Most attempts a hop with a 20 % ratio budget (ttl 10 s, 1/s reserve, no expiry within
+/// the run) and 4 attempts can send for `a` arrivals: every arrival deposits 1000, a retry
+/// withdraws floor(1000 / 0.2) = 5000, the reserve is 1 × 10 × 5000; so retries ≤
+/// floor((1000 a + 50000) / 5000) = floor(0.2 a) + 10, and ≤ 3 a.
+pub fn ratio_hop_max(a: u64) -> u64 {
+    a + (3 * a).min((1000 * a + 50_000) / 5000)
+}
+
+/// A storm against a target that answers every request after 600 ms: 20 requests per second
+/// for the first half second.
+pub fn slow_600ms(name: &str, load: &str, extra: &str) -> String {
+    let fault = "kind = \"latency\"\nadd = { kind = \"constant\", value = \"600ms\" }";
+    half_second_storm(name, 20.0, load, fault, extra)
+}

@@ -1,0 +1,240 @@
+//! Topology layers in virtual time: each hop between the client and the target, modeled as
+//! the live layer proxy (`crate::live::layer`) behaves, with its own [`Session`] (the
+//! layer's retry config, or a pass-through one) deciding exactly as the live layer's does.
+//!
+//! Per attempt arriving at a layer, in the live layer's order:
+//! 1. the arrival is counted and goes in flight (peak exact);
+//! 2. beyond the layer's `concurrency` it is answered 503 at once (counted as rejected);
+//! 3. the layer's service time is waited, sampled per (incoming request, attempt) from the
+//!    same draw as live;
+//! 4. the propagated deadline (whole milliseconds, as the header carries it) is inherited;
+//! 5. one logical request is driven through the layer's session, with request id
+//!    `incoming_request × 1024 + incoming_attempt`, against the next hop;
+//! 6. its end is relayed upstream: a response keeps its status and retry hints; a timeout
+//!    becomes 504, a reset 502; no attempt at all 504 for the deadline, else 503.
+//!
+//! Cancellation, as in the live engine: a caller that gives up on an attempt (its per-try
+//! timeout, or its own caller's cancellation) closes the connection, and the hop it went to
+//! drops its work on that attempt at once: the service wait, any retry not yet sent and the
+//! attempt in flight (whose connection closes in turn, so the cancellation runs down the
+//! chain). The layer's policy is not told of the dropped request's end, as the live
+//! handler's future is simply dropped. Only the target keeps working on what it accepted.
+
+use std::time::Duration;
+
+use super::engine::{
+    dur, now, ns, Kind, Sim, NET_DELAY, NONE, NO_FAULT, REPLY_RESET, REPLY_TIMEOUT,
+};
+use crate::draws::{draw, request_seed, SALT_LAYER_SERVICE};
+use crate::metrics::Recorder;
+use crate::policy::{GiveUpReason, RetryConfig};
+use crate::scenario::timeline::Sampler;
+use crate::scenario::Dist;
+use crate::session::{Ending, Session};
+
+/// Multiplier of the incoming request id in the id a layer sends downstream (the live
+/// layer's `REQUEST_ID_STRIDE`).
+const REQUEST_ID_STRIDE: u64 = 1024;
+
+/// `deadline_ms` of an attempt that carries no deadline header.
+pub(super) const NO_DEADLINE: u64 = u64::MAX;
+
+/// One topology layer as the simulation is given it.
+pub(crate) struct HopRun<'a> {
+    pub name: &'a str,
+    pub config: &'a RetryConfig,
+    /// Keys the layer client's jitter draws ([`crate::draws::layer_key`]).
+    pub draw_key: u64,
+    pub propagate_deadline: bool,
+    pub service_time: Option<&'a Dist>,
+    pub concurrency: Option<u32>,
+}
+
+/// One layer while the simulation runs.
+pub(super) struct Hop {
+    pub session: Session,
+    pub draw_key: u64,
+    pub propagate_deadline: bool,
+    service: Option<Sampler>,
+    concurrency: Option<u32>,
+    arrivals: u64,
+    rejected: u64,
+    in_flight: u64,
+    peak_in_flight: u64,
+}
+
+/// What one layer counted, once the run is over.
+pub(crate) struct HopOut {
+    pub rec: Recorder,
+    pub arrivals: u64,
+    /// Arrivals answered 503 at once for the layer's concurrency limit.
+    pub rejected: u64,
+    pub peak_in_flight: u64,
+    /// Attempts whose per-try timeout the (propagated) deadline cut short.
+    pub deadline_cut: u64,
+}
+
+impl Hop {
+    pub(super) fn new(run: &HopRun<'_>) -> Hop {
+        Hop {
+            session: Session::new(run.name, run.config, false),
+            draw_key: run.draw_key,
+            propagate_deadline: run.propagate_deadline,
+            service: run.service_time.map(Sampler::new),
+            concurrency: run.concurrency,
+            arrivals: 0,
+            rejected: 0,
+            in_flight: 0,
+            peak_in_flight: 0,
+        }
+    }
+
+    pub(super) fn finish(self) -> HopOut {
+        let deadline_cut = self.session.deadline_cut();
+        let (rec, _) = self.session.into_parts();
+        HopOut {
+            rec,
+            arrivals: self.arrivals,
+            rejected: self.rejected,
+            peak_in_flight: self.peak_in_flight,
+            deadline_cut,
+        }
+    }
+}
+
+impl Sim<'_> {
+    /// Attempt `a` reaches the layer it was sent to.
+    pub(super) fn layer_arrive(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        if !at.client_waiting {
+            return; // the caller gave up before the request got there
+        }
+        at.handler_alive = true;
+        let (request, attempt, gen) = (at.request, at.attempt, at.gen);
+        let hop = &mut self.hops[at.hop as usize];
+        hop.arrivals += 1;
+        hop.in_flight += 1;
+        hop.peak_in_flight = hop.peak_in_flight.max(hop.in_flight);
+        if hop
+            .concurrency
+            .is_some_and(|c| hop.in_flight > u64::from(c))
+        {
+            hop.rejected += 1;
+            self.send_reply(t, a, 503, NO_FAULT);
+            return;
+        }
+        let wait = hop.service.as_ref().map_or(0, |s| {
+            let u = draw(self.cfg.seed, request, attempt, SALT_LAYER_SERVICE);
+            let u2 = draw(self.cfg.seed, request, attempt, SALT_LAYER_SERVICE + 1);
+            ns(s.sample(u, u2))
+        });
+        if wait > 0 {
+            self.push(t.saturating_add(wait), Kind::LayerStart, a, gen);
+        } else {
+            self.layer_start(t, a);
+        }
+    }
+
+    /// The layer's service time is over: its client starts one logical request for the
+    /// attempt, unless the caller has gone.
+    pub(super) fn layer_start(&mut self, t: u64, a: u32) {
+        let at = &self.atts[a as usize];
+        if !at.handler_alive {
+            return;
+        }
+        let h = at.hop as usize;
+        let id = at
+            .request
+            .wrapping_mul(REQUEST_ID_STRIDE)
+            .wrapping_add(u64::from(at.attempt).min(REQUEST_ID_STRIDE - 1));
+        let arrived = at.sent_at + ns(NET_DELAY);
+        let inherited =
+            (at.deadline_ms != NO_DEADLINE).then(|| Duration::from_millis(at.deadline_ms));
+        let parent_gen = at.gen;
+        let r = self.alloc_req();
+        let q = &mut self.reqs[r as usize];
+        q.user = NONE;
+        q.claimed = false;
+        q.hop = h as u8 + 1;
+        q.parent = a;
+        q.parent_gen = parent_gen;
+        q.last_status = NO_REPLY;
+        q.last_fault = NO_FAULT;
+        let hop = &mut self.hops[h];
+        q.rng.reseed(request_seed(self.cfg.seed, hop.draw_key, id));
+        let req_gen = q.gen;
+        let at = &mut self.atts[a as usize];
+        at.child = r;
+        at.child_gen = req_gen;
+        let step = hop
+            .session
+            .start(now(t), dur(arrived), id, self.cfg.method, inherited);
+        self.follow(t, r, step);
+    }
+
+    /// A layer's request `r` ended: its final reply goes back to the caller's attempt.
+    pub(super) fn relay(&mut self, t: u64, r: u32, ending: Ending) {
+        let q = &self.reqs[r as usize];
+        let (p, status, fault) = (q.parent, q.last_status, q.last_fault);
+        let caller = &self.atts[p as usize];
+        if caller.gen != q.parent_gen || !caller.handler_alive {
+            return; // the caller has gone (its request would have been dropped with it)
+        }
+        let (status, fault) = match status {
+            NO_REPLY if ending.reason() == Some(GiveUpReason::Deadline) => (504, NO_FAULT),
+            NO_REPLY => (503, NO_FAULT),
+            REPLY_TIMEOUT => (504, NO_FAULT),
+            REPLY_RESET => (502, NO_FAULT),
+            s => (s, fault),
+        };
+        self.send_reply(t, p, status, fault);
+    }
+
+    /// The handler of attempt `a` leaves flight at the hop it was sent to.
+    #[inline]
+    pub(super) fn leave(&mut self, t: u64, a: u32) {
+        let h = self.atts[a as usize].hop as usize;
+        match self.hops.get_mut(h) {
+            Some(hop) => hop.in_flight -= 1,
+            None => self.counters.leave(super::engine::sec(t)),
+        }
+    }
+
+    /// The caller of attempt `a` closed its connection: the hop's handler ends, and a
+    /// layer drops the request it was driving for it.
+    pub(super) fn disconnect(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        if !at.handler_alive {
+            return;
+        }
+        at.handler_alive = false;
+        let (child, child_gen) = (at.child, at.child_gen);
+        self.leave(t, a);
+        if child != NONE {
+            self.cancel_req(t, child, child_gen);
+        }
+    }
+
+    /// Drops a layer's request: no further attempt or retry, and its attempt in flight is
+    /// abandoned (its connection closes).
+    fn cancel_req(&mut self, t: u64, r: u32, gen: u32) {
+        let q = &mut self.reqs[r as usize];
+        if q.gen != gen || q.req.take().is_none() {
+            return;
+        }
+        let (a, a_gen) = (q.att, q.att_gen);
+        self.free_req(t, r);
+        if a == NONE {
+            return;
+        }
+        let at = &mut self.atts[a as usize];
+        if at.gen == a_gen && at.client_waiting {
+            at.client_waiting = false;
+            self.disconnect(t, a);
+            self.maybe_free(a);
+        }
+    }
+}
+
+/// `last_status` of a request that has had no reply yet.
+pub(super) const NO_REPLY: u16 = u16::MAX;
