@@ -58,7 +58,9 @@ pub enum Command {
     /// List the retry presets with their sources.
     Presets,
     /// Run the counting fault proxy on its own in front of a real HTTP server, until
-    /// SIGINT/SIGTERM. Control: POST /_stormrig/faults/start|stop, GET /_stormrig/metrics.
+    /// SIGINT/SIGTERM. Control: GET|POST /_stormrig/faults (JSON), DELETE
+    /// /_stormrig/faults/ID, POST /_stormrig/faults/ID/enable|disable,
+    /// POST /_stormrig/faults/start|stop, GET /_stormrig/metrics.
     Proxy {
         /// Loopback address to listen on, e.g. 127.0.0.1:9000.
         #[arg(long)]
@@ -142,6 +144,15 @@ pub struct RunArgs {
     /// Stop the run as soon as a gate can no longer pass (reports are still written).
     #[arg(long)]
     pub abort_on_fail: bool,
+    /// Serve Prometheus text at http://ADDR/metrics while the run goes (per config:
+    /// upstream, attempts, retries, refusals, arrivals, in flight, budget level); loopback
+    /// addresses only, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Write one JSON line per config per second while the run goes, to FILE or `-`
+    /// (standard output).
+    #[arg(long, value_name = "FILE|-")]
+    pub events: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,12 @@ use hyper::header::HeaderName;
 pub const REQUEST: &str = "x-stormrig-request";
 /// Attempt number (u32, 1-based).
 pub const ATTEMPT: &str = "x-stormrig-attempt";
+/// The name of the config whose client sent the attempt. Request ids count per config
+/// (every config meets the same faults for the same id), so (config, request, attempt)
+/// names one attempt of a run.
+pub const CONFIG: &str = "x-stormrig-config";
+/// The run's id (`run.id` in `summary.json`), the same on every attempt of one run.
+pub const RUN: &str = "x-stormrig-run";
 /// Remaining deadline in milliseconds, when a layer propagates it.
 pub const DEADLINE_MS: &str = "x-stormrig-deadline-ms";
 /// IETF httpapi idempotency key.
@@ -30,6 +36,8 @@ pub const UPSTREAM_BODY_TOO_LARGE: &str = "body-too-large";
 // every call, and these are set or read on every request.
 pub(crate) const H_REQUEST: HeaderName = HeaderName::from_static(REQUEST);
 pub(crate) const H_ATTEMPT: HeaderName = HeaderName::from_static(ATTEMPT);
+pub(crate) const H_CONFIG: HeaderName = HeaderName::from_static(CONFIG);
+pub(crate) const H_RUN: HeaderName = HeaderName::from_static(RUN);
 pub(crate) const H_DEADLINE_MS: HeaderName = HeaderName::from_static(DEADLINE_MS);
 pub(crate) const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(IDEMPOTENCY_KEY);
 pub(crate) const H_ERROR_TYPE: HeaderName = HeaderName::from_static(ERROR_TYPE);

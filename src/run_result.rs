@@ -62,6 +62,7 @@ impl<'p> ResultBuilder<'p> {
             duration_s: self.load_ran.as_secs_f64(),
             drain_s,
             stormrig_version: env!("CARGO_PKG_VERSION").to_string(),
+            run: None,
             faults: self.fault_bands.clone(),
             configs: Vec::new(),
             gates: Vec::new(),

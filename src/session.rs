@@ -161,7 +161,7 @@ impl Session {
                 }
                 let attempt = req.state.attempts() + 1;
                 let level = self.client.budget_level();
-                self.log_row(req.id, attempt, "refused", level);
+                self.log_row(req.id, attempt, None, "refused", level);
                 Err(reason)
             }
         };
@@ -207,7 +207,14 @@ impl Session {
             } => self.rec.budget_refused(t),
             _ => {}
         }
-        self.log_row(req.id, req.state.attempts(), label.as_str(), level);
+        let sent = t.saturating_sub(latency);
+        self.log_row(
+            req.id,
+            req.state.attempts(),
+            Some(sent),
+            label.as_str(),
+            level,
+        );
         self.drain_events();
         match d {
             Decision::Success => self.finish(now, req, Ending::Succeeded),
@@ -232,12 +239,20 @@ impl Session {
     }
 
     #[inline]
-    fn log_row(&mut self, request: u64, attempt: u32, outcome: &'static str, level: Option<f64>) {
+    fn log_row(
+        &mut self,
+        request: u64,
+        attempt: u32,
+        sent: Option<Duration>,
+        outcome: &'static str,
+        level: Option<f64>,
+    ) {
         if let Some(log) = self.log.as_mut() {
             log.push(AttemptRow {
                 config: self.name.clone(),
                 request,
                 attempt,
+                sent_s: sent.map(|d| d.as_secs_f64()),
                 outcome,
                 budget_after: level,
             });

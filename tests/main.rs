@@ -14,6 +14,8 @@ mod suite {
     mod budget_drain_live;
     mod check_advice;
     mod cli;
+    mod display;
+    mod fault_api;
     mod fuzz_scenarios;
     mod gates_diff;
     mod gates_eval;
@@ -35,6 +37,7 @@ mod suite {
     mod sim_topology;
     mod sweep;
     mod target_server;
+    mod telemetry;
     mod topology_live;
     mod topology_plan;
 }

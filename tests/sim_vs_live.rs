@@ -29,6 +29,7 @@ fn live_run(p: &plan::Plan) -> RunResult {
                 attempt_log: false,
                 progress: false,
                 abort_when: None,
+                ..Default::default()
             },
             rx,
         )

@@ -307,7 +307,7 @@ fn proxy(
             .await
             .map_err(AppError::failed)?;
         eprintln!(
-            "stormrig proxy: {} -> {upstream_addr}; control: POST http://{}/_stormrig/faults/start|stop, metrics: GET http://{}/_stormrig/metrics, each with `Authorization: Bearer {}`",
+            "stormrig proxy: {} -> {upstream_addr}; faults: GET|POST http://{}/_stormrig/faults (JSON), metrics: GET http://{}/_stormrig/metrics, each with `Authorization: Bearer {}`",
             server.addr(),
             server.control_addr(),
             server.control_addr(),
@@ -461,6 +461,7 @@ fn blank_result(plan: &Plan) -> RunResult {
         duration_s: sc.duration.as_secs_f64(),
         drain_s: None,
         stormrig_version: String::new(),
+        run: None,
         faults: Vec::new(),
         configs,
         gates: Vec::new(),
@@ -543,6 +544,12 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let plan = prepare(&args.common)?;
     check_work(&plan, 1.0)?;
     let gates = gates_of(&plan, &args.common.gates)?;
+    if let Some(addr) = args.metrics_listen.filter(|a| !a.ip().is_loopback()) {
+        return Err(AppError::bad(
+            live::telemetry::TelemetryError::NotLoopback { addr }.to_string(),
+        ));
+    }
+    let scenario_bytes = std::fs::read(&args.common.scenario).map_err(AppError::failed)?;
     let dir = out_dir(&args.common, &plan.scenario.name);
     files::prepare_dir(&dir).map_err(AppError::failed)?;
     if let Some(w) = insecure_warning(&plan) {
@@ -562,6 +569,17 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         } else {
             None
         },
+        scenario_sha256: Some(live::telemetry::scenario_sha256(&scenario_bytes)),
+        telemetry: live::telemetry::TelemetryOptions {
+            metrics_listen: args.metrics_listen,
+            events: args.events.as_ref().map(|p| {
+                if p.as_os_str() == "-" {
+                    live::telemetry::EventsTo::Stdout
+                } else {
+                    live::telemetry::EventsTo::File(p.clone())
+                }
+            }),
+        },
     };
     let output = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
@@ -575,7 +593,7 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let lag = &output.schedule_lag_us;
     if !lag.is_empty() {
         eprintln!(
-            "schedule: {} arrivals in {:.1} s ({:.1} req/s offered); start lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            "schedule: {} arrivals in {:.1} s ({:.1} req/s offered)\n          start lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             lag.len(),
             output.result.duration_s,
             lag.len() as f64 / output.result.duration_s.max(1e-9),

@@ -291,6 +291,7 @@ pub fn confirm(
                 attempt_log: false,
                 progress: false,
                 abort_when: None,
+                ..Default::default()
             };
             let (_tx, rx) = tokio::sync::watch::channel(false);
             let live = rt

@@ -230,6 +230,7 @@ pub fn config_runtime_over(
         propagate_deadline: false,
         attempt_log: false,
         wire,
+        trace: None,
     })
 }
 

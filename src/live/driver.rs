@@ -36,6 +36,18 @@ pub struct ConfigRuntime {
     pub propagate_deadline: bool,
     /// The last template path and its origin-form URI on this hop.
     uri_cache: OnceLock<(String, Uri)>,
+    /// `x-stormrig-config` and `x-stormrig-run` of every attempt (the load generator's
+    /// clients; a layer passes on those it received).
+    trace: Option<(HeaderValue, HeaderValue)>,
+}
+
+/// What every attempt of a config says about where it comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct Trace<'a> {
+    /// The compared config's name.
+    pub config: &'a str,
+    /// The run's id.
+    pub run: &'a str,
 }
 
 /// The request every logical request sends.
@@ -73,6 +85,7 @@ pub struct RuntimeSpec<'a> {
     pub attempt_log: bool,
     /// What is spoken to the next hop (HTTP version, TLS).
     pub wire: http::Wire,
+    pub trace: Option<Trace<'a>>,
 }
 
 impl ConfigRuntime {
@@ -93,6 +106,13 @@ impl ConfigRuntime {
             seed: spec.seed,
             propagate_deadline: spec.propagate_deadline,
             uri_cache: OnceLock::new(),
+            // Names and ids are validated tokens: a value that is not a header is left off.
+            trace: spec.trace.and_then(|t| {
+                Some((
+                    HeaderValue::from_str(t.config).ok()?,
+                    HeaderValue::from_str(t.run).ok()?,
+                ))
+            }),
         }
     }
 
@@ -188,7 +208,7 @@ impl ConfigRuntime {
         request: u64,
         attempt: Attempt,
     ) -> Request<Full<Bytes>> {
-        let mut h = HeaderMap::with_capacity(tmpl.headers.len() + 5);
+        let mut h = HeaderMap::with_capacity(tmpl.headers.len() + 7);
         for (name, value) in &tmpl.headers {
             h.append(name.clone(), value.clone());
         }
@@ -197,6 +217,10 @@ impl ConfigRuntime {
         }
         h.insert(headers::H_REQUEST, HeaderValue::from(request));
         h.insert(headers::H_ATTEMPT, HeaderValue::from(attempt.number));
+        if let Some((config, run)) = &self.trace {
+            h.insert(headers::H_CONFIG, config.clone());
+            h.insert(headers::H_RUN, run.clone());
+        }
         if let (true, Some(rem)) = (self.propagate_deadline, attempt.remaining_deadline) {
             h.insert(
                 headers::H_DEADLINE_MS,

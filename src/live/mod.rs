@@ -7,6 +7,7 @@ pub mod driver;
 pub mod http;
 pub mod layer;
 pub mod progress;
+pub mod telemetry;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -41,6 +42,10 @@ pub struct RunOptions {
     /// as the final one is); true stops the run (`--abort-on-fail`: a gate that can no
     /// longer pass).
     pub abort_when: Option<AbortCheck>,
+    /// SHA-256 of the scenario file, for `summary.json`'s `run` (see [`telemetry::run_meta`]).
+    pub scenario_sha256: Option<String>,
+    /// `--metrics-listen` and `--events`.
+    pub telemetry: telemetry::TelemetryOptions,
 }
 
 /// A predicate over one config's summary so far; see [`RunOptions::abort_when`].
@@ -55,6 +60,8 @@ impl std::fmt::Debug for RunOptions {
             .field("attempt_log", &self.attempt_log)
             .field("progress", &self.progress)
             .field("abort_when", &self.abort_when.is_some())
+            .field("scenario_sha256", &self.scenario_sha256)
+            .field("telemetry", &self.telemetry)
             .finish()
     }
 }
@@ -73,6 +80,8 @@ pub enum LiveError {
     Tls(#[from] crate::tls::TlsError),
     #[error("could not start a topology layer: {0}")]
     Layer(std::io::Error),
+    #[error(transparent)]
+    Telemetry(#[from] telemetry::TelemetryError),
     #[error("target {host}:{port}: {message}")]
     Resolve {
         host: String,
@@ -112,13 +121,18 @@ pub async fn run(
     let mut stop = StopSignal::forward(external_stop);
     let tmpl = template(plan)?;
     let epoch = Epoch::start();
+    let meta = telemetry::run_meta(&epoch, opts.scenario_sha256.clone());
 
     let (targets, wires): (Vec<_>, Vec<_>) = start_targets(plan, epoch).await?.into_iter().unzip();
     let (chains, entries) = start_chains(plan, &targets, &wires, epoch).await?;
-    let runtimes = client_runtimes(plan, &entries, opts);
+    let runtimes = client_runtimes(plan, &entries, opts, &meta);
+    let probes = targets.iter().map(|t| t.probe()).collect();
+    let telemetry =
+        telemetry::Telemetry::start(&opts.telemetry, &runtimes, probes, &meta, &sc.name, epoch)
+            .await?;
     let progress = opts
         .progress
-        .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration));
+        .then(|| progress::Progress::start(&runtimes, &targets, epoch, sc.duration, &sc.faults));
     let layer_sets: Vec<Vec<Arc<layer::Layer>>> = chains
         .iter()
         .map(|chain| chain.iter().map(|h| Arc::clone(&h.layer)).collect())
@@ -177,6 +191,7 @@ pub async fn run(
         w.abort();
     }
 
+    telemetry.finish().await;
     let stats = shut_down(chains, targets).await;
     if let Some(p) = progress {
         p.finish();
@@ -186,7 +201,8 @@ pub async fn run(
         drain_s,
         partial,
     };
-    let (result, attempts, hops) = collect(plan, &runtimes, &stats, &layer_sets, ran);
+    let (mut result, attempts, hops) = collect(plan, &runtimes, &stats, &layer_sets, ran);
+    telemetry::stamp(&mut result, meta, &epoch);
     Ok(LiveOutput {
         result,
         attempts,
@@ -354,6 +370,8 @@ async fn start_chains(
                 propagate_deadline: pl.propagate_deadline,
                 attempt_log: false,
                 wire: std::mem::take(&mut next_wire),
+                // Passes on the generator's.
+                trace: None,
             }));
             let l = Arc::new(layer::Layer::new(
                 pl.name.clone(),
@@ -385,7 +403,12 @@ struct Entry {
 }
 
 /// The load generator's client of each compared config, pointed at its entry URI.
-fn client_runtimes(plan: &Plan, entries: &[Entry], opts: &RunOptions) -> Vec<Arc<ConfigRuntime>> {
+fn client_runtimes(
+    plan: &Plan,
+    entries: &[Entry],
+    opts: &RunOptions,
+    meta: &crate::metrics::RunMeta,
+) -> Vec<Arc<ConfigRuntime>> {
     let sc = &plan.scenario;
     plan.configs
         .iter()
@@ -402,6 +425,10 @@ fn client_runtimes(plan: &Plan, entries: &[Entry], opts: &RunOptions) -> Vec<Arc
                 propagate_deadline: sc.load.propagate_deadline,
                 attempt_log: opts.attempt_log,
                 wire: entry.wire.clone(),
+                trace: Some(driver::Trace {
+                    config: &c.name,
+                    run: &meta.id,
+                }),
             }))
         })
         .collect()

@@ -162,6 +162,21 @@ pub fn thresholds(config: &RetryConfig) -> (PerClass<Option<f64>>, BTreeMap<Stri
     (t, reasons)
 }
 
+/// What 100 % of a config's budget level is: the capacity of a token budget, the highest
+/// level seen (`levels`) of a ratio budget; None without a budget or without a level to
+/// speak of (Envoy's concurrent-retry limit).
+pub fn budget_capacity(config: &RetryConfig, levels: impl Iterator<Item = f64>) -> Option<f64> {
+    match &config.budget {
+        BudgetConfig::None | BudgetConfig::Envoy { .. } => None,
+        BudgetConfig::AwsQuota { capacity, .. } => Some(*capacity),
+        BudgetConfig::GrpcThrottling { max_tokens, .. } => Some(*max_tokens),
+        BudgetConfig::Ratio { .. } => {
+            levels.fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.max(l))))
+        }
+    }
+    .filter(|c| *c > 0.0)
+}
+
 /// The budget's drain figures, and each row's level in % of capacity. None without a budget.
 pub fn budget_drain(
     config: &RetryConfig,
@@ -169,17 +184,10 @@ pub fn budget_drain(
     windows: &[WindowRates],
     first_refusal_s: Option<f64>,
 ) -> Option<BudgetDrain> {
-    let capacity = match &config.budget {
-        BudgetConfig::None => return None,
-        BudgetConfig::AwsQuota { capacity, .. } => Some(*capacity),
-        BudgetConfig::GrpcThrottling { max_tokens, .. } => Some(*max_tokens),
-        BudgetConfig::Ratio { .. } => rows
-            .iter()
-            .filter_map(|r| r.budget_level)
-            .fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.max(l)))),
-        BudgetConfig::Envoy { .. } => None,
+    if matches!(config.budget, BudgetConfig::None) {
+        return None;
     }
-    .filter(|c| *c > 0.0);
+    let capacity = budget_capacity(config, rows.iter().filter_map(|r| r.budget_level));
     let (thresholds, no_threshold_reasons) = thresholds(config);
     let pct = |l: f64| capacity.map(|c| 100.0 * l / c);
     for r in rows.iter_mut() {

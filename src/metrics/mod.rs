@@ -13,5 +13,5 @@ pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{
     summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,
 };
-pub use result::{AttemptRow, LayerSummary};
+pub use result::{AttemptRow, LayerSummary, RunMeta};
 pub use target::TargetStats;

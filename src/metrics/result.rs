@@ -77,6 +77,21 @@ pub struct GateVerdict {
     pub limit: f64,
     pub measured: Option<f64>,
     pub passed: bool,
+    /// The run was cut short and the verdict could still have changed: neither a pass nor a
+    /// settled failure (`passed` is false, so nothing reads it as a pass).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+}
+
+impl GateVerdict {
+    /// `PASS`, `FAIL` or `INCOMPLETE`, as tables print it.
+    pub fn label(&self) -> &'static str {
+        match (self.passed, self.incomplete) {
+            (_, true) => "INCOMPLETE",
+            (true, false) => "PASS",
+            (false, false) => "FAIL",
+        }
+    }
 }
 
 /// Everything a run measured.
@@ -95,6 +110,10 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain_s: Option<f64>,
     pub stormrig_version: String,
+    /// Live runs: when and where the run ran (absent from simulator output, which depends
+    /// on nothing but the scenario and seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunMeta>,
     pub faults: Vec<FaultBand>,
     pub configs: Vec<ConfigSummary>,
     #[serde(default)]
@@ -102,6 +121,20 @@ pub struct RunResult {
     /// Per-second rows, written to `timeseries.csv` rather than into `summary.json`.
     #[serde(skip)]
     pub timeseries: Vec<SecondRow>,
+}
+
+/// Where and when a live run ran, so that its figures line up with dashboards and server
+/// logs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Unique per run; every attempt carries it in `x-stormrig-run`.
+    pub id: String,
+    /// The run's t = 0 (second 0 of `timeseries.csv`), RFC 3339 in UTC.
+    pub started_at: String,
+    pub host: String,
+    /// SHA-256 of the scenario file as read, in hex (`sha256sum` prints the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_sha256: Option<String>,
 }
 
 /// The headline figures of one retry config (a row of `summary.csv`).
@@ -228,6 +261,9 @@ impl IdempotencyFigures {
 pub struct SecondRow {
     pub config: String,
     pub second: u64,
+    /// Live runs: the second's start, RFC 3339 in UTC (absent from simulator output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
     pub upstream_started: u64,
     pub upstream_finished: u64,
     pub successes: u64,
@@ -283,6 +319,9 @@ pub struct AttemptRow {
     pub config: String,
     pub request: u64,
     pub attempt: u32,
+    /// When the attempt was sent, in seconds from the run's start (`run.started_at` in
+    /// `summary.json`); empty for an attempt the policy refused (never sent).
+    pub sent_s: Option<f64>,
     /// ok, transient, throttle, timeout, client-error or refused.
     pub outcome: &'static str,
     /// The budget's level after this attempt was accounted (empty without a budget).
@@ -372,6 +411,7 @@ pub fn summarize(
         let finished = c(|s| s.finished);
         let successes = c(|s| s.successes);
         let row = SecondRow {
+            time: None,
             config: name.to_string(),
             second: i as u64,
             upstream_started: started,
@@ -564,6 +604,7 @@ mod tests {
 
     fn row(second: u64, started: u64, successes: u64) -> SecondRow {
         SecondRow {
+            time: None,
             config: "c".into(),
             second,
             upstream_started: started,

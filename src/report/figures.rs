@@ -36,6 +36,30 @@ pub enum Unit {
     Setting,
 }
 
+impl Unit {
+    /// The unit in words, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Requests => "a count of requests",
+            Attempts => "a count of attempts",
+            AttemptsPerSecond => "attempts per second",
+            Ratio => "a ratio",
+            Share => "a share",
+            Percent => "percent",
+            Milliseconds => "milliseconds",
+            Seconds => "seconds",
+            Amount => "an amount",
+            Flag => "a flag (0 or 1)",
+            Setting => "a setting",
+        }
+    }
+
+    /// Whether a limit may be written with `%`: only for one thing over another.
+    pub fn takes_percent(self) -> bool {
+        matches!(self, Ratio | Share | Percent)
+    }
+}
+
 /// Which way a figure improves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {

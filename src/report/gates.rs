@@ -7,8 +7,18 @@
 //! SELECTOR := "*" | CONFIG-NAME          (everything before the first ':')
 //! FIGURE   := dotted path into one config's summary.json object
 //! OP       := "<" | "<=" | ">" | ">=" | "=="
-//! NUMBER   := a finite decimal number, optionally followed by "%" (meaning /100)
+//! NUMBER   := a finite decimal number, optionally followed by "%" (meaning /100; only on
+//!             figures that are one thing over another: ratios, shares, percentages)
 //! ```
+//!
+//! `%` on a count, a time or a setting is an error naming the figure's unit
+//! (`budget_refusals < 10%` would otherwise compare a count with 0.1). The short forms other
+//! tools use name the figures they mean ([`SHORT_FORMS`]: `p99` is `latency_ms.p99`); an
+//! unknown figure that is the last part of a listed one (`max`) is suggested in full.
+//!
+//! A run that was cut short (interrupted, or stopped by `--abort-on-fail`) settles only the
+//! verdicts more of it could not undo (an upper bound on a count already broken); every
+//! other verdict is "incomplete", never a pass.
 //!
 //! Whitespace around every part is ignored: `aws-standard: amplification <= 1.3`,
 //! `*:latency_ms.p99<800`, `naive : budget_refusals == 0`, `*: success_share >= 99.5%`.
@@ -45,6 +55,16 @@ use crate::metrics::{ConfigSummary, GateVerdict, RunResult};
 
 /// The maps of counts by label whose missing labels count as zero.
 pub const COUNT_MAPS: &[&str] = &["failures_by_reason", "attempts_by_outcome"];
+
+/// Short forms a gate may write for a figure, as other load-testing tools name them.
+pub const SHORT_FORMS: &[(&str, &str)] = &[
+    ("p50", "latency_ms.p50"),
+    ("p90", "latency_ms.p90"),
+    ("p99", "latency_ms.p99"),
+    ("p999", "latency_ms.p999"),
+    ("p99.9", "latency_ms.p999"),
+    ("amp", "amplification"),
+];
 
 /// Name of the derived figure successes / upstream_requests.
 pub const SUCCESS_SHARE: &str = "success_share";
@@ -186,7 +206,11 @@ pub fn parse(text: &str) -> Result<Gate, GateError> {
     let fig_end = rest
         .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '=' | '!'))
         .unwrap_or(rest.len());
-    let figure = &rest[..fig_end];
+    let written = &rest[..fig_end];
+    let figure = SHORT_FORMS
+        .iter()
+        .find(|(short, _)| *short == written)
+        .map_or(written, |(_, full)| *full);
     if figure.is_empty() {
         return Err(err(format!("missing the figure after ':'; {GRAMMAR}")));
     }
@@ -213,9 +237,9 @@ pub fn parse(text: &str) -> Result<Gate, GateError> {
     if num.is_empty() {
         return Err(err(format!("expected a number after {:?}", op.as_str())));
     }
-    let (digits, scale) = match num.strip_suffix('%') {
-        Some(d) => (d.trim_end(), 100.0),
-        None => (num, 1.0),
+    let (digits, percent) = match num.strip_suffix('%') {
+        Some(d) => (d.trim_end(), true),
+        None => (num, false),
     };
     // Only plain decimal numbers: f64's parser would also take "inf" and "NaN".
     let plain = !digits.is_empty()
@@ -223,14 +247,26 @@ pub fn parse(text: &str) -> Result<Gate, GateError> {
             .chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
     let limit = match digits.parse::<f64>() {
-        // Divide (not multiply by 0.01) so that 95% is exactly the float 0.95.
-        Ok(v) if plain && v.is_finite() => v / scale,
+        Ok(v) if plain && v.is_finite() => v,
         _ => {
             return Err(err(format!(
                 "expected a number after {:?}, found {num:?}",
                 op.as_str()
             )))
         }
+    };
+    let limit = match figures::find(figure).map(|f| f.unit) {
+        _ if !percent => limit,
+        // A figure already in percent takes its number as written.
+        Some(figures::Unit::Percent) => limit,
+        Some(unit) if !unit.takes_percent() => {
+            return Err(err(format!(
+                "`%` applies only to ratios and shares; {figure} is {}: write the number itself",
+                unit.name()
+            )))
+        }
+        // Divide (not multiply by 0.01) so that 95% is exactly the float 0.95.
+        _ => limit / 100.0,
     };
     Ok(Gate {
         text: gate.to_string(),
@@ -253,10 +289,17 @@ pub fn check_figure(gate: &Gate) -> Result<(), GateError> {
     if figures::find(&gate.figure).is_some() {
         return Ok(());
     }
+    // The figure a short name stands for (`max` → `latency_ms.max`), else the nearest.
+    let tail = format!(".{}", gate.figure);
+    let suggestion = figures::FIGURES
+        .iter()
+        .find(|f| f.path.ends_with(&tail))
+        .map(|f| f.path.to_string())
+        .or_else(|| nearest(&gate.figure, figures::FIGURES.iter().map(|f| f.path)));
     Err(GateError::UnknownFigure {
         gate: gate.text.clone(),
         figure: gate.figure.clone(),
-        suggestion: nearest(&gate.figure, figures::FIGURES.iter().map(|f| f.path)),
+        suggestion,
     })
 }
 
@@ -438,6 +481,10 @@ pub fn evaluate(gates: &[Gate], run: &RunResult) -> Result<Vec<GateVerdict>, Gat
                     });
                 }
             };
+            let passed = measured.is_some_and(|m| gate.op.holds(m, gate.limit));
+            // A run cut short settles only the failures that more of it could not undo.
+            let settled =
+                !run.partial || (!passed && measured.is_some_and(|m| can_no_longer_pass(gate, m)));
             out.push(GateVerdict {
                 gate: gate.text.clone(),
                 config: config.name.clone(),
@@ -445,7 +492,8 @@ pub fn evaluate(gates: &[Gate], run: &RunResult) -> Result<Vec<GateVerdict>, Gat
                 op: gate.op.as_str().to_string(),
                 limit: gate.limit,
                 measured,
-                passed: measured.is_some_and(|m| gate.op.holds(m, gate.limit)),
+                passed: passed && settled,
+                incomplete: !settled,
             });
         }
     }
@@ -564,16 +612,23 @@ pub fn verdict_table(v: &[GateVerdict]) -> String {
                 v.config.clone(),
                 fmt_measured(v.measured),
                 format!("{} {}", v.op, fmt_num(v.limit)),
-                if v.passed { "PASS" } else { "FAIL" }.to_string(),
+                v.label().to_string(),
             ]
         })
         .collect();
     let mut out = text_table(&["GATE", "CONFIG", "MEASURED", "LIMIT", "RESULT"], &rows);
-    let failed = v.iter().filter(|v| !v.passed).count();
+    let incomplete = v.iter().filter(|v| v.incomplete).count();
+    let failed = v.iter().filter(|v| !v.passed).count() - incomplete;
     out.push_str(&format!(
-        "{} of {} gate checks passed, {failed} failed\n",
-        v.len() - failed,
+        "{} of {} gate checks passed, {failed} failed",
+        v.len() - failed - incomplete,
         v.len()
     ));
+    if incomplete > 0 {
+        out.push_str(&format!(
+            ", {incomplete} incomplete (the run was cut short)"
+        ));
+    }
+    out.push('\n');
     out
 }

@@ -47,7 +47,8 @@ pub fn failure_message(v: &GateVerdict) -> String {
 
 /// Renders the run's gate verdicts (`run.gates`) as a JUnit XML document.
 pub fn render(run: &RunResult) -> String {
-    let failures = run.gates.iter().filter(|v| !v.passed).count();
+    let skipped = run.gates.iter().filter(|v| v.incomplete).count();
+    let failures = run.gates.iter().filter(|v| !v.passed).count() - skipped;
     let suite = escape(&format!("stormrig.{}", run.scenario));
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x.push_str(&format!(
@@ -56,7 +57,7 @@ pub fn render(run: &RunResult) -> String {
         t = run.duration_s,
     ));
     x.push_str(&format!(
-        "  <testsuite name=\"{suite}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{t}\">\n",
+        "  <testsuite name=\"{suite}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{t}\">\n",
         n = run.gates.len(),
         t = run.duration_s,
     ));
@@ -82,6 +83,9 @@ pub fn render(run: &RunResult) -> String {
         if v.passed {
             x.push_str(&open);
             x.push_str("/>\n");
+        } else if v.incomplete {
+            x.push_str(&open);
+            x.push_str(">\n      <skipped message=\"incomplete: the run was cut short\"/>\n    </testcase>\n");
         } else {
             let detail = format!(
                 "config {}: {} = {}, limit {} {}",

@@ -7,32 +7,106 @@ use crate::metrics::drain::PerClass;
 use crate::metrics::result::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
 
-/// A plain-text table of the headline figures.
+/// The widest line [`summary`] prints: it fits an 80-column terminal without wrapping.
+pub const WIDTH: usize = 80;
+
+/// Width of the config column; a longer name takes a line of its own.
+const NAME: usize = 20;
+
+/// A row of a table: the name padded to [`NAME`], or alone on its line when longer.
+fn row(out: &mut String, name: &str, cells: &str) {
+    if name.chars().count() > NAME {
+        let _ = writeln!(out, "{name}");
+        let _ = writeln!(out, "{:NAME$}{cells}", "");
+    } else {
+        let _ = writeln!(out, "{name:<NAME$}{cells}");
+    }
+}
+
+/// A sentence wrapped to [`WIDTH`], continued lines indented.
+fn prose(out: &mut String, text: &str) {
+    let opts = textwrap::Options::new(WIDTH).subsequent_indent("  ");
+    for line in textwrap::wrap(text, opts) {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// A plain-text summary of the headline figures, in two tables (the load the storm made,
+/// then what it cost) and a few sentences; no line is wider than [`WIDTH`].
 pub fn summary(run: &RunResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} ({:?}, seed {}, {:.1} s{})",
-        run.scenario,
-        run.engine,
-        run.seed,
-        run.duration_s,
-        if run.partial { ", PARTIAL" } else { "" }
+    prose(
+        &mut out,
+        &format!(
+            "{} ({:?}, seed {}, {:.1} s{})",
+            run.scenario,
+            run.engine,
+            run.seed,
+            run.duration_s,
+            if run.partial { ", PARTIAL" } else { "" }
+        ),
     );
-    let _ = writeln!(
-        out,
-        "{:<22} {:>9} {:>9} {:>11} {:>7} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}",
+    row(
+        &mut out,
         "config",
-        "upstream",
-        "attempts",
-        "downstream",
-        "amp",
-        "peak 1s",
-        "peak conc",
-        "refused",
-        "success",
-        "p99 ms",
-        "recovery"
+        &format!(
+            " {:>9} {:>9} {:>10} {:>7} {:>7} {:>9}",
+            "upstream", "attempts", "downstream", "amp", "peak 1s", "peak conc"
+        ),
+    );
+    for c in &run.configs {
+        row(
+            &mut out,
+            &c.name,
+            &format!(
+                " {:>9} {:>9} {:>10} {:>6.2}× {:>6.2}× {:>9}",
+                c.upstream_requests,
+                c.attempts,
+                c.downstream_arrivals,
+                c.amplification,
+                c.peak_amplification_1s,
+                c.peak_concurrency,
+            ),
+        );
+        if !c.layers.is_empty() {
+            let bound = |b: Option<f64>| b.map(|v| format!("{v:.2}×")).unwrap_or("-".into());
+            prose(
+                &mut out,
+                &format!(
+                    "  topology: worst case (K+1)^L {}, budget bound {}",
+                    bound(c.topology_bound),
+                    bound(c.amplification_bound)
+                ),
+            );
+            let _ = writeln!(
+                out,
+                "  {:<16} {:>9} {:>9} {:>8} {:>7} {:>5} {:>6} {:>7}",
+                "layer", "arrivals", "attempts", "retries", "refused", "peak", "amp", "cum"
+            );
+            for l in &c.layers {
+                let name: String = l.name.chars().take(16).collect();
+                let _ = writeln!(
+                    out,
+                    "  {:<16} {:>9} {:>9} {:>8} {:>7} {:>5} {:>5.2}× {:>6.2}×",
+                    name,
+                    l.arrivals,
+                    l.attempts,
+                    l.retries,
+                    l.budget_refusals,
+                    l.peak_in_flight,
+                    l.amplification,
+                    l.cumulative_amplification,
+                );
+            }
+        }
+    }
+    row(
+        &mut out,
+        "config",
+        &format!(
+            " {:>9} {:>8} {:>9} {:>9}",
+            "refused", "success", "p99 ms", "recovery"
+        ),
     );
     for c in &run.configs {
         let finished = c.successes + c.failures;
@@ -46,54 +120,23 @@ pub fn summary(run: &RunResult) -> String {
             (Some(true), Some(t)) => format!("{t:.0} s"),
             (Some(_), _) => "never".to_string(),
         };
-        let _ = writeln!(
-            out,
-            "{:<22} {:>9} {:>9} {:>11} {:>6.2}× {:>7.2}× {:>9} {:>8} {:>8} {:>9.1} {:>9}",
-            c.name,
-            c.upstream_requests,
-            c.attempts,
-            c.downstream_arrivals,
-            c.amplification,
-            c.peak_amplification_1s,
-            c.peak_concurrency,
-            c.budget_refusals,
-            success,
-            c.latency_ms.p99,
-            recovery
+        row(
+            &mut out,
+            &c.name,
+            &format!(
+                " {:>9} {:>8} {:>9.1} {:>9}",
+                c.budget_refusals, success, c.latency_ms.p99, recovery
+            ),
         );
-        if !c.layers.is_empty() {
-            let bound = |b: Option<f64>| b.map(|v| format!("{v:.2}×")).unwrap_or("-".into());
-            let _ = writeln!(
-                out,
-                "  topology: worst case (K+1)^L {}, budget bound {}",
-                bound(c.topology_bound),
-                bound(c.amplification_bound)
-            );
-            for l in &c.layers {
-                let _ = writeln!(
-                    out,
-                    "  {:<20} {:>9} arrivals {:>9} attempts {:>8} retries {:>7} refused {:>6} peak {:>6.2}× {:>7.2}× cum (max {})",
-                    l.name,
-                    l.arrivals,
-                    l.attempts,
-                    l.retries,
-                    l.budget_refusals,
-                    l.peak_in_flight,
-                    l.amplification,
-                    l.cumulative_amplification,
-                    l.max_attempts
-                );
-            }
-        }
     }
     for c in &run.configs {
         if let Some(line) = drain_line(c) {
-            let _ = writeln!(out, "{line}");
+            prose(&mut out, &line);
         }
     }
     for c in &run.configs {
         if let Some(v) = &c.verdict {
-            let _ = writeln!(out, "{}", v.sentence);
+            prose(&mut out, &v.sentence);
         }
     }
     // Thundering herds show in the worst second of retries, not in totals: give the peak per
@@ -116,15 +159,15 @@ pub fn summary(run: &RunResult) -> String {
             .copied()
             .unwrap_or_default();
         let list: Vec<String> = peaks.iter().map(|(n, p)| format!("{n} {p}")).collect();
-        let _ = write!(out, "peak retries per 1 s slot: {}", list.join(", "));
+        let mut line = format!("peak retries per 1 s slot: {}", list.join(", "));
         if lo > 0 && hi > lo {
             let _ = write!(
-                out,
+                line,
                 " ({lo_name} is {:.2}× lower than {hi_name})",
                 hi as f64 / lo as f64
             );
         }
-        out.push('\n');
+        prose(&mut out, &line);
     }
     out
 }

@@ -205,6 +205,8 @@ fn check_headers(field: &str, headers: &std::collections::BTreeMap<String, Strin
         // Request identity: every attempt carries its own.
         "x-stormrig-request",
         "x-stormrig-attempt",
+        "x-stormrig-config",
+        "x-stormrig-run",
     ];
     if headers.len() > limits::MAX_HEADERS {
         return refuse(

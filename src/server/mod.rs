@@ -27,6 +27,7 @@
 
 mod counters;
 mod dedup;
+mod fault_api;
 pub mod proxy;
 mod slots;
 
@@ -146,10 +147,92 @@ struct StatusParts {
 }
 
 /// The fault timeline in force and the instant its windows are relative to (the run's
-/// epoch; for the standalone proxy, the moment faults were started).
+/// epoch; for the standalone proxy, the moment it started).
 pub(crate) struct Armed {
-    pub(crate) timeline: Arc<FaultTimeline>,
+    pub(crate) faults: Arc<ArmedFaults>,
     pub(crate) epoch: Instant,
+}
+
+/// A fault timeline with the answers of its status faults built once: they change only
+/// when the faults do (the standalone proxy's control API replaces the whole set).
+pub(crate) struct ArmedFaults {
+    pub(crate) timeline: FaultTimeline,
+    /// Indexed like the faults; `Some` for status faults.
+    status_parts: Vec<Option<StatusParts>>,
+    /// Requests each fault decided (indexed like the faults; latency faults, which only
+    /// delay, are not counted). Shared with the control API, which keeps them per fault id.
+    hits: Vec<Arc<AtomicU64>>,
+}
+
+impl ArmedFaults {
+    /// Checks what the server must build from each fault (a status code, header values).
+    pub(crate) fn new(faults: Vec<Fault>, seed: u64) -> Result<Self, TargetError> {
+        let hits = faults.iter().map(|_| Arc::default()).collect();
+        Self::with_hits(faults, hits, seed)
+    }
+
+    /// [`ArmedFaults::new`] counting into `hits` (one per fault, in order).
+    pub(crate) fn with_hits(
+        faults: Vec<Fault>,
+        hits: Vec<Arc<AtomicU64>>,
+        seed: u64,
+    ) -> Result<Self, TargetError> {
+        debug_assert_eq!(faults.len(), hits.len());
+        let mut status_parts = Vec::with_capacity(faults.len());
+        for (index, f) in faults.iter().enumerate() {
+            let err = |reason: String| TargetError::Fault {
+                index,
+                label: f.kind.label(),
+                reason,
+            };
+            let code = |s: u16| {
+                StatusCode::from_u16(s).map_err(|_| err(format!("{s} is not an HTTP status code")))
+            };
+            if let FaultKind::LostResponse { status: Some(s) } = &f.kind {
+                code(*s)?;
+            }
+            status_parts.push(match &f.kind {
+                FaultKind::Status {
+                    status,
+                    retry_after,
+                    error_code,
+                } => {
+                    Some(StatusParts {
+                        status: code(*status)?,
+                        // Whole seconds (RFC 9110 delay-seconds), rounded up so a client never
+                        // comes back earlier than the fault asked.
+                        retry_after: retry_after.map(|d| {
+                            let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+                            HeaderValue::from(s)
+                        }),
+                        error_type: match error_code {
+                            Some(c) => Some(HeaderValue::from_str(c).map_err(|_| {
+                                err(format!("error_code {c:?} is not a header value"))
+                            })?),
+                            None => None,
+                        },
+                    })
+                }
+                _ => None,
+            });
+        }
+        Ok(ArmedFaults {
+            timeline: FaultTimeline::new(faults, seed),
+            status_parts,
+            hits,
+        })
+    }
+
+    /// Counts one request decided by fault `fault`.
+    fn hit(&self, fault: Option<usize>) {
+        if let Some(h) = fault.and_then(|f| self.hits.get(f)) {
+            h.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn status_parts(&self, fault: Option<usize>) -> Option<&StatusParts> {
+        fault.and_then(|f| self.status_parts.get(f).and_then(Option::as_ref))
+    }
 }
 
 pub(crate) struct Shared {
@@ -158,10 +241,6 @@ pub(crate) struct Shared {
     counters: Counters,
     slots: Slots,
     dedup: Option<Arc<Dedup>>,
-    /// Indexed like the faults; `Some` for status faults.
-    status_parts: Vec<Option<StatusParts>>,
-    /// Lost-response statuses, indexed like the faults.
-    lost_status: Vec<Option<StatusCode>>,
     external_ids: AtomicU64,
     shutdown: watch::Receiver<bool>,
     /// Connection and work tasks still running, and a wake-up when it reaches zero.
@@ -174,23 +253,23 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn armed(&self) -> (Arc<FaultTimeline>, Instant) {
+    pub(crate) fn armed(&self) -> (Arc<ArmedFaults>, Instant) {
         let a = self.armed.read().unwrap_or_else(|e| e.into_inner());
-        (a.timeline.clone(), a.epoch)
+        (a.faults.clone(), a.epoch)
     }
 
-    pub(crate) fn arm(&self, timeline: FaultTimeline, epoch: Instant) {
+    pub(crate) fn arm(&self, faults: ArmedFaults, epoch: Instant) {
         let mut a = self.armed.write().unwrap_or_else(|e| e.into_inner());
         *a = Armed {
-            timeline: Arc::new(timeline),
+            faults: Arc::new(faults),
             epoch,
         };
     }
 
     /// Wakes queued waiters at every moment the capacity in force may change.
     pub(crate) fn spawn_capacity_pump(self: &Arc<Self>) {
-        let (timeline, epoch) = self.armed();
-        let changes = timeline.capacity_changes();
+        let (faults, epoch) = self.armed();
+        let changes = faults.timeline.capacity_changes();
         if changes.is_empty() {
             return;
         }
@@ -263,45 +342,8 @@ pub(crate) async fn start_inner(
     armed_now: bool,
     listen: Listen,
 ) -> Result<TargetHandle, TargetError> {
-    let mut status_parts = Vec::with_capacity(config.faults.len());
-    let mut lost_status = Vec::with_capacity(config.faults.len());
-    for (index, f) in config.faults.iter().enumerate() {
-        let err = |reason: String| TargetError::Fault {
-            index,
-            label: f.kind.label(),
-            reason,
-        };
-        let code = |s: u16| {
-            StatusCode::from_u16(s).map_err(|_| err(format!("{s} is not an HTTP status code")))
-        };
-        status_parts.push(match &f.kind {
-            FaultKind::Status {
-                status,
-                retry_after,
-                error_code,
-            } => Some(StatusParts {
-                status: code(*status)?,
-                // Whole seconds (RFC 9110 delay-seconds), rounded up so a client never
-                // comes back earlier than the fault asked.
-                retry_after: retry_after.map(|d| {
-                    let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-                    HeaderValue::from(s)
-                }),
-                error_type: match error_code {
-                    Some(c) => Some(
-                        HeaderValue::from_str(c)
-                            .map_err(|_| err(format!("error_code {c:?} is not a header value")))?,
-                    ),
-                    None => None,
-                },
-            }),
-            _ => None,
-        });
-        lost_status.push(match &f.kind {
-            FaultKind::LostResponse { status: Some(s) } => Some(code(*s)?),
-            _ => None,
-        });
-    }
+    // Checked even when not armed yet: the standalone proxy arms them later.
+    let loaded = ArmedFaults::new(config.faults, config.seed)?;
 
     let listener = TcpListener::bind(bind)
         .await
@@ -310,20 +352,21 @@ pub(crate) async fn start_inner(
         .local_addr()
         .map_err(|source| TargetError::LocalAddr { bind, source })?;
 
-    let timeline = if armed_now {
-        FaultTimeline::new(config.faults, config.seed)
+    let faults = if armed_now {
+        loaded
     } else {
-        FaultTimeline::new(Vec::new(), config.seed)
+        ArmedFaults::new(Vec::new(), config.seed)?
     };
     let armed = Arc::new(RwLock::new(Armed {
-        timeline: Arc::new(timeline),
+        faults: Arc::new(faults),
         epoch,
     }));
     let base = config.model.concurrency;
     let cap_armed = armed.clone();
     let capacity = Box::new(move || {
         let a = cap_armed.read().unwrap_or_else(|e| e.into_inner());
-        a.timeline
+        a.faults
+            .timeline
             .capacity_at(Instant::now().saturating_duration_since(a.epoch), base)
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -335,8 +378,6 @@ pub(crate) async fn start_inner(
             .dedup
             .filter(|d| d.enabled)
             .map(|d| Arc::new(Dedup::new(d.retention))),
-        status_parts,
-        lost_status,
         external_ids: AtomicU64::new(EXTERNAL_REQUEST_BASE),
         shutdown: shutdown_rx,
         tasks: AtomicUsize::new(0),
@@ -596,7 +637,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
     let (request, attempt) = identify(&shared, &req);
-    let (timeline, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
+    let (faults, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
         Ok(resp) => return Ok(resp),
         Err(armed) => armed,
     };
@@ -607,7 +648,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     let amount = parse_u64(req.headers().get(H_AMOUNT)).unwrap_or(1);
     // Deterministic: the same verdict as the fast path saw, from the same timeline.
     let tf = (shared.counters.epoch() + t).saturating_duration_since(fault_epoch);
-    let verdict = timeline.decide(tf, req.uri().path(), request, attempt);
+    let verdict = faults
+        .timeline
+        .decide(tf, req.uri().path(), request, attempt);
+    faults.hit(verdict.fault);
     let key = match &shared.dedup {
         Some(_) if write => req.headers().get(H_IDEMPOTENCY_KEY).cloned(),
         _ => None,
@@ -629,7 +673,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     let lost = match verdict.action {
         Action::Serve => None,
         Action::LostResponse { status } => Some(status),
-        terminal => return fault_answer(&shared, terminal, &verdict).await,
+        terminal => return fault_answer(&shared, &faults, terminal, &verdict).await,
     };
 
     let ticket = match &shared.dedup {
@@ -638,7 +682,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                 Deduped::Execute(ticket) => Some(ticket),
                 Deduped::Replay(_) if lost.is_some() => {
                     // The stored response travels the same lossy path as the first one.
-                    return lose(&shared, verdict.fault).await;
+                    return lose(&shared, lost.flatten()).await;
                 }
                 Deduped::Replay(resp) | Deduped::Answer(resp) => return Ok(resp),
             },
@@ -647,7 +691,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         None => None,
     };
 
-    let service_time = timeline.service_time(&shared.model, request, attempt);
+    let service_time = faults
+        .timeline
+        .service_time(&shared.model, request, attempt);
     let job = Job {
         parts,
         body: kept.into(),
@@ -663,7 +709,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Ok(Some(w)) => w,
         _ => return Err(CloseConnection("shut down during service")),
     };
-    answer(&shared, worked, lost, verdict.fault).await
+    answer(&shared, worked, lost).await
 }
 
 /// The request id and attempt the load generator put on the request; a request without an
@@ -687,26 +733,26 @@ fn answer_at_once(
     sec: usize,
     request: u64,
     attempt: u32,
-) -> Result<Resp, (Arc<FaultTimeline>, Instant)> {
+) -> Result<Resp, (Arc<ArmedFaults>, Instant)> {
     let armed = shared.armed.read().unwrap_or_else(|e| e.into_inner());
     // Fault windows run from their own epoch (the run's, unless the standalone proxy
     // started them later).
     let tf = (shared.counters.epoch() + t).saturating_duration_since(armed.epoch);
     let verdict = armed
+        .faults
         .timeline
         .decide(tf, req.uri().path(), request, attempt);
     if let (Action::Status { .. }, true, true, Some(parts)) = (
         verdict.action,
         verdict.extra_latency.is_zero(),
         req.body().is_end_stream(),
-        verdict
-            .fault
-            .and_then(|f| shared.status_parts.get(f).and_then(Option::as_ref)),
+        armed.faults.status_parts(verdict.fault),
     ) {
+        armed.faults.hit(verdict.fault);
         shared.counters.answer_at_once(sec, parts.status.as_u16());
         return Ok(status_response(parts));
     }
-    Err((armed.timeline.clone(), armed.epoch))
+    Err((armed.faults.clone(), armed.epoch))
 }
 
 /// A request body read to its end.
@@ -752,6 +798,7 @@ async fn read_body(
 /// The answer of a terminal fault (status, reset, hang), after its added latency.
 async fn fault_answer(
     shared: &Shared,
+    faults: &ArmedFaults,
     action: Action<'_>,
     verdict: &crate::scenario::timeline::Verdict<'_>,
 ) -> Result<Resp, CloseConnection> {
@@ -760,9 +807,8 @@ async fn fault_answer(
     }
     match action {
         Action::Status { .. } => {
-            let parts = verdict
-                .fault
-                .and_then(|f| shared.status_parts.get(f).and_then(Option::as_ref))
+            let parts = faults
+                .status_parts(verdict.fault)
                 .ok_or(CloseConnection("status fault without its parts"))?;
             shared.counters.respond(parts.status.as_u16(), false);
             Ok(status_response(parts))
@@ -866,7 +912,6 @@ async fn answer(
     shared: &Shared,
     worked: Worked,
     lost: Option<Option<u16>>,
-    fault: Option<usize>,
 ) -> Result<Resp, CloseConnection> {
     match (worked, lost) {
         (Worked::Shed, _) => Ok(respond(
@@ -895,16 +940,17 @@ async fn answer(
             | Worked::Relayed {
                 forwarded: true, ..
             },
-            Some(_),
-        ) => lose(shared, fault).await,
+            Some(status),
+        ) => lose(shared, status).await,
     }
 }
 
-/// Loses a response under a lost-response fault (`fault` is its index): answers the
-/// fault's gateway status, or nothing until the client gives up. Counted as lost.
-async fn lose(shared: &Shared, fault: Option<usize>) -> Result<Resp, CloseConnection> {
+/// Loses a response under a lost-response fault: answers the fault's gateway `status`
+/// (checked when the fault was armed), or nothing until the client gives up. Counted as
+/// lost.
+async fn lose(shared: &Shared, status: Option<u16>) -> Result<Resp, CloseConnection> {
     shared.counters.lost_response();
-    match fault.and_then(|f| shared.lost_status.get(f).copied().flatten()) {
+    match status.and_then(|s| StatusCode::from_u16(s).ok()) {
         Some(status) => Ok(respond(shared, status, b"lost\n", false)),
         None => {
             // The response is lost on the way: the client waits until it gives up.

@@ -61,10 +61,11 @@
 //! proxy itself in `Host` (a loopback address or `localhost`, with the listen port: a page
 //! that rebinds its own DNS name to 127.0.0.1 cannot pass) and must carry no `Origin` (no
 //! browser page, same-site or not, may drive it); otherwise 401 or 403, and nothing changes.
-//! - `POST /_stormrig/faults/start`: starts the loaded fault timeline now (its windows are
-//!   relative to this moment; starting again restarts it). Faults are off until then.
-//! - `POST /_stormrig/faults/stop`: clears the faults.
-//! - `GET /_stormrig/metrics`: Prometheus text exposition format 0.0.4, see [`metrics_text`].
+//! - `/_stormrig/faults...`: the fault API (JSON; add, list, enable, disable and remove
+//!   faults at run time, start the `--faults` file's windows), see [`super::fault_api`].
+//!   Faults are off until started or added.
+//! - `GET /_stormrig/metrics`: Prometheus text exposition format 0.0.4, see [`metrics_text`],
+//!   plus a fault-active gauge and a hit counter per fault.
 //!
 //! # Safety
 //!
@@ -76,7 +77,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -91,12 +92,12 @@ use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
 use super::counters::Counters;
+use super::fault_api::FaultRegistry;
 use super::{start_inner, Resp, Shared, TargetConfig, TargetError, TargetHandle};
 use crate::metrics::TargetStats;
 use crate::scenario::error::{ErrorKind, ScenarioError};
 use crate::scenario::model::{Fault, FaultSection, ServiceModel};
 use crate::scenario::source::SourceMap;
-use crate::scenario::timeline::FaultTimeline;
 use crate::scenario::validate;
 
 /// Paths under this prefix are the standalone proxy's control endpoint.
@@ -166,10 +167,9 @@ pub(crate) struct Upstream {
     timeout: Duration,
 }
 
-/// The standalone proxy's loaded faults and who may start them.
+/// The standalone proxy's faults and who may change them.
 pub(crate) struct Control {
-    faults: Vec<Fault>,
-    seed: u64,
+    registry: Mutex<FaultRegistry>,
     token: String,
     /// The listen port, once bound: the `Host` a control request must name.
     port: u16,
@@ -261,11 +261,7 @@ impl StandaloneProxy {
 
     /// The `/_stormrig/metrics` text now.
     pub fn metrics_text(&self) -> String {
-        metrics_text(
-            &self.handle.stats(),
-            self.handle.in_flight(),
-            self.body_too_large(),
-        )
+        control_metrics(&self.handle.shared)
     }
 
     pub async fn shutdown(self) -> TargetStats {
@@ -304,18 +300,18 @@ pub async fn serve_standalone_with(
         dedup: None,
     };
     let token = options.control_token.clone().unwrap_or_else(random_token);
+    let epoch = Instant::now();
     let handle = start_inner(
         listen,
         config,
-        Instant::now(),
+        epoch,
         Some(Upstream::new(
             upstream,
             options.upstream_timeout,
             &options.upstream,
         )),
         Some(Control {
-            faults,
-            seed,
+            registry: Mutex::new(FaultRegistry::new(faults, seed, epoch)),
             token,
             port: 0,
         }),
@@ -524,64 +520,63 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Answers a request under [`CONTROL_PREFIX`].
+/// The proxy's counts and, for the standalone proxy, its faults' series.
+fn control_metrics(shared: &Shared) -> String {
+    let mut out = metrics_text(
+        &shared.counters.snapshot(shared.slots.peak_serving()),
+        shared.counters.in_flight(),
+        shared.counters.body_too_large(),
+    );
+    if let Some(ctl) = &shared.control {
+        let reg = ctl.registry.lock().unwrap_or_else(|e| e.into_inner());
+        out.push_str(&reg.metrics_text());
+    }
+    out
+}
+
+/// Answers a request under [`CONTROL_PREFIX`]: the checks, then metrics here and the fault
+/// routes in [`super::fault_api`].
 pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Resp {
     let Some(ctl) = &shared.control else {
         return text(StatusCode::NOT_FOUND, "no control endpoint\n".into());
     };
     let refused = refuse_control(ctl, req.headers());
-    // Read the body (ignored, bounded) so the connection stays usable.
+    // Read the body (bounded) so the connection stays usable, and for the fault routes.
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let _ = http_body_util::Limited::new(req.into_body(), 64 * 1024)
+    let body = http_body_util::Limited::new(req.into_body(), 64 * 1024)
         .collect()
-        .await;
+        .await
+        .map(|b| b.to_bytes());
     if let Some(resp) = refused {
         return resp;
     }
+    let Ok(body) = body else {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "control request bodies are limited to 64 KiB\n".into(),
+        );
+    };
     let sub = &path[CONTROL_PREFIX.len()..];
     match (sub, method) {
-        ("faults/start", Method::POST) => {
-            shared.arm(
-                FaultTimeline::new(ctl.faults.clone(), ctl.seed),
-                Instant::now(),
-            );
-            shared.spawn_capacity_pump();
-            shared.slots.pump();
-            text(
-                StatusCode::OK,
-                format!("faults started: {} windows\n", ctl.faults.len()),
-            )
-        }
-        ("faults/stop", Method::POST) => {
-            shared.arm(FaultTimeline::new(Vec::new(), ctl.seed), Instant::now());
-            shared.slots.pump();
-            text(StatusCode::OK, "faults stopped\n".into())
-        }
         ("metrics", Method::GET | Method::HEAD) => {
-            let mut r = text(
-                StatusCode::OK,
-                metrics_text(
-                    &shared.counters.snapshot(shared.slots.peak_serving()),
-                    shared.counters.in_flight(),
-                    shared.counters.body_too_large(),
-                ),
-            );
+            let mut r = text(StatusCode::OK, control_metrics(shared));
             r.headers_mut().insert(
                 CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
             );
             r
         }
-        ("faults/start" | "faults/stop", _) => {
-            text(StatusCode::METHOD_NOT_ALLOWED, "use POST\n".into())
-        }
         ("metrics", _) => text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into()),
+        (s, m) if s == "faults" || s.starts_with("faults/") => {
+            super::fault_api::route(shared, &ctl.registry, &m, s, &body)
+        }
         _ => text(
             StatusCode::NOT_FOUND,
             format!(
-                "unknown control path {path}; known: POST {CONTROL_PREFIX}faults/start, \
-                 POST {CONTROL_PREFIX}faults/stop, GET {CONTROL_PREFIX}metrics\n"
+                "unknown control path {path}; known: {CONTROL_PREFIX}faults (GET, POST), \
+                 {CONTROL_PREFIX}faults/ID (GET, DELETE), POST {CONTROL_PREFIX}faults/ID/enable|disable, \
+                 POST {CONTROL_PREFIX}faults/start|stop, GET {CONTROL_PREFIX}metrics\n"
             ),
         ),
     }

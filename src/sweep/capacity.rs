@@ -290,6 +290,7 @@ fn verdict(g: &Gate, config: &str, measured: Option<f64>) -> GateVerdict {
         limit: g.limit,
         measured,
         passed: measured.is_some_and(|m| g.op.holds(m, g.limit)),
+        incomplete: false,
     }
 }
 

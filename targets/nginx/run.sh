@@ -8,7 +8,7 @@
 # caller put in PREFIX_DIR/tls.crt and PREFIX_DIR/tls.key (PEM; the tests make them at test
 # time), and HTTP/2 in clear (prior knowledge) on 127.0.0.1:H2C_PORT, the same answers on
 # every listener; TLS_PORT "-" serves h2c alone (no certificate needed). Access log: PREFIX_DIR/access.log, format
-#   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key $server_protocol"
+#   "$http_x_stormrig_request $http_x_stormrig_attempt $status $request_method $request_uri $msec $http_idempotency_key $http_x_stormrig_config $http_x_stormrig_run $server_protocol"
 # NGINX_ACCESS_LOG=off turns the access log off (peer benchmarks: a log line per request
 # costs nginx a write per request that wrk-vs-nginx figures elsewhere do not pay).
 # Install: apt-get update && apt-get install -y nginx

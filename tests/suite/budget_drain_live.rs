@@ -21,6 +21,7 @@ fn failure_steps_live_drains_where_the_thresholds_predict() {
             attempt_log: false,
             progress: false,
             abort_when: None,
+            ..Default::default()
         };
         live::run(&p, &opts, rx).await.unwrap().result
     });

@@ -483,3 +483,74 @@ fn can_no_longer_pass_only_for_upper_bounds_on_counts() {
     // Not a monotone count: never judged early.
     assert!(!can_no_longer_pass(&g("*: amplification <= 1.3"), 9.0));
 }
+
+// ---- footguns: %, short forms, cut-short runs ----
+
+#[test]
+fn percent_only_on_ratios_and_shares() {
+    assert_eq!(parse("*: amplification <= 130%").unwrap().limit, 1.3);
+    assert_eq!(parse("*: success_share >= 99.5%").unwrap().limit, 0.995);
+    for (gate, unit) in [
+        ("*: budget_refusals < 10%", "a count of attempts"),
+        (
+            "*: failures_by_reason.budget-refused < 10%",
+            "a count of requests",
+        ),
+        ("*: latency_ms.p99 < 10%", "milliseconds"),
+        ("*: recovery_time_s <= 50%", "seconds"),
+    ] {
+        let e = err(gate);
+        assert!(e.contains("`%` applies only to ratios and shares"), "{e}");
+        assert!(e.contains(unit), "{gate}: {e}");
+    }
+    // Without % the same count gate is fine.
+    assert_eq!(parse("*: budget_refusals < 10").unwrap().limit, 10.0);
+}
+
+#[test]
+fn short_forms_name_their_figures_and_tails_are_suggested() {
+    let g = parse("*: p99 < 800").unwrap();
+    assert_eq!(g.figure, "latency_ms.p99");
+    assert_eq!(g.text, "*: p99 < 800");
+    assert!(check_figure(&g).is_ok());
+    assert_eq!(parse("*: p99.9 < 900").unwrap().figure, "latency_ms.p999");
+    assert_eq!(parse("*: amp <= 1.5").unwrap().figure, "amplification");
+    let e = check_figure(&parse("*: max < 900").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("did you mean \"latency_ms.max\""), "{e}");
+    let v = evaluate(&[parse("naive: p99 < 1000").unwrap()], &two_configs()).unwrap();
+    assert_eq!(
+        (v[0].figure.as_str(), v[0].measured),
+        ("latency_ms.p99", Some(900.0))
+    );
+}
+
+#[test]
+fn a_cut_short_run_never_passes_a_gate() {
+    let mut r = two_configs();
+    r.partial = true;
+    let gates = [
+        // Would pass: incomplete.
+        parse("*: amplification <= 3").unwrap(),
+        // A count already above its upper bound: failed for good.
+        parse("aws-standard: budget_refusals <= 2").unwrap(),
+        // A lower bound more of the run could still meet: incomplete.
+        parse("naive: budget_refusals >= 1").unwrap(),
+    ];
+    let v = evaluate(&gates, &r).unwrap();
+    let labels: Vec<&str> = v.iter().map(|v| v.label()).collect();
+    assert_eq!(labels, ["INCOMPLETE", "INCOMPLETE", "FAIL", "INCOMPLETE"]);
+    assert!(v.iter().all(|v| !v.passed));
+    assert!(!all_passed(&v));
+    let t = verdict_table(&v);
+    assert!(
+        t.contains("0 of 4 gate checks passed, 1 failed, 3 incomplete"),
+        "{t}"
+    );
+    // The same run, whole: passes and fails as measured.
+    r.partial = false;
+    let v = evaluate(&gates, &r).unwrap();
+    let labels: Vec<&str> = v.iter().map(|v| v.label()).collect();
+    assert_eq!(labels, ["PASS", "PASS", "FAIL", "FAIL"]);
+}

@@ -72,6 +72,7 @@ async fn lost_responses_duplicate_only_unkeyed_post_retries() {
         attempt_log: true,
         progress: false,
         abort_when: None,
+        ..Default::default()
     };
     let out = live::run(&plan, &opts, rx).await.expect("live run");
     let run = &out.result;
@@ -214,6 +215,7 @@ jitter = { kind = "none" }
         propagate_deadline: false,
         attempt_log: true,
         wire: Default::default(),
+        trace: None,
     }));
     let mut hdrs = HeaderMap::new();
     hdrs.insert(

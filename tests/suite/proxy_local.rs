@@ -3,15 +3,9 @@
 //! the proxy never forwarded; stormrig's headers passed on; the standalone proxy's control
 //! endpoint and metrics text; the loopback check; the faults file parser. Bounded, exact.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::StatusCode;
 use stormrig::headers;
 use stormrig::scenario::{Dist, Fault, FaultKind, ServiceModel};
 use stormrig::server::proxy::{
@@ -22,12 +16,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, Instant};
 
+use crate::support::http::{echo_server, local, send};
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-fn local() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
 }
 
 fn config(faults: Vec<Fault>) -> TargetConfig {
@@ -52,83 +44,6 @@ fn fault(path: &str, probability: f64, kind: FaultKind) -> Fault {
         probability,
         kind,
     }
-}
-
-/// One request on a fresh connection; `Err` when the connection ends without an answer.
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    request: u64,
-    attempt: u32,
-    extra: &[(&str, &str)],
-) -> Result<(StatusCode, hyper::HeaderMap, Bytes), String> {
-    let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
-    let mut b = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "127.0.0.1")
-        .header(headers::REQUEST, request)
-        .header(headers::ATTEMPT, attempt);
-    for (k, v) in extra {
-        b = b.header(*k, *v);
-    }
-    let resp = tx
-        .send_request(b.body(Full::new(Bytes::new())).unwrap())
-        .await
-        .map_err(|e| e.to_string())?;
-    let (parts, body) = resp.into_parts();
-    let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
-    Ok((parts.status, parts.headers, body))
-}
-
-/// An upstream answering 200 with stormrig's headers echoed in the body.
-async fn echo_server() -> SocketAddr {
-    let listener = TcpListener::bind(local()).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let svc = service_fn(|req: Request<hyper::body::Incoming>| async move {
-                    let h = |n: &str| {
-                        req.headers()
-                            .get(n)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("-")
-                            .to_string()
-                    };
-                    let body = format!(
-                        "{} {} {} {}",
-                        h(headers::REQUEST),
-                        h(headers::ATTEMPT),
-                        h(headers::IDEMPOTENCY_KEY),
-                        req.uri().path()
-                    );
-                    let status = if req.uri().path().starts_with("/fail") {
-                        503
-                    } else {
-                        200
-                    };
-                    let mut r = Response::new(Full::new(Bytes::from(body)));
-                    *r.status_mut() = StatusCode::from_u16(status).unwrap();
-                    r.headers_mut()
-                        .insert("x-upstream", hyper::header::HeaderValue::from_static("yes"));
-                    Ok::<_, Infallible>(r)
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    addr
 }
 
 #[tokio::test]

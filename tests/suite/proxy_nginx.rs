@@ -1,7 +1,8 @@
 //! The fault proxy in front of a real nginx (Debian's package) started by the test with
 //! `targets/nginx/run.sh`: arrivals at the proxy equal the requests sent; forwarded equals
 //! the lines in nginx's access log exactly; a proxy-injected 503 never reaches nginx;
-//! nginx's own 503s (`/fail`) are relayed and their count matches nginx's log.
+//! nginx's own 503s (`/fail`) are relayed and their count matches nginx's log; every line
+//! of a 3-config run's log joins to exactly one row of its attempt log.
 //!
 //! Without nginx this test FAILS, saying how to install it; `STORMRIG_SKIP_NGINX=1` skips it.
 
@@ -298,18 +299,7 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
         let mut plan = base.clone();
         plan.configs = vec![config.clone()];
         plan.scenario.duration = Duration::from_millis(1500);
-        plan.scenario.target = stormrig::scenario::Target::Url {
-            url: format!("http://127.0.0.1:{}", nginx.port),
-            host: "127.0.0.1".into(),
-            port: nginx.port,
-            dedup: None,
-            model: None,
-            wire: Default::default(),
-        };
-        for f in &mut plan.scenario.faults {
-            f.at = Duration::ZERO;
-            f.length = Duration::from_millis(1500);
-        }
+        nginx.target(&mut plan);
         let before = nginx.log().len();
         let out = rt.block_on(async {
             let (_tx, rx) = tokio::sync::watch::channel(false);
@@ -317,6 +307,7 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
                 attempt_log: false,
                 progress: false,
                 abort_when: None,
+                ..Default::default()
             };
             stormrig::live::run(&plan, &opts, rx).await.expect("run")
         });
@@ -342,4 +333,97 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
             c.name
         );
     }
+}
+
+/// A server log joins to the run: every line nginx wrote during a 3-config live run names
+/// the run, the config, the request and the attempt, and matches exactly one sent attempt
+/// of the attempt log; its time is no earlier than the attempt's send time.
+#[test]
+fn every_nginx_line_of_a_three_config_run_joins_one_attempt_log_row() {
+    let Some(nginx) = Nginx::start() else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/downstream-503-10s.toml");
+    let mut plan = stormrig::plan::load(&path).expect("shipped scenario plans");
+    plan.configs.truncate(3);
+    assert_eq!(plan.configs.len(), 3);
+    plan.scenario.duration = Duration::from_millis(1500);
+    nginx.target(&mut plan);
+    // Half the attempts fail at the proxy: retries reach nginx as attempts 2, 3, ...
+    for f in &mut plan.scenario.faults {
+        f.probability = 0.5;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = rt.block_on(async {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let opts = stormrig::live::RunOptions {
+            attempt_log: true,
+            ..Default::default()
+        };
+        stormrig::live::run(&plan, &opts, rx).await.expect("run")
+    });
+    let forwarded: u64 = out.result.configs.iter().map(|c| c.target_forwarded).sum();
+    let log = rt.block_on(nginx.log_with(forwarded as usize));
+    assert_eq!(log.len() as u64, forwarded, "nginx lines vs forwarded");
+    let run = out
+        .result
+        .run
+        .as_ref()
+        .expect("a live run has its identity");
+    let started = humantime::parse_rfc3339(&run.started_at).expect("RFC 3339");
+    let started = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+
+    let mut rows: std::collections::HashMap<(String, u64, u32), Vec<f64>> = Default::default();
+    for r in &out.attempts {
+        if let Some(sent) = r.sent_s {
+            rows.entry((r.config.clone(), r.request, r.attempt))
+                .or_default()
+                .push(sent);
+        }
+    }
+    let mut joined = BTreeSet::new();
+    let mut per_config = std::collections::BTreeMap::<String, u64>::new();
+    let mut retries = 0;
+    for line in &log {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!(f.len(), 10, "{line}");
+        let key = (
+            f[7].to_string(),
+            f[0].parse::<u64>().expect(line),
+            f[1].parse::<u32>().expect(line),
+        );
+        assert_eq!(f[8], run.id, "{line}");
+        let sent = rows
+            .get(&key)
+            .unwrap_or_else(|| panic!("no attempt-log row for {line}"));
+        assert_eq!(sent.len(), 1, "{line}: {} rows", sent.len());
+        assert!(
+            joined.insert(key.clone()),
+            "two lines for one attempt: {line}"
+        );
+        let msec: f64 = f[5].parse().expect(line);
+        assert!(
+            msec + 0.002 >= started + sent[0],
+            "{line}: logged before it was sent ({} s)",
+            started + sent[0]
+        );
+        *per_config.entry(key.0).or_default() += 1;
+        retries += u64::from(key.2 > 1);
+    }
+    for c in &out.result.configs {
+        assert_eq!(
+            per_config.get(&c.name).copied(),
+            Some(c.target_forwarded),
+            "{}",
+            c.name
+        );
+    }
+    assert!(retries > 0, "retries reached nginx too");
 }

@@ -135,6 +135,7 @@ fn row(shape: &Shape, s: u64, rng: &mut Lcg) -> SecondRow {
     let p50 =
         if slow { 820.0 } else { 12.0 + 3.0 * rng.next() } + if in_fault { 40.0 } else { 0.0 };
     SecondRow {
+        time: None,
         config: shape.name.to_string(),
         second: s,
         upstream_started: started,
@@ -303,6 +304,7 @@ fn synthetic() -> RunResult {
             limit: 1.5,
             measured: Some(c.amplification),
             passed: c.amplification <= 1.5,
+            incomplete: false,
         })
         .collect();
     RunResult {
@@ -316,6 +318,7 @@ config keeps the storm small?"
         duration_s: SECONDS as f64,
         drain_s: None,
         stormrig_version: "0.1.0".into(),
+        run: None,
         faults: vec![
             FaultBand {
                 start_s: FAULT.0 as f64,
@@ -681,6 +684,7 @@ fn an_empty_run_still_renders_every_section() {
         duration_s: 0.0,
         drain_s: None,
         stormrig_version: "0.1.0".into(),
+        run: None,
         faults: vec![],
         configs: vec![],
         gates: vec![],

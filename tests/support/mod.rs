@@ -92,6 +92,7 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         duration_s: 60.0,
         drain_s: None,
         stormrig_version: "0.1.0".to_string(),
+        run: None,
         faults: vec![],
         configs,
         gates: vec![],
@@ -121,13 +122,47 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
             attempt_log,
             progress: false,
             abort_when: None,
+            ..Default::default()
         };
         stormrig::live::run(plan, &opts, rx)
             .await
             .expect("run completes")
     })
 }
+pub mod http;
 pub mod process;
+
+/// A three-second live scenario on the built-in target: 50 req/s, a 503 from 1 s to 2.5 s,
+/// `no-retry` beside an `aws-standard` config called `name`.
+pub fn three_seconds_of_503(scenario: &str, name: &str) -> String {
+    format!(
+        r#"name = "{scenario}"
+seed = 3
+duration = "3s"
+drain = "2s"
+
+[load]
+kind = "constant"
+rate = 50
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "status"
+status = 503
+at = "1s"
+for = "1500ms"
+
+[[configs]]
+preset = "no-retry"
+
+[[configs]]
+name = "{name}"
+preset = "aws-standard"
+"#
+    )
+}
 /// A fresh, empty directory under the system temp dir for one test.
 pub fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("stormrig-{name}-{}", std::process::id()));

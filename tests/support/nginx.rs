@@ -78,6 +78,23 @@ impl Nginx {
         })
     }
 
+    /// Points `plan` at this nginx (plain HTTP/1.1), its fault windows stretched over the
+    /// whole (shortened) run.
+    pub fn target(&self, plan: &mut stormrig::plan::Plan) {
+        plan.scenario.target = stormrig::scenario::Target::Url {
+            url: format!("http://127.0.0.1:{}", self.port),
+            host: "127.0.0.1".into(),
+            port: self.port,
+            dedup: None,
+            model: None,
+            wire: Default::default(),
+        };
+        for f in &mut plan.scenario.faults {
+            f.at = Duration::ZERO;
+            f.length = plan.scenario.duration;
+        }
+    }
+
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }

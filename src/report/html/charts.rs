@@ -877,6 +877,7 @@ mod tests {
     #[test]
     fn segments_break_at_gaps() {
         let mk = |s: u64, started: u64| SecondRow {
+            time: None,
             config: "a".into(),
             second: s,
             upstream_started: started,

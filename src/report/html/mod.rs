@@ -766,13 +766,14 @@ fn gates(p: &mut String, run: &RunResult) {
     if run.gates.is_empty() {
         return;
     }
-    let failed = run.gates.iter().filter(|g| !g.passed).count();
+    let failed = run.gates.iter().filter(|g| g.label() == "FAIL").count();
+    let passed = run.gates.iter().filter(|g| g.passed).count();
     let _ = write!(
         p,
         "<section id=\"gates\">\n<h2><a href=\"#gates\">Gates</a></h2>\n<p>{} of {} verdicts \
 passed{}.</p>\n<div class=\"tablewrap\"><table class=\"text\">\n<thead><tr><th>gate</th><th>config</th>\
 <th>figure</th><th>limit</th><th>measured</th><th>verdict</th></tr></thead>\n<tbody>\n",
-        run.gates.len() - failed,
+        passed,
         run.gates.len(),
         if failed > 0 {
             format!(", <span class=\"fail\">{failed} failed</span>")
@@ -790,10 +791,10 @@ passed{}.</p>\n<div class=\"tablewrap\"><table class=\"text\">\n<thead><tr><th>g
             escape(&g.op),
             fixed(g.limit, 3),
             g.measured.map_or("—".into(), |m| fixed(m, 3)),
-            if g.passed {
-                "<span class=\"ok\">pass</span>"
-            } else {
-                "<span class=\"fail\">FAIL</span>"
+            match g.label() {
+                "PASS" => "<span class=\"ok\">pass</span>",
+                "INCOMPLETE" => "<span class=\"fail\">incomplete</span>",
+                _ => "<span class=\"fail\">FAIL</span>",
             }
         );
     }

@@ -1,0 +1,385 @@
+//! What a live run tells the world while it runs and how it lines up with other clocks:
+//! the run's identity and start ([`RunMeta`]), each config's figures so far
+//! ([`snapshot`], shared with the progress display), Prometheus text on a loopback listener
+//! (`--metrics-listen`) and one JSON line per config per second (`--events`).
+//!
+//! Only live runs carry any of this: the simulator's output depends on nothing but the
+//! scenario and seed, so it stays byte-identical run after run.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::clock::Epoch;
+use super::driver::ConfigRuntime;
+use crate::metrics::{RunMeta, RunResult};
+use crate::server::TargetProbe;
+
+/// SHA-256 of a scenario file's bytes, in hex, as `sha256sum` prints it.
+pub fn scenario_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// RFC 3339 in UTC with milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// A run that starts at `epoch`: a fresh id (its start, to the second, and 32 random bits),
+/// this host's name.
+pub fn run_meta(epoch: &Epoch, scenario_sha256: Option<String>) -> RunMeta {
+    let started_at = rfc3339(epoch.wall);
+    let compact: String = humantime::format_rfc3339_seconds(epoch.wall)
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let token = crate::server::proxy::random_token();
+    RunMeta {
+        id: format!("{compact}-{}", &token[..8]),
+        started_at,
+        host: gethostname::gethostname().to_string_lossy().into_owned(),
+        scenario_sha256,
+    }
+}
+
+/// Puts the run's identity into its result and the absolute start of each second into its
+/// time series.
+pub fn stamp(result: &mut RunResult, meta: RunMeta, epoch: &Epoch) {
+    for row in &mut result.timeseries {
+        row.time = Some(rfc3339(epoch.wall + Duration::from_secs(row.second)));
+    }
+    result.run = Some(meta);
+}
+
+/// One config's figures so far.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub config: String,
+    pub upstream: u64,
+    pub attempts: u64,
+    pub retries: u64,
+    pub failures: u64,
+    pub budget_refusals: u64,
+    /// Requests the config's target counted.
+    pub arrivals: u64,
+    /// Logical requests of the config in flight now.
+    pub in_flight: u64,
+    /// The budget's last level in % of its capacity; None without a budget level.
+    pub budget_level_pct: Option<f64>,
+}
+
+impl Snapshot {
+    /// Downstream arrivals per upstream request so far (0 before any).
+    pub fn amplification(&self) -> f64 {
+        if self.upstream == 0 {
+            0.0
+        } else {
+            self.arrivals as f64 / self.upstream as f64
+        }
+    }
+}
+
+/// What `rt` and its target counted so far.
+pub fn snapshot(rt: &ConfigRuntime, target: &TargetProbe) -> Snapshot {
+    let arrivals = target.arrivals();
+    let in_flight = rt.in_flight.load(std::sync::atomic::Ordering::Relaxed);
+    rt.with(|g| {
+        let secs = g.recorder().seconds();
+        let sum = |f: fn(&crate::metrics::recorder::Second) -> u64| secs.iter().map(f).sum();
+        let level = secs.iter().rev().find_map(|s| s.budget_level);
+        let capacity = crate::metrics::drain::budget_capacity(
+            g.config(),
+            secs.iter().filter_map(|s| s.budget_level),
+        );
+        Snapshot {
+            config: rt.name.clone(),
+            upstream: sum(|s| s.started),
+            attempts: sum(|s| s.attempts),
+            retries: sum(|s| s.retries),
+            failures: sum(|s| s.failures),
+            budget_refusals: sum(|s| s.budget_refusals),
+            arrivals,
+            in_flight,
+            budget_level_pct: level.zip(capacity).map(|(l, c)| 100.0 * l / c),
+        }
+    })
+}
+
+/// Where `--events` lines go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventsTo {
+    Stdout,
+    File(std::path::PathBuf),
+}
+
+/// Telemetry a run was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct TelemetryOptions {
+    /// Serve Prometheus text here (a loopback address) while the run goes.
+    pub metrics_listen: Option<SocketAddr>,
+    pub events: Option<EventsTo>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("--metrics-listen {addr}: only a loopback address is served (127.0.0.1, [::1])")]
+    NotLoopback { addr: SocketAddr },
+    #[error("--metrics-listen {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--events {path}: {source}")]
+    Events {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The running telemetry tasks; [`Telemetry::finish`] ends them.
+pub struct Telemetry {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// What the tasks read.
+#[derive(Clone)]
+struct Sources {
+    runtimes: Vec<Arc<ConfigRuntime>>,
+    probes: Vec<TargetProbe>,
+    meta: Arc<RunMeta>,
+    scenario: Arc<str>,
+}
+
+impl Sources {
+    fn snapshots(&self) -> Vec<Snapshot> {
+        self.runtimes
+            .iter()
+            .zip(&self.probes)
+            .map(|(rt, p)| snapshot(rt, p))
+            .collect()
+    }
+}
+
+impl Telemetry {
+    /// Binds the metrics listener and opens the events file, then starts serving and
+    /// writing; both end at [`Telemetry::finish`].
+    pub async fn start(
+        opts: &TelemetryOptions,
+        runtimes: &[Arc<ConfigRuntime>],
+        probes: Vec<TargetProbe>,
+        meta: &RunMeta,
+        scenario: &str,
+        epoch: Epoch,
+    ) -> Result<Telemetry, TelemetryError> {
+        let (stop, stopped) = watch::channel(false);
+        let sources = Sources {
+            runtimes: runtimes.to_vec(),
+            probes,
+            meta: Arc::new(meta.clone()),
+            scenario: scenario.into(),
+        };
+        let mut tasks = Vec::new();
+        if let Some(addr) = opts.metrics_listen {
+            if !addr.ip().is_loopback() {
+                return Err(TelemetryError::NotLoopback { addr });
+            }
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| TelemetryError::Bind { addr, source })?;
+            tasks.push(tokio::spawn(serve_metrics(
+                listener,
+                sources.clone(),
+                stopped.clone(),
+            )));
+        }
+        if let Some(to) = &opts.events {
+            let out: Box<dyn Write + Send> = match to {
+                EventsTo::Stdout => Box::new(std::io::stdout()),
+                EventsTo::File(path) => {
+                    Box::new(std::fs::File::create(path).map_err(|source| {
+                        TelemetryError::Events {
+                            path: path.display().to_string(),
+                            source,
+                        }
+                    })?)
+                }
+            };
+            tasks.push(tokio::spawn(write_events(
+                out,
+                sources.clone(),
+                epoch,
+                stopped.clone(),
+            )));
+        }
+        Ok(Telemetry { stop, tasks })
+    }
+
+    /// Stops serving and writing (the events of the seconds so far are all written).
+    pub async fn finish(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Label values escaped as the text format wants them.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The Prometheus text exposition (0.0.4) of every config's figures so far.
+pub fn metrics_text(snaps: &[Snapshot], meta: &RunMeta, scenario: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# HELP stormrig_run_info The run being measured.\n# TYPE stormrig_run_info gauge\nstormrig_run_info{{run=\"{}\",scenario=\"{}\",host=\"{}\",version=\"{}\"}} 1",
+        label(&meta.id),
+        label(scenario),
+        label(&meta.host),
+        env!("CARGO_PKG_VERSION")
+    );
+    type Figure = fn(&Snapshot) -> Option<f64>;
+    #[rustfmt::skip]
+    let series: [(&str, &str, &str, Figure); 8] = [
+        ("stormrig_upstream_requests_total", "counter", "Logical requests the load generator started.", |s| Some(s.upstream as f64)),
+        ("stormrig_attempts_total", "counter", "HTTP requests the client sent (first tries and retries).", |s| Some(s.attempts as f64)),
+        ("stormrig_retries_total", "counter", "Retries the client sent.", |s| Some(s.retries as f64)),
+        ("stormrig_failures_total", "counter", "Logical requests that ended failed.", |s| Some(s.failures as f64)),
+        ("stormrig_budget_refusals_total", "counter", "Retries the retry budget refused.", |s| Some(s.budget_refusals as f64)),
+        ("stormrig_downstream_arrivals_total", "counter", "Requests the config's target counted.", |s| Some(s.arrivals as f64)),
+        ("stormrig_in_flight", "gauge", "Logical requests of the config in flight now.", |s| Some(s.in_flight as f64)),
+        ("stormrig_budget_level_percent", "gauge", "The retry budget's level in % of its capacity.", |s| s.budget_level_pct),
+    ];
+    for (name, kind, help, f) in series {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for s in snaps {
+            if let Some(v) = f(s) {
+                let _ = writeln!(out, "{name}{{config=\"{}\"}} {v}", label(&s.config));
+            }
+        }
+    }
+    out
+}
+
+async fn serve_metrics(listener: TcpListener, sources: Sources, stopped: watch::Receiver<bool>) {
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            },
+            _ = crate::server::shutdown_signal(stopped.clone()) => return,
+        };
+        let sources = sources.clone();
+        let stop = stopped.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let sources = sources.clone();
+                async move {
+                    let (status, body) = if req.uri().path() == "/metrics" {
+                        let text =
+                            metrics_text(&sources.snapshots(), &sources.meta, &sources.scenario);
+                        (StatusCode::OK, text)
+                    } else {
+                        (
+                            StatusCode::NOT_FOUND,
+                            "stormrig serves GET /metrics\n".to_string(),
+                        )
+                    };
+                    let mut r = Response::new(Full::new(Bytes::from(body)));
+                    *r.status_mut() = status;
+                    r.headers_mut().insert(
+                        hyper::header::CONTENT_TYPE,
+                        hyper::header::HeaderValue::from_static(
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        ),
+                    );
+                    Ok::<_, std::convert::Infallible>(r)
+                }
+            });
+            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = crate::server::shutdown_signal(stop.clone()) => {}
+            }
+        });
+    }
+}
+
+/// One `--events` line.
+#[derive(Serialize)]
+struct Event<'a> {
+    time: String,
+    run: &'a str,
+    second: u64,
+    #[serde(flatten)]
+    figures: &'a Snapshot,
+}
+
+/// Writes one line per config at the end of every second of the run, and flushes it; when
+/// the run ends inside a second, that second's line carries the final figures and the
+/// moment they were read.
+async fn write_events(
+    mut out: Box<dyn Write + Send>,
+    sources: Sources,
+    epoch: Epoch,
+    stopped: watch::Receiver<bool>,
+) {
+    for second in 1u64.. {
+        let end = Duration::from_secs(second);
+        let last = tokio::select! {
+            // A second that ended as the run did is written as a whole one.
+            biased;
+            _ = tokio::time::sleep_until(epoch.at(end)) => false,
+            _ = crate::server::shutdown_signal(stopped.clone()) => true,
+        };
+        let at = if last { epoch.elapsed() } else { end };
+        if last && at <= end.saturating_sub(Duration::from_secs(1)) {
+            return; // nothing of this second ran
+        }
+        let time = rfc3339(epoch.wall + at);
+        let mut lines = Vec::new();
+        for s in sources.snapshots() {
+            let e = Event {
+                time: time.clone(),
+                run: &sources.meta.id,
+                second,
+                figures: &s,
+            };
+            if serde_json::to_writer(&mut lines, &e).is_ok() {
+                lines.push(b'\n');
+            }
+        }
+        if out.write_all(&lines).and_then(|()| out.flush()).is_err() || last {
+            return; // a closed pipe ends the stream, not the run
+        }
+    }
+}
