@@ -14,6 +14,7 @@ mod suite {
     mod budget_drain_live;
     mod check_advice;
     mod cli;
+    mod fleets;
     mod fuzz_scenarios;
     mod gates_diff;
     mod gates_eval;

@@ -213,6 +213,7 @@ pub fn config_runtime(config: &RetryConfig, base_uri: String, max_in_flight: u64
         draw_key: crate::draws::config_key(&config.name),
         name: &config.name,
         config,
+        clients: std::num::NonZeroU32::MIN,
         base_uri,
         max_in_flight,
         max_connections: None,

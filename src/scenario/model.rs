@@ -6,6 +6,7 @@
 //! paths; this module only says what may be written.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,11 @@ pub struct LoadSection {
     /// 100,000,000) for a storm that really is that large.
     #[serde(default)]
     pub max_planned_arrivals: Option<u64>,
+    /// The fleet size: this many client instances per config, each with its own retry
+    /// state (budget, breaker, cost ledger); request `id` is sent by instance `id mod
+    /// clients` ([`crate::policy::fleet`]). Default 1: one client for the whole run.
+    #[serde(default)]
+    pub clients: Option<u32>,
 }
 
 fn default_method() -> String {
@@ -148,6 +154,13 @@ pub struct Load {
     pub propagate_deadline: bool,
     /// Ceiling on planned arrivals over all configs (see [`LoadSection::max_planned_arrivals`]).
     pub max_planned_arrivals: u64,
+    /// Client instances per config (see [`LoadSection::clients`]).
+    #[serde(skip_serializing_if = "is_one")]
+    pub clients: NonZeroU32,
+}
+
+fn is_one(n: &NonZeroU32) -> bool {
+    n.get() == 1
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -7,6 +7,7 @@
 //! module parses them).
 
 use std::collections::BTreeSet;
+use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -447,6 +448,26 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             limits::MAX_CONNECTIONS.into(),
         )?;
     }
+    let clients = match l.clients {
+        None => NonZeroU32::MIN,
+        Some(n) => {
+            check_count(
+                &f("clients"),
+                "client instances",
+                n.into(),
+                limits::MAX_CLIENTS.into(),
+            )?;
+            match NonZeroU32::new(n) {
+                Some(n) => n,
+                None => {
+                    return refuse(
+                        f("clients"),
+                        "0 is outside [1, 1,000,000]: a fleet has at least one client",
+                    )
+                }
+            }
+        }
+    };
     let max_planned_arrivals = l
         .max_planned_arrivals
         .unwrap_or(limits::DEFAULT_MAX_PLANNED_ARRIVALS);
@@ -460,6 +481,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         max_connections: l.max_connections,
         propagate_deadline: l.propagate_deadline,
         max_planned_arrivals,
+        clients,
     })
 }
 

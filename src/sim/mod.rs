@@ -146,6 +146,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             draw_key: crate::draws::config_key(&planned.name),
             name: &planned.name,
             config: &planned.config,
+            clients: sc.load.clients,
             seed: sc.seed,
             method: &sc.load.method,
             path: &sc.load.path,

@@ -1,0 +1,75 @@
+//! Client fleets (`[load] clients = N`): each instance drains its own budget, in both engines.
+
+use stormrig::sim::{self, SimOptions};
+
+use super::topology_live::{plan_of, run};
+use crate::support::config_named;
+
+/// 400 requests in the first half second against a target that fails everything; the
+/// aws-standard quota never refills (nothing succeeds) and retries do not wait.
+fn always_failing(clients: u32) -> String {
+    format!(
+        r#"
+name = "fleet"
+duration = "60s"
+drain = "10s"
+
+[load]
+kind = "steps"
+steps = [{{ at = "0s", rate = 800.0 }}, {{ at = "500ms", rate = 0.0 }}]
+clients = {clients}
+
+[target]
+builtin = "default"
+service = {{ concurrency = 10000, queue = 10000 }}
+
+[[faults]]
+kind = "status"
+status = 503
+at = "0s"
+for = "60s"
+
+[[configs]]
+preset = "aws-standard"
+backoff = {{ kind = "constant", delay = "0ms" }}
+"#
+    )
+}
+
+/// 500 tokens at 14 per retry: 35 retries per instance before its quota is empty.
+const PER_INSTANCE: u64 = 500 / 14;
+
+fn sim_retries(clients: u32) -> (u64, u64, u64) {
+    let out = sim::run(&plan_of(&always_failing(clients)), &SimOptions::default()).unwrap();
+    let c = config_named(&out.result.configs, "aws-standard");
+    assert_eq!(c.upstream_requests, 400);
+    assert_eq!(c.downstream_arrivals, c.upstream_requests + c.retries);
+    (c.retries, c.budget_refusals, c.downstream_arrivals)
+}
+
+#[test]
+fn ten_simulated_clients_drain_ten_quotas() {
+    let (retries, refusals, _) = sim_retries(10);
+    assert_eq!(retries, 10 * PER_INSTANCE);
+    assert!(refusals > 0, "every quota ran dry");
+    let (one, _, _) = sim_retries(1);
+    assert_eq!(one, PER_INSTANCE, "one client, one quota");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_live_clients_drain_ten_quotas() {
+    let out = run(&always_failing(10)).await;
+    let c = config_named(&out.result.configs, "aws-standard");
+    assert_eq!(c.upstream_requests, 400);
+    assert_eq!(c.retries, 10 * PER_INSTANCE);
+    assert!(c.budget_refusals > 0);
+    assert_eq!(c.downstream_arrivals, c.upstream_requests + c.retries);
+}
+
+#[test]
+fn a_fleet_of_zero_is_refused_with_its_field() {
+    let text = always_failing(0);
+    let err = stormrig::scenario::parse(std::path::Path::new("fleet.toml"), &text).unwrap_err();
+    assert_eq!(err.field(), Some("load.clients"));
+    assert_eq!(err.line(), Some(9), "the line of `clients = 0`");
+}
