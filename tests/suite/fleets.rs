@@ -73,3 +73,33 @@ fn a_fleet_of_zero_is_refused_with_its_field() {
     assert_eq!(err.field(), Some("load.clients"));
     assert_eq!(err.line(), Some(9), "the line of `clients = 0`");
 }
+
+/// A ratio budget's reserve is per instance: ten instances retry more than one before all
+/// their budgets refuse, and the bound the summary states counts ten reserves.
+#[test]
+fn a_fleet_has_one_ratio_reserve_per_instance_and_its_bound_says_so() {
+    let ratio = "\n[[configs]]\nname = \"ratio-10\"\npreset = \"naive\"\nbudget = { kind = \"ratio\", ratio = 0.1, ttl = \"1s\", min_per_sec = 1 }\n";
+    let summary = |clients: u32| {
+        let plan = plan_of(&format!("{}{ratio}", always_failing(clients)));
+        let out = sim::run(&plan, &SimOptions::default()).unwrap();
+        let c = config_named(&out.result.configs, "ratio-10").clone();
+        let rate = 400.0 / plan.scenario.duration.as_secs_f64();
+        let bound = stormrig::plan::fleet_bound(
+            &plan.configs[1].config,
+            plan.scenario.load.clients,
+            rate,
+            plan.scenario.duration,
+        );
+        assert_eq!(c.amplification_bound, Some(bound));
+        assert!(c.amplification <= bound, "{} > {bound}", c.amplification);
+        c
+    };
+    let (one, ten) = (summary(1), summary(10));
+    assert!(
+        ten.retries > one.retries,
+        "{} vs {}",
+        ten.retries,
+        one.retries
+    );
+    assert!(ten.amplification_bound > one.amplification_bound);
+}
