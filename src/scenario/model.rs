@@ -66,7 +66,7 @@ fn default_drain() -> Duration {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
-    /// `constant`, `poisson`, `ramp`, `steps` or `closed`.
+    /// `constant`, `poisson`, `ramp`, `steps`, `closed` or `burst`.
     pub kind: String,
     /// Arrivals per second (`constant`, `poisson`).
     pub rate: Option<f64>,
@@ -137,6 +137,9 @@ pub enum LoadShape {
     Steps { steps: Vec<RateStep> },
     /// Closed loop: `users` each send, wait for the outcome, think, and send again.
     Closed { users: u32, think_time: Duration },
+    /// A fleet failing together: `requests` arrivals (one per client of `load.clients`) at
+    /// t = 0, then each client follows its own policy; the classic jitter lab.
+    Burst { requests: u32 },
 }
 
 /// The validated load.

@@ -40,7 +40,7 @@ fn refuse<T>(field: impl Into<String>, message: impl Into<String>) -> Checked<T>
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
 /// Load kinds, fault kinds and distribution kinds as written in files.
-pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed"];
+pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed", "burst"];
 pub const FAULT_KINDS: &[&str] = &[
     "status",
     "latency",
@@ -410,6 +410,27 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
                 think_time: l.think_time.unwrap_or(Duration::ZERO),
             }
         }
+        "burst" => {
+            forbid(
+                "burst load",
+                "`clients` (one request each, all at t = 0)",
+                &[
+                    ("rate", l.rate.is_some()),
+                    ("from", l.from.is_some()),
+                    ("to", l.to.is_some()),
+                    ("steps", l.steps.is_some()),
+                    ("users", l.users.is_some()),
+                    ("think_time", l.think_time.is_some()),
+                ],
+                p,
+            )?;
+            let requests = require(
+                f("clients"),
+                &l.clients,
+                "the fleet that sends at one instant, e.g. clients = 1000",
+            )?;
+            LoadShape::Burst { requests }
+        }
         other => return refuse(f("kind"), unknown_kind("load kind", other, LOAD_KINDS)),
     };
     if !is_token(&l.method) || hyper::Method::from_str(&l.method).is_err() {
@@ -516,6 +537,7 @@ pub fn planned_field(shape: &LoadShape) -> String {
         LoadShape::Ramp { .. } => "load.to",
         LoadShape::Steps { .. } => "load.steps",
         LoadShape::Closed { .. } => "load.users",
+        LoadShape::Burst { .. } => "load.clients",
         _ => "load.rate",
     }
     .to_string()

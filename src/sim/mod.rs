@@ -315,5 +315,8 @@ fn scale_shape(shape: &LoadShape, scale: f64) -> LoadShape {
             users: scale_count(*users, scale),
             think_time: *think_time,
         },
+        LoadShape::Burst { requests } => LoadShape::Burst {
+            requests: scale_count(*requests, scale),
+        },
     }
 }

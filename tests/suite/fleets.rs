@@ -103,3 +103,43 @@ fn a_fleet_has_one_ratio_reserve_per_instance_and_its_bound_says_so() {
     );
     assert!(ten.amplification_bound > one.amplification_bound);
 }
+
+/// The shipped jitter lab: 1,000 clients failing together retry in one 1 s slot without
+/// jitter, and spread over the 8 s window with full jitter (1,000 / 8 = 125 a slot on
+/// average, so the busiest slot holds at least that).
+#[test]
+fn the_thousand_clients_lab_spreads_its_retries_with_jitter() {
+    let path = crate::support::repo_root().join("scenarios/thousand-clients.toml");
+    let plan = stormrig::plan::load(&path).unwrap();
+    let out = sim::run(&plan, &SimOptions::default()).unwrap();
+    let none = config_named(&out.result.configs, "no-jitter");
+    let full = config_named(&out.result.configs, "full-jitter");
+    for c in [none, full] {
+        assert_eq!((c.upstream_requests, c.retries), (1000, 1000), "{}", c.name);
+    }
+    assert_eq!(none.peak_retries_per_s, 1000);
+    assert!(
+        (125..=200).contains(&full.peak_retries_per_s),
+        "{}",
+        full.peak_retries_per_s
+    );
+}
+
+/// A burst is one request per client at t = 0, each client then on its own budget, live as
+/// in the simulator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_burst_sends_one_request_per_client_at_once() {
+    let text = always_failing(40).replace(
+        "kind = \"steps\"\nsteps = [{ at = \"0s\", rate = 800.0 }, { at = \"500ms\", rate = 0.0 }]\n",
+        "kind = \"burst\"\n",
+    );
+    let sim = sim::run(&plan_of(&text), &SimOptions::default()).unwrap();
+    let live = run(&text).await;
+    for r in [&sim.result, &live.result] {
+        let c = config_named(&r.configs, "aws-standard");
+        assert_eq!(c.upstream_requests, 40);
+        // Two retries each: 40 quotas of 500 are far from empty.
+        assert_eq!((c.retries, c.downstream_arrivals), (80, 120));
+        assert_eq!(c.budget_refusals, 0);
+    }
+}
