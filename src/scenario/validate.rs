@@ -264,6 +264,21 @@ fn check_count(field: &str, what: &str, count: u64, max: u64) -> Checked<()> {
     Ok(())
 }
 
+/// Refuses the load's shape fields (`rate`, `from`, `to`, `steps`, `users`, `think_time`)
+/// that are set but not among `used` by its kind.
+fn forbid_unused(l: &LoadSection, kind_desc: &str, takes: &str, used: &[&str]) -> Checked<()> {
+    let set = [
+        ("rate", l.rate.is_some()),
+        ("from", l.from.is_some()),
+        ("to", l.to.is_some()),
+        ("steps", l.steps.is_some()),
+        ("users", l.users.is_some()),
+        ("think_time", l.think_time.is_some()),
+    ];
+    let unused: Vec<_> = set.into_iter().filter(|(n, _)| !used.contains(n)).collect();
+    forbid(kind_desc, takes, &unused, "load")
+}
+
 /// Fields of `section` that are set but not used by its kind.
 fn forbid(kind_desc: &str, takes: &str, set: &[(&str, bool)], prefix: &str) -> Checked<()> {
     if let Some((name, _)) = set.iter().find(|(_, present)| *present) {
@@ -287,18 +302,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
     let f = |name: &str| format!("{p}.{name}");
     let shape = match l.kind.as_str() {
         "constant" | "poisson" => {
-            forbid(
-                &format!("{} load", l.kind),
-                "`rate`",
-                &[
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("steps", l.steps.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
-            )?;
+            forbid_unused(l, &format!("{} load", l.kind), "`rate`", &["rate"])?;
             let rate = require(f("rate"), &l.rate, "arrivals per second, e.g. rate = 200.0")?;
             check_rate(&f("rate"), rate)?;
             if l.kind == "constant" {
@@ -308,17 +312,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             }
         }
         "ramp" => {
-            forbid(
-                "ramp",
-                "`from` and `to`",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("steps", l.steps.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
-            )?;
+            forbid_unused(l, "ramp", "`from` and `to`", &["from", "to"])?;
             let from = require(f("from"), &l.from, "the start rate, e.g. from = 10.0")?;
             let to = require(f("to"), &l.to, "the end rate, e.g. to = 500.0")?;
             check_rate_or_zero(&f("from"), from)?;
@@ -329,18 +323,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             LoadShape::Ramp { from, to }
         }
         "steps" => {
-            forbid(
-                "steps load",
-                "`steps`",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
-            )?;
+            forbid_unused(l, "steps load", "`steps`", &["steps"])?;
             let steps = require(
                 f("steps"),
                 &l.steps,
@@ -389,16 +372,11 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             LoadShape::Steps { steps }
         }
         "closed" => {
-            forbid(
+            forbid_unused(
+                l,
                 "closed load",
                 "`users` and `think_time`",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("steps", l.steps.is_some()),
-                ],
-                p,
+                &["users", "think_time"],
             )?;
             let users = require(f("users"), &l.users, "the number of users, e.g. users = 50")?;
             if users == 0 {
@@ -411,18 +389,11 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             }
         }
         "burst" => {
-            forbid(
+            forbid_unused(
+                l,
                 "burst load",
                 "`clients` (one request each, all at t = 0)",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("steps", l.steps.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
+                &[],
             )?;
             let requests = require(
                 f("clients"),
