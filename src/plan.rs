@@ -183,6 +183,9 @@ fn resolve(
 /// logical requests per second: its attempt cap, tightened by a ratio budget to
 /// 1 + ratio + the reserve's share (min_per_sec over the run plus the initial ttl's worth,
 /// spread over the requests). Other budgets have no static bound tighter than the cap.
+///
+/// A fleet of N clients has N reserves: its bound is one instance's, at the rate each
+/// instance sees ([`fleet_bound`]).
 pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Duration) -> f64 {
     let cap = f64::from(config.max_attempts);
     match &config.budget {
@@ -200,6 +203,17 @@ pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Durat
     }
 }
 
+/// [`amplification_bound`] of a fleet of `clients` instances sharing `mean_rate` evenly: the
+/// ratio's share is the same per instance, the reserve is each instance's own.
+pub fn fleet_bound(
+    config: &RetryConfig,
+    clients: std::num::NonZeroU32,
+    mean_rate: f64,
+    duration: Duration,
+) -> f64 {
+    amplification_bound(config, mean_rate / f64::from(clients.get()), duration)
+}
+
 /// Bounds of a topology run for one compared config: `(budget_bound, worst_case)`.
 ///
 /// `worst_case` is the product of every retrying hop's max attempts (the generator's config,
@@ -209,12 +223,13 @@ pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Durat
 /// every hop it tends to (1+r)^L plus the minimum-per-second allowance.
 pub fn topology_bounds(
     generator: &RetryConfig,
+    clients: std::num::NonZeroU32,
     layers: &[PlannedLayer],
     mean_rate: f64,
     duration: Duration,
 ) -> (f64, f64) {
     let mut worst = f64::from(generator.max_attempts);
-    let mut bound = amplification_bound(generator, mean_rate, duration);
+    let mut bound = fleet_bound(generator, clients, mean_rate, duration);
     for l in layers {
         worst *= f64::from(l.config.max_attempts);
         bound *= amplification_bound(&l.config, mean_rate * bound, duration);

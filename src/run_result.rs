@@ -9,7 +9,7 @@ use crate::metrics::{
     summarize, verdict, ConfigSummary, Engine, FaultBand, LayerSummary, Recorder, RunResult,
     RunShape, SecondRow, TargetStats,
 };
-use crate::plan::{amplification_bound, fault_bands, Plan, PlannedConfig};
+use crate::plan::{fault_bands, fleet_bound, Plan, PlannedConfig};
 use crate::policy::RetryConfig;
 use crate::scenario::{schedule, LoadShape};
 
@@ -81,8 +81,9 @@ impl<'p> ResultBuilder<'p> {
         summarize(
             &planned.name,
             &planned.config,
-            Some(amplification_bound(
+            Some(fleet_bound(
                 &planned.config,
+                self.plan.scenario.load.clients,
                 self.mean_rate,
                 self.plan.scenario.duration,
             )),
@@ -109,6 +110,7 @@ impl<'p> ResultBuilder<'p> {
         let plan = self.plan;
         let (budget, worst) = crate::plan::topology_bounds(
             config,
+            plan.scenario.load.clients,
             &plan.layers,
             self.mean_rate,
             plan.scenario.duration,

@@ -17,14 +17,16 @@ use std::time::Duration;
 use crate::draws::LazyRng;
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, GiveUpReason, Now, OutcomeClass, Permit,
-    PolicyEvent, RequestState, RetryClient, RetryConfig,
+    attempt_label, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now, OutcomeClass,
+    Permit, PolicyEvent, RequestState, RetryConfig,
 };
+use std::num::NonZeroU32;
 
-/// One retry config's client: the policy's shared state (budget, breaker), the recorder and
-/// the attempt log, which change together so counts and decisions never disagree.
+/// One retry config's client fleet: the policy's shared state (budget, breaker) of each
+/// instance, the recorder and the attempt log, which change together so counts and decisions
+/// never disagree. The recorder counts the whole fleet.
 pub struct Session {
-    client: RetryClient,
+    fleet: Fleet,
     rec: Recorder,
     /// The config's name, as attempt-log rows carry it.
     name: String,
@@ -40,6 +42,8 @@ pub struct Session {
 pub struct Request {
     state: RequestState,
     id: u64,
+    /// The fleet instance that sends it ([`Fleet::instance_of`]).
+    instance: u32,
     intended: Duration,
 }
 
@@ -95,8 +99,18 @@ pub enum Step {
 impl Session {
     /// A fresh policy client and recorder for `config`; the attempt log only when asked for.
     pub fn new(name: &str, config: &RetryConfig, attempt_log: bool) -> Session {
+        Session::fleet(name, config, NonZeroU32::MIN, attempt_log)
+    }
+
+    /// A fleet of `clients` fresh policy clients of `config`, one recorder for all of them.
+    pub fn fleet(
+        name: &str,
+        config: &RetryConfig,
+        clients: NonZeroU32,
+        attempt_log: bool,
+    ) -> Session {
         Session {
-            client: RetryClient::new(config),
+            fleet: Fleet::new(config, clients),
             rec: Recorder::new(),
             name: name.to_string(),
             log: attempt_log.then(Vec::new),
@@ -116,12 +130,17 @@ impl Session {
         inherited_deadline: Option<Duration>,
     ) -> Step {
         self.rec.upstream_started(intended);
-        let state = self.client.start(now, method, inherited_deadline);
+        let instance = self.fleet.instance_of(id);
+        let state = self
+            .fleet
+            .client_mut(instance)
+            .start(now, method, inherited_deadline);
         self.permit(
             now,
             Request {
                 state,
                 id,
+                instance,
                 intended,
             },
         )
@@ -131,7 +150,8 @@ impl Session {
     /// sent, or a refusal that ends the request.
     #[inline(always)]
     pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
-        let permit = self.client.before_attempt(now, &mut req.state);
+        let client = self.fleet.client_mut(req.instance);
+        let permit = client.before_attempt(now, &mut req.state);
         let step = match permit {
             Permit::Send {
                 attempt,
@@ -141,7 +161,7 @@ impl Session {
             } => {
                 self.rec.attempt_sent(now.mono, attempt);
                 if matches!(
-                    (timeout, self.client.config().per_try_timeout),
+                    (timeout, client.config().per_try_timeout),
                     (Some(t), Some(p)) if t < p
                 ) {
                     self.deadline_cut += 1;
@@ -160,12 +180,12 @@ impl Session {
                     _ => {}
                 }
                 let attempt = req.state.attempts() + 1;
-                let level = self.client.budget_level();
+                let level = client.budget_level();
                 self.log_row(req.id, attempt, None, "refused", level);
                 Err(reason)
             }
         };
-        self.drain_events();
+        self.drain_events(req.instance);
         match step {
             Ok(attempt) => Step::Send(req, attempt),
             Err(reason) => self.finish(now, req, Ending::GaveUp(reason)),
@@ -184,13 +204,16 @@ impl Session {
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Step {
-        let d = self.client.on_outcome(now, &mut req.state, outcome, rng);
+        let client = self.fleet.client_mut(req.instance);
+        let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
         let label = attempt_label(outcome, d.class());
         self.rec
             .attempt_done(t, latency, label, req.state.attempts());
-        let level = self.client.budget_level();
-        let breaker = self.client.breaker_state().map(breaker_level);
+        // With a fleet, the level charted is that of the instance that just decided.
+        let client = self.fleet.client(req.instance);
+        let level = client.budget_level();
+        let breaker = client.breaker_state().map(breaker_level);
         self.rec.sample_policy(t, level, breaker);
         match &d {
             Decision::Retry { class, .. } => self.rec.retry_scheduled(
@@ -215,7 +238,7 @@ impl Session {
             label.as_str(),
             level,
         );
-        self.drain_events();
+        self.drain_events(req.instance);
         match d {
             Decision::Success => self.finish(now, req, Ending::Succeeded),
             Decision::GiveUp { reason, .. } => self.finish(now, req, Ending::GaveUp(reason)),
@@ -228,7 +251,7 @@ impl Session {
     #[inline(always)]
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
         let attempts = req.state.attempts();
-        self.client.finish(now, req.state);
+        self.fleet.client_mut(req.instance).finish(now, req.state);
         self.rec.upstream_finished(
             now.mono,
             now.mono.saturating_sub(req.intended),
@@ -259,10 +282,10 @@ impl Session {
         }
     }
 
-    /// Takes the policy's events to the recorder (a breaker that opened).
+    /// Takes instance `i`'s policy events to the recorder (a breaker that opened).
     #[inline]
-    fn drain_events(&mut self) {
-        for e in self.client.drain_events() {
+    fn drain_events(&mut self, i: u32) {
+        for e in self.fleet.client_mut(i).drain_events() {
             if let PolicyEvent::Breaker {
                 to: BreakerState::Open,
                 ..
@@ -283,7 +306,7 @@ impl Session {
     }
 
     pub fn config(&self) -> &RetryConfig {
-        self.client.config()
+        self.fleet.config()
     }
 
     /// Attempts sent with their per-try timeout cut short by the request's deadline.

@@ -16,6 +16,7 @@ mod suite {
     mod cli;
     mod display;
     mod fault_api;
+    mod fleets;
     mod fuzz_scenarios;
     mod gates_diff;
     mod gates_eval;

@@ -185,13 +185,13 @@ fn thresholds(
     seed: u64,
     json: bool,
 ) -> Result<Exit, AppError> {
+    let mut clients = 1;
     let configs = match (scenario, preset) {
-        (Some(p), _) => plan::load(p)
-            .map_err(AppError::bad)?
-            .configs
-            .into_iter()
-            .map(|c| c.config)
-            .collect(),
+        (Some(p), _) => {
+            let plan = plan::load(p).map_err(AppError::bad)?;
+            clients = plan.scenario.load.clients.get();
+            plan.configs.into_iter().map(|c| c.config).collect()
+        }
         (None, Some(name)) => vec![crate::policy::preset(name).map_err(AppError::bad)?],
         (None, None) => return Err(AppError::bad("give a scenario file or --config PRESET")),
     };
@@ -207,6 +207,13 @@ fn thresholds(
         println!("{}", text.map_err(AppError::failed)?);
     } else if scenario.is_some() {
         print!("{}", thresholds_overview(&reports));
+        if clients > 1 {
+            println!(
+                "a fleet of {clients} clients per config: each instance has its own budget, so \
+                 these thresholds hold per instance unchanged; what grows {clients}-fold is the \
+                 number of retries allowed before every budget is empty"
+            );
+        }
     } else {
         for r in &reports {
             print!("{}", thresholds_table(r));

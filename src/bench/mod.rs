@@ -223,6 +223,7 @@ pub fn config_runtime_over(
         draw_key: crate::draws::config_key(&config.name),
         name: &config.name,
         config,
+        clients: std::num::NonZeroU32::MIN,
         base_uri,
         max_in_flight,
         max_connections: None,

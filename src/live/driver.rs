@@ -76,6 +76,8 @@ pub struct RuntimeSpec<'a> {
     pub draw_key: u64,
     pub name: &'a str,
     pub config: &'a crate::policy::RetryConfig,
+    /// Client instances of the config, each with its own policy state (1 for a layer).
+    pub clients: std::num::NonZeroU32,
     pub base_uri: String,
     pub max_in_flight: u64,
     /// Bound of the connection pool to the next hop (None: unbounded).
@@ -94,7 +96,12 @@ impl ConfigRuntime {
         ConfigRuntime {
             draw_key: spec.draw_key,
             name: spec.name.to_string(),
-            session: Mutex::new(Session::new(spec.name, spec.config, spec.attempt_log)),
+            session: Mutex::new(Session::fleet(
+                spec.name,
+                spec.config,
+                spec.clients,
+                spec.attempt_log,
+            )),
             http: match spec.max_connections {
                 Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
                 None => super::http::client(&spec.base_uri),

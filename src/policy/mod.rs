@@ -15,7 +15,8 @@
 //! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
 //! * [`config`]: the resolved config and its validation; [`presets`]: real clients' configs;
 //!   [`spec`]: what a user writes (a preset plus overrides), resolved into a config;
-//! * [`client`]: the per-config state machine ([`RetryClient`]);
+//! * [`client`]: the per-config state machine ([`RetryClient`]); [`fleet`]: N instances of
+//!   it with their own budgets, and which instance sends which request;
 //! * [`thresholds`]: failure rates above which a budget drains (closed form + Monte Carlo);
 //! * [`duration`]: human duration strings in retry configs.
 
@@ -28,6 +29,7 @@ pub mod cost;
 pub mod deadline;
 pub mod duration;
 pub mod error;
+pub mod fleet;
 pub mod outcome;
 pub mod presets;
 pub mod retry_after;
@@ -41,6 +43,7 @@ pub use client::{Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
 pub use config::RetryConfig;
 pub use cost::{CostConfig, CostScope};
 pub use error::PolicyError;
+pub use fleet::Fleet;
 pub use outcome::{
     attempt_label, AttemptLabel, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern,
     TransportError, REFUSED_LABEL,

@@ -20,6 +20,8 @@ pub const MAX_USERS: u32 = 100_000;
 /// Default ceiling on planned arrivals (logical requests over all configs); a scenario may
 /// raise it with `load.max_planned_arrivals`.
 pub const DEFAULT_MAX_PLANNED_ARRIVALS: u64 = 100_000_000;
+/// Largest client fleet per config (`load.clients`): each instance holds its own policy state.
+pub const MAX_CLIENTS: u32 = 1_000_000;
 /// Largest per-config in-flight cap.
 pub const MAX_IN_FLIGHT: u32 = 1_000_000;
 /// Largest client connection pool.

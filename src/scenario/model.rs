@@ -6,6 +6,7 @@
 //! paths; this module only says what may be written.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ fn default_drain() -> Duration {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
-    /// `constant`, `poisson`, `ramp`, `steps` or `closed`.
+    /// `constant`, `poisson`, `ramp`, `steps`, `closed` or `burst`.
     pub kind: String,
     /// Arrivals per second (`constant`, `poisson`).
     pub rate: Option<f64>,
@@ -105,6 +106,11 @@ pub struct LoadSection {
     /// 100,000,000) for a storm that really is that large.
     #[serde(default)]
     pub max_planned_arrivals: Option<u64>,
+    /// The fleet size: this many client instances per config, each with its own retry
+    /// state (budget, breaker, cost ledger); request `id` is sent by instance `id mod
+    /// clients` ([`crate::policy::fleet`]). Default 1: one client for the whole run.
+    #[serde(default)]
+    pub clients: Option<u32>,
 }
 
 fn default_method() -> String {
@@ -131,6 +137,9 @@ pub enum LoadShape {
     Steps { steps: Vec<RateStep> },
     /// Closed loop: `users` each send, wait for the outcome, think, and send again.
     Closed { users: u32, think_time: Duration },
+    /// A fleet failing together: `requests` arrivals (one per client of `load.clients`) at
+    /// t = 0, then each client follows its own policy; the classic jitter lab.
+    Burst { requests: u32 },
 }
 
 /// The validated load.
@@ -148,6 +157,13 @@ pub struct Load {
     pub propagate_deadline: bool,
     /// Ceiling on planned arrivals over all configs (see [`LoadSection::max_planned_arrivals`]).
     pub max_planned_arrivals: u64,
+    /// Client instances per config (see [`LoadSection::clients`]).
+    #[serde(skip_serializing_if = "is_one")]
+    pub clients: NonZeroU32,
+}
+
+fn is_one(n: &NonZeroU32) -> bool {
+    n.get() == 1
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -44,6 +44,10 @@ enum State {
         slope_half: f64,
         i: u64,
     },
+    /// `left` more arrivals at t = 0.
+    Burst {
+        left: u32,
+    },
     /// Constant spacing within step `k`, from its `at` to the next step's `at` (or the end).
     Steps {
         steps: Vec<RateStep>,
@@ -75,6 +79,9 @@ pub fn arrivals(shape: &LoadShape, duration: Duration, seed: u64) -> Arrivals {
             k: 0,
             i: 0,
         },
+        LoadShape::Burst { requests } if duration > Duration::ZERO => {
+            State::Burst { left: *requests }
+        }
         _ => State::Done,
     };
     Arrivals {
@@ -104,6 +111,7 @@ pub fn expected_count(shape: &LoadShape, duration: Duration) -> f64 {
             })
             .sum(),
         LoadShape::Closed { .. } => 0.0,
+        LoadShape::Burst { requests } => f64::from(*requests),
     }
 }
 
@@ -154,6 +162,11 @@ impl Iterator for Arrivals {
                 };
                 *i += 1;
                 before(t, end)
+            }
+            State::Burst { left } => {
+                let go = *left > 0;
+                *left = left.saturating_sub(1);
+                go.then_some(Duration::ZERO)
             }
             State::Steps { steps, k, i } => loop {
                 let Some(step) = steps.get(*k) else {

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ fn refuse<T>(field: impl Into<String>, message: impl Into<String>) -> Checked<T>
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
 /// Load kinds, fault kinds and distribution kinds as written in files.
-pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed"];
+pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed", "burst"];
 pub const FAULT_KINDS: &[&str] = &[
     "status",
     "latency",
@@ -267,6 +268,21 @@ fn check_count(field: &str, what: &str, count: u64, max: u64) -> Checked<()> {
     Ok(())
 }
 
+/// Refuses the load's shape fields (`rate`, `from`, `to`, `steps`, `users`, `think_time`)
+/// that are set but not among `used` by its kind.
+fn forbid_unused(l: &LoadSection, kind_desc: &str, takes: &str, used: &[&str]) -> Checked<()> {
+    let set = [
+        ("rate", l.rate.is_some()),
+        ("from", l.from.is_some()),
+        ("to", l.to.is_some()),
+        ("steps", l.steps.is_some()),
+        ("users", l.users.is_some()),
+        ("think_time", l.think_time.is_some()),
+    ];
+    let unused: Vec<_> = set.into_iter().filter(|(n, _)| !used.contains(n)).collect();
+    forbid(kind_desc, takes, &unused, "load")
+}
+
 /// Fields of `section` that are set but not used by its kind.
 fn forbid(kind_desc: &str, takes: &str, set: &[(&str, bool)], prefix: &str) -> Checked<()> {
     if let Some((name, _)) = set.iter().find(|(_, present)| *present) {
@@ -290,18 +306,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
     let f = |name: &str| format!("{p}.{name}");
     let shape = match l.kind.as_str() {
         "constant" | "poisson" => {
-            forbid(
-                &format!("{} load", l.kind),
-                "`rate`",
-                &[
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("steps", l.steps.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
-            )?;
+            forbid_unused(l, &format!("{} load", l.kind), "`rate`", &["rate"])?;
             let rate = require(f("rate"), &l.rate, "arrivals per second, e.g. rate = 200.0")?;
             check_rate(&f("rate"), rate)?;
             if l.kind == "constant" {
@@ -311,17 +316,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             }
         }
         "ramp" => {
-            forbid(
-                "ramp",
-                "`from` and `to`",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("steps", l.steps.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
-            )?;
+            forbid_unused(l, "ramp", "`from` and `to`", &["from", "to"])?;
             let from = require(f("from"), &l.from, "the start rate, e.g. from = 10.0")?;
             let to = require(f("to"), &l.to, "the end rate, e.g. to = 500.0")?;
             check_rate_or_zero(&f("from"), from)?;
@@ -332,18 +327,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             LoadShape::Ramp { from, to }
         }
         "steps" => {
-            forbid(
-                "steps load",
-                "`steps`",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("users", l.users.is_some()),
-                    ("think_time", l.think_time.is_some()),
-                ],
-                p,
-            )?;
+            forbid_unused(l, "steps load", "`steps`", &["steps"])?;
             let steps = require(
                 f("steps"),
                 &l.steps,
@@ -392,16 +376,11 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             LoadShape::Steps { steps }
         }
         "closed" => {
-            forbid(
+            forbid_unused(
+                l,
                 "closed load",
                 "`users` and `think_time`",
-                &[
-                    ("rate", l.rate.is_some()),
-                    ("from", l.from.is_some()),
-                    ("to", l.to.is_some()),
-                    ("steps", l.steps.is_some()),
-                ],
-                p,
+                &["users", "think_time"],
             )?;
             let users = require(f("users"), &l.users, "the number of users, e.g. users = 50")?;
             if users == 0 {
@@ -412,6 +391,20 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
                 users,
                 think_time: l.think_time.unwrap_or(Duration::ZERO),
             }
+        }
+        "burst" => {
+            forbid_unused(
+                l,
+                "burst load",
+                "`clients` (one request each, all at t = 0)",
+                &[],
+            )?;
+            let requests = require(
+                f("clients"),
+                &l.clients,
+                "the fleet that sends at one instant, e.g. clients = 1000",
+            )?;
+            LoadShape::Burst { requests }
         }
         other => return refuse(f("kind"), unknown_kind("load kind", other, LOAD_KINDS)),
     };
@@ -451,6 +444,26 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             limits::MAX_CONNECTIONS.into(),
         )?;
     }
+    let clients = match l.clients {
+        None => NonZeroU32::MIN,
+        Some(n) => {
+            check_count(
+                &f("clients"),
+                "client instances",
+                n.into(),
+                limits::MAX_CLIENTS.into(),
+            )?;
+            match NonZeroU32::new(n) {
+                Some(n) => n,
+                None => {
+                    return refuse(
+                        f("clients"),
+                        "0 is outside [1, 1,000,000]: a fleet has at least one client",
+                    )
+                }
+            }
+        }
+    };
     let max_planned_arrivals = l
         .max_planned_arrivals
         .unwrap_or(limits::DEFAULT_MAX_PLANNED_ARRIVALS);
@@ -464,6 +477,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         max_connections: l.max_connections,
         propagate_deadline: l.propagate_deadline,
         max_planned_arrivals,
+        clients,
     })
 }
 
@@ -498,6 +512,7 @@ pub fn planned_field(shape: &LoadShape) -> String {
         LoadShape::Ramp { .. } => "load.to",
         LoadShape::Steps { .. } => "load.steps",
         LoadShape::Closed { .. } => "load.users",
+        LoadShape::Burst { .. } => "load.clients",
         _ => "load.rate",
     }
     .to_string()

@@ -173,6 +173,8 @@ pub(crate) struct ConfigRun<'a> {
     pub draw_key: u64,
     pub name: &'a str,
     pub config: &'a RetryConfig,
+    /// Client instances of the config (`load.clients`), each with its own policy state.
+    pub clients: std::num::NonZeroU32,
     pub seed: u64,
     pub method: &'a str,
     pub path: &'a str,
@@ -315,7 +317,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         .timeline
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
-        session: Session::new(cfg.name, cfg.config, cfg.attempt_log),
+        session: Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log),
         hops: cfg.layers.iter().map(Hop::new).collect(),
         counters: TargetCounts::new(),
         peak_serving: 0,

@@ -146,6 +146,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             draw_key: crate::draws::config_key(&planned.name),
             name: &planned.name,
             config: &planned.config,
+            clients: sc.load.clients,
             seed: sc.seed,
             method: &sc.load.method,
             path: &sc.load.path,
@@ -313,6 +314,9 @@ fn scale_shape(shape: &LoadShape, scale: f64) -> LoadShape {
         LoadShape::Closed { users, think_time } => LoadShape::Closed {
             users: scale_count(*users, scale),
             think_time: *think_time,
+        },
+        LoadShape::Burst { requests } => LoadShape::Burst {
+            requests: scale_count(*requests, scale),
         },
     }
 }

@@ -208,6 +208,7 @@ jitter = { kind = "none" }
         draw_key: stormrig::draws::config_key("post-safe"),
         name: "post-safe",
         config: &cfg,
+        clients: std::num::NonZeroU32::MIN,
         base_uri: format!("http://{addr}"),
         max_in_flight: 1000,
         max_connections: None,

@@ -2,6 +2,7 @@
 //! overrides), absent = pass-through, errors located at the layer's field; the shipped layer
 //! scenarios plan with the bounds their headers promise.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use crate::support::repo_root;
@@ -61,6 +62,7 @@ config = { preset = "naive", max_attempts = 3, per_try_timeout = "400ms" }
     assert_eq!(deep.concurrency, Some(8));
     let (budget, worst) = topology_bounds(
         &p.configs[0].config,
+        NonZeroU32::MIN,
         &p.layers,
         100.0,
         Duration::from_secs(10),
@@ -106,7 +108,7 @@ fn ratio_budget_bound_multiplies_per_hop() {
     let mut gen = p.configs[0].config.clone();
     gen.budget = p.layers[0].config.budget.clone();
     let (rate, d) = (1000.0, Duration::from_secs(100));
-    let (budget, worst) = topology_bounds(&gen, &p.layers, rate, d);
+    let (budget, worst) = topology_bounds(&gen, NonZeroU32::MIN, &p.layers, rate, d);
     assert_eq!(worst, 64.0);
     // Per hop 1 + 0.2 + min_per_sec × (duration + ttl) / requests at that hop.
     let mut expect = 1.0;
@@ -130,7 +132,13 @@ fn shipped_layer_scenarios_plan_with_their_bounds() {
     for (name, worst, n) in cases {
         let p = plan::load(&repo_root().join(format!("scenarios/{name}.toml"))).unwrap();
         assert_eq!(p.layers.len(), n, "{name}");
-        let (_, w) = topology_bounds(&p.configs[0].config, &p.layers, 10.0, p.scenario.duration);
+        let (_, w) = topology_bounds(
+            &p.configs[0].config,
+            NonZeroU32::MIN,
+            &p.layers,
+            10.0,
+            p.scenario.duration,
+        );
         assert_eq!(w, worst, "{name}");
         if name.ends_with("deadline") {
             assert!(p.scenario.load.propagate_deadline);
