@@ -24,6 +24,7 @@ mod suite {
     mod idempotency_live;
     mod live_run;
     mod policy_api;
+    mod provider_tokens;
     mod proxy_local;
     mod proxy_nginx;
     mod report_html;

@@ -239,7 +239,8 @@ async fn start_targets(plan: &Plan, epoch: Epoch) -> Result<Vec<TargetHandle>, L
                     seed: sc.seed,
                     dedup: dedup.clone(),
                 };
-                server::start(LOOPBACK, cfg, epoch.mono).await?
+                server::start_with_providers(LOOPBACK, cfg, sc.providers.clone(), epoch.mono)
+                    .await?
             }
             Target::Url {
                 host, port, dedup, ..

@@ -22,6 +22,7 @@
 
 mod counters;
 mod dedup;
+mod provider;
 pub mod proxy;
 mod slots;
 
@@ -46,6 +47,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::metrics::TargetStats;
+use crate::scenario::provider::Provider;
 use crate::scenario::timeline::{Action, FaultTimeline};
 use crate::scenario::{DedupSpec, Fault, FaultKind, ServiceModel};
 
@@ -127,6 +129,8 @@ pub(crate) struct Shared {
     upstream: Option<proxy::Upstream>,
     /// Standalone proxy: the control endpoint's state.
     control: Option<proxy::Control>,
+    /// The LLM-style providers under `/providers/NAME` (none for a plain service).
+    providers: provider::Providers,
 }
 
 impl Shared {
@@ -173,7 +177,9 @@ impl TargetProbe {
 
     /// All the counts so far, as the run's end will read them.
     pub fn stats(&self) -> TargetStats {
-        self.0.counters.snapshot(self.0.slots.peak_serving())
+        let mut s = self.0.counters.snapshot(self.0.slots.peak_serving());
+        s.providers = self.0.providers.stats();
+        s
     }
 }
 
@@ -197,6 +203,16 @@ pub async fn start(
     start_inner(bind, config, epoch, None, None, true).await
 }
 
+/// The built-in target hosting `providers` under `/providers/NAME` besides its plain service.
+pub async fn start_with_providers(
+    bind: SocketAddr,
+    config: TargetConfig,
+    providers: Vec<Provider>,
+    epoch: Instant,
+) -> Result<TargetHandle, TargetError> {
+    start_serving(bind, config, epoch, None, None, true, providers).await
+}
+
 /// The built-in target, the proxy (`upstream`) and the standalone proxy (`control`) share
 /// this: one arrival/fault/counting path. `armed_now`: the fault timeline runs from
 /// `epoch` (otherwise it starts empty, until the control endpoint starts it).
@@ -207,6 +223,27 @@ pub(crate) async fn start_inner(
     upstream: Option<proxy::Upstream>,
     control: Option<proxy::Control>,
     armed_now: bool,
+) -> Result<TargetHandle, TargetError> {
+    start_serving(
+        bind,
+        config,
+        epoch,
+        upstream,
+        control,
+        armed_now,
+        Vec::new(),
+    )
+    .await
+}
+
+async fn start_serving(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    upstream: Option<proxy::Upstream>,
+    control: Option<proxy::Control>,
+    armed_now: bool,
+    providers: Vec<Provider>,
 ) -> Result<TargetHandle, TargetError> {
     let mut status_parts = Vec::with_capacity(config.faults.len());
     let mut lost_status = Vec::with_capacity(config.faults.len());
@@ -289,6 +326,7 @@ pub(crate) async fn start_inner(
         armed,
         upstream,
         control: control.map(|c| c.bound_to(addr)),
+        providers: provider::Providers::new(providers),
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
@@ -509,6 +547,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
     let (request, attempt) = identify(&shared, &req);
+    let routed = shared
+        .providers
+        .arrive(req.uri().path(), req.headers(), attempt);
     let (timeline, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
         Ok(resp) => return Ok(resp),
         Err(armed) => armed,
@@ -544,6 +585,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Action::LostResponse { status } => Some(status),
         terminal => return fault_answer(&shared, terminal, &verdict).await,
     };
+    // A provider's own limits come after the fault windows (an outage answers first).
+    let provider_latency = match routed {
+        Some(r) => match shared.providers.admit(r, t) {
+            Ok(latency) => Some(latency),
+            Err(throttled) => {
+                shared.counters.respond(throttled.status().as_u16(), false);
+                return Ok(throttled);
+            }
+        },
+        None => None,
+    };
 
     let ticket = match &shared.dedup {
         Some(dedup) => match key {
@@ -560,7 +612,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         None => None,
     };
 
-    let service_time = timeline.service_time(&shared.model, request, attempt);
+    let service_time =
+        provider_latency.unwrap_or_else(|| timeline.service_time(&shared.model, request, attempt));
     let job = Job {
         parts,
         body: kept.into(),
@@ -576,7 +629,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Ok(Some(w)) => w,
         _ => return Err(CloseConnection("shut down during service")),
     };
-    answer(&shared, worked, lost, verdict.fault).await
+    let resp = answer(&shared, worked, lost, verdict.fault).await;
+    if let (Some(r), Ok(resp)) = (routed, &resp) {
+        if resp.status() == StatusCode::OK {
+            shared.providers.served(r);
+        }
+    }
+    resp
 }
 
 /// The request id and attempt the load generator put on the request; a request without an

@@ -31,6 +31,7 @@
 //! target; those return [`SimError::Unsupported`].
 
 mod engine;
+mod provider;
 mod queue;
 
 use std::time::Duration;
@@ -136,6 +137,11 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             max_in_flight,
             attempt_log: opts.attempt_log,
             stop: opts.stop.as_deref(),
+            provider: provider::SimProvider::for_run(
+                &sc.providers,
+                &sc.load.path,
+                &sc.load.headers,
+            ),
         });
         stats.attempts += out.attempts;
         stats.events += out.events;

@@ -280,6 +280,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
             }
         }),
         verdict: None,
+        providers: Vec::new(),
+        tokens: None,
     }
 }
 
