@@ -591,7 +591,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
             Ok(latency) => Some(latency),
             Err(throttled) => {
                 shared.counters.respond(throttled.status().as_u16(), false);
-                return Ok(throttled);
+                return Ok(*throttled);
             }
         },
         None => None,

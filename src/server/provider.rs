@@ -67,7 +67,7 @@ impl Providers {
     }
 
     /// The provider's limits at run time `t`: the time serving takes, or the 429 answer.
-    pub(crate) fn admit(&self, r: Routed, t: Duration) -> Result<Duration, Resp> {
+    pub(crate) fn admit(&self, r: Routed, t: Duration) -> Result<Duration, Box<Resp>> {
         let mut s = self.lock(r.index);
         let a = s.limiter.admit(t, r.tokens);
         if a.retry_after.is_some() {
@@ -76,7 +76,7 @@ impl Providers {
         drop(s);
         match a.retry_after {
             None => Ok(self.list[r.index].latency(r.tokens)),
-            Some(wait) => Err(throttled(&self.list[r.index], &a, wait)),
+            Some(wait) => Err(Box::new(throttled(&self.list[r.index], &a, wait))),
         }
     }
 
