@@ -120,3 +120,39 @@ fn throttled(p: &Provider, a: &Admission, wait: Duration) -> Resp {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_throttled_request_gets_retry_after_and_the_rate_limit_headers() {
+        let p = Provider {
+            name: "llm".into(),
+            requests_per_minute: Some(1),
+            tokens_per_minute: Some(10_000),
+            prompt_tokens: 100,
+            completion_tokens: 50,
+            time_to_first_token: Duration::ZERO,
+            time_per_output_token: Duration::ZERO,
+        };
+        let ps = Providers::new(vec![p]);
+        let r = ps
+            .arrive("/providers/llm/v1", &HeaderMap::new(), 1)
+            .unwrap();
+        assert!(ps.admit(r, Duration::ZERO).is_ok());
+        let resp = ps.admit(r, Duration::ZERO).unwrap_err();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        let h = |n: &str| resp.headers().get(n).unwrap().to_str().unwrap().to_string();
+        // Empty and charged for this one: two refills of 60 s each.
+        assert_eq!(h("retry-after"), "120");
+        assert_eq!(h("x-ratelimit-limit-requests"), "1");
+        assert_eq!(h("x-ratelimit-remaining-requests"), "0");
+        assert_eq!(h("x-ratelimit-reset-requests"), "120.000s");
+        assert_eq!(h("x-ratelimit-limit-tokens"), "10000");
+        assert_eq!(h("x-ratelimit-remaining-tokens"), "9850");
+        assert_eq!(h("x-ratelimit-reset-tokens"), "0.900s");
+        let stats = ps.stats();
+        assert_eq!((stats[0].arrivals, stats[0].throttled), (1, 1));
+    }
+}

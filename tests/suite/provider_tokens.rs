@@ -122,3 +122,59 @@ fn six_attempts_spend_six_times_the_tokens_and_a_token_budget_caps_spending_live
     let p = plan_of(ALWAYS_FAILS);
     check_spending(&live_run(&p));
 }
+
+/// 60 calls/s for 2 s against a 60 RPM provider (a full minute's 60 to start with): most are throttled. Whatever the engine,
+/// every attempt is counted by the provider, and every arrival is either served or
+/// throttled by it (no fault is in play).
+const THROTTLED: &str = r#"
+name = "provider-throttles"
+seed = 5
+duration = "2s"
+drain = "2s"
+
+[load]
+kind = "constant"
+rate = 60.0
+method = "POST"
+path = "/providers/llm/v1/chat/completions"
+
+[target]
+builtin = "default"
+
+[[provider]]
+name = "llm"
+requests_per_minute = 60
+time_to_first_token = "1ms"
+time_per_output_token = "0s"
+
+[[configs]]
+name = "naive"
+preset = "naive"
+
+[[configs]]
+name = "no-retry"
+preset = "no-retry"
+"#;
+
+fn check_throttled(run: &RunResult) {
+    for c in &run.configs {
+        let p = &c.providers[0];
+        assert_eq!(p.arrivals, c.attempts, "{}", c.name);
+        assert_eq!(p.served + p.throttled, p.arrivals, "{}", c.name);
+        assert_eq!(
+            c.attempts_by_outcome.get("throttle").copied().unwrap_or(0),
+            p.throttled,
+            "{}: the client saw every 429 the provider sent",
+            c.name
+        );
+        assert!(p.throttled > 0 && p.served > 0, "{}: {p:?}", c.name);
+        assert_eq!(p.tokens_served, p.served * 1200, "{}", c.name);
+    }
+}
+
+#[test]
+fn provider_counts_equal_client_counts_under_throttling_in_both_engines() {
+    let p = plan_of(THROTTLED);
+    check_throttled(&sim::run(&p, &SimOptions::default()).unwrap().result);
+    check_throttled(&live_run(&p));
+}
