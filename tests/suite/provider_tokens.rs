@@ -3,7 +3,6 @@
 //! the request's tokens caps spending at its limit. The provider's own arrival counts equal
 //! the client's attempts exactly, live too.
 
-use stormrig::live::{self, RunOptions};
 use stormrig::metrics::{ConfigSummary, RunResult};
 use stormrig::plan::{self, Plan};
 use stormrig::sim::{self, SimOptions};
@@ -61,22 +60,6 @@ pub fn plan_of(text: &str) -> Plan {
     plan::build(sc, text).unwrap()
 }
 
-pub fn live_run(p: &Plan) -> RunResult {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (_tx, rx) = tokio::sync::watch::channel(false);
-        let opts = RunOptions {
-            attempt_log: false,
-            progress: false,
-            abort_when: None,
-        };
-        live::run(p, &opts, rx).await.unwrap().result
-    })
-}
-
 fn check_spending(run: &RunResult) {
     let c = |name: &str| -> &ConfigSummary { support::config_named(&run.configs, name) };
     for cfg in &run.configs {
@@ -120,7 +103,7 @@ fn six_attempts_spend_six_times_the_tokens_and_a_token_budget_caps_spending_in_t
 #[test]
 fn six_attempts_spend_six_times_the_tokens_and_a_token_budget_caps_spending_live() {
     let p = plan_of(ALWAYS_FAILS);
-    check_spending(&live_run(&p));
+    check_spending(&support::live_run(&p));
 }
 
 /// 60 calls/s for 2 s against a 60 RPM provider (a full minute's 60 to start with): most are throttled. Whatever the engine,
@@ -176,5 +159,5 @@ fn check_throttled(run: &RunResult) {
 fn provider_counts_equal_client_counts_under_throttling_in_both_engines() {
     let p = plan_of(THROTTLED);
     check_throttled(&sim::run(&p, &SimOptions::default()).unwrap().result);
-    check_throttled(&live_run(&p));
+    check_throttled(&support::live_run(&p));
 }

@@ -109,3 +109,23 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Runs `plan` live on loopback to its end (no attempt log, no progress display).
+pub fn live_run(plan: &stormrig::plan::Plan) -> RunResult {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let opts = stormrig::live::RunOptions {
+            attempt_log: false,
+            progress: false,
+            abort_when: None,
+        };
+        stormrig::live::run(plan, &opts, rx)
+            .await
+            .expect("the live run completes")
+            .result
+    })
+}
