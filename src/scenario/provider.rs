@@ -7,8 +7,9 @@
 //! The limits are token buckets (a full minute's worth, refilled continuously), the way the
 //! large providers describe theirs. Every arrival is charged one request, a throttled one
 //! too: providers count unsuccessful requests against the limit, which is why retrying
-//! before `Retry-After` keeps a client throttled longer. The debt is bounded by one minute's
-//! worth, so a storm cannot push the bucket into a hole no rehearsal would climb out of.
+//! before `Retry-After` keeps a client throttled longer. The debt is bounded by one request,
+//! so `Retry-After` never asks for more than two refill intervals (2 × 60 s / limit) and a
+//! storm cannot dig the bucket into a hole no rehearsal would climb out of.
 //! Tokens are charged only for requests served. Pure and deterministic: time comes in as the
 //! arrival's run time, so the live target and the simulator decide alike.
 
@@ -250,7 +251,7 @@ impl RateLimiter {
             );
         let served = wait.is_zero();
         if let Some(b) = self.requests.as_mut() {
-            b.level = (b.level - 1.0).max(-b.per_minute);
+            b.level = (b.level - 1.0).max(-1.0);
         }
         if served {
             if let Some(b) = self.tokens.as_mut() {
