@@ -272,7 +272,14 @@ async fn start_targets(
                     dedup: dedup.clone(),
                 };
                 let (listen, cert) = server::Listen::generated(wire.protocol, wire.tls.is_some())?;
-                let handle = server::start_listening(LOOPBACK, cfg, epoch.mono, listen).await?;
+                let handle = server::start_with_providers(
+                    LOOPBACK,
+                    cfg,
+                    sc.providers.clone(),
+                    epoch.mono,
+                    listen,
+                )
+                .await?;
                 let ip = handle.addr().ip().to_string();
                 (handle, http::Wire::new(wire, &ip, cert.as_ref())?)
             }

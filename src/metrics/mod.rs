@@ -3,6 +3,7 @@
 
 pub mod drain;
 pub mod labels;
+pub mod provider;
 pub mod recorder;
 pub mod result;
 pub mod target;

@@ -220,6 +220,12 @@ pub struct ConfigSummary {
     /// What the config's retries bought against the baseline config.
     #[serde(default)]
     pub verdict: Option<Verdict>,
+    /// Each provider's own counts (scenarios with `[[provider]]` only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<super::provider::ProviderStats>,
+    /// Tokens spent, served and wasted over every provider, and the cost amplification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<super::provider::TokenFigures>,
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -533,6 +539,9 @@ pub fn summarize(
         fault_windows,
         budget,
         verdict: None,
+        providers: target.providers.clone(),
+        tokens: (!target.providers.is_empty())
+            .then(|| super::provider::TokenFigures::of(&target.providers)),
     };
     (summary, rows)
 }

@@ -58,6 +58,9 @@ pub struct TargetStats {
     /// fault are lost the same way (and counted here) but never execute.
     #[serde(default)]
     pub lost_responses: u64,
+    /// Each provider's own counts, in the scenario's order (empty without providers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<super::provider::ProviderStats>,
 }
 
 impl TargetStats {
@@ -88,6 +91,12 @@ impl TargetStats {
         self.dedup_mismatches += other.dedup_mismatches;
         self.peak_serving += other.peak_serving;
         self.lost_responses += other.lost_responses;
+        for o in &other.providers {
+            match self.providers.iter_mut().find(|p| p.name == o.name) {
+                Some(p) => p.merge(o),
+                None => self.providers.push(o.clone()),
+            }
+        }
     }
 }
 

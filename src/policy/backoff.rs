@@ -191,6 +191,12 @@ pub enum Jitter {
         /// Half-width of the band, in percent (0, 100].
         pct: f64,
     },
+    /// The Stainless-generated LLM SDKs (openai-python, anthropic-sdk-python):
+    /// `delay = d·(1 − pct/100·U[0, 1))`, so `(d·(1 − pct/100), d]`; they use pct = 25.
+    Downward {
+        /// Width of the band below the nominal delay, in percent (0, 100].
+        pct: f64,
+    },
 }
 
 /// Deserialization shadow of [`Jitter`] (see [`BackoffDe`]).
@@ -202,6 +208,7 @@ enum JitterDe {
     Equal {},
     Decorrelated {},
     Proportional { pct: f64 },
+    Downward { pct: f64 },
 }
 
 impl From<JitterDe> for Jitter {
@@ -212,6 +219,7 @@ impl From<JitterDe> for Jitter {
             JitterDe::Equal {} => Jitter::Equal,
             JitterDe::Decorrelated {} => Jitter::Decorrelated,
             JitterDe::Proportional { pct } => Jitter::Proportional { pct },
+            JitterDe::Downward { pct } => Jitter::Downward { pct },
         }
     }
 }
@@ -250,6 +258,9 @@ impl Jitter {
             Jitter::Proportional { pct } => {
                 let f = pct / 100.0;
                 secs_f64(d * (1.0 - f + 2.0 * f * rng.gen::<f64>()))
+            }
+            Jitter::Downward { pct } => {
+                secs_f64(d * (1.0 - pct / 100.0 * rng.gen::<f64>())).min(nominal)
             }
         }
     }
@@ -378,6 +389,13 @@ mod tests {
             3,
         );
         assert_uniform(&v, 0.8, 1.2);
+    }
+
+    #[test]
+    fn downward_jitter_25pct_stays_below_the_nominal_delay() {
+        let v = samples(&Jitter::Downward { pct: 25.0 }, ms(1000), ms(100), None, 6);
+        assert!(v.iter().all(|&d| d > 0.75 && d <= 1.0), "outside (0.75, 1]");
+        assert_uniform(&v, 0.75, 1.0);
     }
 
     #[test]

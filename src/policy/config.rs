@@ -238,7 +238,7 @@ impl RetryConfig {
     /// A proportional jitter's share, and a base for decorrelated jitter to grow from.
     fn validate_jitter(&self) -> Result<(), PolicyError> {
         match &self.jitter {
-            Jitter::Proportional { pct } => check(
+            Jitter::Proportional { pct } | Jitter::Downward { pct } => check(
                 pct.is_finite() && *pct > 0.0 && *pct <= 100.0,
                 "jitter.pct",
                 pct,

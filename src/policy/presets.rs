@@ -37,6 +37,8 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "finagle", summary: "requeues only never-sent failures, zero backoff, RetryBudget 20 % / 10 s + 10/s", source: "finagle RetryBudget.scala, RequeueFilter.scala" },
     PresetInfo { name: "polly", summary: "4 attempts, constant 2 s, no jitter", source: "Polly v8 RetryStrategyOptions defaults (RetryConstants.cs)" },
     PresetInfo { name: "resilience4j", summary: "3 attempts, fixed 500 ms", source: "resilience4j RetryConfig.ofDefaults()" },
+    PresetInfo { name: "openai-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, Retry-After followed when 0 < ra <= 60 s, per-try timeout 600 s", source: "openai-python _constants.py (DEFAULT_MAX_RETRIES, INITIAL_RETRY_DELAY, MAX_RETRY_DELAY, DEFAULT_TIMEOUT), _base_client.py (_calculate_retry_timeout, _should_retry)" },
+    PresetInfo { name: "anthropic-python", summary: "as openai-python (the same generated client): 3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx, Retry-After 0 < ra <= 60 s", source: "anthropic-sdk-python _constants.py, _base_client.py" },
 ];
 
 /// The names of every preset.
@@ -53,6 +55,8 @@ pub fn preset_names() -> &'static [&'static str] {
         "finagle",
         "polly",
         "resilience4j",
+        "openai-python",
+        "anthropic-python",
     ];
     NAMES
 }
@@ -71,6 +75,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "finagle" => finagle(),
         "polly" => polly(),
         "resilience4j" => resilience4j(),
+        "openai-python" | "anthropic-python" => stainless_llm_sdk(),
         _ => {
             let suggestion = preset_names()
                 .iter()
@@ -199,6 +204,7 @@ pub fn aws_standard() -> RetryConfig {
         },
         jitter: Jitter::Full,
         retry_after: RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::XAmzRetryAfter,
             cap: Some(Duration::from_secs(5)),
         },
@@ -299,6 +305,7 @@ pub fn grpc() -> RetryConfig {
         },
         jitter: Jitter::Proportional { pct: 20.0 },
         retry_after: RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::GrpcRetryPushbackMs,
             cap: None,
         },
@@ -429,6 +436,48 @@ pub fn resilience4j() -> RetryConfig {
         retry_on: throws_on_failure(),
         retry_non_idempotent: true,
         backoff: Backoff::Constant { delay: ms(500) },
+        ..base()
+    }
+}
+
+/// `openai-python` and `anthropic-python`: the defaults of the two LLM SDKs, which are
+/// generated from one template (Stainless) and share their retry code and constants:
+/// * `_constants.py`: `DEFAULT_MAX_RETRIES = 2` → 3 attempts; `INITIAL_RETRY_DELAY = 0.5`,
+///   `MAX_RETRY_DELAY = 8.0`; `DEFAULT_TIMEOUT` 600 s (read), taken as the per-try timeout;
+/// * `_base_client.py` `_calculate_retry_timeout`: `min(0.5·2^k, 8)` for the k-th retry
+///   (k from 0), times `1 − 0.25·random()` (jitter downward, `U(0.75, 1]`); a
+///   `retry-after` hint is followed instead when `0 < ra <= 60` s, otherwise ignored;
+/// * `_should_retry`: 408, 409, 429 and every status >= 500, plus connection errors and
+///   timeouts (`APIConnectionError`, `APITimeoutError`), whatever the method (the SDKs POST
+///   every inference call);
+/// * no retry budget, no circuit breaker.
+///
+/// Not modelled: the `x-should-retry: true|false` header that overrides the status rule, the
+/// `retry-after-ms` header read before `retry-after`, and fractional `retry-after` seconds
+/// (stormrig's targets send whole seconds).
+pub fn stainless_llm_sdk() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 3,
+        per_try_timeout: Some(Duration::from_secs(600)),
+        retry_on: RetryOn {
+            statuses: vec![Exact(408), Exact(409), Class(5)],
+            throttling_statuses: vec![Exact(429)],
+            transport: ALL_TRANSPORT.to_vec(),
+            ..RetryOn::default()
+        },
+        retry_non_idempotent: true,
+        backoff: Backoff::Exponential {
+            base: ms(500),
+            multiplier: 2.0,
+            cap: Some(Duration::from_secs(8)),
+            throttling_base: None,
+        },
+        jitter: Jitter::Downward { pct: 25.0 },
+        retry_after: RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            cap: None,
+            honour_up_to: Some(Duration::from_secs(60)),
+        },
         ..base()
     }
 }

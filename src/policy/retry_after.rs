@@ -59,6 +59,15 @@ pub struct RetryAfterConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub cap: Option<Duration>,
+    /// Honour a `retry-after` hint only when it is above zero and at most this long; any
+    /// other hint leaves the computed backoff in force (the Stainless-generated LLM SDKs
+    /// follow a hint only when `0 < ra <= 60 s`). Unset: every hint is honoured (capped).
+    #[serde(
+        default,
+        with = "duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub honour_up_to: Option<Duration>,
 }
 
 /// What the honoured header says for one response.
@@ -144,7 +153,10 @@ impl RetryAfterConfig {
         match self.header {
             HintHeader::None => (computed, false),
             // Replaces the backoff, capped.
-            HintHeader::RetryAfter => (self.cap.map_or(h, |c| h.min(c)), false),
+            HintHeader::RetryAfter => match self.honour_up_to {
+                Some(up_to) if h.is_zero() || h > up_to => (computed, false),
+                _ => (self.cap.map_or(h, |c| h.min(c)), false),
+            },
             // delay = max(t, min(ra, t + extra)), extra = cap or 5 s.
             HintHeader::XAmzRetryAfter => {
                 let extra = self.cap.unwrap_or(AMZ_DEFAULT_EXTRA);
@@ -200,7 +212,11 @@ mod tests {
             (HintHeader::XAmzRetryAfter, "99999999999"),
             (HintHeader::GrpcRetryPushbackMs, "2147483647"),
         ] {
-            let c = RetryAfterConfig { header, cap: None };
+            let c = RetryAfterConfig {
+                header,
+                cap: None,
+                honour_up_to: None,
+            };
             let r = Response {
                 status: 503,
                 retry_after: Some(value),
@@ -218,6 +234,7 @@ mod tests {
         }
         // Below the ceiling, hints are as the server wrote them.
         let c = RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::RetryAfter,
             cap: None,
         };
@@ -232,6 +249,7 @@ mod tests {
     #[test]
     fn retry_after_replaces_and_caps() {
         let c = RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::RetryAfter,
             cap: Some(Duration::from_secs(30)),
         };
@@ -276,6 +294,7 @@ mod tests {
     #[test]
     fn amz_clamps_to_t_plus_5s() {
         let c = RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::XAmzRetryAfter,
             cap: None,
         };
@@ -306,6 +325,7 @@ mod tests {
         assert_eq!(parse_grpc_pushback("x"), Hint::DoNotRetry);
         assert_eq!(parse_grpc_pushback("99999999999"), Hint::DoNotRetry);
         let c = RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::GrpcRetryPushbackMs,
             cap: None,
         };
@@ -316,5 +336,21 @@ mod tests {
         assert_eq!((d, reset), (Duration::from_secs(3), true));
         let none = Response::status(503);
         assert_eq!(c.hint(&none, wall), Hint::Absent);
+    }
+
+    #[test]
+    fn honour_up_to_follows_hints_in_its_window_only() {
+        let c = RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            cap: None,
+            honour_up_to: Some(Duration::from_secs(60)),
+        };
+        let t = Duration::from_millis(500);
+        let s = Duration::from_secs;
+        assert_eq!(c.combine(t, Hint::Delay(s(60))).0, s(60));
+        assert_eq!(c.combine(t, Hint::Delay(s(3))).0, s(3));
+        assert_eq!(c.combine(t, Hint::Delay(s(61))).0, t, "above the window");
+        assert_eq!(c.combine(t, Hint::Delay(Duration::ZERO)).0, t, "zero");
+        assert_eq!(c.combine(t, Hint::Absent).0, t);
     }
 }

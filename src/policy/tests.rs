@@ -83,6 +83,8 @@ fn max_attempts_counts_the_first_try() {
         ("istio", 3),
         ("polly", 4),
         ("resilience4j", 3),
+        ("openai-python", 3),
+        ("anthropic-python", 3),
     ] {
         let mut c = RetryClient::new(&preset(name).unwrap());
         let (n, res, delays) = run(&mut c, Duration::ZERO, "GET", &[status(503)], &mut r);
@@ -273,6 +275,7 @@ fn success_and_non_retryable_end_the_request() {
 fn retry_after_through_the_client_respects_cap_and_deadline() {
     let cfg = RetryConfig {
         retry_after: RetryAfterConfig {
+            honour_up_to: None,
             header: HintHeader::RetryAfter,
             cap: Some(Duration::from_secs(30)),
         },
@@ -1145,7 +1148,7 @@ mod props {
                 backoff: b.clone(),
                 jitter: j.clone(),
                 retry_after: if honour_retry_after {
-                    RetryAfterConfig { header: HintHeader::RetryAfter, cap: Some(Duration::from_secs(10)) }
+                    RetryAfterConfig { header: HintHeader::RetryAfter, cap: Some(Duration::from_secs(10)), honour_up_to: None }
                 } else {
                     RetryAfterConfig::default()
                 },
@@ -1223,6 +1226,7 @@ mod props {
                 match &j {
                     Jitter::None => prop_assert_eq!(d, nominal),
                     Jitter::Full | Jitter::Equal => prop_assert!(d <= nominal),
+                    Jitter::Downward { pct } => prop_assert!(d <= nominal && d >= nominal.mul_f64(1.0 - pct / 100.0)),
                     Jitter::Proportional { pct } => prop_assert!(d <= nominal.mul_f64(1.0 + pct / 100.0)),
                     Jitter::Decorrelated => {
                         prop_assert!(d >= b.base(false).min(b.cap().unwrap_or(Duration::MAX)));
@@ -1231,5 +1235,52 @@ mod props {
                 }
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------- LLM SDK presets
+
+#[test]
+fn llm_sdk_presets_back_off_in_the_sdk_band_and_follow_short_retry_after_hints() {
+    let mut r = rng(19);
+    for name in ["openai-python", "anthropic-python"] {
+        let mut c = RetryClient::new(&preset(name).unwrap());
+        // POST like every inference call; 500 then 500 then give up after 3 attempts.
+        let (n, res, delays) = run(&mut c, Duration::ZERO, "POST", &[status(500)], &mut r);
+        assert_eq!((n, res), (3, Err(GiveUpReason::MaxAttempts)), "{name}");
+        for (k, d) in delays.iter().enumerate() {
+            let nominal = 0.5 * 2f64.powi(k as i32);
+            let s = d.as_secs_f64();
+            assert!(s > 0.75 * nominal && s <= nominal, "{name} retry {k}: {s}");
+        }
+        for (st, retried) in [
+            (408, true),
+            (409, true),
+            (429, true),
+            (503, true),
+            (400, false),
+        ] {
+            let (n, _, _) = run(&mut c, Duration::ZERO, "POST", &[status(st)], &mut r);
+            assert_eq!(n > 1, retried, "{name} status {st}");
+        }
+        let hinted = |v: &'static str| {
+            AttemptOutcome::Response(Response {
+                status: 429,
+                retry_after: Some(v),
+                ..Response::default()
+            })
+        };
+        let (_, _, d) = run(&mut c, Duration::ZERO, "POST", &[hinted("7")], &mut r);
+        assert_eq!(
+            d[0],
+            Duration::from_secs(7),
+            "{name}: a 7 s hint is followed"
+        );
+        let (_, _, d) = run(&mut c, Duration::ZERO, "POST", &[hinted("120")], &mut r);
+        assert!(
+            d[0] <= ms(500),
+            "{name}: a 120 s hint is ignored, got {:?}",
+            d[0]
+        );
     }
 }

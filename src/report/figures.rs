@@ -30,6 +30,8 @@ pub enum Unit {
     Seconds,
     /// What write requests debited, in the requests' own amounts.
     Amount,
+    /// LLM tokens (prompt + completion), as providers count them.
+    Tokens,
     /// true (1) or false (0).
     Flag,
     /// A value of the retry config itself.
@@ -49,6 +51,7 @@ impl Unit {
             Milliseconds => "milliseconds",
             Seconds => "seconds",
             Amount => "an amount",
+            Tokens => "a count of tokens",
             Flag => "a flag (0 or 1)",
             Setting => "a setting",
         }
@@ -172,6 +175,17 @@ pub const FIGURES: &[Figure] = &[
     row("verdict.extra_load_pct",              Percent,           Lower,   Varies),
     row("verdict.fault_load_added_pct",        Percent,           Lower,   Varies),
     row("verdict.extra_successes",             Requests,          Higher,  Varies),
+    row("providers.*.arrivals",                Attempts,          Lower,   OnlyGrows),
+    row("providers.*.throttled",               Attempts,          Lower,   OnlyGrows),
+    row("providers.*.served",                  Attempts,          Higher,  OnlyGrows),
+    row("providers.*.tokens_received",         Tokens,            Lower,   OnlyGrows),
+    row("providers.*.tokens_first_attempts",   Tokens,            Neither, OnlyGrows),
+    row("providers.*.tokens_served",           Tokens,            Higher,  OnlyGrows),
+    row("tokens.spent",                        Tokens,            Lower,   OnlyGrows),
+    row("tokens.served",                       Tokens,            Higher,  OnlyGrows),
+    row("tokens.wasted",                       Tokens,            Lower,   OnlyGrows),
+    row("tokens.wasted_share",                 Share,             Lower,   Varies),
+    row("tokens.cost_amplification",           Ratio,             Lower,   Varies),
     row("success_share",                       Share,             Higher,  Varies),
     row("policy.*",                            Setting,           Neither, Fixed),
 ];

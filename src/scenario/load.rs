@@ -100,6 +100,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(refused)?;
     validate::check_topology(&file.topology).map_err(refused)?;
+    let providers = super::provider::check_providers(&file.providers).map_err(refused)?;
+    if !providers.is_empty() && !matches!(choice, TargetChoice::Builtin(_)) {
+        return Err(refused(Refusal {
+            field: "provider[0]".into(),
+            message: "providers live on the built-in target; a scenario with `target.url` cannot have them".into(),
+        }));
+    }
     let names = validate::check_configs(&file.configs).map_err(refused)?;
     validate::check_work(&load, file.duration, names.len(), 1.0).map_err(refused)?;
     let configs = names
@@ -174,6 +181,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         configs,
         gates: file.gates,
         baseline: file.baseline,
+        providers,
     })
 }
 

@@ -7,6 +7,7 @@ pub mod host;
 pub mod limits;
 pub mod load;
 pub mod model;
+pub mod provider;
 pub mod schedule;
 pub mod source;
 pub mod timeline;
@@ -47,6 +48,9 @@ pub struct Scenario {
     /// The config every other is judged against (`baseline = "NAME"`), when the scenario
     /// names one; otherwise the config named `no-retry`, if any.
     pub baseline: Option<String>,
+    /// The providers the built-in target hosts (none: it is a plain service).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<provider::Provider>,
 }
 
 /// One retry config as written in the scenario, with where it was written.

@@ -50,6 +50,10 @@ pub struct ScenarioFile {
     /// The config every other is judged against (default: the one named `no-retry`).
     #[serde(default)]
     pub baseline: Option<String>,
+    /// LLM-style providers on the built-in target (`[[provider]]`), reached under
+    /// `/providers/NAME`.
+    #[serde(default, rename = "provider")]
+    pub providers: Vec<super::provider::ProviderSection>,
 }
 
 fn default_seed() -> u64 {

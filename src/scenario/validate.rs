@@ -7,8 +7,8 @@
 //! module parses them).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::num::NonZeroU32;
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 

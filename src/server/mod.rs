@@ -28,6 +28,7 @@
 mod counters;
 mod dedup;
 mod fault_api;
+mod provider;
 pub mod proxy;
 mod slots;
 
@@ -52,6 +53,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::metrics::TargetStats;
+use crate::scenario::provider::Provider;
 use crate::scenario::timeline::{Action, FaultTimeline};
 use crate::scenario::{DedupSpec, Fault, FaultKind, Protocol, ServiceModel};
 
@@ -250,6 +252,8 @@ pub(crate) struct Shared {
     upstream: Option<proxy::Upstream>,
     /// Standalone proxy: the control endpoint's state.
     control: Option<proxy::Control>,
+    /// The LLM-style providers under `/providers/NAME` (none for a plain service).
+    providers: provider::Providers,
 }
 
 impl Shared {
@@ -296,7 +300,9 @@ impl TargetProbe {
 
     /// All the counts so far, as the run's end will read them.
     pub fn stats(&self) -> TargetStats {
-        self.0.counters.snapshot(self.0.slots.peak_serving())
+        let mut s = self.0.counters.snapshot(self.0.slots.peak_serving());
+        s.providers = self.0.providers.stats();
+        s
     }
 }
 
@@ -330,6 +336,18 @@ pub async fn start_listening(
     start_inner(bind, config, epoch, None, None, true, listen).await
 }
 
+/// The built-in target hosting `providers` under `/providers/NAME` besides its plain
+/// service, speaking what `listen` says.
+pub async fn start_with_providers(
+    bind: SocketAddr,
+    config: TargetConfig,
+    providers: Vec<Provider>,
+    epoch: Instant,
+    listen: Listen,
+) -> Result<TargetHandle, TargetError> {
+    start_serving(bind, config, epoch, Role::TARGET, listen, providers).await
+}
+
 /// The built-in target, the proxy (`upstream`) and the standalone proxy (`control`) share
 /// this: one arrival/fault/counting path. `armed_now`: the fault timeline runs from
 /// `epoch` (otherwise it starts empty, until the control endpoint starts it).
@@ -342,6 +360,46 @@ pub(crate) async fn start_inner(
     armed_now: bool,
     listen: Listen,
 ) -> Result<TargetHandle, TargetError> {
+    let role = Role {
+        upstream,
+        control,
+        armed_now,
+    };
+    start_serving(bind, config, epoch, role, listen, Vec::new()).await
+}
+
+/// What a server is besides the built-in target: a proxy's upstream, the standalone
+/// proxy's control endpoint, and whether its fault timeline runs from the epoch.
+struct Role {
+    upstream: Option<proxy::Upstream>,
+    control: Option<proxy::Control>,
+    armed_now: bool,
+}
+
+impl Role {
+    /// The plain built-in target: no upstream, no control endpoint, faults armed at once.
+    const TARGET: Role = Role {
+        upstream: None,
+        control: None,
+        armed_now: true,
+    };
+}
+
+/// One arrival/fault/counting path for every kind of server; only the plain built-in
+/// target hosts `providers`.
+async fn start_serving(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    role: Role,
+    listen: Listen,
+    providers: Vec<Provider>,
+) -> Result<TargetHandle, TargetError> {
+    let Role {
+        upstream,
+        control,
+        armed_now,
+    } = role;
     // Checked even when not armed yet: the standalone proxy arms them later.
     let loaded = ArmedFaults::new(config.faults, config.seed)?;
 
@@ -385,6 +443,7 @@ pub(crate) async fn start_inner(
         armed,
         upstream,
         control: control.map(|c| c.bound_to(addr)),
+        providers: provider::Providers::new(providers),
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
@@ -637,6 +696,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
     let (request, attempt) = identify(&shared, &req);
+    let routed = shared
+        .providers
+        .arrive(req.uri().path(), req.headers(), attempt);
     let (faults, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
         Ok(resp) => return Ok(resp),
         Err(armed) => armed,
@@ -675,6 +737,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Action::LostResponse { status } => Some(status),
         terminal => return fault_answer(&shared, &faults, terminal, &verdict).await,
     };
+    // A provider's own limits come after the fault windows (an outage answers first).
+    let provider_latency = match routed {
+        Some(r) => match shared.providers.admit(r, t) {
+            Ok(latency) => Some(latency),
+            Err(throttled) => {
+                shared.counters.respond(throttled.status().as_u16(), false);
+                return Ok(*throttled);
+            }
+        },
+        None => None,
+    };
 
     let ticket = match &shared.dedup {
         Some(dedup) => match key {
@@ -691,9 +764,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         None => None,
     };
 
-    let service_time = faults
-        .timeline
-        .service_time(&shared.model, request, attempt);
+    let service_time = provider_latency.unwrap_or_else(|| {
+        faults
+            .timeline
+            .service_time(&shared.model, request, attempt)
+    });
     let job = Job {
         parts,
         body: kept.into(),
@@ -709,7 +784,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Ok(Some(w)) => w,
         _ => return Err(CloseConnection("shut down during service")),
     };
-    answer(&shared, worked, lost).await
+    let resp = answer(&shared, worked, lost).await;
+    if let (Some(r), Ok(resp)) = (routed, &resp) {
+        if resp.status() == StatusCode::OK {
+            shared.providers.served(r);
+        }
+    }
+    resp
 }
 
 /// The request id and attempt the load generator put on the request; a request without an

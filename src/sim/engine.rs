@@ -29,6 +29,8 @@ use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
 use crate::session::{self, Session, Step};
 
+use super::provider::SimProvider;
+
 /// One-way network delay between client and target (each way), a loopback round trip's
 /// order of magnitude. Every attempt pays it twice, unless it times out first.
 pub const NET_DELAY: Duration = Duration::from_micros(50);
@@ -197,6 +199,8 @@ pub(crate) struct ConfigRun<'a> {
     /// Turned true from outside (SIGINT, SIGTERM): the loop ends within a few thousand
     /// events, keeping what it counted so far.
     pub stop: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The provider the config's path names, if any.
+    pub provider: Option<SimProvider>,
 }
 
 /// How many events pass between two looks at [`ConfigRun::stop`] (well under a millisecond).
@@ -390,8 +394,12 @@ impl Sim<'_> {
         let end_t = last_t.max(self.cfg.duration).min(end);
         let deadline_cut = self.session.deadline_cut();
         let (rec, log) = self.session.into_parts();
+        let mut stats = self.counters.snapshot(sec(end_t), self.peak_serving);
+        if let Some(p) = self.cfg.provider.take() {
+            stats.providers = p.into_stats();
+        }
         ConfigOut {
-            stats: self.counters.snapshot(sec(end_t), self.peak_serving),
+            stats,
             rec,
             log,
             layers: self.hops.into_iter().map(Hop::finish).collect(),
@@ -785,13 +793,16 @@ impl Sim<'_> {
         }
         self.counters.arrive(sec(t));
         at.handler_alive = true;
+        if let Some(p) = self.cfg.provider.as_mut() {
+            p.arrive(at.attempt);
+        }
         if !self
             .fault_windows
             .iter()
             .any(|&(from, to)| t >= from && t < to)
         {
             // No request fault is active: `decide` would serve plainly, without a draw.
-            if !self.deduplicated(t, a) {
+            if !self.throttled(t, a) && !self.deduplicated(t, a) {
                 self.atts[a as usize].work_active = true;
                 self.work_start(t, a);
             }
@@ -828,7 +839,7 @@ impl Sim<'_> {
                 }
             }
             None => {
-                if self.deduplicated(t, a) {
+                if self.throttled(t, a) || self.deduplicated(t, a) {
                     return;
                 }
                 self.atts[a as usize].work_active = true;
@@ -875,6 +886,39 @@ impl Sim<'_> {
         };
         self.counters.respond(status, None);
         self.send_reply(t, a, status, NO_FAULT);
+        true
+    }
+
+    /// A provider's own limits, after the fault windows (as the live target orders them):
+    /// true when the provider throttled attempt `a` (answered 429 with `Retry-After`).
+    fn throttled(&mut self, t: u64, a: u32) -> bool {
+        let Some(p) = self.cfg.provider.as_mut() else {
+            return false;
+        };
+        let Err(secs) = p.admit(dur(t)) else {
+            return false;
+        };
+        let value = secs.to_string();
+        let part = match self.parts.iter().position(|p| {
+            p.lost_status.is_none()
+                && p.error_code.is_none()
+                && p.retry_after.as_deref() == Some(value.as_str())
+        }) {
+            Some(i) => i,
+            None => {
+                self.parts.push(FaultParts {
+                    retry_after: Some(value),
+                    error_code: None,
+                    lost_status: None,
+                });
+                self.parts.len() - 1
+            }
+        };
+        let at = &mut self.atts[a as usize];
+        at.act = Act::Status;
+        at.reply_status = 429;
+        at.reply_fault = u16::try_from(part).unwrap_or(NO_FAULT);
+        self.fault_act(t, a);
         true
     }
 
@@ -933,10 +977,13 @@ impl Sim<'_> {
         self.peak_serving = self.peak_serving.max(u64::from(self.serving));
         let at = &mut self.atts[a as usize];
         at.queued = false;
-        let service = self
-            .cfg
-            .timeline
-            .service_time_with(&self.service, at.request, at.attempt);
+        let service = match &self.cfg.provider {
+            Some(p) => p.latency(),
+            None => self
+                .cfg
+                .timeline
+                .service_time_with(&self.service, at.request, at.attempt),
+        };
         let gen = at.gen;
         self.push(t.saturating_add(ns(service)), Kind::ServiceDone, a, gen);
     }
@@ -994,6 +1041,9 @@ impl Sim<'_> {
         }
         if alive {
             if lost == NO_FAULT {
+                if let Some(p) = self.cfg.provider.as_mut() {
+                    p.served();
+                }
                 self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);
             } else {

@@ -39,6 +39,7 @@
 mod dedup;
 mod engine;
 mod hop;
+mod provider;
 mod queue;
 
 use std::time::Duration;
@@ -174,6 +175,11 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             propagate_deadline: sc.load.propagate_deadline,
             attempt_log: opts.attempt_log,
             stop: opts.stop.as_deref(),
+            provider: provider::SimProvider::for_run(
+                &sc.providers,
+                &sc.load.path,
+                &sc.load.headers,
+            ),
         });
         stats.attempts += out.attempts;
         stats.events += out.events;

@@ -378,6 +378,14 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
         extra_successes: Some(12),
         sentence: String::new(),
     });
+    let mut provider = stormrig::metrics::provider::ProviderStats::new("llm.a");
+    provider.arrive(1200, true);
+    provider.served = 1;
+    provider.tokens_served = 1200;
+    c.tokens = Some(stormrig::metrics::provider::TokenFigures::of(
+        std::slice::from_ref(&provider),
+    ));
+    c.providers.push(provider);
     c.layers.push(LayerSummary {
         name: "db.primary".into(),
         arrivals: 1200,

@@ -281,6 +281,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
             }
         }),
         verdict: None,
+        providers: Vec::new(),
+        tokens: None,
     }
 }
 

@@ -79,6 +79,8 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         fault_windows: Vec::new(),
         budget: None,
         verdict: None,
+        providers: Vec::new(),
+        tokens: None,
     }
 }
 
