@@ -247,6 +247,15 @@ impl Session {
         }
     }
 
+    /// Ends a request its engine dropped because the caller went away (a layer whose caller
+    /// closed the connection): the policy releases what the request held (a retry slot, a
+    /// breaker probe, its place among the budget's active requests), so a cancelled request
+    /// never leaks policy state. The recorder is not told: the request has no ending of its
+    /// own to count, as nothing answered it.
+    pub fn abandon(&mut self, now: Now, req: Request) {
+        self.fleet.client_mut(req.instance).finish(now, req.state);
+    }
+
     /// Ends a request: the policy's bookkeeping and the recorder.
     #[inline(always)]
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
@@ -362,6 +371,38 @@ mod tests {
             Step::Send(req, attempt) => (req, attempt),
             other => panic!("expected an attempt to send, got {other:?}"),
         }
+    }
+
+    /// Request `id`'s first attempt fails with a 503; the step its retry's permit gives.
+    fn retry_of(s: &mut Session, id: u64, rng: &mut LazyRng) -> Step {
+        let (req, _) = sent(s.start(at(0), Duration::ZERO, id, "GET", None));
+        match s.outcome(at(1), req, Duration::ZERO, &status(503), rng) {
+            Step::Wait(req, _) => s.permit(at(300), req),
+            step => step,
+        }
+    }
+
+    #[test]
+    fn an_abandoned_request_gives_back_its_retry_slot() {
+        // envoy allows 3 concurrent retries: three requests hold them, a fourth is refused.
+        let mut s = session("envoy");
+        let mut rng = LazyRng::new(1);
+        let held: Vec<Request> = (0..3)
+            .map(|id| sent(retry_of(&mut s, id, &mut rng)).0)
+            .collect();
+        assert!(matches!(
+            retry_of(&mut s, 3, &mut rng),
+            Step::Done(Ending::GaveUp(GiveUpReason::BudgetRefused))
+        ));
+        // Their callers went away: abandoned, the slots are free again and nothing is counted
+        // as an ending.
+        let finished = s.recorder().seconds()[0].finished;
+        for req in held {
+            s.abandon(at(400), req);
+        }
+        assert_eq!(s.recorder().seconds()[0].finished, finished);
+        let (_, attempt) = sent(retry_of(&mut s, 4, &mut rng));
+        assert_eq!(attempt.number, 2);
     }
 
     #[test]

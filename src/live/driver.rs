@@ -17,7 +17,7 @@ use super::http::{self, HttpClient, Reply};
 use crate::draws::{request_seed, LazyRng};
 use crate::headers;
 use crate::policy::{AttemptOutcome, GiveUpReason, Response};
-use crate::session::{Attempt, Session, Step};
+use crate::session::{self, Attempt, Session, Step};
 
 /// Everything one config's requests share.
 pub struct ConfigRuntime {
@@ -153,6 +153,7 @@ impl ConfigRuntime {
         loop {
             step = match step {
                 Step::Send(req, attempt) => {
+                    let held = Held::new(self, epoch, req);
                     let sent_at = epoch.elapsed();
                     let reply = http::send(
                         &self.http,
@@ -161,6 +162,7 @@ impl ConfigRuntime {
                     )
                     .await;
                     let latency = epoch.elapsed().saturating_sub(sent_at);
+                    let req = held.resume();
                     let next = self.lock().outcome(
                         epoch.now(),
                         req,
@@ -172,7 +174,9 @@ impl ConfigRuntime {
                     next
                 }
                 Step::Wait(req, after) => {
+                    let held = Held::new(self, epoch, req);
                     tokio::time::sleep(after).await;
+                    let req = held.resume();
                     self.lock().permit(epoch.now(), req)
                 }
                 Step::Done(ending) => {
@@ -270,6 +274,39 @@ impl ConfigRuntime {
     /// Runs `f` on the session (for snapshots and the end of the run).
     pub fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
         f(&mut self.lock())
+    }
+}
+
+/// A request between two steps of [`ConfigRuntime::drive`], while an attempt is on the wire
+/// or a retry waits. If the drive is dropped there (a layer whose caller closed the
+/// connection), the guard hands the request back to the session to be abandoned, so the
+/// policy releases what it held (retry slot, breaker probe, active-request count).
+struct Held<'a> {
+    rt: &'a ConfigRuntime,
+    epoch: &'a Epoch,
+    req: Option<session::Request>,
+}
+
+impl<'a> Held<'a> {
+    fn new(rt: &'a ConfigRuntime, epoch: &'a Epoch, req: session::Request) -> Self {
+        Held {
+            rt,
+            epoch,
+            req: Some(req),
+        }
+    }
+
+    /// The request back, for its next step; the guard is disarmed.
+    fn resume(mut self) -> session::Request {
+        self.req.take().expect("a Held request is taken once")
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(req) = self.req.take() {
+            self.rt.lock().abandon(self.epoch.now(), req);
+        }
     }
 }
 

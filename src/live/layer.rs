@@ -23,8 +23,9 @@
 //! caller's cancellation) closes the connection, and the layer drops its work on that
 //! attempt at once: the service wait, any retry not yet sent, and the attempt in flight
 //! (whose connection closes in turn, so the cancellation runs down the chain to the target,
-//! which alone finishes the work it accepted). The layer's policy is not told of the dropped
-//! request's end. This is hyper's behaviour for an HTTP/1 connection closed mid-request
+//! which alone finishes the work it accepted). The layer's policy is told that the dropped
+//! request ended (the driver's guard abandons it), so what it held is given back; its
+//! recorder counts no ending. This is hyper's behaviour for an HTTP/1 connection closed mid-request
 //! without half-close (the handler's future is dropped), set explicitly below; the simulator
 //! models the same (`crate::sim`'s `hop` module).
 

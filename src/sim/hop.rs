@@ -17,8 +17,10 @@
 //! timeout, or its own caller's cancellation) closes the connection, and the hop it went to
 //! drops its work on that attempt at once: the service wait, any retry not yet sent and the
 //! attempt in flight (whose connection closes in turn, so the cancellation runs down the
-//! chain). The layer's policy is not told of the dropped request's end, as the live
-//! handler's future is simply dropped. Only the target keeps working on what it accepted.
+//! chain). The layer's policy is told that the dropped request ended (its retry slot,
+//! breaker probe and place among the budget's active requests are released, as the live
+//! handler does when its future is dropped); its recorder counts no ending for it. Only the
+//! target keeps working on what it accepted.
 
 use std::time::Duration;
 
@@ -219,10 +221,17 @@ impl Sim<'_> {
     /// abandoned (its connection closes).
     fn cancel_req(&mut self, t: u64, r: u32, gen: u32) {
         let q = &mut self.reqs[r as usize];
-        if q.gen != gen || q.req.take().is_none() {
+        if q.gen != gen {
             return;
         }
-        let (a, a_gen) = (q.att, q.att_gen);
+        let Some(req) = q.req.take() else {
+            return;
+        };
+        let (a, a_gen, hop) = (q.att, q.att_gen, q.hop as usize);
+        // Only a layer's requests are cancelled (hop 0 is the load generator's client).
+        if let Some(layer) = hop.checked_sub(1).and_then(|h| self.hops.get_mut(h)) {
+            layer.session.abandon(now(t), req);
+        }
         self.free_req(t, r);
         if a == NONE {
             return;
