@@ -610,11 +610,26 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         );
     }
     let protocol = plan.scenario.target.wire().protocol.as_str();
-    for (c, opened) in output.result.configs.iter().zip(&output.connections) {
-        eprintln!(
-            "connections: {}: {opened} opened over {protocol}, {:.1} attempts per connection",
-            printable(&c.name),
-            c.attempts as f64 / (*opened).max(1) as f64
+    let per_config: Vec<String> = output
+        .result
+        .configs
+        .iter()
+        .zip(&output.connections)
+        .map(|(c, opened)| {
+            format!(
+                "{} {opened} ({:.1} attempts each)",
+                printable(&c.name),
+                c.attempts as f64 / (*opened).max(1) as f64
+            )
+        })
+        .collect();
+    if !per_config.is_empty() {
+        eprint!(
+            "{}",
+            report::text::wrapped(&format!(
+                "connections opened over {protocol}: {}",
+                per_config.join(", ")
+            ))
         );
     }
     let aborted = output.aborted;

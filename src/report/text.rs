@@ -25,10 +25,18 @@ fn row(out: &mut String, name: &str, cells: &str) {
 
 /// A sentence wrapped to [`WIDTH`], continued lines indented.
 fn prose(out: &mut String, text: &str) {
+    out.push_str(&wrapped(text));
+}
+
+/// `text` wrapped to [`WIDTH`] columns, continued lines indented, each line ended: for
+/// any line the CLI prints beside the tables.
+pub fn wrapped(text: &str) -> String {
     let opts = textwrap::Options::new(WIDTH).subsequent_indent("  ");
+    let mut out = String::new();
     for line in textwrap::wrap(text, opts) {
         let _ = writeln!(out, "{line}");
     }
+    out
 }
 
 /// A plain-text summary of the headline figures, in two tables (the load the storm made,
