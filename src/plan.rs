@@ -122,10 +122,19 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             Some(table) => {
                 let path = format!("topology[{i}].config");
                 let line = map.line(&path).unwrap_or(1);
-                (
-                    resolve(&scenario.path, &map, table, &l.name, &path, line)?,
-                    false,
-                )
+                let config = resolve(&scenario.path, &map, table, &l.name, &path, line)?;
+                if config.failover.is_some() {
+                    let field = format!("{path}.failover");
+                    return Err(PlanError {
+                        file: scenario.path.clone(),
+                        line: map.line(&field).unwrap_or(line),
+                        field,
+                        message: "failover routes the load generator's own attempts; \
+                                  a layer forwards to one next hop"
+                            .into(),
+                    });
+                }
+                (config, false)
             }
         };
         layers.push(PlannedLayer {

@@ -171,3 +171,22 @@ fn failover_to_a_provider_the_scenario_lacks_is_refused_naming_the_field() {
         + 1;
     assert_eq!(e.line, line);
 }
+
+#[test]
+fn failover_in_a_layer_is_refused_naming_the_field() {
+    let text = format!(
+        "{}{}",
+        A_DOWN.replace(
+            r#"failover = { providers = ["a", "b"], same_provider_retries = 1 }"#,
+            ""
+        ),
+        support::layer(
+            "gateway",
+            r#"{ preset = "naive", failover = { providers = ["a", "b"] } }"#
+        )
+    );
+    let sc = stormrig::scenario::parse(std::path::Path::new("tests/inline.toml"), &text).unwrap();
+    let e = plan::build(sc, &text).unwrap_err();
+    assert_eq!(e.field, "topology[0].config.failover");
+    assert_eq!(e.line, text.lines().count(), "the layer's config line");
+}
