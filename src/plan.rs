@@ -82,6 +82,17 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             &entry.field_path,
             entry.line,
         )?;
+        if let Some(f) = &config.failover {
+            check_failover(&scenario, f).map_err(|message| {
+                let field = format!("{}.failover", entry.field_path);
+                PlanError {
+                    file: scenario.path.clone(),
+                    line: map.line(&field).unwrap_or(entry.line),
+                    field,
+                    message,
+                }
+            })?;
+        }
         configs.push(PlannedConfig {
             name: entry.name.clone(),
             config,
@@ -111,10 +122,19 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             Some(table) => {
                 let path = format!("topology[{i}].config");
                 let line = map.line(&path).unwrap_or(1);
-                (
-                    resolve(&scenario.path, &map, table, &l.name, &path, line)?,
-                    false,
-                )
+                let config = resolve(&scenario.path, &map, table, &l.name, &path, line)?;
+                if config.failover.is_some() {
+                    let field = format!("{path}.failover");
+                    return Err(PlanError {
+                        file: scenario.path.clone(),
+                        line: map.line(&field).unwrap_or(line),
+                        field,
+                        message: "failover routes the load generator's own attempts; \
+                                  a layer forwards to one next hop"
+                            .into(),
+                    });
+                }
+                (config, false)
             }
         };
         layers.push(PlannedLayer {
@@ -131,6 +151,33 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
         configs,
         layers,
     })
+}
+
+/// A failover rule routes a direct run's attempts between the scenario's own providers:
+/// the load's path must name a provider, and so must every name the rule lists.
+fn check_failover(sc: &Scenario, f: &crate::policy::FailoverConfig) -> Result<(), String> {
+    if !sc.topology.is_empty() {
+        return Err(
+            "failover routes the load generator's own attempts: it needs a direct run \
+                    (no [[topology]])"
+                .into(),
+        );
+    }
+    if !sc.load.path.starts_with(scenario::provider::PATH_PREFIX) {
+        return Err(format!(
+            "the load's path {:?} names no provider (failover needs {}NAME/...)",
+            sc.load.path,
+            scenario::provider::PATH_PREFIX
+        ));
+    }
+    match f
+        .providers
+        .iter()
+        .find(|n| !sc.providers.iter().any(|p| &p.name == *n))
+    {
+        Some(n) => Err(format!("{n:?} is not a [[provider]] of the scenario")),
+        None => Ok(()),
+    }
 }
 
 /// Resolves one retry-config table (`name`, optional `preset`, overrides) written at

@@ -34,8 +34,10 @@ pub struct ConfigRuntime {
     pub seed: u64,
     /// Pass the remaining deadline downstream in `x-stormrig-deadline-ms`.
     pub propagate_deadline: bool,
-    /// The last template path and its origin-form URI on this hop.
+    /// The first path sent and its origin-form URI on this hop.
     uri_cache: OnceLock<(String, Uri)>,
+    /// Which provider each attempt goes to: the policy's answer rewrites the template path.
+    failover: Option<crate::policy::FailoverConfig>,
     /// `x-stormrig-config` and `x-stormrig-run` of every attempt (the load generator's
     /// clients; a layer passes on those it received).
     trace: Option<(HeaderValue, HeaderValue)>,
@@ -113,6 +115,7 @@ impl ConfigRuntime {
             seed: spec.seed,
             propagate_deadline: spec.propagate_deadline,
             uri_cache: OnceLock::new(),
+            failover: spec.config.failover.clone(),
             // Names and ids are validated tokens: a value that is not a header is left off.
             trace: spec.trace.and_then(|t| {
                 Some((
@@ -246,7 +249,10 @@ impl ConfigRuntime {
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));
         *req.method_mut() = tmpl.method.clone();
-        *req.uri_mut() = self.origin_uri(&tmpl.path);
+        *req.uri_mut() = match &self.failover {
+            Some(f) => self.origin_uri(&f.path(&tmpl.path, attempt.number)),
+            None => self.origin_uri(&tmpl.path),
+        };
         *req.headers_mut() = h;
         req
     }

@@ -12,6 +12,7 @@ use super::budget::BudgetConfig;
 use super::cost::CostConfig;
 use super::duration;
 use super::error::PolicyError;
+use super::failover::FailoverConfig;
 use super::outcome::{RetryOn, StatusPattern, TransportError};
 use super::retry_after::RetryAfterConfig;
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,9 @@ pub struct RetryConfig {
     /// Cost caps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostConfig>,
+    /// Which provider each attempt goes to (None: every attempt to the load's path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverConfig>,
 }
 
 impl Default for RetryConfig {
@@ -104,6 +108,7 @@ impl Default for RetryConfig {
             budget: BudgetConfig::None,
             breaker: None,
             cost: None,
+            failover: None,
         }
     }
 }
@@ -136,7 +141,10 @@ impl RetryConfig {
         self.validate_jitter()?;
         self.validate_budget()?;
         self.validate_breaker()?;
-        self.validate_cost()
+        self.validate_cost()?;
+        self.failover
+            .as_ref()
+            .map_or(Ok(()), FailoverConfig::validate)
     }
 
     /// Name, attempt count, timeouts and attempt cost: the scalar fields.

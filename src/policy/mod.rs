@@ -13,6 +13,7 @@
 //! * [`deadline`]: overall deadline, per-try timeout, propagation;
 //! * [`budget`]: ratio (Finagle/tower), AWS quota, gRPC throttling, Envoy concurrency;
 //! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
+//! * [`failover`]: which provider each attempt of a request goes to;
 //! * [`config`]: the resolved config and its validation; [`presets`]: real clients' configs;
 //!   [`spec`]: what a user writes (a preset plus overrides), resolved into a config;
 //! * [`client`]: the per-config state machine ([`RetryClient`]); [`fleet`]: N instances of
@@ -29,6 +30,7 @@ pub mod cost;
 pub mod deadline;
 pub mod duration;
 pub mod error;
+pub mod failover;
 pub mod fleet;
 pub mod outcome;
 pub mod presets;
@@ -43,6 +45,7 @@ pub use client::{Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState,
 pub use config::RetryConfig;
 pub use cost::{CostConfig, CostScope};
 pub use error::PolicyError;
+pub use failover::FailoverConfig;
 pub use fleet::Fleet;
 pub use outcome::{
     attempt_label, AttemptLabel, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern,

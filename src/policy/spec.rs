@@ -25,6 +25,7 @@
 //! # budget = { kind = "none" }                                              # drop a preset's budget
 //! breaker = { failure_threshold = 5, failure_rate = 0.5, window = 20, min_calls = 10, open_for = "5s", half_open_probes = 1 }
 //! cost = { per_request_cap = 10, global_cap = 1000 }
+//! failover = { providers = ["a", "b"], same_provider_retries = 1 }  # load path /providers/a/...
 //! ```
 //!
 //! Without a preset the defaults are: 3 attempts, no timeouts, cost 1, retry 502/503/504 and
@@ -38,6 +39,7 @@ use super::config::RetryConfig;
 use super::cost::CostConfig;
 use super::duration;
 use super::error::PolicyError;
+use super::failover::FailoverConfig;
 use super::outcome::RetryOn;
 use super::presets;
 use super::retry_after::RetryAfterConfig;
@@ -78,6 +80,8 @@ pub struct RetryConfigSpec {
     pub breaker: Option<BreakerConfig>,
     #[serde(default)]
     pub cost: Option<CostConfig>,
+    #[serde(default)]
+    pub failover: Option<FailoverConfig>,
 }
 
 impl RetryConfigSpec {
@@ -120,6 +124,9 @@ impl RetryConfigSpec {
         }
         if self.cost.is_some() {
             c.cost = self.cost.clone();
+        }
+        if self.failover.is_some() {
+            c.failover = self.failover.clone();
         }
         c.validate()?;
         Ok(c)

@@ -21,7 +21,7 @@ use super::units::duration;
 use super::validate::{check_name, Checked, Refusal};
 
 /// Where providers live on the built-in target: `/providers/NAME` and below.
-pub const PATH_PREFIX: &str = "/providers/";
+pub const PATH_PREFIX: &str = crate::policy::failover::PROVIDERS_PREFIX;
 
 /// Request headers that carry an attempt's token counts (absent: the provider's defaults).
 pub const H_PROMPT_TOKENS: &str = "x-stormrig-prompt-tokens";

@@ -199,7 +199,7 @@ pub(crate) struct ConfigRun<'a> {
     /// Turned true from outside (SIGINT, SIGTERM): the loop ends within a few thousand
     /// events, keeping what it counted so far.
     pub stop: Option<&'a std::sync::atomic::AtomicBool>,
-    /// The provider the config's path names, if any.
+    /// The providers the config's attempts reach, if any.
     pub provider: Option<SimProvider>,
 }
 
@@ -808,10 +808,15 @@ impl Sim<'_> {
             }
             return;
         }
+        let path = self
+            .cfg
+            .provider
+            .as_ref()
+            .map_or(self.cfg.path, |p| p.path(at.attempt));
         let v = self
             .cfg
             .timeline
-            .decide(dur(t), self.cfg.path, at.request, at.attempt);
+            .decide(dur(t), path, at.request, at.attempt);
         let extra = ns(v.extra_latency);
         let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
         let gen = at.gen;
@@ -895,7 +900,7 @@ impl Sim<'_> {
         let Some(p) = self.cfg.provider.as_mut() else {
             return false;
         };
-        let Err(secs) = p.admit(dur(t)) else {
+        let Err(secs) = p.admit(self.atts[a as usize].attempt, dur(t)) else {
             return false;
         };
         let value = secs.to_string();
@@ -977,8 +982,13 @@ impl Sim<'_> {
         self.peak_serving = self.peak_serving.max(u64::from(self.serving));
         let at = &mut self.atts[a as usize];
         at.queued = false;
-        let service = match &self.cfg.provider {
-            Some(p) => p.latency(),
+        let service = match self
+            .cfg
+            .provider
+            .as_ref()
+            .and_then(|p| p.latency(at.attempt))
+        {
+            Some(latency) => latency,
             None => self
                 .cfg
                 .timeline
@@ -1042,7 +1052,7 @@ impl Sim<'_> {
         if alive {
             if lost == NO_FAULT {
                 if let Some(p) = self.cfg.provider.as_mut() {
-                    p.served();
+                    p.served(self.atts[a as usize].attempt);
                 }
                 self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);

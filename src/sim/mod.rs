@@ -179,6 +179,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
                 &sc.providers,
                 &sc.load.path,
                 &sc.load.headers,
+                planned.config.failover.as_ref(),
             ),
         });
         stats.attempts += out.attempts;

@@ -1,78 +1,130 @@
-//! The simulator's side of a provider: the config's requests all name one path, so at most
-//! one provider receives them; it is charged, throttled and counted by the very rules the
-//! live target uses ([`crate::scenario::provider`]).
+//! The simulator's side of providers: each attempt of a config goes to the path its retry
+//! config's failover rule gives it (the load's path without one), and the provider that path
+//! names charges, throttles and counts it by the very rules the live target uses
+//! ([`crate::scenario::provider`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::metrics::provider::ProviderStats;
+use crate::policy::FailoverConfig;
 use crate::scenario::provider::{
     retry_after_secs, route, Provider, RateLimiter, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
 };
 
-/// The provider one config's requests reach, with its limits and counts.
-pub(crate) struct SimProvider {
-    index: usize,
+/// One provider of the scenario with its limits.
+struct Limited {
     provider: Provider,
     limiter: RateLimiter,
+    /// What one of the load's requests costs at this provider.
     tokens: Tokens,
-    /// Every provider's counts, in the scenario's order (the others stay zero).
+}
+
+/// The providers one config's attempts reach, with their limits and counts.
+pub(crate) struct SimProvider {
+    each: Vec<Limited>,
+    /// Every provider's counts, in the scenario's order (those never reached stay zero).
     stats: Vec<ProviderStats>,
+    /// The path of each failover slot and the provider it names (one slot without failover).
+    routes: Vec<(String, Option<usize>)>,
+    failover: Option<FailoverConfig>,
 }
 
 impl SimProvider {
-    /// The provider `path` names, with the request's tokens read from the load's headers as
-    /// the live target reads them from each request; `None` when the path names none.
+    /// The providers the config's attempts reach from `path`, with the request's tokens read
+    /// from the load's headers as the live target reads them from each request; `None` when
+    /// no attempt's path names a provider.
     pub(crate) fn for_run(
         providers: &[Provider],
         path: &str,
         headers: &BTreeMap<String, String>,
+        failover: Option<&FailoverConfig>,
     ) -> Option<SimProvider> {
-        let index = route(providers, path)?;
-        let provider = providers[index].clone();
+        let routes: Vec<(String, Option<usize>)> = match failover {
+            Some(f) => (0..f.providers.len())
+                .map(|slot| f.path_to(path, slot).into_owned())
+                .map(|p| {
+                    let r = route(providers, &p);
+                    (p, r)
+                })
+                .collect(),
+            None => vec![(path.to_string(), route(providers, path))],
+        };
+        if routes.iter().all(|(_, r)| r.is_none()) {
+            return None;
+        }
         let header = |name: &str| {
             headers
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case(name))
                 .and_then(|(_, v)| v.trim().parse::<u64>().ok())
         };
-        let tokens = provider.tokens(header(H_PROMPT_TOKENS), header(H_COMPLETION_TOKENS));
+        let (prompt, completion) = (header(H_PROMPT_TOKENS), header(H_COMPLETION_TOKENS));
         Some(SimProvider {
-            index,
-            limiter: RateLimiter::new(&provider),
-            provider,
-            tokens,
+            each: providers
+                .iter()
+                .map(|p| Limited {
+                    limiter: RateLimiter::new(p),
+                    tokens: p.tokens(prompt, completion),
+                    provider: p.clone(),
+                })
+                .collect(),
             stats: providers
                 .iter()
                 .map(|p| ProviderStats::new(&p.name))
                 .collect(),
+            routes,
+            failover: failover.cloned(),
         })
     }
 
+    fn slot(&self, attempt: u32) -> usize {
+        self.failover.as_ref().map_or(0, |f| f.slot(attempt))
+    }
+
+    /// The path attempt `attempt` is sent to.
+    pub(crate) fn path(&self, attempt: u32) -> &str {
+        &self.routes[self.slot(attempt)].0
+    }
+
+    /// The provider attempt `attempt` reaches, if its path names one.
+    fn index(&self, attempt: u32) -> Option<usize> {
+        self.routes[self.slot(attempt)].1
+    }
+
     pub(crate) fn arrive(&mut self, attempt: u32) {
-        self.stats[self.index].arrive(self.tokens.total(), attempt <= 1);
+        if let Some(i) = self.index(attempt) {
+            self.stats[i].arrive(self.each[i].tokens.total(), attempt <= 1);
+        }
     }
 
     /// Serve (`Ok`) or throttle with the `Retry-After` delay-seconds (`Err`).
-    pub(crate) fn admit(&mut self, t: Duration) -> Result<(), u64> {
-        match self.limiter.admit(t, self.tokens).retry_after {
+    pub(crate) fn admit(&mut self, attempt: u32, t: Duration) -> Result<(), u64> {
+        let Some(i) = self.index(attempt) else {
+            return Ok(());
+        };
+        let e = &mut self.each[i];
+        match e.limiter.admit(t, e.tokens).retry_after {
             None => Ok(()),
             Some(wait) => {
-                self.stats[self.index].throttled += 1;
+                self.stats[i].throttled += 1;
                 Err(retry_after_secs(wait))
             }
         }
     }
 
-    /// How long serving one request takes.
-    pub(crate) fn latency(&self) -> Duration {
-        self.provider.latency(self.tokens)
+    /// How long the provider takes to serve attempt `attempt` (`None`: not a provider's).
+    pub(crate) fn latency(&self, attempt: u32) -> Option<Duration> {
+        let e = &self.each[self.index(attempt)?];
+        Some(e.provider.latency(e.tokens))
     }
 
-    pub(crate) fn served(&mut self) {
-        let s = &mut self.stats[self.index];
-        s.served += 1;
-        s.tokens_served += self.tokens.total();
+    pub(crate) fn served(&mut self, attempt: u32) {
+        if let Some(i) = self.index(attempt) {
+            let s = &mut self.stats[i];
+            s.served += 1;
+            s.tokens_served += self.each[i].tokens.total();
+        }
     }
 
     pub(crate) fn into_stats(self) -> Vec<ProviderStats> {
