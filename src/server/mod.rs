@@ -14,7 +14,9 @@
 //! 4. otherwise (serve or lost-response) the optional dedup check, then the *work*: queue
 //!    for a slot, service time, execution count. The work runs in its own task, so a client
 //!    that gives up does not cancel work the server has already accepted: a real server
-//!    keeps serving abandoned requests, which is how retry storms overload it.
+//!    keeps serving abandoned requests, which is how retry storms overload it;
+//! 5. a connection-level verdict (bandwidth, slicer, slow close) shapes how the answer
+//!    travels back ([`delivery`]).
 //!
 //! Request identity comes from [`crate::headers::REQUEST`] and [`crate::headers::ATTEMPT`].
 //! A request without a request id (external traffic) gets one from a per-server counter

@@ -12,13 +12,12 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use stormrig::headers;
 use stormrig::scenario::{Fault, FaultKind, ServiceModel};
-use stormrig::server::proxy::serve_standalone;
 use stormrig::server::{self, TargetConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, Instant};
 
-use crate::support::http::{echo_server, local, send, send_body};
+use crate::support::http::{fault_proxy, local, send, send_body};
 
 /// A fault over the whole of a short test, on every request.
 fn always(kind: FaultKind) -> Fault {
@@ -45,12 +44,7 @@ async fn target(kind: FaultKind) -> server::TargetHandle {
 
 #[tokio::test]
 async fn a_bandwidth_fault_added_through_the_api_delivers_no_faster_than_its_rate() {
-    let upstream = echo_server().await;
-    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
-        .await
-        .unwrap();
-    let a = proxy.addr();
-    let bearer = format!("Bearer {}", proxy.control_token());
+    let (proxy, a, bearer) = fault_proxy().await;
     let auth: &[(&str, &str)] = &[("authorization", &bearer)];
     let rate = 400u64;
     let fault = format!(r#"{{"kind":"bandwidth","bytes_per_s":{rate},"path":"/slow"}}"#);
