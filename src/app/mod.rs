@@ -612,7 +612,8 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let protocol = plan.scenario.target.wire().protocol.as_str();
     for (c, opened) in output.result.configs.iter().zip(&output.connections) {
         eprintln!(
-            "connections: {}: {opened} opened over {protocol}, {:.1} attempts per connection",
+            // Two lines: with a name of 64 bytes, one would not fit 80 columns.
+            "connections of {}:\n  {opened} opened over {protocol}, {:.1} attempts per connection",
             printable(&c.name),
             c.attempts as f64 / (*opened).max(1) as f64
         );

@@ -369,7 +369,7 @@ fn connection_level_faults_refuse_bad_values_naming_the_field() {
         "kind = \"slicer\"\nslice_bytes = 4\ndelay = \"2h\"",
     ));
     assert_at(&e, 20, Some("faults[1].delay"));
-    assert!(e.to_string().contains("above the limit of 1h"), "{e}");
+    assert!(e.to_string().contains("above the limit of 3600s"), "{e}");
     let e = refused(&edit(
         18,
         "kind = \"slicer\"\nslice_bytes = 2000000\ndelay = \"1ms\"",
