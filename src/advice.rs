@@ -47,7 +47,11 @@ fn outcome_of<'a>(fault: &'a Fault, config: &RetryConfig) -> Option<AttemptOutco
         FaultKind::Reset => Some(AttemptOutcome::Transport(TransportError::Reset)),
         FaultKind::Hang | FaultKind::LostResponse { status: None } => Some(timeout()),
         FaultKind::LostResponse { status: Some(s) } => Some(status(*s, None)),
-        FaultKind::Latency { .. } => config.per_try_timeout.map(|_| timeout()),
+        FaultKind::Latency { .. } | FaultKind::Bandwidth { .. } | FaultKind::Slicer { .. } => {
+            config.per_try_timeout.map(|_| timeout())
+        }
+        // The answer arrives whole; only the connection is not reused.
+        FaultKind::SlowClose { .. } => None,
         // Over capacity the built-in target sheds with 503 or keeps the request queued.
         FaultKind::Capacity { .. } => Some(status(503, None)),
     }

@@ -14,6 +14,7 @@ mod suite {
     mod budget_drain_live;
     mod check_advice;
     mod cli;
+    mod connection_faults;
     mod display;
     mod fault_api;
     mod fleets;

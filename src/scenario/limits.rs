@@ -48,6 +48,12 @@ pub const MAX_HEADER_VALUE: usize = 8 * 1024;
 pub const MAX_PATH_LEN: usize = 8 * 1024;
 /// Largest request body (bytes).
 pub const MAX_BODY: usize = 1 << 20;
+/// Fastest `bandwidth` fault (bytes per second); above it the fault shapes nothing on loopback.
+pub const MAX_BYTES_PER_S: u64 = 1 << 40;
+/// Largest slice of a `slicer` fault (bytes).
+pub const MAX_SLICE_BYTES: u32 = 1 << 20;
+/// Longest `delay` of a `slow-close` or `slicer` fault: a connection held longer is a hang.
+pub const MAX_CONNECTION_DELAY: Duration = Duration::from_secs(3600);
 /// Longest error code of a status fault.
 pub const MAX_ERROR_CODE_LEN: usize = 256;
 

@@ -328,7 +328,8 @@ fn default_retention() -> Duration {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultSection {
-    /// `status`, `latency`, `reset`, `hang`, `capacity` or `lost-response`.
+    /// `status`, `latency`, `reset`, `hang`, `capacity`, `lost-response`, `bandwidth`,
+    /// `slow-close` or `slicer`.
     pub kind: String,
     #[serde(with = "duration")]
     pub at: Duration,
@@ -343,6 +344,14 @@ pub struct FaultSection {
     pub error_code: Option<String>,
     pub add: Option<Dist>,
     pub concurrency: Option<u32>,
+    /// `bandwidth`: the rate the response body is delivered at.
+    pub bytes_per_s: Option<u64>,
+    /// `slicer`: the size of each slice of the response body.
+    pub slice_bytes: Option<u32>,
+    /// `slow-close`: how long the connection stays open after the response; `slicer`: the
+    /// pause between two slices.
+    #[serde(default, with = "duration::option")]
+    pub delay: Option<Duration>,
 }
 
 /// One validated fault window on the target.
@@ -389,6 +398,22 @@ pub enum FaultKind {
     /// Serve the request (side effects happen), then lose the response: the client sees a
     /// read timeout or, with `status`, a gateway error such as 504.
     LostResponse { status: Option<u16> },
+    /// Serve, then deliver the response body at `bytes_per_s`.
+    Bandwidth { bytes_per_s: u64 },
+    /// Serve, then hold the connection open for `delay` after the response before closing
+    /// it (HTTP/1.1 answers `Connection: close`).
+    SlowClose { delay: Duration },
+    /// Serve, then write the response body in slices of `slice_bytes` with `delay` between
+    /// two slices.
+    Slicer { slice_bytes: u32, delay: Duration },
+}
+
+/// How a served response travels back when a connection-level fault decided the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    Bandwidth { bytes_per_s: u64 },
+    SlowClose { delay: Duration },
+    Slicer { slice_bytes: u32, delay: Duration },
 }
 
 impl FaultKind {
@@ -407,6 +432,22 @@ impl FaultKind {
             FaultKind::Capacity { concurrency } => format!("capacity {concurrency}"),
             FaultKind::LostResponse { status: Some(s) } => format!("lost response ({s})"),
             FaultKind::LostResponse { status: None } => "lost response".into(),
+            FaultKind::Bandwidth { bytes_per_s } => format!("bandwidth {bytes_per_s} B/s"),
+            FaultKind::SlowClose { .. } => "slow close".into(),
+            FaultKind::Slicer { slice_bytes, .. } => format!("slicer {slice_bytes} B"),
+        }
+    }
+
+    /// The connection-level delivery of this kind, if it is one (the simulator refuses
+    /// them; the built-in target and the proxy shape the response with them).
+    pub fn delivery(&self) -> Option<Delivery> {
+        match *self {
+            FaultKind::Bandwidth { bytes_per_s } => Some(Delivery::Bandwidth { bytes_per_s }),
+            FaultKind::SlowClose { delay } => Some(Delivery::SlowClose { delay }),
+            FaultKind::Slicer { slice_bytes, delay } => {
+                Some(Delivery::Slicer { slice_bytes, delay })
+            }
+            _ => None,
         }
     }
 }

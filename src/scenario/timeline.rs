@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use super::model::{Dist, Fault, FaultKind, ServiceModel};
+use super::model::{Delivery, Dist, Fault, FaultKind, ServiceModel};
 use crate::draws::{draw_key, draw_salted, SALT_LATENCY_BASE, SALT_SERVICE_1, SALT_SERVICE_2};
 
 /// `Duration` from seconds, clamped to `[0, Duration::MAX]` (NaN gives zero).
@@ -121,6 +121,8 @@ pub enum Action<'a> {
     },
     /// Serve (the side effect happens), then lose the response: no answer, or `status`.
     LostResponse { status: Option<u16> },
+    /// Serve, then deliver the response the way a connection-level fault says.
+    Deliver(Delivery),
 }
 
 /// The decision for one arrival.
@@ -161,7 +163,9 @@ impl FaultTimeline {
     /// (salt = the fault's index in file order, so each fault fires independently).
     ///
     /// Latency faults that fire all add up. Among the terminal faults (status, reset, hang,
-    /// lost-response) that fire, **the first in file order wins**; later ones are ignored.
+    /// lost-response, and the connection-level bandwidth, slow-close and slicer, which decide
+    /// how the response travels) that fire, **the first in file order wins**; later ones are
+    /// ignored.
     /// Capacity faults never fire per request: they act on the slots (see [`capacity_at`]).
     ///
     /// [`capacity_at`]: FaultTimeline::capacity_at
@@ -212,6 +216,12 @@ impl FaultTimeline {
                 FaultKind::Reset => Action::Reset,
                 FaultKind::Hang => Action::Hang,
                 FaultKind::LostResponse { status } => Action::LostResponse { status: *status },
+                FaultKind::Bandwidth { .. }
+                | FaultKind::SlowClose { .. }
+                | FaultKind::Slicer { .. } => match f.kind.delivery() {
+                    Some(d) => Action::Deliver(d),
+                    None => unreachable!("connection-level kinds have a delivery"),
+                },
                 FaultKind::Capacity { .. } => unreachable!("skipped above"),
             };
             verdict.action = action;

@@ -50,6 +50,9 @@ pub const FAULT_KINDS: &[&str] = &[
     "hang",
     "capacity",
     "lost-response",
+    "bandwidth",
+    "slow-close",
+    "slicer",
 ];
 
 /// The nearest candidate to `word`, when one is close enough to be a likely typo.
@@ -610,6 +613,10 @@ pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fa
         "reset" | "hang" => connection_fault(&p, f)?,
         "capacity" => capacity_fault(&p, f)?,
         "lost-response" => lost_response_fault(&p, f)?,
+        "bandwidth" => bandwidth_fault(&p, f)?,
+        // Toxiproxy spells it with an underscore.
+        "slow-close" | "slow_close" => slow_close_fault(&p, f)?,
+        "slicer" => slicer_fault(&p, f)?,
         other => {
             return refuse(
                 format!("{p}.kind"),
@@ -673,6 +680,9 @@ fn takes_only(
         ("error_code", f.error_code.is_some()),
         ("add", f.add.is_some()),
         ("concurrency", f.concurrency.is_some()),
+        ("bytes_per_s", f.bytes_per_s.is_some()),
+        ("slice_bytes", f.slice_bytes.is_some()),
+        ("delay", f.delay.is_some()),
     ];
     let others: Vec<(&str, bool)> = set
         .into_iter()
@@ -789,6 +799,100 @@ fn lost_response_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
         check_status(p, s)?;
     }
     Ok(FaultKind::LostResponse { status: f.status })
+}
+
+fn bandwidth_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a bandwidth fault",
+        "`bytes_per_s`",
+        &["probability", "path", "bytes_per_s"],
+    )?;
+    let field = format!("{p}.bytes_per_s");
+    let rate = require(
+        field.clone(),
+        &f.bytes_per_s,
+        "the rate the response body is delivered at, e.g. bytes_per_s = 1024",
+    )?;
+    if rate == 0 {
+        return refuse(field, "0 is outside [1, 1099511627776]");
+    }
+    check_count(&field, "bytes per second", rate, limits::MAX_BYTES_PER_S)?;
+    Ok(FaultKind::Bandwidth { bytes_per_s: rate })
+}
+
+/// The `delay` of a connection-level fault, within [`limits::MAX_CONNECTION_DELAY`] (and
+/// above zero when `positive`).
+fn connection_delay(p: &str, f: &FaultSection, why: &str, positive: bool) -> Checked<Duration> {
+    let field = format!("{p}.delay");
+    let delay = require(field.clone(), &f.delay, why)?;
+    if positive && delay.is_zero() {
+        return refuse(field, "0s holds nothing; need a delay above 0");
+    }
+    if delay > limits::MAX_CONNECTION_DELAY {
+        return refuse(
+            field,
+            format!(
+                "{} is above the limit of {}",
+                fmt_d(delay),
+                fmt_d(limits::MAX_CONNECTION_DELAY)
+            ),
+        );
+    }
+    Ok(delay)
+}
+
+fn slow_close_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a slow-close fault",
+        "`delay`",
+        &["probability", "path", "delay"],
+    )?;
+    let delay = connection_delay(
+        p,
+        f,
+        "how long the connection stays open after the response, e.g. delay = \"2s\"",
+        true,
+    )?;
+    Ok(FaultKind::SlowClose { delay })
+}
+
+fn slicer_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a slicer fault",
+        "`slice_bytes` and `delay`",
+        &["probability", "path", "slice_bytes", "delay"],
+    )?;
+    let field = format!("{p}.slice_bytes");
+    let slice = require(
+        field.clone(),
+        &f.slice_bytes,
+        "the size of each slice of the response body, e.g. slice_bytes = 64",
+    )?;
+    if slice == 0 {
+        return refuse(field, "0 is outside [1, 1048576]");
+    }
+    check_count(
+        &field,
+        "bytes",
+        slice.into(),
+        limits::MAX_SLICE_BYTES.into(),
+    )?;
+    let delay = connection_delay(
+        p,
+        f,
+        "the pause between two slices, e.g. delay = \"10ms\"",
+        false,
+    )?;
+    Ok(FaultKind::Slicer {
+        slice_bytes: slice,
+        delay,
+    })
 }
 
 /// How many faults and gates a scenario lists, and how long each gate is.

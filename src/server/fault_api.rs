@@ -14,7 +14,8 @@
 //! Every fault's window is kept relative to the proxy's start, the epoch the server's
 //! timeline runs from, so a change re-arms the whole set at once and a fault already active
 //! stays active. A fault's `hits` count the requests it decided (status, reset, hang,
-//! lost-response; a latency fault only delays and is not counted).
+//! lost-response, and the connection-level bandwidth, slow-close and slicer; a latency fault
+//! only delays and is not counted).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

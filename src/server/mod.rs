@@ -14,7 +14,9 @@
 //! 4. otherwise (serve or lost-response) the optional dedup check, then the *work*: queue
 //!    for a slot, service time, execution count. The work runs in its own task, so a client
 //!    that gives up does not cancel work the server has already accepted: a real server
-//!    keeps serving abandoned requests, which is how retry storms overload it.
+//!    keeps serving abandoned requests, which is how retry storms overload it;
+//! 5. a connection-level verdict (bandwidth, slicer, slow close) shapes how the answer
+//!    travels back ([`delivery`]).
 //!
 //! Request identity comes from [`crate::headers::REQUEST`] and [`crate::headers::ATTEMPT`].
 //! A request without a request id (external traffic) gets one from a per-server counter
@@ -27,6 +29,7 @@
 
 mod counters;
 mod dedup;
+mod delivery;
 mod fault_api;
 mod provider;
 pub mod proxy;
@@ -60,6 +63,7 @@ use crate::scenario::{DedupSpec, Fault, FaultKind, Protocol, ServiceModel};
 use crate::headers::{H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST};
 use counters::Counters;
 use dedup::{Begin, Dedup, Ticket};
+use delivery::{CloseHold, Delivered, HeldClose};
 use slots::{Refused, Slots};
 
 /// First request id given to requests that carry none.
@@ -569,15 +573,19 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen)
         let acceptor = acceptor.clone();
         let protocol = listen.protocol;
         spawn_tracked(&shared, async move {
-            let svc = service_fn(move |req| handle(conn_shared.clone(), req));
+            let hold = CloseHold::default();
+            let svc_hold = hold.clone();
+            let svc = service_fn(move |req| {
+                serve_request(conn_shared.clone(), req, svc_hold.clone(), protocol.is_h2())
+            });
             match acceptor {
-                None => serve_connection(protocol, stream, svc).await,
+                None => serve_connection(protocol, HeldClose::new(stream, hold), svc).await,
                 Some(acceptor) => {
                     let handshake =
                         tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
                     // A failed handshake carried no request: nothing to count or answer.
                     if let Ok(Ok(tls)) = handshake.await {
-                        serve_connection(protocol, tls, svc).await;
+                        serve_connection(protocol, HeldClose::new(tls, hold), svc).await;
                     }
                 }
             }
@@ -589,8 +597,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen)
 async fn serve_connection<S, Svc>(protocol: Protocol, stream: S, svc: Svc)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-    Svc: hyper::service::Service<Request<Incoming>, Response = Resp, Error = CloseConnection>
-        + Send
+    Svc: hyper::service::Service<
+            Request<Incoming>,
+            Response = Response<Delivered>,
+            Error = CloseConnection,
+        > + Send
         + 'static,
     Svc::Future: Send + 'static,
 {
@@ -686,6 +697,19 @@ enum Worked {
     },
 }
 
+/// One request answered and delivered: shaped on its way back when a connection-level fault
+/// decided it (the answer carries the [`crate::scenario::Delivery`] as an extension).
+async fn serve_request(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    hold: CloseHold,
+    h2: bool,
+) -> Result<Response<Delivered>, CloseConnection> {
+    let mut resp = handle(shared, req).await?;
+    let delivery = resp.extensions_mut().remove::<crate::scenario::Delivery>();
+    Ok(delivery::deliver(resp, delivery, &hold, h2).await)
+}
+
 /// One request, in the steps the module docs list: identify, the fast path of status faults
 /// answered at once, arrival, body, fault verdict, dedup, the work, the answer.
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
@@ -732,8 +756,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         }
     };
 
+    let delivery = match verdict.action {
+        Action::Deliver(d) => Some(d),
+        _ => None,
+    };
     let lost = match verdict.action {
-        Action::Serve => None,
+        Action::Serve | Action::Deliver(_) => None,
         Action::LostResponse { status } => Some(status),
         terminal => return fault_answer(&shared, &faults, terminal, &verdict).await,
     };
@@ -784,11 +812,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Ok(Some(w)) => w,
         _ => return Err(CloseConnection("shut down during service")),
     };
-    let resp = answer(&shared, worked, lost).await;
+    let mut resp = answer(&shared, worked, lost).await;
     if let (Some(r), Ok(resp)) = (routed, &resp) {
         if resp.status() == StatusCode::OK {
             shared.providers.served(r);
         }
+    }
+    if let (Some(d), Ok(resp)) = (delivery, &mut resp) {
+        resp.extensions_mut().insert(d);
     }
     resp
 }

@@ -821,7 +821,9 @@ impl Sim<'_> {
         let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
         let gen = at.gen;
         let act = match v.action {
-            Action::Serve => None,
+            // Connection-level faults are refused before a simulation starts
+            // (see `modeled_target`): their verdicts never reach here.
+            Action::Serve | Action::Deliver(_) => None,
             Action::LostResponse { .. } => {
                 at.lost = fault;
                 None

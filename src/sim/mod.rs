@@ -238,6 +238,19 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
 /// The modeled target's service model and dedup, or why the simulator cannot model the plan.
 fn modeled_target(plan: &Plan) -> Result<(&ServiceModel, Option<&DedupSpec>), SimError> {
     let sc = &plan.scenario;
+    if let Some((i, f)) = sc
+        .faults
+        .iter()
+        .enumerate()
+        .find(|(_, f)| f.kind.delivery().is_some())
+    {
+        // Their cost is the wire's: bytes and sockets the simulator does not model.
+        return Err(SimError::Unsupported(format!(
+            "connection-level faults (faults[{i}] is {}; bandwidth, slow-close and slicer \
+             shape bytes on the connection)",
+            f.kind.label()
+        )));
+    }
     if let Some(n) = sc.load.max_connections {
         return Err(SimError::Unsupported(format!(
             "a bounded client connection pool (load.max_connections = {n})"

@@ -12,11 +12,10 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use stormrig::headers;
-use stormrig::server::proxy::{serve_standalone, StandaloneProxy};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::support::http::{echo_server, local, send, send_body};
+use crate::support::http::{fault_proxy as proxy, send, send_body};
 
 /// One control request; its status and JSON answer.
 async fn control(
@@ -32,18 +31,6 @@ async fn control(
         .unwrap();
     let v = serde_json::from_slice(&body).unwrap_or(Value::Null);
     (st, v)
-}
-
-/// A standalone proxy with no faults in front of an echo server: it, its address and the
-/// `Authorization` value of its control requests.
-async fn proxy() -> (StandaloneProxy, std::net::SocketAddr, String) {
-    let upstream = echo_server().await;
-    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
-        .await
-        .unwrap();
-    let a = proxy.addr();
-    let bearer = format!("Bearer {}", proxy.control_token());
-    (proxy, a, bearer)
 }
 
 /// One answered request of the load loop.

@@ -338,3 +338,47 @@ fn locate_finds_config_fields() {
     assert_eq!(locate(&text, "configs[1].jitter.kind"), Some(26));
     assert_eq!(locate(&text, "faults[1].probability"), Some(19));
 }
+
+#[test]
+fn connection_level_faults_load_with_their_fields() {
+    let text = edit(18, "kind = \"slicer\"\nslice_bytes = 16\ndelay = \"10ms\"");
+    let s = parse(Path::new(FILE), &text).unwrap();
+    assert_eq!(
+        s.faults[1].kind,
+        stormrig::scenario::FaultKind::Slicer {
+            slice_bytes: 16,
+            delay: std::time::Duration::from_millis(10)
+        }
+    );
+    let text = edit(18, "kind = \"slow_close\"\ndelay = \"2s\"");
+    let s = parse(Path::new(FILE), &text).unwrap();
+    assert_eq!(s.faults[1].kind.label(), "slow close");
+}
+
+#[test]
+fn connection_level_faults_refuse_bad_values_naming_the_field() {
+    let e = refused(&edit(18, "kind = \"bandwidth\"\nbytes_per_s = 0"));
+    assert_at(&e, 19, Some("faults[1].bytes_per_s"));
+    let e = refused(&edit(18, "kind = \"bandwidth\""));
+    assert!(
+        e.to_string().contains("faults[1].bytes_per_s: is missing"),
+        "{e}"
+    );
+    let e = refused(&edit(
+        18,
+        "kind = \"slicer\"\nslice_bytes = 4\ndelay = \"2h\"",
+    ));
+    assert_at(&e, 20, Some("faults[1].delay"));
+    assert!(e.to_string().contains("above the limit of 3600s"), "{e}");
+    let e = refused(&edit(
+        18,
+        "kind = \"slicer\"\nslice_bytes = 2000000\ndelay = \"1ms\"",
+    ));
+    assert_at(&e, 19, Some("faults[1].slice_bytes"));
+    let e = refused(&edit(18, "kind = \"slow-close\"\ndelay = \"0s\""));
+    assert_at(&e, 19, Some("faults[1].delay"));
+    // A field of another kind: the kind takes only its own.
+    let e = refused(&edit(12, "kind = \"slow-close\"\ndelay = \"1s\""));
+    assert_at(&e, 14, Some("faults[0].status"));
+    assert!(e.to_string().contains("takes `delay`"), "{e}");
+}

@@ -254,3 +254,16 @@ fn a_config_alone_or_reordered_gives_the_same_summary() {
         assert_eq!(json(&reordered, &c.name), json(&all, &c.name), "{}", c.name);
     }
 }
+
+#[test]
+fn connection_level_faults_are_refused_clearly() {
+    let mut p = plan("downstream-503-10s.toml");
+    let mut f = p.scenario.faults[0].clone();
+    f.kind = stormrig::scenario::FaultKind::Bandwidth { bytes_per_s: 100 };
+    p.scenario.faults.push(f);
+    let e = sim::run(&p, &SimOptions::default()).unwrap_err();
+    assert!(matches!(e, SimError::Unsupported(_)));
+    let shown = e.to_string();
+    assert!(shown.contains("faults[1] is bandwidth 100 B/s"), "{shown}");
+    assert!(shown.contains("stormrig run"), "{shown}");
+}

@@ -10,6 +10,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use stormrig::headers;
+use stormrig::server::proxy::{serve_standalone, StandaloneProxy};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Port 0 on 127.0.0.1: a free loopback port.
@@ -60,6 +61,18 @@ pub async fn send_body(
     let (parts, body) = resp.into_parts();
     let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
     Ok((parts.status, parts.headers, body))
+}
+
+/// A standalone proxy with no faults in front of an [`echo_server`]: it, its address and
+/// the `Authorization` value of its control requests.
+pub async fn fault_proxy() -> (StandaloneProxy, SocketAddr, String) {
+    let upstream = echo_server().await;
+    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
+        .await
+        .unwrap();
+    let a = proxy.addr();
+    let bearer = format!("Bearer {}", proxy.control_token());
+    (proxy, a, bearer)
 }
 
 /// An upstream answering 200 with stormrig's headers echoed in the body.
