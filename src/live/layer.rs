@@ -202,13 +202,7 @@ async fn accept_loop(
     let mut conns = JoinSet::new();
     loop {
         let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                }
-            },
+            stream = crate::server::next_connection(&listener) => stream,
             _ = stop.changed() => break,
         };
         let _ = stream.set_nodelay(true);

@@ -288,13 +288,7 @@ pub fn metrics_text(snaps: &[Snapshot], meta: &RunMeta, scenario: &str) -> Strin
 async fn serve_metrics(listener: TcpListener, sources: Sources, stopped: watch::Receiver<bool>) {
     loop {
         let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                }
-            },
+            stream = crate::server::next_connection(&listener) => stream,
             _ = crate::server::shutdown_signal(stopped.clone()) => return,
         };
         let sources = sources.clone();

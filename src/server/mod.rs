@@ -551,21 +551,26 @@ where
     })
 }
 
+/// The next connection on `listener`, for every accept loop of the project (the target and
+/// proxy, the layers, the metrics listener). An accept error (out of file descriptors, a
+/// connection reset while queued) is retried after a short pause rather than spun on.
+/// Cancel-safe: a loop may drop it in a `select!` when it is told to stop.
+pub(crate) async fn next_connection(listener: &TcpListener) -> tokio::net::TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => return stream,
+            Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen) {
     let acceptor = listen.tls.map(tokio_rustls::TlsAcceptor::from);
     let stop = shutdown_signal(shared.shutdown.clone());
     tokio::pin!(stop);
     loop {
         let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
-                Err(_) => {
-                    // Out of file descriptors or a connection reset while queued: back off a
-                    // little rather than spin.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                }
-            },
+            stream = next_connection(&listener) => stream,
             _ = &mut stop => break,
         };
         let _ = stream.set_nodelay(true);
