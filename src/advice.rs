@@ -44,6 +44,11 @@ fn outcome_of<'a>(fault: &'a Fault, config: &RetryConfig) -> Option<AttemptOutco
             error_code,
             ..
         } => Some(status(*s, error_code.as_deref())),
+        FaultKind::GrpcStatus { status, .. } => Some(AttemptOutcome::Response(Response {
+            status: 200,
+            grpc_status: Some(*status),
+            ..Response::default()
+        })),
         FaultKind::Reset => Some(AttemptOutcome::Transport(TransportError::Reset)),
         FaultKind::Hang | FaultKind::LostResponse { status: None } => Some(timeout()),
         FaultKind::LostResponse { status: Some(s) } => Some(status(*s, None)),
@@ -59,6 +64,10 @@ fn outcome_of<'a>(fault: &'a Fault, config: &RetryConfig) -> Option<AttemptOutco
 
 fn outcome_name(o: &AttemptOutcome<'_>) -> String {
     match o {
+        AttemptOutcome::Response(Response {
+            grpc_status: Some(g),
+            ..
+        }) => format!("gRPC status {g}"),
         AttemptOutcome::Response(r) => format!("status {}", r.status),
         AttemptOutcome::Transport(t) => serde_json::to_value(t)
             .ok()
@@ -73,6 +82,10 @@ fn why_not(config: &RetryConfig, method: &str, o: &AttemptOutcome<'_>) -> Vec<St
     let mut why = Vec::new();
     if c.class == OutcomeClass::NonRetryable {
         why.push(match o {
+            AttemptOutcome::Response(Response {
+                grpc_status: Some(g),
+                ..
+            }) => format!("gRPC status {g} is not in retry_on.grpc_statuses"),
             AttemptOutcome::Response(r) => format!("status {} is not in retry_on", r.status),
             AttemptOutcome::Transport(_) => format!(
                 "{} is not a retried transport outcome (retry_on.transport)",

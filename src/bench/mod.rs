@@ -203,6 +203,7 @@ fn get(path: &str) -> RequestTemplate {
         path: path.to_string(),
         headers: HeaderMap::new(),
         body: Bytes::new(),
+        grpc: false,
     }
 }
 

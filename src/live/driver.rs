@@ -59,6 +59,9 @@ pub struct RequestTemplate {
     pub path: String,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// A gRPC unary call: `grpc-timeout` goes with each attempt and the reply is read by
+    /// its `grpc-status` ([`super::grpc`]).
+    pub grpc: bool,
 }
 
 /// How a logical request ended.
@@ -166,13 +169,14 @@ impl ConfigRuntime {
                     .await;
                     let latency = epoch.elapsed().saturating_sub(sent_at);
                     let req = held.resume();
-                    let next = self.lock().outcome(
-                        epoch.now(),
-                        req,
-                        latency,
-                        &to_outcome(&reply),
-                        &mut rng,
-                    );
+                    let outcome = if tmpl.grpc {
+                        super::grpc::to_outcome(&reply)
+                    } else {
+                        to_outcome(&reply)
+                    };
+                    let next = self
+                        .lock()
+                        .outcome(epoch.now(), req, latency, &outcome, &mut rng);
                     last = Some(reply);
                     next
                 }
@@ -240,6 +244,12 @@ impl ConfigRuntime {
                 headers::H_DEADLINE_MS,
                 HeaderValue::from(rem.as_millis() as u64),
             );
+        }
+        if tmpl.grpc {
+            // The call's deadline as gRPC carries it: what remains of it, else the try's.
+            if let Some(d) = attempt.remaining_deadline.or(attempt.timeout) {
+                h.insert("grpc-timeout", super::grpc::timeout_header(d));
+            }
         }
         if attempt.idempotency_key {
             let v = format!("{}-{request}", self.name);
@@ -340,6 +350,7 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
             amz_retry_after: reply.header("x-amz-retry-after"),
             grpc_pushback_ms: reply.header("grpc-retry-pushback-ms"),
             error_code: reply.header("x-amzn-errortype"),
+            grpc_status: None,
         }),
         Reply::Failed(e) => AttemptOutcome::Transport(*e),
     }

@@ -455,8 +455,12 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
                 _ => return Err(classify(e.error())),
             },
         };
-        let (parts, body) = resp.into_parts();
-        let body = read_bounded(body).await.map_err(|e| classify(&e))?;
+        let (mut parts, body) = resp.into_parts();
+        let (body, trailers) = read_bounded(body).await.map_err(|e| classify(&e))?;
+        if let Some(trailers) = trailers {
+            // gRPC's status travels in trailers; the reply reads them as headers.
+            parts.headers.extend(trailers);
+        }
         if parts
             .headers
             .get(crate::headers::UPSTREAM)
@@ -493,16 +497,22 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
 /// attempt stays bounded whatever the server sends.
 pub const MAX_KEPT_BODY: usize = crate::server::proxy::MAX_BODY;
 
-/// Reads `body` to its end, keeping its first [`MAX_KEPT_BODY`] bytes.
-async fn read_bounded(mut body: hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
+/// Reads `body` to its end, keeping its first [`MAX_KEPT_BODY`] bytes, and its trailers.
+async fn read_bounded(
+    mut body: hyper::body::Incoming,
+) -> Result<(Bytes, Option<HeaderMap>), hyper::Error> {
     let mut kept = bytes::BytesMut::new();
+    let mut trailers = None;
     while let Some(frame) = body.frame().await {
-        if let Ok(data) = frame?.into_data() {
-            let room = MAX_KEPT_BODY.saturating_sub(kept.len());
-            kept.extend_from_slice(&data[..data.len().min(room)]);
+        match frame?.into_data() {
+            Ok(data) => {
+                let room = MAX_KEPT_BODY.saturating_sub(kept.len());
+                kept.extend_from_slice(&data[..data.len().min(room)]);
+            }
+            Err(frame) => trailers = frame.into_trailers().ok(),
         }
     }
-    Ok(kept.freeze())
+    Ok((kept.freeze(), trailers))
 }
 
 /// True when the kernel refused for lack of a local resource (file descriptors, a local

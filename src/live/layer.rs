@@ -289,6 +289,7 @@ async fn handle(
             .unwrap_or_else(|| "/".into()),
         headers: fwd,
         body,
+        grpc: false,
     };
     let id = request
         .wrapping_mul(REQUEST_ID_STRIDE)

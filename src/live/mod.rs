@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod driver;
+pub mod grpc;
 pub mod http;
 pub mod layer;
 pub mod progress;
@@ -645,11 +646,22 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
         })?;
         headers.insert(name, value);
     }
+    if let Some(g) = &load.grpc {
+        grpc::call_headers(&mut headers);
+        return Ok(RequestTemplate {
+            method: Method::POST,
+            path: g.path(),
+            headers,
+            body: grpc::frame(g.message.as_bytes()),
+            grpc: true,
+        });
+    }
     Ok(RequestTemplate {
         method,
         path: load.path.clone(),
         headers,
         body: Bytes::from(load.body.clone().unwrap_or_default()),
+        grpc: false,
     })
 }
 

@@ -94,6 +94,7 @@ impl Default for RetryConfig {
                 ],
                 throttling_codes: vec![],
                 transient_codes: vec![],
+                ..RetryOn::default()
             },
             retry_non_idempotent: false,
             idempotency_key: false,

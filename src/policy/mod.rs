@@ -8,6 +8,7 @@
 //! Modules, one job each:
 //! * [`outcome`]: classify an attempt (success / transient / throttling / non-retryable), the
 //!   attempt-log label, idempotent methods;
+//! * [`grpc_status`]: gRPC's status codes, by which gRPC replies are classified;
 //! * [`retry_after`]: `Retry-After`, `x-amz-retry-after`, `grpc-retry-pushback-ms`;
 //! * [`backoff`]: constant / linear / exponential schedules and the jitter families;
 //! * [`deadline`]: overall deadline, per-try timeout, propagation;
@@ -32,6 +33,7 @@ pub mod duration;
 pub mod error;
 pub mod failover;
 pub mod fleet;
+pub mod grpc_status;
 pub mod outcome;
 pub mod presets;
 pub mod retry_after;
@@ -47,6 +49,7 @@ pub use cost::{CostConfig, CostScope};
 pub use error::PolicyError;
 pub use failover::FailoverConfig;
 pub use fleet::Fleet;
+pub use grpc_status::GrpcStatus;
 pub use outcome::{
     attempt_label, AttemptLabel, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern,
     TransportError, REFUSED_LABEL,

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::grpc_status::GrpcStatus;
+
 /// A failure below HTTP: the attempt produced no response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -79,6 +81,10 @@ pub struct Response<'a> {
     pub grpc_pushback_ms: Option<&'a str>,
     /// Service error code from the body or an error header (e.g. AWS `ThrottlingException`).
     pub error_code: Option<&'a str>,
+    /// The reply to a gRPC call: its `grpc-status` (from the trailers, or the headers of a
+    /// trailers-only answer). When present it alone decides the class; the HTTP status of a
+    /// gRPC answer is 200 whatever happened.
+    pub grpc_status: Option<GrpcStatus>,
 }
 
 impl<'a> Response<'a> {
@@ -212,6 +218,14 @@ pub struct RetryOn {
     /// Service error codes that mean a transient failure whatever the status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transient_codes: Vec<String>,
+    /// gRPC statuses retried as transient failures (gRPC's `retryableStatusCodes`, Envoy's
+    /// `retry_on: unavailable,cancelled,...`). A gRPC reply is classified by these lists
+    /// alone; HTTP status lists apply to replies without a `grpc-status`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grpc_statuses: Vec<GrpcStatus>,
+    /// gRPC statuses retried as throttling (e.g. `resource-exhausted`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grpc_throttling_statuses: Vec<GrpcStatus>,
 }
 
 /// The classification of one outcome, with the details budgets and logs need.
@@ -237,7 +251,10 @@ impl RetryOn {
 
     /// Classify one attempt's outcome.
     ///
-    /// Order (first match wins): status < 400 → success; throttling error code → throttling;
+    /// A gRPC reply (one with a `grpc-status`): OK → success; a listed throttling status →
+    /// throttling; a listed status → transient; any other → non-retryable.
+    ///
+    /// Otherwise, order (first match wins): status < 400 → success; throttling error code → throttling;
     /// throttling status → throttling; transient error code or transient status → transient;
     /// otherwise non-retryable. Transport failures are transient when listed, else non-retryable.
     pub fn classify(&self, outcome: &AttemptOutcome<'_>) -> Classified {
@@ -255,6 +272,22 @@ impl RetryOn {
                 },
                 timeout: t.is_timeout(),
                 never_sent: t.never_reached_server(),
+            },
+            AttemptOutcome::Response(Response {
+                grpc_status: Some(g),
+                ..
+            }) => Classified {
+                class: if *g == GrpcStatus::Ok {
+                    OutcomeClass::Success
+                } else if self.grpc_throttling_statuses.contains(g) {
+                    OutcomeClass::Throttling
+                } else if self.grpc_statuses.contains(g) {
+                    OutcomeClass::Transient
+                } else {
+                    OutcomeClass::NonRetryable
+                },
+                timeout: false,
+                never_sent: false,
             },
             AttemptOutcome::Response(r) => {
                 let code = r.error_code.unwrap_or("");
@@ -381,7 +414,53 @@ mod tests {
             transport: vec![TransportError::ConnectRefused, TransportError::ReadTimeout],
             throttling_codes: vec!["SlowDown".into()],
             transient_codes: vec!["RequestTimeout".into()],
+            grpc_statuses: vec![GrpcStatus::Unavailable],
+            grpc_throttling_statuses: vec![GrpcStatus::ResourceExhausted],
         }
+    }
+
+    fn grpc(status: u16, g: GrpcStatus) -> AttemptOutcome<'static> {
+        AttemptOutcome::Response(Response {
+            status,
+            grpc_status: Some(g),
+            ..Response::default()
+        })
+    }
+
+    #[test]
+    fn a_grpc_reply_is_classified_by_its_grpc_status_alone() {
+        let r = aws_like();
+        let class = |o| r.classify(&o).class;
+        assert_eq!(class(grpc(200, GrpcStatus::Ok)), OutcomeClass::Success);
+        assert_eq!(
+            class(grpc(200, GrpcStatus::Unavailable)),
+            OutcomeClass::Transient
+        );
+        assert_eq!(
+            class(grpc(200, GrpcStatus::ResourceExhausted)),
+            OutcomeClass::Throttling
+        );
+        assert_eq!(
+            class(grpc(200, GrpcStatus::DeadlineExceeded)),
+            OutcomeClass::NonRetryable
+        );
+        // A 503 that carries a gRPC status is what the status says, not a 5xx.
+        assert_eq!(
+            class(grpc(503, GrpcStatus::Internal)),
+            OutcomeClass::NonRetryable
+        );
+        // Without the gRPC lists nothing gRPC is retried.
+        assert_eq!(
+            RetryOn::default()
+                .classify(&grpc(200, GrpcStatus::Unavailable))
+                .class,
+            OutcomeClass::NonRetryable
+        );
+        let t: RetryOn = toml::from_str(r#"grpc_statuses = ["unavailable", "CANCELLED"]"#).unwrap();
+        assert_eq!(
+            t.grpc_statuses,
+            vec![GrpcStatus::Unavailable, GrpcStatus::Cancelled]
+        );
     }
 
     fn resp(status: u16, code: Option<&str>) -> AttemptOutcome<'_> {

@@ -6,6 +6,7 @@ use super::backoff::{Backoff, Jitter};
 use super::budget::{BudgetConfig, DepositOn};
 use super::config::RetryConfig;
 use super::error::PolicyError;
+use super::grpc_status::GrpcStatus;
 use super::outcome::{RetryOn, StatusPattern, TransportError};
 use super::retry_after::{HintHeader, RetryAfterConfig};
 use serde::Serialize;
@@ -194,6 +195,7 @@ pub fn aws_standard() -> RetryConfig {
             transport: ALL_TRANSPORT.to_vec(),
             throttling_codes: strings(AWS_THROTTLING_CODES),
             transient_codes: strings(&["RequestTimeout", "RequestTimeoutException"]),
+            ..RetryOn::default()
         },
         retry_non_idempotent: true,
         backoff: Backoff::Exponential {
@@ -263,6 +265,7 @@ pub fn aws_legacy() -> RetryConfig {
                 "ProvisionedThroughputExceededException",
             ]),
             transient_codes: vec![],
+            ..RetryOn::default()
         },
         retry_non_idempotent: true,
         backoff: Backoff::Exponential {
@@ -286,7 +289,8 @@ pub fn aws_legacy() -> RetryConfig {
 /// HTTP server): 502, 503, 504 → UNAVAILABLE (transient) and 429 → UNAVAILABLE (classified as
 /// throttling for the log; gRPC charges both the same); connection refused/timeout and reset
 /// → UNAVAILABLE. Read and per-try timeouts are DEADLINE_EXCEEDED, not retryable. gRPC does
-/// not look at idempotency (every call is a POST).
+/// not look at idempotency (every call is a POST). A real gRPC reply is classified by its
+/// `grpc-status`: UNAVAILABLE is retried, every other status is not.
 pub fn grpc() -> RetryConfig {
     RetryConfig {
         max_attempts: 4,
@@ -294,6 +298,7 @@ pub fn grpc() -> RetryConfig {
             statuses: vec![Exact(502), Exact(503), Exact(504)],
             throttling_statuses: vec![Exact(429)],
             transport: vec![ConnectRefused, ConnectTimeout, Reset],
+            grpc_statuses: vec![GrpcStatus::Unavailable],
             ..RetryOn::default()
         },
         retry_non_idempotent: true,
@@ -361,8 +366,9 @@ pub fn envoy() -> RetryConfig {
 /// `connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes` with the
 /// retriable status 503 of older istiod. Over HTTP/1.1 that is: connect refused/timeout and
 /// 503; `refused-stream` (HTTP/2 only) has no HTTP/1.1 equivalent, so a generic reset is not
-/// retried; `unavailable`/`cancelled` are gRPC statuses. Envoy back-off (25 ms, cap 250 ms,
-/// full jitter); istio sets `max_retries` to 2^32−1, so no retry limit; no route timeout.
+/// retried; `unavailable`/`cancelled` are gRPC statuses, retried when a gRPC reply carries
+/// them. Envoy back-off (25 ms, cap 250 ms, full jitter); istio sets `max_retries` to
+/// 2^32−1, so no retry limit; no route timeout.
 pub fn istio() -> RetryConfig {
     let (backoff, jitter) = envoy_backoff();
     RetryConfig {
@@ -370,6 +376,7 @@ pub fn istio() -> RetryConfig {
         retry_on: RetryOn {
             statuses: vec![Exact(503)],
             transport: vec![ConnectRefused, ConnectTimeout],
+            grpc_statuses: vec![GrpcStatus::Unavailable, GrpcStatus::Cancelled],
             ..RetryOn::default()
         },
         retry_non_idempotent: true,

@@ -223,6 +223,7 @@ mod tests {
                 amz_retry_after: Some(value),
                 grpc_pushback_ms: Some(value),
                 error_code: None,
+                grpc_status: None,
             };
             let hint = c.hint(&r, || now);
             assert_eq!(hint, Hint::Delay(HINT_CEILING), "{header:?} {value}");

@@ -92,6 +92,25 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
+    if load.grpc.is_some() {
+        super::grpc::check_protocol(wire.protocol).map_err(refused)?;
+        let relayed = if matches!(choice, TargetChoice::Url { .. }) {
+            Some("a `url` target (stormrig's fault proxy")
+        } else if !file.topology.is_empty() {
+            Some("topology layers (a layer")
+        } else {
+            None
+        };
+        if let Some(what) = relayed {
+            return Err(refused(Refusal {
+                field: "load.grpc".into(),
+                message: format!(
+                    "gRPC calls go to the built-in target only: {what} relays bodies without \
+                     their trailers, where a gRPC status travels)"
+                ),
+            }));
+        }
+    }
     let faults = file
         .faults
         .iter()

@@ -3,6 +3,7 @@
 //! errors name the file, line and field; `schedule` turns the load into seeded arrival times.
 
 pub mod error;
+pub mod grpc;
 pub mod host;
 pub mod limits;
 pub mod load;

@@ -92,6 +92,9 @@ pub struct LoadSection {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub body: Option<String>,
+    /// gRPC unary calls instead of plain HTTP requests ([`super::grpc`]).
+    #[serde(default)]
+    pub grpc: Option<super::grpc::GrpcSection>,
     /// Per-config cap on logical requests in flight. Arrivals past the cap are dropped and
     /// counted, never silently delayed (that would hide the overload the storm causes).
     #[serde(default = "default_max_in_flight")]
@@ -154,6 +157,9 @@ pub struct Load {
     pub path: String,
     pub headers: BTreeMap<String, String>,
     pub body: Option<String>,
+    /// The gRPC unary call every request makes, when the load speaks gRPC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<super::grpc::GrpcCall>,
     pub max_in_flight: u32,
     /// Client connection pool bound (see [`LoadSection::max_connections`]).
     pub max_connections: Option<u32>,
@@ -352,6 +358,11 @@ pub struct FaultSection {
     /// pause between two slices.
     #[serde(default, with = "duration::option")]
     pub delay: Option<Duration>,
+    /// `grpc-status`: the gRPC status to answer (`"UNAVAILABLE"`, `"resource-exhausted"`, 14).
+    pub grpc_status: Option<crate::policy::GrpcStatus>,
+    /// `grpc-status`: the `grpc-retry-pushback-ms` to send with it.
+    #[serde(default, with = "duration::option")]
+    pub pushback: Option<Duration>,
 }
 
 /// One validated fault window on the target.
@@ -386,6 +397,12 @@ pub enum FaultKind {
         status: u16,
         retry_after: Option<Duration>,
         error_code: Option<String>,
+    },
+    /// Answer a gRPC call at once with `status` (trailers-only, HTTP 200, as gRPC servers
+    /// do), with `grpc-retry-pushback-ms` when `pushback` is set.
+    GrpcStatus {
+        status: crate::policy::GrpcStatus,
+        pushback: Option<Duration>,
     },
     /// Add latency before service.
     Latency { add: Dist },
@@ -426,6 +443,11 @@ impl FaultKind {
                 ..
             } => format!("{status} (Retry-After {}s)", ra.as_secs()),
             FaultKind::Status { status, .. } => format!("{status}"),
+            FaultKind::GrpcStatus {
+                status,
+                pushback: Some(p),
+            } => format!("{status} (pushback {} ms)", p.as_millis()),
+            FaultKind::GrpcStatus { status, .. } => format!("{status}"),
             FaultKind::Latency { .. } => "latency".into(),
             FaultKind::Reset => "reset".into(),
             FaultKind::Hang => "hang".into(),

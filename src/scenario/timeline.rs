@@ -119,6 +119,11 @@ pub enum Action<'a> {
         retry_after: Option<Duration>,
         error_code: Option<&'a str>,
     },
+    /// Answer a gRPC call at once with `status` (trailers-only), without service.
+    GrpcStatus {
+        status: crate::policy::GrpcStatus,
+        pushback: Option<Duration>,
+    },
     /// Serve (the side effect happens), then lose the response: no answer, or `status`.
     LostResponse { status: Option<u16> },
     /// Serve, then deliver the response the way a connection-level fault says.
@@ -212,6 +217,10 @@ impl FaultTimeline {
                     status: *status,
                     retry_after: *retry_after,
                     error_code: error_code.as_deref(),
+                },
+                FaultKind::GrpcStatus { status, pushback } => Action::GrpcStatus {
+                    status: *status,
+                    pushback: *pushback,
                 },
                 FaultKind::Reset => Action::Reset,
                 FaultKind::Hang => Action::Hang,

@@ -31,7 +31,7 @@ pub struct Refusal {
 
 pub type Checked<T> = Result<T, Refusal>;
 
-fn refuse<T>(field: impl Into<String>, message: impl Into<String>) -> Checked<T> {
+pub(crate) fn refuse<T>(field: impl Into<String>, message: impl Into<String>) -> Checked<T> {
     Err(Refusal {
         field: field.into(),
         message: message.into(),
@@ -45,6 +45,7 @@ pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed", "burst"];
 pub const FAULT_KINDS: &[&str] = &[
     "status",
+    "grpc-status",
     "latency",
     "reset",
     "hang",
@@ -476,6 +477,15 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         path: l.path.clone(),
         headers: l.headers.clone(),
         body: l.body.clone(),
+        grpc: match &l.grpc {
+            Some(g) => Some(super::grpc::check(
+                g,
+                &l.method,
+                &l.path,
+                l.body.as_deref(),
+            )?),
+            None => None,
+        },
         max_in_flight: l.max_in_flight,
         max_connections: l.max_connections,
         propagate_deadline: l.propagate_deadline,
@@ -609,6 +619,7 @@ pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fa
     }
     let kind = match f.kind.as_str() {
         "status" => status_fault(&p, f)?,
+        "grpc-status" => grpc_status_fault(&p, f)?,
         "latency" => latency_fault(&p, f)?,
         "reset" | "hang" => connection_fault(&p, f)?,
         "capacity" => capacity_fault(&p, f)?,
@@ -683,6 +694,8 @@ fn takes_only(
         ("bytes_per_s", f.bytes_per_s.is_some()),
         ("slice_bytes", f.slice_bytes.is_some()),
         ("delay", f.delay.is_some()),
+        ("grpc_status", f.grpc_status.is_some()),
+        ("pushback", f.pushback.is_some()),
     ];
     let others: Vec<(&str, bool)> = set
         .into_iter()
@@ -696,6 +709,39 @@ fn check_status(p: &str, s: u16) -> Checked<()> {
         return refuse(format!("{p}.status"), format!("{s} is outside [100, 599]"));
     }
     Ok(())
+}
+
+fn grpc_status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
+    takes_only(
+        p,
+        f,
+        "a grpc-status fault",
+        "`grpc_status` and `pushback`",
+        &["probability", "path", "grpc_status", "pushback"],
+    )?;
+    let status = require(
+        format!("{p}.grpc_status"),
+        &f.grpc_status,
+        "the gRPC status to answer, e.g. grpc_status = \"UNAVAILABLE\"",
+    )?;
+    if status == crate::policy::GrpcStatus::Ok {
+        return refuse(
+            format!("{p}.grpc_status"),
+            "OK is no fault: a window without a fault answers OK",
+        );
+    }
+    if let Some(d) = f.pushback {
+        if d.as_millis() > i32::MAX as u128 {
+            return refuse(
+                format!("{p}.pushback"),
+                "is above grpc-retry-pushback-ms's largest value (2^31 - 1 ms)",
+            );
+        }
+    }
+    Ok(FaultKind::GrpcStatus {
+        status,
+        pushback: f.pushback,
+    })
 }
 
 fn status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {

@@ -32,6 +32,11 @@ const BANDWIDTH_SLICES_PER_S: u64 = 10;
 /// What the server writes back: the answer as built, or sliced by a connection-level fault.
 pub(crate) enum Delivered {
     Whole(Full<Bytes>),
+    /// Data, then trailers (a gRPC answer, whose status travels in the trailers).
+    Trailed {
+        data: Option<Bytes>,
+        trailers: Option<hyper::HeaderMap>,
+    },
     Sliced(Sliced),
 }
 
@@ -56,6 +61,10 @@ impl Body for Delivered {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             Delivered::Whole(full) => Pin::new(full).poll_frame(cx),
+            Delivered::Trailed { data, trailers } => Poll::Ready(match data.take() {
+                Some(d) => Some(Ok(Frame::data(d))),
+                None => trailers.take().map(|t| Ok(Frame::trailers(t))),
+            }),
             Delivered::Sliced(s) => s.poll_slice(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
         }
     }
@@ -63,6 +72,7 @@ impl Body for Delivered {
     fn is_end_stream(&self) -> bool {
         match self {
             Delivered::Whole(full) => full.is_end_stream(),
+            Delivered::Trailed { data, trailers } => data.is_none() && trailers.is_none(),
             Delivered::Sliced(s) => s.rest.is_empty(),
         }
     }
@@ -70,6 +80,9 @@ impl Body for Delivered {
     fn size_hint(&self) -> SizeHint {
         match self {
             Delivered::Whole(full) => full.size_hint(),
+            Delivered::Trailed { data, .. } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
             Delivered::Sliced(s) => SizeHint::with_exact(s.rest.len() as u64),
         }
     }

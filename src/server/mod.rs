@@ -31,6 +31,7 @@ mod counters;
 mod dedup;
 mod delivery;
 mod fault_api;
+mod grpc;
 mod provider;
 pub mod proxy;
 mod slots;
@@ -258,6 +259,9 @@ pub(crate) struct Shared {
     control: Option<proxy::Control>,
     /// The LLM-style providers under `/providers/NAME` (none for a plain service).
     providers: provider::Providers,
+    /// Every arrival's request id and run time, once [`TargetHandle::log_arrivals`] asked
+    /// for it: per-request counts and gaps measured where the requests land.
+    arrival_log: std::sync::OnceLock<std::sync::Mutex<Vec<(u64, Duration)>>>,
 }
 
 impl Shared {
@@ -448,6 +452,7 @@ async fn start_serving(
         upstream,
         control: control.map(|c| c.bound_to(addr)),
         providers: provider::Providers::new(providers),
+        arrival_log: std::sync::OnceLock::new(),
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
@@ -464,6 +469,19 @@ async fn start_serving(
 }
 
 impl TargetHandle {
+    /// From now on, keeps every arrival's request id (`x-stormrig-request`, else the
+    /// target's own numbering) and run time, for [`TargetHandle::arrivals_logged`].
+    pub fn log_arrivals(&self) {
+        let _ = self.shared.arrival_log.set(Default::default());
+    }
+
+    /// The arrivals kept since [`TargetHandle::log_arrivals`], in arrival order.
+    pub fn arrivals_logged(&self) -> Vec<(u64, Duration)> {
+        self.shared.arrival_log.get().map_or_else(Vec::new, |l| {
+            l.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        })
+    }
+
     /// The address the target listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -710,7 +728,13 @@ async fn serve_request(
     hold: CloseHold,
     h2: bool,
 ) -> Result<Response<Delivered>, CloseConnection> {
+    let call = grpc::is_call(&req);
     let mut resp = handle(shared, req).await?;
+    if call {
+        // A gRPC answer is shaped by gRPC's framing; connection-level delivery faults
+        // apply to plain HTTP answers only.
+        return Ok(grpc::answer(resp));
+    }
     let delivery = resp.extensions_mut().remove::<crate::scenario::Delivery>();
     Ok(delivery::deliver(resp, delivery, &hold, h2).await)
 }
@@ -725,6 +749,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
     let (request, attempt) = identify(&shared, &req);
+    if let Some(log) = shared.arrival_log.get() {
+        log.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((request, t));
+    }
     let routed = shared
         .providers
         .arrive(req.uri().path(), req.headers(), attempt);
@@ -929,6 +958,11 @@ async fn fault_answer(
                 .ok_or(CloseConnection("status fault without its parts"))?;
             shared.counters.respond(parts.status.as_u16(), false);
             Ok(status_response(parts))
+        }
+        Action::GrpcStatus { status, pushback } => {
+            // Trailers-only: on the wire an HTTP 200 that is not a served answer.
+            shared.counters.respond(StatusCode::OK.as_u16(), false);
+            Ok(grpc::fault_response(status, pushback))
         }
         Action::Reset => {
             shared.counters.reset();

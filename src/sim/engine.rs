@@ -23,7 +23,7 @@ use super::queue::{self, EventQueue};
 use crate::draws::{request_seed, LazyRng};
 use crate::metrics::target_counts::{second_of, TargetCounts};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
-use crate::policy::{AttemptOutcome, Now, Response, RetryConfig, TransportError};
+use crate::policy::{AttemptOutcome, GrpcStatus, Now, Response, RetryConfig, TransportError};
 use crate::scenario::schedule::Arrivals;
 use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
@@ -161,6 +161,8 @@ struct FaultParts {
     retry_after: Option<String>,
     error_code: Option<String>,
     lost_status: Option<u16>,
+    /// A `grpc-status` fault's status and `grpc-retry-pushback-ms` text.
+    grpc: Option<(GrpcStatus, Option<String>)>,
 }
 
 /// How load arrives for this config.
@@ -180,6 +182,9 @@ pub(crate) struct ConfigRun<'a> {
     pub seed: u64,
     pub method: &'a str,
     pub path: &'a str,
+    /// The load makes gRPC calls: replies are read as gRPC statuses, as the live client
+    /// reads the built-in target's answers (a shed 503 is UNAVAILABLE).
+    pub grpc: bool,
     pub model: &'a ServiceModel,
     pub timeline: &'a FaultTimeline,
     pub load: Load,
@@ -293,16 +298,25 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
                     .map(|d| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).to_string()),
                 error_code: error_code.clone(),
                 lost_status: None,
+                grpc: None,
+            },
+            FaultKind::GrpcStatus { status, pushback } => FaultParts {
+                retry_after: None,
+                error_code: None,
+                lost_status: None,
+                grpc: Some((*status, pushback.map(|p| p.as_millis().to_string()))),
             },
             FaultKind::LostResponse { status } => FaultParts {
                 retry_after: None,
                 error_code: None,
                 lost_status: *status,
+                grpc: None,
             },
             _ => FaultParts {
                 retry_after: None,
                 error_code: None,
                 lost_status: None,
+                grpc: None,
             },
         })
         .collect();
@@ -761,12 +775,20 @@ impl Sim<'_> {
             REPLY_TIMEOUT => AttemptOutcome::Transport(TransportError::PerTryTimeout),
             s => {
                 let p = self.parts.get(fault as usize);
+                let g = p.and_then(|p| p.grpc.as_ref());
                 AttemptOutcome::Response(Response {
                     status: s,
                     retry_after: p.and_then(|p| p.retry_after.as_deref()),
                     amz_retry_after: None,
-                    grpc_pushback_ms: None,
+                    grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
                     error_code: p.and_then(|p| p.error_code.as_deref()),
+                    grpc_status: match g {
+                        Some(g) => Some(g.0),
+                        None if self.cfg.grpc => {
+                            Some(GrpcStatus::from_http(s).unwrap_or(GrpcStatus::Ok))
+                        }
+                        None => None,
+                    },
                 })
             }
         };
@@ -830,6 +852,12 @@ impl Sim<'_> {
             }
             Action::Status { status, .. } => {
                 at.reply_status = status;
+                at.reply_fault = fault;
+                Some(Act::Status)
+            }
+            // Trailers-only, with HTTP 200: the fault's parts carry the gRPC status.
+            Action::GrpcStatus { .. } => {
+                at.reply_status = 200;
                 at.reply_fault = fault;
                 Some(Act::Status)
             }
@@ -908,6 +936,7 @@ impl Sim<'_> {
         let value = secs.to_string();
         let part = match self.parts.iter().position(|p| {
             p.lost_status.is_none()
+                && p.grpc.is_none()
                 && p.error_code.is_none()
                 && p.retry_after.as_deref() == Some(value.as_str())
         }) {
@@ -917,6 +946,7 @@ impl Sim<'_> {
                     retry_after: Some(value),
                     error_code: None,
                     lost_status: None,
+                    grpc: None,
                 });
                 self.parts.len() - 1
             }

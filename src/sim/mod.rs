@@ -130,6 +130,12 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let shape = scale_shape(&sc.load.shape, scale);
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
 
+    // A gRPC call is a POST to /service/method (path-scoped faults see that path).
+    let (method, path) = match &sc.load.grpc {
+        Some(g) => ("POST", g.path()),
+        None => (sc.load.method.as_str(), sc.load.path.clone()),
+    };
+
     let builder = ResultBuilder::new(plan, &shape, sc.duration);
     let mut result = builder.header(Engine::Sim, false, None);
     let mut attempts = Vec::new();
@@ -149,8 +155,9 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             config: &planned.config,
             clients: sc.load.clients,
             seed: sc.seed,
-            method: &sc.load.method,
-            path: &sc.load.path,
+            method,
+            path: &path,
+            grpc: sc.load.grpc.is_some(),
             model: &model,
             timeline: &timeline,
             load,

@@ -228,6 +228,7 @@ jitter = { kind = "none" }
         path: "/payments".into(),
         headers: hdrs,
         body: Bytes::from_static(b"{\"amount\":100}"),
+        grpc: false,
     });
     let epoch = Epoch::start();
 
