@@ -22,6 +22,8 @@ mod suite {
     mod gates_diff;
     mod gates_eval;
     mod gates_junit;
+    mod grpc_calls;
+    mod grpc_real_client;
     mod hostile_input;
     mod hostile_run;
     mod idempotency_dedup;
