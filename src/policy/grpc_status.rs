@@ -162,12 +162,7 @@ impl Serialize for GrpcStatus {
 
 impl<'de> Deserialize<'de> for GrpcStatus {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Code(i64),
-            Text(String),
-        }
+        use super::outcome::CodeOrText as Raw;
         let expected = "a gRPC status: a name such as \"UNAVAILABLE\" or \"resource-exhausted\", or a code 0..=16";
         let parsed = match Raw::deserialize(d)? {
             Raw::Code(c) => u32::try_from(c).ok().and_then(GrpcStatus::from_code),

@@ -166,14 +166,17 @@ impl Serialize for StatusPattern {
     }
 }
 
+/// A status as written in a file: a number, or a name or pattern.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum CodeOrText {
+    Code(i64),
+    Text(String),
+}
+
 impl<'de> Deserialize<'de> for StatusPattern {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Code(i64),
-            Text(String),
-        }
+        use CodeOrText as Raw;
         let expected = "a status code 100..=599 or a class \"1xx\"..\"5xx\"";
         match Raw::deserialize(d)? {
             Raw::Code(c) if (100..=599).contains(&c) => Ok(StatusPattern::Exact(c as u16)),
@@ -430,25 +433,20 @@ mod tests {
     #[test]
     fn a_grpc_reply_is_classified_by_its_grpc_status_alone() {
         let r = aws_like();
-        let class = |o| r.classify(&o).class;
-        assert_eq!(class(grpc(200, GrpcStatus::Ok)), OutcomeClass::Success);
-        assert_eq!(
-            class(grpc(200, GrpcStatus::Unavailable)),
-            OutcomeClass::Transient
-        );
-        assert_eq!(
-            class(grpc(200, GrpcStatus::ResourceExhausted)),
-            OutcomeClass::Throttling
-        );
-        assert_eq!(
-            class(grpc(200, GrpcStatus::DeadlineExceeded)),
-            OutcomeClass::NonRetryable
-        );
         // A 503 that carries a gRPC status is what the status says, not a 5xx.
-        assert_eq!(
-            class(grpc(503, GrpcStatus::Internal)),
-            OutcomeClass::NonRetryable
-        );
+        for (http, g, want) in [
+            (200, GrpcStatus::Ok, OutcomeClass::Success),
+            (200, GrpcStatus::Unavailable, OutcomeClass::Transient),
+            (200, GrpcStatus::ResourceExhausted, OutcomeClass::Throttling),
+            (
+                200,
+                GrpcStatus::DeadlineExceeded,
+                OutcomeClass::NonRetryable,
+            ),
+            (503, GrpcStatus::Internal, OutcomeClass::NonRetryable),
+        ] {
+            assert_eq!(r.classify(&grpc(http, g)).class, want, "{http} {g}");
+        }
         // Without the gRPC lists nothing gRPC is retried.
         assert_eq!(
             RetryOn::default()
