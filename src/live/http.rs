@@ -212,6 +212,11 @@ impl HttpClient {
         self
     }
 
+    /// What new connections speak.
+    pub fn protocol(&self) -> Protocol {
+        self.wire.protocol
+    }
+
     /// True when attempts go over HTTP/2.
     pub fn speaks_h2(&self) -> bool {
         self.wire.protocol.is_h2()

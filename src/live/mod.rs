@@ -571,7 +571,12 @@ fn collect(
         .zip(layer_sets)
     {
         rt.with(|g| attempts.append(&mut g.take_log()));
-        let (summary, rows) = summarize_config(&builder, planned, rt, st, layers);
+        let (mut summary, rows) = summarize_config(&builder, planned, rt, st, layers);
+        summary.connections = Some(crate::metrics::result::ConnectionFigures::of(
+            rt.http.protocol().as_str(),
+            rt.http.connections_opened(),
+            &summary,
+        ));
         if !plan.layers.is_empty() {
             hops.push(hop_stats(rt, layers));
         }

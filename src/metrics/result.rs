@@ -226,6 +226,45 @@ pub struct ConfigSummary {
     /// Tokens spent, served and wasted over every provider, and the cost amplification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<super::provider::TokenFigures>,
+    /// Live runs: the connections the generator opened to the next hop and what HTTP/2
+    /// did to its streams (absent from simulations, which model no connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionFigures>,
+}
+
+/// How a config's attempts used connections: over HTTP/1.1 one attempt at a time per
+/// connection; over HTTP/2 many streams on one, which the server may reset one by one
+/// (RST_STREAM) or all at once (GOAWAY).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionFigures {
+    /// `http1`, `h2` or `h2c`.
+    pub protocol: String,
+    /// Connections opened (TCP and, where spoken, TLS up).
+    pub opened: u64,
+    /// Attempts sent per connection opened (streams per connection over HTTP/2).
+    pub attempts_per_connection: f64,
+    /// Attempts whose stream the server reset (RST_STREAM).
+    pub stream_resets: u64,
+    /// Attempts a GOAWAY took with it.
+    pub goaways: u64,
+}
+
+impl ConnectionFigures {
+    /// The figures of `summary`'s attempts over `opened` connections speaking `protocol`.
+    pub fn of(protocol: &str, opened: u64, summary: &ConfigSummary) -> Self {
+        let label = |l: &str| summary.attempts_by_outcome.get(l).copied().unwrap_or(0);
+        ConnectionFigures {
+            protocol: protocol.to_string(),
+            opened,
+            attempts_per_connection: if opened == 0 {
+                0.0
+            } else {
+                summary.attempts as f64 / opened as f64
+            },
+            stream_resets: label("stream-reset"),
+            goaways: label("goaway"),
+        }
+    }
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -500,6 +539,7 @@ pub fn summarize(
     let fault_windows = window_rates(&rows, shape.faults);
     let budget = budget_drain(config, &mut rows, &fault_windows, first_budget_refusal_s);
     let summary = ConfigSummary {
+        connections: None,
         name: name.to_string(),
         policy: serde_json::to_value(config).unwrap_or_default(),
         upstream_requests: upstream,

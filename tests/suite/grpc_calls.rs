@@ -101,6 +101,23 @@ fn calls_are_counted_exactly_and_classified_by_their_grpc_status() {
         vec![1, 1, 1, 1],
         "one h2c connection each"
     );
+    for c in &live.result.configs {
+        // In summary.json too: every attempt a stream of the one connection.
+        let conn = c.connections.as_ref().expect("live runs count connections");
+        assert_eq!(
+            (conn.protocol.as_str(), conn.opened),
+            ("h2c", 1),
+            "{}",
+            c.name
+        );
+        assert_eq!(
+            conn.attempts_per_connection, c.attempts as f64,
+            "{}",
+            c.name
+        );
+        assert_eq!((conn.stream_resets, conn.goaways), (0, 0), "{}", c.name);
+    }
+    assert!(simulated.configs.iter().all(|c| c.connections.is_none()));
     for result in [&live.result, &simulated] {
         let engine = format!("{:?}", result.engine);
         let count = |name: &str| config_named(&result.configs, name).downstream_arrivals;

@@ -104,6 +104,13 @@ fn builtin_target_over_tls_h2_and_h2c_keeps_exact_counts() {
                 outcome(no_retry, "stream-reset") > 0,
                 "{target}: {no_retry:?}"
             );
+            // summary.json says it per config, beside the streams per connection.
+            let conn = no_retry.connections.as_ref().unwrap();
+            assert_eq!(conn.stream_resets, outcome(no_retry, "stream-reset"));
+            assert_eq!(
+                (conn.opened, conn.attempts_per_connection),
+                (1, no_retry.attempts as f64)
+            );
         } else {
             assert_eq!(outcome(no_retry, "stream-reset"), 0, "{target}");
         }

@@ -196,6 +196,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
     attempts_by_outcome.insert("ok".to_string(), sum(|r| r.successes));
     attempts_by_outcome.insert("503".to_string(), arrivals - sum(|r| r.successes));
     ConfigSummary {
+        connections: None,
         name: shape.name.to_string(),
         policy: serde_json::json!({
             "max_attempts": if shape.storm_amp > 1.0 { 3 } else { 1 },

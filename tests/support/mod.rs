@@ -34,6 +34,7 @@ pub fn config_named<'a>(configs: &'a [ConfigSummary], name: &str) -> &'a ConfigS
 
 pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) -> ConfigSummary {
     ConfigSummary {
+        connections: None,
         name: name.to_string(),
         policy: serde_json::json!({"max_attempts": 3}),
         upstream_requests: 1000,
