@@ -98,6 +98,8 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         faults: vec![],
         configs,
         gates: vec![],
+        shards: None,
+        upper_bounds: Default::default(),
         timeseries: vec![],
     }
 }
