@@ -38,6 +38,7 @@ mod suite {
     mod scenario_schedule;
     mod scenario_shipped;
     mod sim_core;
+    mod shards;
     mod sim_topology;
     mod sweep;
     mod target_server;

@@ -114,11 +114,12 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
                         "name": "shard",
                         "image": s.image,
                         "command": ["stormrig"],
+                        // `--flag=value`: a bare RFC 3339 value would be a YAML timestamp.
                         "args": [
                             "run", scenario,
-                            "--shards", s.shards.to_string(),
-                            "--start-at", s.start_at,
-                            "--out", format!("{RESULTS_DIR}/shard-$(SHARD_INDEX)"),
+                            format!("--shards={}", s.shards),
+                            format!("--start-at={}", s.start_at),
+                            format!("--out={RESULTS_DIR}/shard-$(SHARD_INDEX)"),
                             "--quiet",
                         ],
                         // The Job controller sets JOB_COMPLETION_INDEX itself (stormrig
