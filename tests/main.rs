@@ -37,8 +37,8 @@ mod suite {
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;
-    mod sim_core;
     mod shards;
+    mod sim_core;
     mod sim_topology;
     mod sweep;
     mod target_server;

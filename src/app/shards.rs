@@ -142,8 +142,7 @@ pub fn write_dump(
             })
             .collect(),
     };
-    d.write(dir).map_err(AppError::failed)?;
-    Ok(())
+    super::files::write_atomic(dir, dump::FILE, &d.to_bytes()).map_err(AppError::failed)
 }
 
 /// `stormrig merge DIR... --out DIR`.

@@ -75,12 +75,9 @@ pub enum DumpError {
 }
 
 impl Dump {
-    /// Writes `dir/shard.json`.
-    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        let path = dir.join(FILE);
-        let text = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        std::fs::write(&path, text)?;
-        Ok(path)
+    /// The bytes of `shard.json` (compact JSON: a dump is read by programs).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a dump holds only serializable values")
     }
 
     /// Reads `dir/shard.json`.

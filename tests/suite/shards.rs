@@ -136,7 +136,10 @@ fn assert_same_experiment(merged: &Value, one: &Value) {
         }
     }
     let naive = config(merged, "naive");
-    assert_eq!(naive["attempts"], naive["upstream_requests"].as_u64().unwrap() * 4);
+    assert_eq!(
+        naive["attempts"],
+        naive["upstream_requests"].as_u64().unwrap() * 4
+    );
     // 8 quotas of 500 tokens at 14 a retry, none refilled: 8 × 35 retries.
     assert_eq!(config(merged, "aws")["retries"], 8 * (500 / 14));
     let bounds = merged["upper_bounds"].as_object().unwrap();
@@ -184,7 +187,12 @@ fn four_shards_against_the_builtin_target_merge_into_the_single_process_run() {
     let w = merge(&dirs, &dir.join("merged"));
     assert_eq!(w.code(), 0, "{}", w.stderr);
     assert!(w.stderr.contains("upper bounds"), "{}", w.stderr);
-    for f in ["summary.json", "summary.csv", "timeseries.csv", "index.html"] {
+    for f in [
+        "summary.json",
+        "summary.csv",
+        "timeseries.csv",
+        "index.html",
+    ] {
         assert!(dir.join("merged").join(f).exists(), "{f}");
     }
     run_one(&sc, &dir.join("one"));
@@ -198,7 +206,12 @@ fn four_shards_against_the_builtin_target_merge_into_the_single_process_run() {
             .iter()
             .map(|d| {
                 let dump = Dump::read(d).unwrap();
-                dump.configs.iter().find(|c| c.name == name).unwrap().target.arrivals
+                dump.configs
+                    .iter()
+                    .find(|c| c.name == name)
+                    .unwrap()
+                    .target
+                    .arrivals
             })
             .sum();
         assert_eq!(config(&merged, name)["downstream_arrivals"], arrivals);
@@ -240,7 +253,10 @@ fn four_shards_against_nginx_match_its_access_log_and_one_process() {
         .map(|c| c["target_forwarded"].as_u64().unwrap())
         .sum();
     let logged = nginx.log().len() - before;
-    assert_eq!(forwarded, logged as u64, "forwarded = nginx's access log lines");
+    assert_eq!(
+        forwarded, logged as u64,
+        "forwarded = nginx's access log lines"
+    );
     let between = nginx.log().len();
     run_one(&sc, &dir.join("one"));
     let one = summary(&dir.join("one"));
@@ -278,7 +294,10 @@ fn bad_shards_and_mismatched_merges_exit_2_naming_the_field() {
         c.env_remove("JOB_COMPLETION_INDEX");
         c
     };
-    exit_2(run(&["--shard", "1/2"]), &["solo.toml", "2 shards", "1 client"]);
+    exit_2(
+        run(&["--shard", "1/2"]),
+        &["solo.toml", "2 shards", "1 client"],
+    );
     exit_2(run(&["--shard", "2/2"]), &["--shard 2/2", "not below"]);
     exit_2(run(&["--shard", "x"]), &["--shard x"]);
     exit_2(run(&["--shards", "2"]), &["JOB_COMPLETION_INDEX"]);
@@ -331,7 +350,11 @@ fn k8s_manifests_pass_the_kubernetes_schemas() {
         .args(["--namespace", "storm", "--start-delay", "90s"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let yaml = String::from_utf8(out.stdout).unwrap();
     for needle in [
         "completionMode: Indexed",
@@ -355,8 +378,8 @@ fn k8s_manifests_pass_the_kubernetes_schemas() {
             .arg(&file)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&v.stdout).to_string()
-            + &String::from_utf8_lossy(&v.stderr);
+        let text =
+            String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
         assert!(v.status.success(), "kubernetes {version}: {text}");
         assert_eq!(text.matches("passed for resource").count(), 4, "{text}");
     }
