@@ -103,8 +103,9 @@ pub enum Command {
         #[arg(long = "gate")]
         gates: Vec<String>,
     },
-    /// Print Kubernetes manifests that run a scenario as N shards (an Indexed Job) and
-    /// merge them (see `stormrig k8s --help`).
+    /// Print Kubernetes manifests (YAML) for a sharded storm: a ConfigMap holding the
+    /// scenario, a ReadWriteMany claim for the results, an Indexed Job with one pod per shard
+    /// (JOB_COMPLETION_INDEX is the shard) and a merge Job writing /results/merged.
     K8s(crate::app::shards::K8sArgs),
     /// Rebuild index.html of a run directory from its CSV/JSON files.
     Report {

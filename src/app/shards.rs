@@ -10,7 +10,8 @@ use clap::Args;
 use super::{finish, gates_of, AppError, Exit};
 use crate::cli::ShardArgs;
 use crate::plan::Plan;
-use crate::shard::{dump, merge, Dump, Shard};
+use crate::shard::dump::{self, Head};
+use crate::shard::{merge, Dump, Shard};
 
 /// The variable a Kubernetes Indexed Job sets in each pod to its completion index.
 pub const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
@@ -155,7 +156,7 @@ pub fn merge(
     let wall = std::time::Instant::now();
     let mut dumps = Vec::with_capacity(dirs.len());
     for dir in dirs {
-        dumps.push((dir.clone(), Dump::read(dir).map_err(AppError::bad)?));
+        dumps.push((dir.clone(), Head::read(dir).map_err(AppError::bad)?));
     }
     let dumps = merge::check_set(dumps).map_err(AppError::bad)?;
     let (first_dir, first) = &dumps[0];
@@ -179,7 +180,7 @@ pub fn merge(
     let plan = crate::plan::load(path).map_err(AppError::bad)?;
     let plan = merge::plan_of(plan, first_dir, first).map_err(AppError::bad)?;
     let gates = gates_of(&plan, extra_gates)?;
-    let mut result = merge::merge(&plan, &dumps);
+    let mut result = merge::merge(&plan, &dumps).map_err(AppError::bad)?;
     let read_and_merged = wall.elapsed();
     super::files::prepare_dir(out).map_err(AppError::failed)?;
     let exit = finish(out, &mut result, &gates, false)?;

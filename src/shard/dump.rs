@@ -21,9 +21,10 @@ pub const FORMAT: &str = "stormrig-shard";
 /// version would misread bumps it.
 pub const VERSION: u32 = 1;
 
-/// One shard run's raw record.
+/// One shard run's raw record; `C` is what is read of each config: everything
+/// ([`ConfigDump`]), or only its name ([`ConfigName`], see [`Head`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Dump {
+pub struct Dump<C = ConfigDump> {
     pub format: String,
     pub version: u32,
     pub stormrig_version: String,
@@ -47,7 +48,17 @@ pub struct Dump {
     /// When and where this shard ran; its `started_at` is the shard's second 0.
     pub run: Option<RunMeta>,
     /// Every config the run held, in the scenario's order.
-    pub configs: Vec<ConfigDump>,
+    pub configs: Vec<C>,
+}
+
+/// A dump read without its counts: enough to check that dumps belong together before any
+/// histogram is decoded, so a merge holds one shard's counts in memory at a time.
+pub type Head = Dump<ConfigName>;
+
+/// A config of a dump, by name only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigName {
+    pub name: String,
 }
 
 /// One config's counts in one shard.
@@ -74,14 +85,14 @@ pub enum DumpError {
     Version { path: PathBuf, found: u32 },
 }
 
-impl Dump {
+impl<C: Serialize + serde::de::DeserializeOwned> Dump<C> {
     /// The bytes of `shard.json` (compact JSON: a dump is read by programs).
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a dump holds only serializable values")
     }
 
     /// Reads `dir/shard.json`.
-    pub fn read(dir: &Path) -> Result<Dump, DumpError> {
+    pub fn read(dir: &Path) -> Result<Dump<C>, DumpError> {
         let path = dir.join(FILE);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use super::Dump;
+use super::dump::{DumpError, Head};
 use crate::metrics::{Recorder, RunMeta, RunResult, TargetStats};
 use crate::plan::Plan;
 use crate::run_result::ResultBuilder;
@@ -67,11 +67,11 @@ pub fn upper_bounds() -> BTreeMap<String, String> {
 
 /// Checks that `dumps` (with the directory each came from) are every shard of one run,
 /// each once, and returns them ordered by shard index.
-pub fn check_set(mut dumps: Vec<(PathBuf, Dump)>) -> Result<Vec<(PathBuf, Dump)>, MergeError> {
+pub fn check_set(mut dumps: Vec<(PathBuf, Head)>) -> Result<Vec<(PathBuf, Head)>, MergeError> {
     let Some((first_dir, first)) = dumps.first().cloned() else {
         return Err(MergeError::Empty);
     };
-    let names = |d: &Dump| {
+    let names = |d: &Head| {
         d.configs
             .iter()
             .map(|c| c.name.as_str())
@@ -143,7 +143,7 @@ pub fn check_set(mut dumps: Vec<(PathBuf, Dump)>) -> Result<Vec<(PathBuf, Dump)>
 
 /// The plan the shards ran: `plan` (the scenario file, loaded) with the shards' seed,
 /// duration and configs.
-pub fn plan_of(mut plan: Plan, dir: &std::path::Path, d: &Dump) -> Result<Plan, MergeError> {
+pub fn plan_of(mut plan: Plan, dir: &std::path::Path, d: &Head) -> Result<Plan, MergeError> {
     plan.scenario.seed = d.seed;
     plan.scenario.faults.retain(|f| f.at < d.duration);
     plan.scenario.duration = d.duration;
@@ -161,9 +161,20 @@ pub fn plan_of(mut plan: Plan, dir: &std::path::Path, d: &Dump) -> Result<Plan, 
     Ok(plan)
 }
 
-/// One result from every shard's dump (as [`check_set`] returned them) of `plan`.
-pub fn merge(plan: &Plan, dumps: &[(PathBuf, Dump)]) -> RunResult {
+/// One result from every shard (as [`check_set`] returned their heads) of `plan`, reading
+/// each shard's whole dump in turn and adding it in before the next is read.
+pub fn merge(plan: &Plan, dumps: &[(PathBuf, Head)]) -> Result<RunResult, DumpError> {
     let first = &dumps[0].1;
+    let mut sums: Vec<(Recorder, TargetStats)> = vec![Default::default(); plan.configs.len()];
+    for (dir, _) in dumps {
+        let dump: super::Dump = super::Dump::read(dir)?;
+        for (planned, (rec, target)) in plan.configs.iter().zip(&mut sums) {
+            if let Some(c) = dump.configs.iter().find(|c| c.name == planned.name) {
+                rec.merge(&c.recorder);
+                target.merge(&c.target);
+            }
+        }
+    }
     let load_ran = dumps
         .iter()
         .map(|(_, d)| d.load_ran)
@@ -173,16 +184,8 @@ pub fn merge(plan: &Plan, dumps: &[(PathBuf, Dump)]) -> RunResult {
     let partial = dumps.iter().any(|(_, d)| d.partial);
     let drain_s = dumps.iter().filter_map(|(_, d)| d.drain_s).reduce(f64::max);
     let mut result = builder.header(first.engine, partial, drain_s);
-    for planned in &plan.configs {
-        let mut rec = Recorder::new();
-        let mut target = TargetStats::default();
-        for (_, d) in dumps {
-            if let Some(c) = d.configs.iter().find(|c| c.name == planned.name) {
-                rec.merge(&c.recorder);
-                target.merge(&c.target);
-            }
-        }
-        let (summary, rows) = builder.summarize(planned, &rec, &target);
+    for (planned, (rec, target)) in plan.configs.iter().zip(&sums) {
+        let (summary, rows) = builder.summarize(planned, rec, target);
         result.configs.push(summary);
         result.timeseries.extend(rows);
     }
@@ -202,12 +205,12 @@ pub fn merge(plan: &Plan, dumps: &[(PathBuf, Dump)]) -> RunResult {
     }
     result.shards = Some(first.shard.count());
     result.upper_bounds = upper_bounds();
-    result
+    Ok(result)
 }
 
 /// Where and when the merged run ran: the earliest shard start (second 0 of the merged
 /// series), the shards' hosts, and one id naming the run.
-fn merged_meta(dumps: &[(PathBuf, Dump)]) -> Option<RunMeta> {
+fn merged_meta(dumps: &[(PathBuf, Head)]) -> Option<RunMeta> {
     let metas: Vec<&RunMeta> = dumps.iter().filter_map(|(_, d)| d.run.as_ref()).collect();
     let earliest = metas
         .iter()
@@ -230,7 +233,7 @@ fn merged_meta(dumps: &[(PathBuf, Dump)]) -> Option<RunMeta> {
 
 /// How far apart the shards started, in milliseconds (latest start − earliest): how well
 /// their per-second series line up.
-pub fn start_spread_ms(dumps: &[(PathBuf, Dump)]) -> Option<f64> {
+pub fn start_spread_ms(dumps: &[(PathBuf, Head)]) -> Option<f64> {
     let starts: Vec<SystemTime> = dumps
         .iter()
         .filter_map(|(_, d)| d.run.as_ref())

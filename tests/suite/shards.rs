@@ -153,7 +153,7 @@ fn assert_latency_is_of_every_sample(merged: &Value, dirs: &[PathBuf]) {
         let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
         let mut rows = 0usize;
         for d in dirs {
-            let dump = Dump::read(d).unwrap();
+            let dump: Dump = Dump::read(d).unwrap();
             let c = dump.configs.iter().find(|c| c.name == name).unwrap();
             for v in c.recorder.latency_us.iter_recorded() {
                 all.record_n(v.value_iterated_to(), v.count_at_value())
@@ -205,7 +205,7 @@ fn four_shards_against_the_builtin_target_merge_into_the_single_process_run() {
         let arrivals: u64 = dirs
             .iter()
             .map(|d| {
-                let dump = Dump::read(d).unwrap();
+                let dump: Dump = Dump::read(d).unwrap();
                 dump.configs
                     .iter()
                     .find(|c| c.name == name)
