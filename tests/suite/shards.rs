@@ -21,18 +21,19 @@ const SHARDS: u32 = 4;
 /// An always-failing target under 8 clients per config: `naive` retries every request to
 /// its 4 attempts, and each `aws-standard` instance spends its own 500-token quota (35
 /// retries) and nothing refills it. Neither count depends on timing, so shards merged must
-/// equal one process exactly.
+/// equal one process exactly. Requests arrive in the first second only, and the fault
+/// lasts two more, so that no retry of a slow machine reaches the healthy target after it.
 fn scenario(target: &str) -> String {
     format!(
         r#"
 name = "shards"
 seed = 7
-duration = "2s"
+duration = "3s"
 drain = "3s"
 
 [load]
-kind = "poisson"
-rate = 150
+kind = "steps"
+steps = [{{ at = "0s", rate = 300.0 }}, {{ at = "1s", rate = 0.0 }}]
 clients = 8
 
 [target]
@@ -42,7 +43,7 @@ clients = 8
 kind = "status"
 status = 503
 at = "0s"
-for = "2s"
+for = "3s"
 
 [[configs]]
 name = "naive"
