@@ -86,6 +86,27 @@ pub enum Command {
     /// bounded in time, `key=value` output (see tests/bench/peers.sh).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Merge the run directories of every shard of one run into one result: the same
+    /// summary.json, CSVs and HTML as a single run, with `shards: N`.
+    Merge {
+        /// Every shard's run directory (each holds shard.json).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where the merged reports go.
+        #[arg(long)]
+        out: PathBuf,
+        /// The scenario file, when it is no longer where the shards read it (its SHA-256
+        /// must still match theirs).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Extra gate, as `run --gate`.
+        #[arg(long = "gate")]
+        gates: Vec<String>,
+    },
+    /// Print Kubernetes manifests (YAML) for a sharded storm: a ConfigMap holding the
+    /// scenario, a ReadWriteMany claim for the results, an Indexed Job with one pod per shard
+    /// (JOB_COMPLETION_INDEX is the shard) and a merge Job writing /results/merged.
+    K8s(crate::app::shards::K8sArgs),
     /// Rebuild index.html of a run directory from its CSV/JSON files.
     Report {
         /// A run directory (holds summary.json).
@@ -153,6 +174,25 @@ pub struct RunArgs {
     /// (standard output).
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<PathBuf>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// Which part of the fleet a live run drives, and when it starts.
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// Run shard I of N: the client instances whose index is I mod N, over the same seeded
+    /// schedule (N at most load.clients; not with a closed loop or a topology). Writes
+    /// shard.json for `stormrig merge`.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Run shard $JOB_COMPLETION_INDEX of N, as a Kubernetes Indexed Job numbers its pods.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Start the load at this instant, RFC 3339 in UTC (e.g. 2026-12-01T05:00:00Z), so that
+    /// shards share second 0; at most 24 h ahead, refused when more than 5 s past.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,7 @@ pub mod run_result;
 pub mod scenario;
 pub mod server;
 pub mod session;
+pub mod shard;
 pub mod sim;
 pub mod sweep;
 pub mod tls;

@@ -66,6 +66,8 @@ impl<'p> ResultBuilder<'p> {
             faults: self.fault_bands.clone(),
             configs: Vec::new(),
             gates: Vec::new(),
+            shards: None,
+            upper_bounds: Default::default(),
             timeseries: Vec::new(),
         }
     }

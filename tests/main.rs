@@ -39,6 +39,7 @@ mod suite {
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;
+    mod shards;
     mod sim_core;
     mod sim_topology;
     mod sweep;

@@ -1,6 +1,7 @@
 //! The I/O edge: turns command-line arguments into runs and reports, and every outcome into
 //! one of the documented exit codes. The only module that depends on everything.
 
+pub mod shards;
 pub mod sweep;
 
 use std::fmt::Write as _;
@@ -119,6 +120,13 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             allow_remote.as_deref(),
             control_token,
         ),
+        Command::Merge {
+            dirs,
+            out,
+            scenario,
+            gates,
+        } => shards::merge(&dirs, &out, scenario.as_deref(), &gates),
+        Command::K8s(args) => shards::k8s(&args),
         Command::Bench(b) => bench(b),
         Command::Presets => {
             print!("{}", presets_table());
@@ -472,6 +480,8 @@ fn blank_result(plan: &Plan) -> RunResult {
         faults: Vec::new(),
         configs,
         gates: Vec::new(),
+        shards: None,
+        upper_bounds: Default::default(),
         timeseries: Vec::new(),
     }
 }
@@ -550,7 +560,14 @@ fn count_panics() {
 fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let plan = prepare(&args.common)?;
     check_work(&plan, 1.0)?;
-    let gates = gates_of(&plan, &args.common.gates)?;
+    let mut gates = gates_of(&plan, &args.common.gates)?;
+    let shard = shards::shard_of(&args.shard, &plan)?;
+    if shard.is_some_and(|s| !s.is_whole()) && !gates.is_empty() {
+        // A shard's figures are a part of the run's: its gates are judged on the merge.
+        eprintln!("stormrig: gates are judged by `stormrig merge`, not by one shard");
+        gates.clear();
+    }
+    let start_at = shards::start_at(args.shard.start_at.as_deref(), SystemTime::now())?;
     if let Some(addr) = args.metrics_listen.filter(|a| !a.ip().is_loopback()) {
         return Err(AppError::bad(
             live::telemetry::TelemetryError::NotLoopback { addr }.to_string(),
@@ -568,6 +585,10 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         .build()
         .map_err(AppError::failed)?;
     count_panics();
+    if let Some(t) = start_at {
+        shards::wait_until(t);
+    }
+    let scenario_sha256 = live::telemetry::scenario_sha256(&scenario_bytes);
     let opts = live::RunOptions {
         attempt_log: args.common.attempt_log,
         progress: !args.common.quiet,
@@ -576,7 +597,8 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         } else {
             None
         },
-        scenario_sha256: Some(live::telemetry::scenario_sha256(&scenario_bytes)),
+        scenario_sha256: Some(scenario_sha256.clone()),
+        shard: shard.unwrap_or_default(),
         telemetry: live::telemetry::TelemetryOptions {
             metrics_listen: args.metrics_listen,
             events: args.events.as_ref().map(|p| {
@@ -634,6 +656,15 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     }
     let aborted = output.aborted;
     let mut result = output.result;
+    if let Some(shard) = shard {
+        let header = shards::DumpHeader {
+            plan: &plan,
+            scenario_sha256,
+            shard,
+            start_at,
+        };
+        shards::write_dump(&dir, header, &result, output.raw)?;
+    }
     if let Some(warning) = local_resource_warning(&result) {
         eprintln!("{warning}");
     }

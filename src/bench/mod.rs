@@ -475,7 +475,7 @@ pub async fn open_loop_run(
     // Never signalled: the bench runs its whole schedule.
     let (_stop_tx, mut stop) = tokio::sync::watch::channel(false);
     crate::live::open_loop(
-        arrivals,
+        (0u64..).zip(arrivals),
         std::slice::from_ref(&rt),
         &tmpl,
         epoch,

@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub scenario_sha256: Option<String>,
     /// `--metrics-listen` and `--events`.
     pub telemetry: telemetry::TelemetryOptions,
+    /// The client instances this process runs (`--shard`); the whole fleet by default.
+    pub shard: crate::shard::Shard,
 }
 
 /// A predicate over one config's summary so far; see [`RunOptions::abort_when`].
@@ -63,6 +65,7 @@ impl std::fmt::Debug for RunOptions {
             .field("abort_when", &self.abort_when.is_some())
             .field("scenario_sha256", &self.scenario_sha256)
             .field("telemetry", &self.telemetry)
+            .field("shard", &self.shard)
             .finish()
     }
 }
@@ -107,6 +110,9 @@ pub struct LiveOutput {
     /// Per config, the connections its generator opened to the next hop: with the
     /// attempts, streams per connection (HTTP/2 keeps one and multiplexes).
     pub connections: Vec<u64>,
+    /// Per config, its client's recorder and its target's counts as the run left them:
+    /// what a shard's dump holds.
+    pub raw: Vec<(crate::metrics::Recorder, TargetStats)>,
 }
 
 pub use crate::run_result::HopStats;
@@ -167,7 +173,11 @@ pub async fn run(
             wait_or_stop(epoch.at(sc.duration), &mut stop.rx).await
         }
         shape => {
-            let arrivals = schedule::arrivals(shape, sc.duration, sc.seed);
+            // A shard keeps the arrivals of its own client instances, with their ids.
+            let (shard, clients) = (opts.shard, sc.load.clients);
+            let arrivals = (0u64..)
+                .zip(schedule::arrivals(shape, sc.duration, sc.seed))
+                .filter(move |(id, _)| shard.owns(*id, clients));
             let (rts, tasks, lag) = (&runtimes, &mut tasks, &mut lag);
             open_loop(arrivals, rts, &tmpl, epoch, tasks, lag, &mut stop.rx).await
         }
@@ -203,6 +213,11 @@ pub async fn run(
         partial,
     };
     let (mut result, attempts, hops) = collect(plan, &runtimes, &stats, &layer_sets, ran);
+    let raw = runtimes
+        .iter()
+        .zip(stats)
+        .map(|(rt, st)| (rt.with(|g| g.recorder().clone()), st))
+        .collect();
     telemetry::stamp(&mut result, meta, &epoch);
     Ok(LiveOutput {
         result,
@@ -220,6 +235,7 @@ pub async fn run(
             .iter()
             .map(|r| r.http.connections_opened())
             .collect(),
+        raw,
     })
 }
 
@@ -679,7 +695,7 @@ const SPIN_WINDOW: Duration = Duration::from_millis(1);
 /// start lag of each arrival (actual − intended start, µs) goes into `lag`.
 /// Returns true when stopped early. `stormrig bench open-loop` measures this very function.
 pub(crate) async fn open_loop(
-    arrivals: schedule::Arrivals,
+    arrivals: impl Iterator<Item = (u64, Duration)>,
     runtimes: &[Arc<ConfigRuntime>],
     tmpl: &RequestTemplate,
     epoch: Epoch,
@@ -688,7 +704,7 @@ pub(crate) async fn open_loop(
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
     let tmpl = Arc::new(tmpl.clone());
-    for (id, intended) in arrivals.enumerate() {
+    for (id, intended) in arrivals {
         let when = epoch.at(intended);
         if tokio::time::Instant::now() < when {
             // tokio's timer wheel ticks in whole milliseconds and rounds a deadline up, so
@@ -721,7 +737,7 @@ pub(crate) async fn open_loop(
             let rt = Arc::clone(rt);
             let tmpl = Arc::clone(&tmpl);
             tasks.spawn(async move {
-                rt.drive(&epoch, &tmpl, id as u64, intended, None).await;
+                rt.drive(&epoch, &tmpl, id, intended, None).await;
                 rt.release();
             });
         }

@@ -102,6 +102,35 @@ impl<L: Label> LabelCounts<L> {
             *a += b;
         }
     }
+
+    /// Counts from the `label → count` map [`LabelCounts::to_map`] wrote; an error names a
+    /// label this vocabulary does not hold.
+    pub fn from_map(map: &BTreeMap<String, u64>) -> Result<Self, String> {
+        let mut out = LabelCounts::new();
+        for (name, n) in map {
+            let label = L::ALL
+                .iter()
+                .find(|l| l.name() == name)
+                .ok_or_else(|| format!("unknown label {name:?}"))?;
+            out.add(*label, *n);
+        }
+        Ok(out)
+    }
+}
+
+/// Serialized as the `label → count` map reports show, so a dump reads by name and a new
+/// label does not move the others.
+impl<L: Label> serde::Serialize for LabelCounts<L> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_map().serialize(s)
+    }
+}
+
+impl<'de, L: Label> serde::Deserialize<'de> for LabelCounts<L> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        LabelCounts::from_map(&map).map_err(serde::de::Error::custom)
+    }
 }
 
 #[cfg(test)]

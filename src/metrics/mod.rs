@@ -2,6 +2,7 @@
 //! Counts are exact integers; latency lives in HDR histograms; everything merges exactly.
 
 pub mod drain;
+pub mod histogram_v2;
 pub mod labels;
 pub mod provider;
 pub mod recorder;

@@ -30,7 +30,7 @@ pub type BreakerLevel = u8;
 
 /// Failed first attempts by the class the config gave them. A drain threshold is a rate of
 /// first-attempt failures of one class, so these are what a run compares with it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirstFailures {
     pub transient: u64,
     pub throttling: u64,
@@ -54,7 +54,7 @@ impl FirstFailures {
 }
 
 /// One second of one config's client activity.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Second {
     pub started: u64,
     pub finished: u64,
@@ -81,6 +81,7 @@ pub struct Second {
     pub budget_low: Option<f64>,
     /// Worst breaker state seen in this second.
     pub breaker: Option<BreakerLevel>,
+    #[serde(with = "super::histogram_v2")]
     pub latency_us: Histogram<u64>,
 }
 
@@ -127,12 +128,14 @@ impl Second {
         self.first_failed.merge(&o.first_failed);
         self.useful_retries += o.useful_retries;
         self.wasted_retries += o.wasted_retries;
+        // A budget is one client instance's, and instances never span recorders, so levels
+        // do not add: the merged second keeps the lowest, how close to empty an instance came.
         self.budget_level = match (self.budget_level, o.budget_level) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         self.budget_low = match (self.budget_low, o.budget_low) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         self.breaker = self.breaker.max(o.breaker);
@@ -151,13 +154,16 @@ fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).clamp(1, MAX_LATENCY_US)
 }
 
-/// Everything one config's client did in a run.
-#[derive(Debug, Clone)]
+/// Everything one config's client did in a run. It serializes whole (histograms in
+/// HdrHistogram's V2 form), so a shard's recorder can be written out and merged later.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recorder {
     seconds: Vec<Second>,
     /// End-to-end latency of finished logical requests, from their intended start.
+    #[serde(with = "super::histogram_v2")]
     pub latency_us: Histogram<u64>,
     /// Latency of single attempts that got an answer or an error.
+    #[serde(with = "super::histogram_v2")]
     pub attempt_latency_us: Histogram<u64>,
     pub first_budget_refusal: Option<Duration>,
     failures_by_reason: LabelCounts<GiveUpReason>,

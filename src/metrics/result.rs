@@ -118,6 +118,13 @@ pub struct RunResult {
     pub configs: Vec<ConfigSummary>,
     #[serde(default)]
     pub gates: Vec<GateVerdict>,
+    /// A result merged from shards (`stormrig merge`): how many processes ran the fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
+    /// Figures of a merged result that are not exact but an upper bound, each with why
+    /// (peaks of several processes summed: they need not have coincided).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub upper_bounds: BTreeMap<String, String>,
     /// Per-second rows, written to `timeseries.csv` rather than into `summary.json`.
     #[serde(skip)]
     pub timeseries: Vec<SecondRow>,

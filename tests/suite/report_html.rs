@@ -338,6 +338,8 @@ config keeps the storm small?"
         ],
         configs,
         gates,
+        shards: None,
+        upper_bounds: Default::default(),
         timeseries,
     }
 }
@@ -691,6 +693,8 @@ fn an_empty_run_still_renders_every_section() {
         faults: vec![],
         configs: vec![],
         gates: vec![],
+        shards: None,
+        upper_bounds: Default::default(),
         timeseries: vec![],
     };
     let page = html::render(&run, None).unwrap();

@@ -99,6 +99,8 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
         faults: vec![],
         configs,
         gates: vec![],
+        shards: None,
+        upper_bounds: Default::default(),
         timeseries: vec![],
     }
 }

@@ -253,6 +253,17 @@ could not finish; the figures cover only the {} that ran.</div>",
             secs(run.duration_s)
         );
     }
+    if let Some(n) = run.shards {
+        let _ = write!(
+            p,
+            "<div class=\"banner\">Merged from {n} shards: counts and latency histograms add \
+exactly. Upper bounds, not exact:<ul>"
+        );
+        for (figure, why) in &run.upper_bounds {
+            let _ = write!(p, "<li><b>{}</b>: {}</li>", escape(figure), escape(why));
+        }
+        p.push_str("</ul></div>\n");
+    }
     if let Some(b) = baseline {
         let _ = writeln!(
             p,

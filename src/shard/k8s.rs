@@ -1,0 +1,221 @@
+//! Kubernetes manifests for a sharded storm, as data: a ConfigMap holding the scenario, a
+//! PersistentVolumeClaim the results go to, an Indexed Job with one pod per shard (the pod's
+//! completion index is its shard) and a merge Job that waits for every shard's finished run
+//! directory and merges them. The CLI prints them as YAML.
+//!
+//! Results go to one ReadWriteMany claim rather than each pod's emptyDir: an emptyDir dies
+//! with its pod, and the merge needs every shard's directory in one place; a shared claim
+//! needs no object store, no sidecar and no credentials.
+
+use serde_json::{json, Value};
+
+/// Requests one core serves: the live engine drives about 120k requests per second on one
+/// core against nginx; half that leaves room for TLS, retries' bookkeeping and a busy node.
+pub const REQUESTS_PER_CORE: f64 = 60_000.0;
+
+/// Everything the manifests are made of.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Object name prefix: the scenario's name made a DNS label.
+    pub name: String,
+    pub namespace: String,
+    pub image: String,
+    /// The scenario file's text and its file name inside the ConfigMap.
+    pub scenario_text: String,
+    pub shards: u32,
+    /// The common start, RFC 3339 in UTC.
+    pub start_at: String,
+    /// Attempts per second one shard sends at most: every config's upstream rate times its
+    /// amplification bound, divided among the shards.
+    pub attempts_per_s_per_shard: f64,
+    /// Seconds from now until the merge may give up: start delay, load, drain, and slack.
+    pub deadline_s: u64,
+    pub storage: String,
+    pub storage_class: Option<String>,
+}
+
+/// Where things are mounted in the pods.
+const SCENARIO_DIR: &str = "/scenario";
+const SCENARIO_FILE: &str = "scenario.toml";
+const RESULTS_DIR: &str = "/results";
+
+/// `text` as a DNS-1123 label of at most `max` characters (lowercase alphanumerics and
+/// '-', starting and ending alphanumeric).
+pub fn dns_label(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    out.truncate(max);
+    let out = out.trim_matches('-').to_string();
+    if out.is_empty() {
+        "storm".into()
+    } else {
+        out
+    }
+}
+
+/// CPU (millicores) and memory (MiB) one shard requests for `attempts_per_s`: a quarter of
+/// a core at least, one core per [`REQUESTS_PER_CORE`]; 256 MiB plus 64 MiB per 10k
+/// attempts per second (in-flight requests, connections, per-second histograms).
+pub fn resources(attempts_per_s: f64) -> (u64, u64) {
+    let cpu_m = ((attempts_per_s / REQUESTS_PER_CORE) * 1000.0).ceil() as u64;
+    let mem_mi = 256 + ((attempts_per_s / 10_000.0).ceil() as u64) * 64;
+    (cpu_m.max(250), mem_mi)
+}
+
+/// The manifests, in the order they are applied.
+pub fn manifests(s: &Spec) -> Vec<Value> {
+    let labels = json!({ "app.kubernetes.io/name": "stormrig", "stormrig/run": s.name });
+    let meta = |name: String| json!({ "name": name, "namespace": s.namespace, "labels": labels });
+    let config_map = format!("{}-scenario", s.name);
+    let claim = format!("{}-results", s.name);
+    let volumes = json!([
+        { "name": "scenario", "configMap": { "name": config_map } },
+        { "name": "results", "persistentVolumeClaim": { "claimName": claim } },
+    ]);
+    let mounts = json!([
+        { "name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": true },
+        { "name": "results", "mountPath": RESULTS_DIR },
+    ]);
+    let scenario = format!("{SCENARIO_DIR}/{SCENARIO_FILE}");
+    let (cpu_m, mem_mi) = resources(s.attempts_per_s_per_shard);
+
+    let mut pvc_spec = json!({
+        "accessModes": ["ReadWriteMany"],
+        "resources": { "requests": { "storage": s.storage } },
+    });
+    if let Some(class) = &s.storage_class {
+        pvc_spec["storageClassName"] = json!(class);
+    }
+
+    let shard_job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta(format!("{}-shards", s.name)),
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": s.shards,
+            "parallelism": s.shards,
+            // A shard run again would start after the common start and not line up.
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": s.deadline_s,
+            "template": {
+                "metadata": { "labels": labels },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "shard",
+                        "image": s.image,
+                        "command": ["stormrig"],
+                        // `--flag=value`: a bare RFC 3339 value would be a YAML timestamp.
+                        "args": [
+                            "run", scenario,
+                            format!("--shards={}", s.shards),
+                            format!("--start-at={}", s.start_at),
+                            format!("--out={RESULTS_DIR}/shard-$(SHARD_INDEX)"),
+                            "--quiet",
+                        ],
+                        // The Job controller sets JOB_COMPLETION_INDEX itself (stormrig
+                        // reads it); SHARD_INDEX names the output directory in `args`.
+                        "env": [{
+                            "name": "SHARD_INDEX",
+                            "valueFrom": { "fieldRef": {
+                                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                            } },
+                        }],
+                        "resources": {
+                            "requests": { "cpu": format!("{cpu_m}m"), "memory": format!("{mem_mi}Mi") },
+                            "limits": { "memory": format!("{}Mi", mem_mi * 2) },
+                        },
+                        "volumeMounts": mounts,
+                    }],
+                    "volumes": volumes,
+                },
+            },
+        },
+    });
+
+    let dirs: Vec<String> = (0..s.shards)
+        .map(|i| format!("{RESULTS_DIR}/shard-{i}"))
+        .collect();
+    let wait_and_merge = format!(
+        "for d in {dirs}; do until [ -f \"$d/summary.json\" ]; do sleep 5; done; done; \
+         exec stormrig merge {dirs} --out {RESULTS_DIR}/merged",
+        dirs = dirs.join(" ")
+    );
+    let merge_job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta(format!("{}-merge", s.name)),
+        "spec": {
+            "completions": 1,
+            "parallelism": 1,
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": s.deadline_s + 600,
+            "template": {
+                "metadata": { "labels": labels },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "merge",
+                        "image": s.image,
+                        "command": ["/bin/sh", "-c", wait_and_merge],
+                        "resources": {
+                            "requests": { "cpu": "250m", "memory": "256Mi" },
+                            "limits": { "memory": "1Gi" },
+                        },
+                        "volumeMounts": mounts,
+                    }],
+                    "volumes": volumes,
+                },
+            },
+        },
+    });
+
+    vec![
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta(config_map.clone()),
+            "data": { SCENARIO_FILE: s.scenario_text },
+        }),
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": meta(claim.clone()),
+            "spec": pvc_spec,
+        }),
+        shard_job,
+        merge_job,
+    ]
+}
+
+/// The manifests as one YAML stream (documents separated by `---`).
+pub fn yaml(docs: &[Value]) -> Result<String, serde_norway::Error> {
+    let mut out = String::new();
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(&serde_norway::to_string(d)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_sizes() {
+        assert_eq!(dns_label("Thousand_Clients!", 40), "thousand-clients");
+        assert_eq!(dns_label("---", 40), "storm");
+        assert_eq!(resources(0.0), (250, 256));
+        assert_eq!(resources(120_000.0), (2000, 256 + 12 * 64));
+    }
+}
