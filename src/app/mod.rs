@@ -679,6 +679,7 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
         scale: args.scale,
         attempt_log: args.common.attempt_log,
         stop: Some(signal_flag()?),
+        jobs: 0,
     };
     let wall = std::time::Instant::now();
     let output = crate::sim::run(&plan, &opts).map_err(AppError::bad)?;
