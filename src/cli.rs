@@ -214,6 +214,10 @@ pub enum BenchCommand {
         /// Connections the pool may hold, as oha's `-c` (0: unbounded, as `stormrig run`).
         #[arg(long, default_value_t = 64)]
         connections: usize,
+        /// Microseconds before each arrival the scheduler stops sleeping on its timer and
+        /// yields until the arrival is due (0: no spinning; the default of `stormrig run`).
+        #[arg(long, default_value_t = 0)]
+        spin_us: u64,
     },
     /// The built-in target answering every request with one status, for wrk to drive.
     Target {

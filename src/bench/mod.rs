@@ -420,6 +420,8 @@ pub struct OpenLoopOpts {
     pub connections: Option<usize>,
     /// Requests still in flight this long after the last arrival are abandoned.
     pub drain: Duration,
+    /// The scheduler's spin before each arrival ([`crate::live::pacer::Pacing::spin`]).
+    pub spin: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -481,6 +483,7 @@ pub async fn open_loop_run(
         &mut tasks,
         &mut lag,
         &mut stop,
+        crate::live::pacer::Pacing { spin: opts.spin },
     )
     .await;
     let last_start = epoch.elapsed();
@@ -540,6 +543,7 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
         }
     }
     let _ = writeln!(out, "rate={:.0}", opts.rate);
+    let _ = writeln!(out, "spin_us={}", opts.spin.as_micros());
     let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
     let _ = writeln!(out, "scheduled={}", r.scheduled);
     let _ = writeln!(out, "last_start_s={:.4}", r.last_start.as_secs_f64());
@@ -712,6 +716,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
             max_in_flight: opts.max_in_flight,
             connections: None,
             drain: Duration::ZERO,
+            spin: crate::live::pacer::Pacing::DEFAULT.spin,
         };
         // RSS once per second of the load phase, from a task beside the open loop.
         let seconds = opts.duration.as_secs();
