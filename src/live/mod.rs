@@ -703,7 +703,9 @@ pub(crate) async fn open_loop(
             let rt = Arc::clone(rt);
             let tmpl = Arc::clone(&tmpl);
             tasks.spawn(async move {
-                rt.drive(&epoch, &tmpl, id as u64, intended, None).await;
+                // Boxed: the task itself then stays a few words, so spawning one per
+                // arrival does not copy the whole request future into its cell.
+                Box::pin(rt.drive(&epoch, &tmpl, id as u64, intended, None)).await;
                 rt.release();
             });
         }
