@@ -563,10 +563,11 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         eprintln!("{w}");
     }
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(AppError::failed)?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        builder.worker_threads(usize::from(n));
+    }
+    let rt = builder.enable_all().build().map_err(AppError::failed)?;
     count_panics();
     let opts = live::RunOptions {
         attempt_log: args.common.attempt_log,
