@@ -680,6 +680,11 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
+    /// The largest RSS sampled.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.rss_kib.iter().copied().max().unwrap_or(0)
+    }
+
     /// (max − min) / min of the RSS over the second half of the series.
     pub fn second_half_spread(&self) -> f64 {
         let half = &self.rss_kib[self.rss_kib.len() / 2..];
@@ -768,6 +773,19 @@ pub fn memory_text(opts: &MemoryOpts, r: &MemoryReport) -> String {
         out,
         "rss_second_half_spread_pct={:.2}",
         r.second_half_spread() * 100.0
+    );
+    // The whole process's growth (client, pool, connections and the in-process target's
+    // side of each hanging request) over the largest number in flight at once.
+    let grown = r
+        .peak_rss_kib()
+        .saturating_sub(r.rss_kib.first().copied().unwrap_or(0));
+    let _ = writeln!(out, "rss_growth_kib={grown}");
+    let _ = writeln!(
+        out,
+        "bytes_per_in_flight={}",
+        (grown * 1024)
+            .checked_div(r.peak_in_flight)
+            .map_or("NA".to_string(), |b| b.to_string())
     );
     out
 }
