@@ -153,3 +153,45 @@ mod precise {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wait never ends before its instant, with or without a spin, including after a
+    /// wait cut short (whose timer may fire later) and for an instant already past.
+    #[tokio::test(flavor = "current_thread")]
+    async fn never_returns_before_the_instant() {
+        for spin in [Duration::ZERO, Duration::from_micros(20)] {
+            let mut pacer = Pacer::new(Pacing { spin });
+            let start = Instant::now();
+            for k in 1..=50u64 {
+                let when = start + Duration::from_micros(200 * k);
+                pacer.until(when).await;
+                assert!(Instant::now() >= when, "spin {spin:?}, arrival {k}");
+            }
+            // A wait abandoned mid-way whose timer then fires unread: it must not end the
+            // next wait early.
+            tokio::select! {
+                biased;
+                _ = pacer.until(Instant::now() + Duration::from_millis(1)) => {}
+                _ = std::future::ready(()) => {}
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            tokio::task::yield_now().await;
+            let soon = Instant::now() + Duration::from_millis(2);
+            pacer.until(soon).await;
+            assert!(
+                Instant::now() >= soon,
+                "spin {spin:?}, after a cut-short wait"
+            );
+            pacer.until(start).await;
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "current_thread")]
+    async fn linux_has_the_precise_timer() {
+        assert!(Pacer::new(Pacing::DEFAULT).fd.is_some());
+    }
+}
