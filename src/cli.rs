@@ -219,8 +219,8 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 64)]
         connections: usize,
         /// Microseconds before each arrival the scheduler stops sleeping on its timer and
-        /// yields until the arrival is due (0: no spinning; the default is `stormrig run`'s).
-        #[arg(long, default_value_t = crate::live::pacer::Pacing::DEFAULT.spin.as_micros() as u64)]
+        /// yields until the arrival is due (0: no spinning; the default of `stormrig run`).
+        #[arg(long, default_value_t = 0)]
         spin_us: u64,
     },
     /// The built-in target answering every request with one status, for wrk to drive.

@@ -26,17 +26,12 @@ pub struct Pacing {
 }
 
 impl Pacing {
-    /// The default of `stormrig run`: a 20 µs spin. What a spin can cost is bounded by the
-    /// rate times the spin (0.4 % of a core at 200 arrivals/s, at most 40 % at 20,000/s,
-    /// and then only time the runtime had nothing else to run: each yield lets the
-    /// configs' requests go first), and with five configs side by side each arrival starts
-    /// five requests, so it is spread over five times the work. What it buys: the loop no
-    /// longer parks the thread in the reactor and wakes it again between arrivals 50 µs
-    /// apart, which on a shared 2-core machine cost more per request than the spin (at
-    /// 20,000 req/s: 23-34 CPU-s per million requests with 20 µs, 30-45 without; lower in
-    /// 7 of 8 alternating pairs).
+    /// The default of `stormrig run`: no spinning. Side by side, every arrival starts one
+    /// request per config, so the configs' own work fills the runtime between arrivals;
+    /// a spin would take the core from exactly that work, and the precise timer alone
+    /// keeps the lag within tens of microseconds.
     pub const DEFAULT: Pacing = Pacing {
-        spin: Duration::from_micros(20),
+        spin: Duration::ZERO,
     };
 }
 
