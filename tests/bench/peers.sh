@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # stormrig side by side with its peers: wrk, oha and nginx on loopback.
 #
-#   tests/bench/peers.sh            # ~5 min: 3 rounds of 10 s per tool and mode
+#   tests/bench/peers.sh            # ~8 min: 3 rounds of 10 s per tool and mode
 #   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)
 #
 # Generators run pinned to CPU $GEN_CPU (default 0), servers (nginx, stormrig's target) to
