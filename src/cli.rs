@@ -174,6 +174,10 @@ pub struct RunArgs {
     /// (standard output).
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<PathBuf>,
+    /// Threads of the live engine (default: the cores available). Configs side by side and
+    /// their requests spread over them; no count and no seeded draw depends on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     #[command(flatten)]
     pub shard: ShardArgs,
 }
@@ -254,6 +258,10 @@ pub enum BenchCommand {
         /// Connections the pool may hold, as oha's `-c` (0: unbounded, as `stormrig run`).
         #[arg(long, default_value_t = 64)]
         connections: usize,
+        /// Microseconds before each arrival the scheduler stops sleeping on its timer and
+        /// yields until the arrival is due (0: no spinning; the default of `stormrig run`).
+        #[arg(long, default_value_t = 0)]
+        spin_us: u64,
     },
     /// The built-in target answering every request with one status, for wrk to drive.
     Target {

@@ -580,10 +580,11 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         eprintln!("{w}");
     }
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(AppError::failed)?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        builder.worker_threads(usize::from(n));
+    }
+    let rt = builder.enable_all().build().map_err(AppError::failed)?;
     count_panics();
     if let Some(t) = start_at {
         shards::wait_until(t);
@@ -710,6 +711,7 @@ fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
         scale: args.scale,
         attempt_log: args.common.attempt_log,
         stop: Some(signal_flag()?),
+        jobs: 0,
     };
     let wall = std::time::Instant::now();
     let output = crate::sim::run(&plan, &opts).map_err(AppError::bad)?;
@@ -999,6 +1001,7 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             threads,
             max_in_flight,
             connections,
+            spin_us,
         } => {
             if !(rate.is_finite() && rate > 0.0) {
                 return Err(AppError::bad("--rate must be above 0"));
@@ -1011,6 +1014,7 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 max_in_flight,
                 connections: (connections > 0).then_some(connections),
                 drain: std::time::Duration::from_secs(2),
+                spin: std::time::Duration::from_micros(spin_us),
             };
             let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::open_loop_text(&opts, &r));

@@ -421,6 +421,8 @@ pub struct OpenLoopOpts {
     pub connections: Option<usize>,
     /// Requests still in flight this long after the last arrival are abandoned.
     pub drain: Duration,
+    /// The scheduler's spin before each arrival ([`crate::live::pacer::Pacing::spin`]).
+    pub spin: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -482,6 +484,7 @@ pub async fn open_loop_run(
         &mut tasks,
         &mut lag,
         &mut stop,
+        crate::live::pacer::Pacing { spin: opts.spin },
     )
     .await;
     let last_start = epoch.elapsed();
@@ -541,6 +544,7 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
         }
     }
     let _ = writeln!(out, "rate={:.0}", opts.rate);
+    let _ = writeln!(out, "spin_us={}", opts.spin.as_micros());
     let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
     let _ = writeln!(out, "scheduled={}", r.scheduled);
     let _ = writeln!(out, "last_start_s={:.4}", r.last_start.as_secs_f64());
@@ -677,6 +681,11 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
+    /// The largest RSS sampled.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.rss_kib.iter().copied().max().unwrap_or(0)
+    }
+
     /// (max − min) / min of the RSS over the second half of the series.
     pub fn second_half_spread(&self) -> f64 {
         let half = &self.rss_kib[self.rss_kib.len() / 2..];
@@ -713,6 +722,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
             max_in_flight: opts.max_in_flight,
             connections: None,
             drain: Duration::ZERO,
+            spin: crate::live::pacer::Pacing::DEFAULT.spin,
         };
         // RSS once per second of the load phase, from a task beside the open loop.
         let seconds = opts.duration.as_secs();
@@ -764,6 +774,19 @@ pub fn memory_text(opts: &MemoryOpts, r: &MemoryReport) -> String {
         out,
         "rss_second_half_spread_pct={:.2}",
         r.second_half_spread() * 100.0
+    );
+    // The whole process's growth (client, pool, connections and the in-process target's
+    // side of each hanging request) over the largest number in flight at once.
+    let grown = r
+        .peak_rss_kib()
+        .saturating_sub(r.rss_kib.first().copied().unwrap_or(0));
+    let _ = writeln!(out, "rss_growth_kib={grown}");
+    let _ = writeln!(
+        out,
+        "bytes_per_in_flight={}",
+        (grown * 1024)
+            .checked_div(r.peak_in_flight)
+            .map_or("NA".to_string(), |b| b.to_string())
     );
     out
 }

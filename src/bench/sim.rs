@@ -143,6 +143,8 @@ fn measure(plan: &Plan, scale: f64) -> Result<Measured, SimBenchError> {
     let opts = SimOptions {
         scale,
         attempt_log: false,
+        // One thread: the figure is per CPU second of the calling thread.
+        jobs: 1,
         ..SimOptions::default()
     };
     let cpu0 = thread_cpu();

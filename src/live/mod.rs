@@ -7,6 +7,7 @@ pub mod driver;
 pub mod grpc;
 pub mod http;
 pub mod layer;
+pub mod pacer;
 pub mod progress;
 pub mod telemetry;
 
@@ -179,7 +180,17 @@ pub async fn run(
                 .zip(schedule::arrivals(shape, sc.duration, sc.seed))
                 .filter(move |(id, _)| shard.owns(*id, clients));
             let (rts, tasks, lag) = (&runtimes, &mut tasks, &mut lag);
-            open_loop(arrivals, rts, &tmpl, epoch, tasks, lag, &mut stop.rx).await
+            open_loop(
+                arrivals,
+                rts,
+                &tmpl,
+                epoch,
+                tasks,
+                lag,
+                &mut stop.rx,
+                pacer::Pacing::DEFAULT,
+            )
+            .await
         }
     };
     // The load's length is the scenario's (the last arrival of a burst comes long before its
@@ -686,14 +697,12 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
     })
 }
 
-/// How long before an arrival [`open_loop`] stops sleeping and yields until it is due:
-/// one tick of tokio's timer wheel.
-const SPIN_WINDOW: Duration = Duration::from_millis(1);
-
 /// Open loop: arrivals come on schedule whatever the responses do. Each arrival starts one
 /// logical request per config; a config at its in-flight cap drops (and counts) it. The
-/// start lag of each arrival (actual − intended start, µs) goes into `lag`.
+/// start lag of each arrival (actual − intended start, µs) goes into `lag`; `pacing` says
+/// how the loop waits for each start (see [`pacer`]).
 /// Returns true when stopped early. `stormrig bench open-loop` measures this very function.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn open_loop(
     arrivals: impl Iterator<Item = (u64, Duration)>,
     runtimes: &[Arc<ConfigRuntime>],
@@ -702,26 +711,16 @@ pub(crate) async fn open_loop(
     tasks: &mut JoinSet<()>,
     lag: &mut hdrhistogram::Histogram<u64>,
     stop: &mut watch::Receiver<bool>,
+    pacing: pacer::Pacing,
 ) -> bool {
     let tmpl = Arc::new(tmpl.clone());
+    let mut pacer = pacer::Pacer::new(pacing);
     for (id, intended) in arrivals {
         let when = epoch.at(intended);
         if tokio::time::Instant::now() < when {
-            // tokio's timer wheel ticks in whole milliseconds and rounds a deadline up, so
-            // `sleep_until(when)` wakes up to ~1 ms late and every arrival due in that
-            // millisecond starts in one burst. Sleep only to `SPIN_WINDOW` before the
-            // arrival, then yield until it is due: each yield lets in-flight requests and
-            // the I/O driver run, and the spin is bounded by `SPIN_WINDOW` (plus the
-            // timer's own lateness), after which the stop signal is checked below.
-            let coarse = when.checked_sub(SPIN_WINDOW).unwrap_or(when);
-            if tokio::time::Instant::now() < coarse {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(coarse) => {}
-                    _ = stop.changed() => return true,
-                }
-            }
-            while tokio::time::Instant::now() < when {
-                tokio::task::yield_now().await;
+            tokio::select! {
+                _ = pacer.until(when) => {}
+                _ = stop.changed() => return true,
             }
         }
         if *stop.borrow() {
@@ -737,7 +736,9 @@ pub(crate) async fn open_loop(
             let rt = Arc::clone(rt);
             let tmpl = Arc::clone(&tmpl);
             tasks.spawn(async move {
-                rt.drive(&epoch, &tmpl, id, intended, None).await;
+                // Boxed: the task itself then stays a few words, so spawning one per
+                // arrival does not copy the whole request future into its cell.
+                Box::pin(rt.drive(&epoch, &tmpl, id, intended, None)).await;
                 rt.release();
             });
         }

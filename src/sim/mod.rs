@@ -39,12 +39,14 @@
 mod dedup;
 mod engine;
 mod hop;
+mod parallel;
 mod provider;
 mod queue;
 
 use std::time::Duration;
 
 pub use engine::{MIN_THINK, NET_DELAY};
+pub use parallel::parallel;
 
 use crate::metrics::{AttemptRow, Engine, RunResult};
 use crate::plan::Plan;
@@ -64,6 +66,9 @@ pub struct SimOptions {
     /// Set from outside (a signal) to stop early: the result is then marked partial and
     /// holds the configs simulated so far, the current one up to where it stopped.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Threads the configs are spread over (0 = every core). Each config is simulated on
+    /// its own, so the output is the same for any number.
+    pub jobs: usize,
 }
 
 impl Default for SimOptions {
@@ -72,6 +77,7 @@ impl Default for SimOptions {
             scale: 1.0,
             attempt_log: false,
             stop: None,
+            jobs: 0,
         }
     }
 }
@@ -141,7 +147,9 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let mut attempts = Vec::new();
     let mut stats = SimStats::default();
     let mut hops = Vec::new();
-    for planned in &plan.configs {
+    // Every config on its own (in parallel), then assembled in config order.
+    let outs = parallel(plan.configs.len(), opts.jobs, |ci| {
+        let planned = &plan.configs[ci];
         let load = match &shape {
             LoadShape::Closed { users, think_time } => Load::Closed {
                 users: *users,
@@ -149,7 +157,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             },
             s => Load::Open(schedule::arrivals(s, sc.duration, sc.seed)),
         };
-        let mut out = engine::simulate(ConfigRun {
+        engine::simulate(ConfigRun {
             draw_key: crate::draws::config_key(&planned.name),
             name: &planned.name,
             config: &planned.config,
@@ -188,7 +196,9 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
                 &sc.load.headers,
                 planned.config.failover.as_ref(),
             ),
-        });
+        })
+    });
+    for (planned, mut out) in plan.configs.iter().zip(outs) {
         stats.attempts += out.attempts;
         stats.events += out.events;
         stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));

@@ -7,8 +7,6 @@
 //! of the varied field, not of another draw; `--seeds N` shows how much a draw moves it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -18,6 +16,7 @@ use super::SweepError;
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::plan::Plan;
 use crate::report::gates;
+pub use crate::sim::parallel;
 use crate::sim::{self, SimOptions};
 
 /// Name of the derived figure: the share of the seconds in the second halves of the fault
@@ -142,41 +141,16 @@ pub struct SweepResult {
     pub points: Vec<PointResult>,
 }
 
-/// Runs `f(0..tasks)` on `jobs` threads (0 = every core) and returns the results in task
-/// order, whatever order the threads finished in.
-pub fn parallel<T: Send>(tasks: usize, jobs: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let jobs = if jobs == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        jobs
-    }
-    .min(tasks.max(1));
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..tasks).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= tasks {
-                    break;
-                }
-                let r = f(i);
-                out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-            });
-        }
-    });
-    out.into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .map(|r| r.expect("every task ran"))
-        .collect()
-}
-
 /// Simulates `plan` with `seed`; a simulator refusal is bad input naming the point.
 pub fn simulate(plan: &Plan, seed: u64, label: &str) -> Result<RunResult, SweepError> {
     let mut plan = plan.clone();
     plan.scenario.seed = seed;
-    sim::run(&plan, &SimOptions::default())
+    // The points already spread over the cores: each runs its configs on its own thread.
+    let opts = SimOptions {
+        jobs: 1,
+        ..SimOptions::default()
+    };
+    sim::run(&plan, &opts)
         .map(|o| o.result)
         .map_err(|e| SweepError::Point {
             point: label.to_string(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # stormrig side by side with its peers: wrk, oha and nginx on loopback.
 #
-#   tests/bench/peers.sh            # ~5 min: 3 rounds of 10 s per tool and mode
+#   tests/bench/peers.sh            # ~8 min: 3 rounds of 10 s per tool and mode
 #   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)
 #
 # Generators run pinned to CPU $GEN_CPU (default 0), servers (nginx, stormrig's target) to
@@ -11,7 +11,10 @@
 #
 # Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, NGINX_H2C_PORT (the same nginx over HTTP/2 in
 # clear, for the generator's h2c row), TARGET_PORT, CONFIG (retry preset of the
-# stormrig generator, default naive), MEMORY=1 (also run `stormrig bench memory`, 60 s), OHA_INSTALL=0 (never install oha).
+# stormrig generator, default naive), SPINS (the open loop's spin settings in µs, default
+# "0 20 1000": the lag/CPU trade-off curve), MEMORY=0 (skip `stormrig bench memory`, 20 s),
+# OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
+# building the perf profile).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
 # oha (cargo install oha --locked; its rows are skipped when that fails, e.g. offline).
 set -euo pipefail
@@ -32,6 +35,7 @@ NGINX_PORT="${NGINX_PORT:-18480}"
 TARGET_PORT="${TARGET_PORT:-18481}"
 NGINX_H2C_PORT="${NGINX_H2C_PORT:-18482}"
 CONFIG="${CONFIG:-naive}"
+SPINS="${SPINS:-0 20 1000}"
 CONNS=64
 RATE=20000
 
@@ -90,11 +94,16 @@ else
     fi
 fi
 
-log "building stormrig (perf profile: release + fat LTO)"
-# The perf profile (fat LTO, one codegen unit; see Cargo.toml): what a benchmark should run.
-(cd "$ROOT" && cargo build --profile perf --quiet)
-STORMRIG="${CARGO_TARGET_DIR:-$ROOT/target}/perf/stormrig"
-[ -x "$STORMRIG" ] || STORMRIG="$ROOT/target/perf/stormrig"
+if [ -n "${STORMRIG_BIN:-}" ]; then
+    STORMRIG="$STORMRIG_BIN"
+    log "measuring $STORMRIG (STORMRIG_BIN)"
+else
+    log "building stormrig (perf profile: release + fat LTO)"
+    # The perf profile (fat LTO, one codegen unit; see Cargo.toml): what a benchmark should run.
+    (cd "$ROOT" && cargo build --profile perf --quiet)
+    STORMRIG="${CARGO_TARGET_DIR:-$ROOT/target}/perf/stormrig"
+    [ -x "$STORMRIG" ] || STORMRIG="$ROOT/target/perf/stormrig"
+fi
 
 # ---- helpers -----------------------------------------------------------------------------
 # CPU seconds (user + system) of one process from /proc (USER_HZ = 100).
@@ -170,28 +179,33 @@ print("\t".join([section, "oha", mode, rnd, "%.1f" % rps, ms(p.get("p50")), ms(p
 EOF
 }
 
-run_gen() { # round [h2c]: HTTP/1.1 to nginx's port, or HTTP/2 in clear to its h2c port
+run_gen() { # round [h2c|threads2]: HTTP/1.1 to nginx's port, HTTP/2 in clear to its h2c
+    # port, or HTTP/1.1 on two runtime threads (on both cores: nginx's is the second)
     local out="$WORK/gen.out" cpu n url="http://127.0.0.1:$NGINX_PORT/" mode="closed" flag=()
+    local threads=1 label="1 thread" cpus="$GEN_CPU"
     if [ "${2:-}" = h2c ]; then
         url="http://127.0.0.1:$NGINX_H2C_PORT/" mode="closed h2c" flag=(--h2c)
     fi
-    timed "$out" "$STORMRIG" bench generator --url "$url" "${flag[@]}" \
-        --connections "$CONNS" --duration "${DUR}s" --config "$CONFIG" --threads 1 || return 0
+    if [ "${2:-}" = threads2 ]; then
+        threads=2 label="2 threads" cpus="$GEN_CPU,$SRV_CPU"
+    fi
+    GEN_CPU="$cpus" timed "$out" "$STORMRIG" bench generator --url "$url" "${flag[@]}" \
+        --connections "$CONNS" --duration "${DUR}s" --config "$CONFIG" --threads "$threads" || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record generator stormrig "$mode, $CONFIG, 1 thread" "$1" "$(kv "$out" req_per_s)" \
+    record generator stormrig "$mode, $CONFIG, $label" "$1" "$(kv "$out" req_per_s)" \
         "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
         "attempts=$(kv "$out" attempts)"
 }
 
-run_open() { # round
+run_open() { # round spin-us
     local out="$WORK/open.out" cpu n
     timed "$out" "$STORMRIG" bench open-loop --url "http://127.0.0.1:$NGINX_PORT/" \
         --rate "$RATE" --duration "${DUR}s" --config "$CONFIG" --threads 1 \
-        --connections "$CONNS" || return 0
+        --connections "$CONNS" --spin-us "$2" || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record open-loop stormrig "$RATE/s, $CONFIG, 1 thread, -c$CONNS" "$1" "$(kv "$out" achieved_rate)" \
+    record open-loop stormrig "$RATE/s, $CONFIG, spin ${2}us, -c$CONNS" "$1" "$(kv "$out" achieved_rate)" \
         "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
         "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms"
 }
@@ -224,6 +238,8 @@ for r in $(seq 1 "$ROUNDS"); do
     trunc_log
     run_gen "$r" h2c
     trunc_log
+    run_gen "$r" threads2
+    trunc_log
     run_wrk generator "closed, -t1 -c$CONNS" "$r" "http://127.0.0.1:$NGINX_PORT/"
     trunc_log
     run_oha generator "closed, --worker-threads 1 -c$CONNS" "$r" \
@@ -232,8 +248,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 for r in $(seq 1 "$ROUNDS"); do
     log "round $r/$ROUNDS: open loop at $RATE req/s"
-    run_open "$r"
-    trunc_log
+    for spin in $SPINS; do
+        run_open "$r" "$spin"
+        trunc_log
+    done
     run_oha open-loop "-q $RATE --latency-correction, 1 thread" "$r" \
         "http://127.0.0.1:$NGINX_PORT/" -q "$RATE" --latency-correction --worker-threads 1
     trunc_log
@@ -270,10 +288,11 @@ log "simulator: 3-config storm on one thread"
 taskset -c "$GEN_CPU" "$STORMRIG" bench sim >"$WORK/sim.out"
 
 MEM_OUT=""
-if [ "${MEMORY:-0}" = 1 ]; then
-    log "memory: 60 s open loop at 5000 req/s against a target that hangs every request"
-    "$STORMRIG" bench memory --rate 5000 --duration 60s --max-in-flight 2000 \
-        --per-try-timeout 1s >"$WORK/memory.out"
+if [ "${MEMORY:-1}" = 1 ]; then
+    # 4000 hanging at once (8000 descriptors, client and target side) fit the usual limits.
+    log "memory: 20 s open loop at 5000 req/s against a target that hangs every request"
+    "$STORMRIG" bench memory --rate 5000 --duration 20s --max-in-flight 4000 \
+        --per-try-timeout 5s >"$WORK/memory.out"
     MEM_OUT="$WORK/memory.out"
 fi
 
@@ -287,9 +306,11 @@ echo "Target rows: CPU-s/M is the server's CPU (nginx worker / stormrig target) 
 echo
 python3 "$HERE/table.py" "$RESULTS"
 echo
+python3 "$HERE/ratios.py" "$RESULTS"
+echo
 cat "$WORK/policy.out"
 echo
-grep -E '^(bench|configs|scale|attempts|events|thread_cpu_s|attempts_per_cpu_s|sim_speedup|target_attempts_per_cpu_s|target_met)=' \
+grep -E '^(bench|configs|scale|attempts|events|thread_cpu_s|attempts_per_cpu_s|sim_speedup|target_attempts_per_cpu_s|target_met|layered_deepest_attempts_per_cpu_s)=' \
     "$WORK/sim.out" | paste -sd' '
 if [ -n "$MEM_OUT" ]; then
     echo

@@ -36,6 +36,36 @@ fn same_seed_gives_byte_identical_summary() {
     );
 }
 
+/// Configs simulated in parallel are assembled in config order: the output is the same,
+/// byte for byte and attempt row for attempt row, on one thread or many.
+#[test]
+fn thread_count_changes_no_output() {
+    let p = plan("downstream-503-10s.toml");
+    let run = |jobs| {
+        sim::run(
+            &p,
+            &SimOptions {
+                attempt_log: true,
+                jobs,
+                ..SimOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let one = run(1);
+    assert!(one.result.configs.len() >= 3);
+    for jobs in [2, 3, 0] {
+        let many = run(jobs);
+        assert_eq!(
+            serde_json::to_vec_pretty(&one.result).unwrap(),
+            serde_json::to_vec_pretty(&many.result).unwrap(),
+            "jobs = {jobs}"
+        );
+        assert_eq!(one.attempts, many.attempts, "jobs = {jobs}");
+        assert_eq!(one.stats, many.stats, "jobs = {jobs}");
+    }
+}
+
 #[test]
 fn downstream_503_figures_make_sense() {
     let r = sim::run(&plan("downstream-503-10s.toml"), &SimOptions::default())

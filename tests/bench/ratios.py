@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Prints the ratios peers.sh quotes beside its table, from the same results file.
+
+* the open loop's CPU per million requests over the closed loop's (one thread each), per
+  spin setting of its scheduler: the aim is at most 1.5x;
+* the generator's requests per second on two runtime threads over one.
+
+Medians over rounds, as the table's.
+"""
+import statistics
+import sys
+
+
+def main(path):
+    rows = [l.rstrip("\n").split("\t") for l in open(path, encoding="utf-8") if l.strip()]
+
+    def med(section, mode, col):
+        xs = []
+        for f in rows:
+            if len(f) > col and f[0] == section and f[1] == "stormrig" and f[2] == mode:
+                try:
+                    xs.append(float(f[col]))
+                except ValueError:
+                    pass
+        return statistics.median(xs) if xs else None
+
+    def modes(section):
+        seen = []
+        for f in rows:
+            if f[0] == section and f[1] == "stormrig" and f[2] not in seen:
+                seen.append(f[2])
+        return seen
+
+    closed = [m for m in modes("generator") if m.startswith("closed,")]
+    one = next((m for m in closed if m.endswith("1 thread")), None)
+    two = next((m for m in closed if m.endswith("2 threads")), None)
+    closed_cpu = med("generator", one, 7) if one else None
+    for m in modes("open-loop"):
+        o = med("open-loop", m, 7)
+        if o is not None and closed_cpu:
+            print(f"open loop CPU-s/M over the closed loop's: {o / closed_cpu:5.2f}x  ({m})")
+    if one and two:
+        a, b = med("generator", one, 4), med("generator", two, 4)
+        if a and b:
+            print(f"generator req/s on 2 threads over 1: {b / a:5.2f}x  (nginx shares the second core)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
