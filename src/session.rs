@@ -65,6 +65,8 @@ pub struct Attempt {
     pub remaining_deadline: Option<Duration>,
     /// Send an idempotency key with it.
     pub idempotency_key: bool,
+    /// With failover, the provider (index in the config's list) the policy sent it to.
+    pub provider: Option<usize>,
 }
 
 /// How a logical request ended.
@@ -158,8 +160,12 @@ impl Session {
                 timeout,
                 remaining_deadline,
                 idempotency_key,
+                provider,
             } => {
                 self.rec.attempt_sent(now.mono, attempt);
+                if let Some(slot) = provider {
+                    self.rec.routes.attempt(slot);
+                }
                 if matches!(
                     (timeout, client.config().per_try_timeout),
                     (Some(t), Some(p)) if t < p
@@ -171,6 +177,7 @@ impl Session {
                     timeout,
                     remaining_deadline,
                     idempotency_key,
+                    provider,
                 })
             }
             Permit::Refuse(reason) => {
@@ -291,16 +298,23 @@ impl Session {
         }
     }
 
-    /// Takes instance `i`'s policy events to the recorder (a breaker that opened).
+    /// Takes instance `i`'s policy events to the recorder (a breaker that opened, a
+    /// provider's breaker transition).
     #[inline]
     fn drain_events(&mut self, i: u32) {
         for e in self.fleet.client_mut(i).drain_events() {
-            if let PolicyEvent::Breaker {
-                to: BreakerState::Open,
-                ..
-            } = e
-            {
-                self.rec.breaker_opened();
+            match e {
+                PolicyEvent::Breaker {
+                    to: BreakerState::Open,
+                    ..
+                } => self.rec.breaker_opened(),
+                PolicyEvent::ProviderBreaker {
+                    provider,
+                    at,
+                    from,
+                    to,
+                } => self.rec.routes.transition(provider, at, from, to),
+                _ => {}
             }
         }
     }

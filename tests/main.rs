@@ -29,6 +29,7 @@ mod suite {
     mod live_run;
     mod policy_api;
     mod protocols;
+    mod provider_breakers;
     mod provider_failover;
     mod provider_tokens;
     mod proxy_local;

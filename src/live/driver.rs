@@ -250,7 +250,7 @@ impl ConfigRuntime {
         let mut req = Request::new(Full::new(tmpl.body.clone()));
         *req.method_mut() = tmpl.method.clone();
         *req.uri_mut() = match &self.failover {
-            Some(f) => self.origin_uri(&f.path(&tmpl.path, attempt.number)),
+            Some(f) => self.origin_uri(&f.path_to(&tmpl.path, attempt.provider.unwrap_or(0))),
             None => self.origin_uri(&tmpl.path),
         };
         *req.headers_mut() = h;

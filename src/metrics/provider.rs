@@ -2,7 +2,11 @@
 //! config's summary draws from them. Both engines fill the same [`ProviderStats`], so a
 //! figure means the same live and simulated.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
+
+use crate::policy::BreakerState;
 
 /// One provider's own counts over a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -84,5 +88,78 @@ impl TokenFigures {
             },
             cost_amplification: (first > 0).then(|| spent as f64 / first as f64),
         }
+    }
+}
+
+/// One breaker transition of a provider, as a config's client saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakerTransition {
+    /// Seconds from the run's start.
+    pub at_s: f64,
+    pub from: BreakerState,
+    pub to: BreakerState,
+}
+
+/// What a config's client sent one provider of its failover list: the client's side of the
+/// provider's own [`ProviderStats::arrivals`], and that provider's breaker transitions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderRoute {
+    pub name: String,
+    /// Attempts the client sent this provider.
+    pub attempts: u64,
+    /// The provider's breaker transitions in time order (empty without breakers); with
+    /// several client instances, every instance's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaker_transitions: Vec<BreakerTransition>,
+}
+
+/// The client-side routes of a config with failover, indexed like its provider list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Routes(Vec<ProviderRoute>);
+
+impl Routes {
+    fn at(&mut self, slot: usize) -> &mut ProviderRoute {
+        if self.0.len() <= slot {
+            self.0.resize_with(slot + 1, ProviderRoute::default);
+        }
+        &mut self.0[slot]
+    }
+
+    /// An attempt sent to provider `slot`.
+    pub fn attempt(&mut self, slot: usize) {
+        self.at(slot).attempts += 1;
+    }
+
+    /// Provider `slot`'s breaker went `from` → `to` at `at`.
+    pub fn transition(&mut self, slot: usize, at: Duration, from: BreakerState, to: BreakerState) {
+        self.at(slot).breaker_transitions.push(BreakerTransition {
+            at_s: at.as_secs_f64(),
+            from,
+            to,
+        });
+    }
+
+    /// Adds another recorder's routes of the same config.
+    pub fn merge(&mut self, o: &Routes) {
+        for (slot, r) in o.0.iter().enumerate() {
+            let mine = self.at(slot);
+            mine.attempts += r.attempts;
+            mine.breaker_transitions
+                .extend(r.breaker_transitions.iter().cloned());
+            mine.breaker_transitions
+                .sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        }
+    }
+
+    /// The routes named after `providers` (the config's failover list); empty without one.
+    pub fn named(&self, providers: &[String]) -> Vec<ProviderRoute> {
+        providers
+            .iter()
+            .enumerate()
+            .map(|(slot, name)| ProviderRoute {
+                name: name.clone(),
+                ..self.0.get(slot).cloned().unwrap_or_default()
+            })
+            .collect()
     }
 }

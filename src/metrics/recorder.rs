@@ -165,6 +165,8 @@ pub struct Recorder {
     client_in_flight: u64,
     pub client_in_flight_peak: u64,
     pub breaker_opens: u64,
+    /// With failover: attempts sent to each provider and its breaker's transitions.
+    pub routes: super::provider::Routes,
 }
 
 impl Default for Recorder {
@@ -185,6 +187,7 @@ impl Recorder {
             client_in_flight: 0,
             client_in_flight_peak: 0,
             breaker_opens: 0,
+            routes: super::provider::Routes::default(),
         }
     }
 
@@ -366,6 +369,7 @@ impl Recorder {
         self.client_in_flight += o.client_in_flight;
         self.client_in_flight_peak += o.client_in_flight_peak;
         self.breaker_opens += o.breaker_opens;
+        self.routes.merge(&o.routes);
     }
 }
 

@@ -226,6 +226,10 @@ pub struct ConfigSummary {
     /// Tokens spent, served and wasted over every provider, and the cost amplification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<super::provider::TokenFigures>,
+    /// With failover: what the client sent each provider, and each provider's breaker
+    /// transitions (the client's side of `providers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<super::provider::ProviderRoute>,
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -542,6 +546,11 @@ pub fn summarize(
         providers: target.providers.clone(),
         tokens: (!target.providers.is_empty())
             .then(|| super::provider::TokenFigures::of(&target.providers)),
+        routes: config
+            .failover
+            .as_ref()
+            .map(|f| rec.routes.named(&f.providers))
+            .unwrap_or_default(),
     };
     (summary, rows)
 }

@@ -142,9 +142,13 @@ impl RetryConfig {
         self.validate_budget()?;
         self.validate_breaker()?;
         self.validate_cost()?;
-        self.failover
-            .as_ref()
-            .map_or(Ok(()), FailoverConfig::validate)
+        if let Some(f) = &self.failover {
+            f.validate()?;
+            if let Some(b) = &f.breaker {
+                validate_breaker(b, "failover.breaker")?;
+            }
+        }
+        Ok(())
     }
 
     /// Name, attempt count, timeouts and attempt cost: the scalar fields.
@@ -339,54 +343,11 @@ impl RetryConfig {
         }
     }
 
-    /// At least one trigger, and a window the minimum call count fits in.
     fn validate_breaker(&self) -> Result<(), PolicyError> {
-        let Some(b) = &self.breaker else {
-            return Ok(());
-        };
-        check(
-            b.failure_threshold.is_some() || b.failure_rate.is_some(),
-            "breaker",
-            "{}",
-            "at least one of failure_threshold, failure_rate",
-        )?;
-        if let Some(t) = b.failure_threshold {
-            check(t >= 1, "breaker.failure_threshold", t, ">= 1")?;
-        }
-        if let Some(r) = b.failure_rate {
-            check(
-                r > 0.0 && r <= 1.0,
-                "breaker.failure_rate",
-                r,
-                "a probability in (0, 1]",
-            )?;
-        }
-        check(
-            (1..=100_000).contains(&b.window),
-            "breaker.window",
-            b.window,
-            "1..=100000",
-        )?;
-        check(
-            b.min_calls >= 1 && b.min_calls <= b.window,
-            "breaker.min_calls",
-            b.min_calls,
-            &format!("1..=breaker.window ({})", b.window),
-        )?;
-        check(
-            !b.open_for.is_zero(),
-            "breaker.open_for",
-            dur(b.open_for),
-            "a duration > 0",
-        )?;
-        check(
-            b.half_open_probes >= 1,
-            "breaker.half_open_probes",
-            b.half_open_probes,
-            ">= 1",
-        )
+        self.breaker
+            .as_ref()
+            .map_or(Ok(()), |b| validate_breaker(b, "breaker"))
     }
-
     /// Caps that are positive numbers.
     fn validate_cost(&self) -> Result<(), PolicyError> {
         if let Some(c) = &self.cost {
@@ -401,6 +362,52 @@ impl RetryConfig {
         }
         Ok(())
     }
+}
+
+/// A breaker table (`prefix` names it in errors): at least one trigger, and a window the
+/// minimum call count fits in.
+fn validate_breaker(b: &BreakerConfig, prefix: &str) -> Result<(), PolicyError> {
+    check(
+        b.failure_threshold.is_some() || b.failure_rate.is_some(),
+        prefix,
+        "{}",
+        "at least one of failure_threshold, failure_rate",
+    )?;
+    if let Some(t) = b.failure_threshold {
+        check(t >= 1, &format!("{prefix}.failure_threshold"), t, ">= 1")?;
+    }
+    if let Some(r) = b.failure_rate {
+        check(
+            r > 0.0 && r <= 1.0,
+            &format!("{prefix}.failure_rate"),
+            r,
+            "a probability in (0, 1]",
+        )?;
+    }
+    check(
+        (1..=100_000).contains(&b.window),
+        &format!("{prefix}.window"),
+        b.window,
+        "1..=100000",
+    )?;
+    check(
+        b.min_calls >= 1 && b.min_calls <= b.window,
+        &format!("{prefix}.min_calls"),
+        b.min_calls,
+        &format!("1..={prefix}.window ({})", b.window),
+    )?;
+    check(
+        !b.open_for.is_zero(),
+        &format!("{prefix}.open_for"),
+        dur(b.open_for),
+        "a duration > 0",
+    )?;
+    check(
+        b.half_open_probes >= 1,
+        &format!("{prefix}.half_open_probes"),
+        b.half_open_probes,
+        ">= 1",
+    )
 }
 
 #[cfg(test)]

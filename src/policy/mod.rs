@@ -14,6 +14,7 @@
 //! * [`budget`]: ratio (Finagle/tower), AWS quota, gRPC throttling, Envoy concurrency;
 //! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
 //! * [`failover`]: which provider each attempt of a request goes to;
+//!   [`provider_breakers`]: a breaker per provider, skipping an open one;
 //! * [`config`]: the resolved config and its validation; [`presets`]: real clients' configs;
 //!   [`spec`]: what a user writes (a preset plus overrides), resolved into a config;
 //! * [`client`]: the per-config state machine ([`RetryClient`]); [`fleet`]: N instances of
@@ -34,6 +35,7 @@ pub mod failover;
 pub mod fleet;
 pub mod outcome;
 pub mod presets;
+pub mod provider_breakers;
 pub mod retry_after;
 pub mod spec;
 pub mod thresholds;

@@ -283,6 +283,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         verdict: None,
         providers: Vec::new(),
         tokens: None,
+        routes: Vec::new(),
     }
 }
 
