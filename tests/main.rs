@@ -31,6 +31,7 @@ mod suite {
     mod protocols;
     mod provider_breakers;
     mod provider_failover;
+    mod provider_ladder;
     mod provider_tokens;
     mod proxy_local;
     mod proxy_nginx;

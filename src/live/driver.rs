@@ -98,12 +98,10 @@ impl ConfigRuntime {
         ConfigRuntime {
             draw_key: spec.draw_key,
             name: spec.name.to_string(),
-            session: Mutex::new(Session::fleet(
-                spec.name,
-                spec.config,
-                spec.clients,
-                spec.attempt_log,
-            )),
+            session: Mutex::new(
+                Session::fleet(spec.name, spec.config, spec.clients, spec.attempt_log)
+                    .seeded(spec.seed, spec.draw_key),
+            ),
             http: match spec.max_connections {
                 Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
                 None => super::http::client(&spec.base_uri),

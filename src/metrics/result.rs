@@ -230,6 +230,9 @@ pub struct ConfigSummary {
     /// transitions (the client's side of `providers`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<super::provider::ProviderRoute>,
+    /// Requests the config's ladder answered (configs with a `ladder` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<super::degraded::DegradedFigures>,
 }
 
 /// What non-idempotent retries cost, as the target counted it, and what its
@@ -551,6 +554,7 @@ pub fn summarize(
             .as_ref()
             .map(|f| rec.routes.named(&f.providers))
             .unwrap_or_default(),
+        degraded: super::degraded::DegradedFigures::of(&config.ladder, rec),
     };
     (summary, rows)
 }

@@ -13,6 +13,7 @@ use super::cost::CostConfig;
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
+use super::ladder::{self, Rung};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
 use super::retry_after::RetryAfterConfig;
 use serde::{Deserialize, Serialize};
@@ -69,6 +70,9 @@ pub struct RetryConfig {
     /// Which provider each attempt goes to (None: every attempt to the load's path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverConfig>,
+    /// What the client answers itself when its attempts could not (empty: nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<Rung>,
 }
 
 impl Default for RetryConfig {
@@ -109,6 +113,7 @@ impl Default for RetryConfig {
             breaker: None,
             cost: None,
             failover: None,
+            ladder: Vec::new(),
         }
     }
 }
@@ -148,7 +153,7 @@ impl RetryConfig {
                 validate_breaker(b, "failover.breaker")?;
             }
         }
-        Ok(())
+        ladder::validate(&self.ladder)
     }
 
     /// Name, attempt count, timeouts and attempt cost: the scalar fields.

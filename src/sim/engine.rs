@@ -323,7 +323,8 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         .timeline
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
-        session: Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log),
+        session: Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log)
+            .seeded(cfg.seed, cfg.draw_key),
         hops: cfg.layers.iter().map(Hop::new).collect(),
         counters: TargetCounts::new(),
         peak_serving: 0,

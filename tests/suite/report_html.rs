@@ -284,6 +284,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         providers: Vec::new(),
         tokens: None,
         routes: Vec::new(),
+        degraded: None,
     }
 }
 
