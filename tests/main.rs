@@ -32,6 +32,7 @@ mod suite {
     mod provider_breakers;
     mod provider_failover;
     mod provider_ladder;
+    mod provider_retry_after;
     mod provider_tokens;
     mod proxy_local;
     mod proxy_nginx;

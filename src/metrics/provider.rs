@@ -25,6 +25,17 @@ pub struct ProviderStats {
     pub tokens_first_attempts: u64,
     /// Tokens of the arrivals answered 200.
     pub tokens_served: u64,
+    /// Arrivals of a request this provider had answered 429, no earlier than the
+    /// `Retry-After` it gave (by the provider's own clock).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retry_after_honoured: u64,
+    /// Arrivals of such a request before its `Retry-After` was over.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retry_after_early: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ProviderStats {
@@ -52,6 +63,18 @@ impl ProviderStats {
         self.tokens_received += o.tokens_received;
         self.tokens_first_attempts += o.tokens_first_attempts;
         self.tokens_served += o.tokens_served;
+        self.retry_after_honoured += o.retry_after_honoured;
+        self.retry_after_early += o.retry_after_early;
+    }
+
+    /// A request the provider throttled before came back: `honoured` when no earlier than
+    /// its `Retry-After` ([`crate::scenario::provider::RetryAfterWatch::arrive`]).
+    pub fn returned(&mut self, honoured: Option<bool>) {
+        match honoured {
+            Some(true) => self.retry_after_honoured += 1,
+            Some(false) => self.retry_after_early += 1,
+            None => {}
+        }
     }
 }
 

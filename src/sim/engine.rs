@@ -799,7 +799,7 @@ impl Sim<'_> {
         self.counters.arrive(sec(t));
         at.handler_alive = true;
         if let Some(p) = self.cfg.provider.as_mut() {
-            p.arrive(at.provider, at.attempt);
+            p.arrive(at.provider, (at.request, at.attempt), dur(t));
         }
         if !self
             .fault_windows
@@ -907,7 +907,8 @@ impl Sim<'_> {
         let Some(p) = self.cfg.provider.as_mut() else {
             return false;
         };
-        let Err(secs) = p.admit(self.atts[a as usize].provider, dur(t)) else {
+        let at = &self.atts[a as usize];
+        let Err(secs) = p.admit(at.provider, at.request, dur(t)) else {
             return false;
         };
         let value = secs.to_string();

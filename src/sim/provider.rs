@@ -10,13 +10,15 @@ use std::time::Duration;
 use crate::metrics::provider::ProviderStats;
 use crate::policy::FailoverConfig;
 use crate::scenario::provider::{
-    retry_after_secs, route, Provider, RateLimiter, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
+    retry_after_secs, route, Provider, RateLimiter, RetryAfterWatch, Tokens, H_COMPLETION_TOKENS,
+    H_PROMPT_TOKENS,
 };
 
 /// One provider of the scenario with its limits.
 struct Limited {
     provider: Provider,
     limiter: RateLimiter,
+    watch: RetryAfterWatch,
     /// What one of the load's requests costs at this provider.
     tokens: Tokens,
 }
@@ -65,6 +67,7 @@ impl SimProvider {
                 .iter()
                 .map(|p| Limited {
                     limiter: RateLimiter::new(p),
+                    watch: RetryAfterWatch::default(),
                     tokens: p.tokens(prompt, completion),
                     provider: p.clone(),
                 })
@@ -87,15 +90,17 @@ impl SimProvider {
         self.routes[usize::from(slot)].1
     }
 
-    /// Attempt `attempt` of a request arrives at slot `slot`'s provider.
-    pub(crate) fn arrive(&mut self, slot: u8, attempt: u32) {
+    /// Attempt `attempt` of request `request` arrives at slot `slot`'s provider at `t`.
+    pub(crate) fn arrive(&mut self, slot: u8, (request, attempt): (u64, u32), t: Duration) {
         if let Some(i) = self.index(slot) {
-            self.stats[i].arrive(self.each[i].tokens.total(), attempt <= 1);
+            let s = &mut self.stats[i];
+            s.arrive(self.each[i].tokens.total(), attempt <= 1);
+            s.returned(self.each[i].watch.arrive(request, t));
         }
     }
 
     /// Serve (`Ok`) or throttle with the `Retry-After` delay-seconds (`Err`).
-    pub(crate) fn admit(&mut self, slot: u8, t: Duration) -> Result<(), u64> {
+    pub(crate) fn admit(&mut self, slot: u8, request: u64, t: Duration) -> Result<(), u64> {
         let Some(i) = self.index(slot) else {
             return Ok(());
         };
@@ -104,7 +109,9 @@ impl SimProvider {
             None => Ok(()),
             Some(wait) => {
                 self.stats[i].throttled += 1;
-                Err(retry_after_secs(wait))
+                let secs = retry_after_secs(wait);
+                e.watch.throttled(request, t, secs);
+                Err(secs)
             }
         }
     }
