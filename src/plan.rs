@@ -134,6 +134,16 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
                             .into(),
                     });
                 }
+                if !config.ladder.is_empty() {
+                    let field = format!("{path}.ladder");
+                    return Err(PlanError {
+                        file: scenario.path.clone(),
+                        line: map.line(&field).unwrap_or(line),
+                        field,
+                        message: "the ladder answers the load generator's own users;                                   a layer passes its downstream's answer on"
+                            .into(),
+                    });
+                }
                 (config, false)
             }
         };

@@ -14,8 +14,9 @@
 
 use std::time::Duration;
 
-use crate::draws::LazyRng;
+use crate::draws::{self, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
+use crate::policy::ladder;
 use crate::policy::{
     attempt_label, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now, OutcomeClass,
     Permit, PolicyEvent, RequestState, RetryConfig,
@@ -34,6 +35,9 @@ pub struct Session {
     /// Attempts sent with their per-try timeout cut short by the request's deadline (they
     /// may end by timing out at the deadline, never after it).
     deadline_cut: u64,
+    /// The scenario's seed and the config's draw key: the ladder's draws per request.
+    seed: u64,
+    draw_key: u64,
 }
 
 /// One logical request between two steps: the policy's per-request state and what the
@@ -65,6 +69,8 @@ pub struct Attempt {
     pub remaining_deadline: Option<Duration>,
     /// Send an idempotency key with it.
     pub idempotency_key: bool,
+    /// With failover, the provider (index in the config's list) the policy sent it to.
+    pub provider: Option<usize>,
 }
 
 /// How a logical request ended.
@@ -72,17 +78,26 @@ pub struct Attempt {
 pub enum Ending {
     Succeeded,
     GaveUp(GiveUpReason),
+    /// It gave up, and rung `rung` of the config's ladder answered it instead.
+    Degraded {
+        reason: GiveUpReason,
+        rung: usize,
+    },
 }
 
 impl Ending {
-    /// The give-up reason, `None` for a success.
+    /// The give-up reason, `None` for a success. A degraded request gave up downstream,
+    /// so it has one.
     pub fn reason(self) -> Option<GiveUpReason> {
         match self {
             Ending::Succeeded => None,
-            Ending::GaveUp(r) => Some(r),
+            Ending::GaveUp(r) | Ending::Degraded { reason: r, .. } => Some(r),
         }
     }
 }
+
+/// Salts the ladder's per-rung draws apart from every other draw of a request.
+const LADDER_SALT: u64 = 0x1add_e500;
 
 /// What the engine does next with a request.
 #[derive(Debug)]
@@ -115,7 +130,17 @@ impl Session {
             name: name.to_string(),
             log: attempt_log.then(Vec::new),
             deadline_cut: 0,
+            seed: 0,
+            draw_key: draws::config_key(name),
         }
+    }
+
+    /// Keys the ladder's draws by the scenario's `seed` and the config's `draw_key` (as
+    /// the engines key the config's jitter), so the same seed picks the same requests.
+    pub fn seeded(mut self, seed: u64, draw_key: u64) -> Session {
+        self.seed = seed;
+        self.draw_key = draw_key;
+        self
     }
 
     /// Starts logical request `id` (intended to start at `intended`) and asks for its first
@@ -158,8 +183,12 @@ impl Session {
                 timeout,
                 remaining_deadline,
                 idempotency_key,
+                provider,
             } => {
                 self.rec.attempt_sent(now.mono, attempt);
+                if let Some(slot) = provider {
+                    self.rec.routes.attempt(slot);
+                }
                 if matches!(
                     (timeout, client.config().per_try_timeout),
                     (Some(t), Some(p)) if t < p
@@ -171,6 +200,7 @@ impl Session {
                     timeout,
                     remaining_deadline,
                     idempotency_key,
+                    provider,
                 })
             }
             Permit::Refuse(reason) => {
@@ -256,18 +286,40 @@ impl Session {
         self.fleet.client_mut(req.instance).finish(now, req.state);
     }
 
-    /// Ends a request: the policy's bookkeeping and the recorder.
+    /// Ends a request: the policy's bookkeeping, the ladder for a request that gave up,
+    /// and the recorder.
     #[inline(always)]
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
         let attempts = req.state.attempts();
         self.fleet.client_mut(req.instance).finish(now, req.state);
-        self.rec.upstream_finished(
-            now.mono,
-            now.mono.saturating_sub(req.intended),
-            ending.reason(),
-            attempts,
-        );
+        let latency = now.mono.saturating_sub(req.intended);
+        let ending = match ending {
+            Ending::GaveUp(reason) if !self.fleet.config().ladder.is_empty() => {
+                self.degrade(req.id, reason)
+            }
+            other => other,
+        };
+        match ending {
+            Ending::Degraded { rung, .. } => self
+                .rec
+                .upstream_degraded(now.mono, latency, rung, attempts),
+            _ => self
+                .rec
+                .upstream_finished(now.mono, latency, ending.reason(), attempts),
+        }
         Step::Done(ending)
+    }
+
+    /// Asks the config's ladder to answer request `id`, which gave up for `reason`.
+    fn degrade(&self, id: u64, reason: GiveUpReason) -> Ending {
+        let key = draws::request_seed(self.seed, self.draw_key, id);
+        let rungs = &self.fleet.config().ladder;
+        match ladder::answer(rungs, reason, |i| {
+            draws::draw_salted(key, LADDER_SALT.wrapping_add(i as u64))
+        }) {
+            Some(rung) => Ending::Degraded { reason, rung },
+            None => Ending::GaveUp(reason),
+        }
     }
 
     #[inline]
@@ -291,16 +343,23 @@ impl Session {
         }
     }
 
-    /// Takes instance `i`'s policy events to the recorder (a breaker that opened).
+    /// Takes instance `i`'s policy events to the recorder (a breaker that opened, a
+    /// provider's breaker transition).
     #[inline]
     fn drain_events(&mut self, i: u32) {
         for e in self.fleet.client_mut(i).drain_events() {
-            if let PolicyEvent::Breaker {
-                to: BreakerState::Open,
-                ..
-            } = e
-            {
-                self.rec.breaker_opened();
+            match e {
+                PolicyEvent::Breaker {
+                    to: BreakerState::Open,
+                    ..
+                } => self.rec.breaker_opened(),
+                PolicyEvent::ProviderBreaker {
+                    provider,
+                    at,
+                    from,
+                    to,
+                } => self.rec.routes.transition(provider, at, from, to),
+                _ => {}
             }
         }
     }

@@ -31,7 +31,10 @@ mod suite {
     mod live_run;
     mod policy_api;
     mod protocols;
+    mod provider_breakers;
     mod provider_failover;
+    mod provider_ladder;
+    mod provider_retry_after;
     mod provider_tokens;
     mod proxy_local;
     mod proxy_nginx;

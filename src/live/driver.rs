@@ -101,12 +101,10 @@ impl ConfigRuntime {
         ConfigRuntime {
             draw_key: spec.draw_key,
             name: spec.name.to_string(),
-            session: Mutex::new(Session::fleet(
-                spec.name,
-                spec.config,
-                spec.clients,
-                spec.attempt_log,
-            )),
+            session: Mutex::new(
+                Session::fleet(spec.name, spec.config, spec.clients, spec.attempt_log)
+                    .seeded(spec.seed, spec.draw_key),
+            ),
             http: match spec.max_connections {
                 Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
                 None => super::http::client(&spec.base_uri),
@@ -260,7 +258,7 @@ impl ConfigRuntime {
         let mut req = Request::new(Full::new(tmpl.body.clone()));
         *req.method_mut() = tmpl.method.clone();
         *req.uri_mut() = match &self.failover {
-            Some(f) => self.origin_uri(&f.path(&tmpl.path, attempt.number)),
+            Some(f) => self.origin_uri(&f.path_to(&tmpl.path, attempt.provider.unwrap_or(0))),
             None => self.origin_uri(&tmpl.path),
         };
         *req.headers_mut() = h;

@@ -1,6 +1,7 @@
 //! Counting: one recorder used by both engines, and the result type every report reads.
 //! Counts are exact integers; latency lives in HDR histograms; everything merges exactly.
 
+pub mod degraded;
 pub mod drain;
 pub mod histogram_v2;
 pub mod labels;

@@ -171,6 +171,13 @@ pub struct Recorder {
     client_in_flight: u64,
     pub client_in_flight_peak: u64,
     pub breaker_opens: u64,
+    /// With failover: attempts sent to each provider and its breaker's transitions.
+    pub routes: super::provider::Routes,
+    /// Requests each rung of the ladder answered, by rung index.
+    pub degraded: Vec<u64>,
+    /// Latency of the degraded requests, from their intended start.
+    #[serde(with = "super::histogram_v2")]
+    pub degraded_latency_us: Histogram<u64>,
 }
 
 impl Default for Recorder {
@@ -191,6 +198,9 @@ impl Recorder {
             client_in_flight: 0,
             client_in_flight_peak: 0,
             breaker_opens: 0,
+            routes: super::provider::Routes::default(),
+            degraded: Vec::new(),
+            degraded_latency_us: new_histogram(3),
         }
     }
 
@@ -328,6 +338,25 @@ impl Recorder {
         }
     }
 
+    /// A logical request that gave up downstream was answered by rung `rung` of the ladder
+    /// at `t`: neither a success nor a failure, so it is not among the finished requests of
+    /// the second (nor its retries among the useful or wasted ones); its latency has its own
+    /// histogram. `_attempts` is taken for symmetry with [`Self::upstream_finished`].
+    pub fn upstream_degraded(
+        &mut self,
+        _t: Duration,
+        latency: Duration,
+        rung: usize,
+        _attempts: u32,
+    ) {
+        self.client_in_flight = self.client_in_flight.saturating_sub(1);
+        self.degraded_latency_us.saturating_record(micros(latency));
+        if self.degraded.len() <= rung {
+            self.degraded.resize(rung + 1, 0);
+        }
+        self.degraded[rung] += 1;
+    }
+
     /// Samples the policy's budget level and breaker state at `t`.
     pub fn sample_policy(
         &mut self,
@@ -372,6 +401,16 @@ impl Recorder {
         self.client_in_flight += o.client_in_flight;
         self.client_in_flight_peak += o.client_in_flight_peak;
         self.breaker_opens += o.breaker_opens;
+        self.routes.merge(&o.routes);
+        if self.degraded.len() < o.degraded.len() {
+            self.degraded.resize(o.degraded.len(), 0);
+        }
+        for (mine, theirs) in self.degraded.iter_mut().zip(&o.degraded) {
+            *mine += theirs;
+        }
+        self.degraded_latency_us
+            .add(&o.degraded_latency_us)
+            .expect("same bounds");
     }
 }
 

@@ -237,6 +237,13 @@ pub struct ConfigSummary {
     /// did to its streams (absent from simulations, which model no connections).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<ConnectionFigures>,
+    /// With failover: what the client sent each provider, and each provider's breaker
+    /// transitions (the client's side of `providers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<super::provider::ProviderRoute>,
+    /// Requests the config's ladder answered (configs with a `ladder` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<super::degraded::DegradedFigures>,
 }
 
 /// How a config's attempts used connections: over HTTP/1.1 one attempt at a time per
@@ -589,6 +596,12 @@ pub fn summarize(
         providers: target.providers.clone(),
         tokens: (!target.providers.is_empty())
             .then(|| super::provider::TokenFigures::of(&target.providers)),
+        routes: config
+            .failover
+            .as_ref()
+            .map(|f| rec.routes.named(&f.providers))
+            .unwrap_or_default(),
+        degraded: super::degraded::DegradedFigures::of(&config.ladder, rec),
     };
     (summary, rows)
 }

@@ -42,6 +42,7 @@ use super::cost::{CostLedger, CostScope};
 use super::deadline;
 use super::duration;
 use super::outcome::{is_idempotent_method, AttemptOutcome, OutcomeClass};
+use super::provider_breakers::ProviderRouter;
 use super::retry_after::Hint;
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
@@ -127,6 +128,8 @@ pub enum Permit {
         remaining_deadline: Option<Duration>,
         /// Attach an `Idempotency-Key` header (same key on every attempt of the request).
         idempotency_key: bool,
+        /// With failover, the index in the config's provider list the attempt goes to.
+        provider: Option<usize>,
     },
     /// Do not send; the request is over.
     Refuse(GiveUpReason),
@@ -185,6 +188,18 @@ pub enum PolicyEvent {
         /// Budget level at that moment.
         level: f64,
     },
+    /// A provider's own breaker (failover with breakers) changed state.
+    ProviderBreaker {
+        /// The provider's index in the config's failover list.
+        provider: usize,
+        /// When.
+        #[serde(with = "duration::serde")]
+        at: Duration,
+        /// Old state.
+        from: BreakerState,
+        /// New state.
+        to: BreakerState,
+    },
     /// A cost cap stopped a retry for the first time (per scope).
     CostCapReached {
         /// When.
@@ -208,6 +223,9 @@ pub struct RequestState {
     holds_retry_slot: bool,
     awaiting_outcome: bool,
     is_probe: bool,
+    /// The provider (failover index) of the last attempt sent; later attempts go no
+    /// further up the list.
+    provider: usize,
     cost_spent: f64,
     ended: Option<GiveUpReason>,
 }
@@ -251,6 +269,8 @@ pub struct RetryClient {
     config: RetryConfig,
     budget: Option<Box<dyn RetryBudget>>,
     breaker: Option<CircuitBreaker>,
+    /// With failover: where each attempt goes, and a breaker per provider.
+    router: Option<ProviderRouter>,
     ledger: CostLedger,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
@@ -264,7 +284,16 @@ impl RetryClient {
         RetryClient {
             config: config.clone(),
             budget: config.budget.build(),
-            breaker: config.breaker.as_ref().map(CircuitBreaker::new),
+            // With failover the breaker settings serve each provider (one provider's
+            // outage must not shut the others), not the client as a whole.
+            breaker: match config.failover {
+                Some(_) => None,
+                None => config.breaker.as_ref().map(CircuitBreaker::new),
+            },
+            router: config
+                .failover
+                .as_ref()
+                .map(|f| ProviderRouter::new(f, config.breaker.as_ref())),
             ledger: CostLedger::default(),
             events: Vec::new(),
             budget_refused_once: false,
@@ -299,6 +328,7 @@ impl RetryClient {
             holds_retry_slot: false,
             awaiting_outcome: false,
             is_probe: false,
+            provider: 0,
             cost_spent: 0.0,
             ended: None,
         }
@@ -370,6 +400,19 @@ impl RetryClient {
             }
             req.is_probe = probe;
         }
+        let provider = match self.router.as_mut() {
+            None => None,
+            Some(router) => {
+                let route = router.route(now.mono, req.attempts + 1, req.provider);
+                self.collect_breaker_events();
+                let Some(route) = route else {
+                    return self.refuse(req, GiveUpReason::BreakerOpen);
+                };
+                req.provider = route.slot;
+                req.is_probe = route.probe;
+                Some(route.slot)
+            }
+        };
         req.attempts += 1;
         req.awaiting_outcome = true;
         req.cost_spent += self.config.attempt_cost;
@@ -379,6 +422,7 @@ impl RetryClient {
             timeout: deadline::min_opt(self.config.per_try_timeout, remaining),
             remaining_deadline: remaining,
             idempotency_key: self.config.idempotency_key && !req.idempotent,
+            provider,
         }
     }
 
@@ -386,6 +430,16 @@ impl RetryClient {
         if let Some(br) = self.breaker.as_mut() {
             for (at, from, to) in br.take_transitions() {
                 self.events.push(PolicyEvent::Breaker { at, from, to });
+            }
+        }
+        if let Some(router) = self.router.as_mut() {
+            for (provider, at, from, to) in router.take_transitions() {
+                self.events.push(PolicyEvent::ProviderBreaker {
+                    provider,
+                    at,
+                    from,
+                    to,
+                });
             }
         }
     }
@@ -422,8 +476,11 @@ impl RetryClient {
         }
         if let Some(br) = self.breaker.as_mut() {
             br.record(now.mono, c.class.is_retryable());
-            self.collect_breaker_events();
         }
+        if let Some(router) = self.router.as_mut() {
+            router.record(now.mono, req.provider, c.class.is_retryable());
+        }
+        self.collect_breaker_events();
         req.is_probe = false;
         match c.class {
             OutcomeClass::Success => {
@@ -546,6 +603,9 @@ impl RetryClient {
         if req.awaiting_outcome && req.is_probe {
             if let Some(br) = self.breaker.as_mut() {
                 br.cancel_probe();
+            }
+            if let Some(router) = self.router.as_mut() {
+                router.cancel_probe(req.provider);
             }
         }
         if let Some(b) = self.budget.as_mut() {

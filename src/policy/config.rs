@@ -13,6 +13,7 @@ use super::cost::CostConfig;
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
+use super::ladder::{self, Rung};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
 use super::retry_after::RetryAfterConfig;
 use serde::{Deserialize, Serialize};
@@ -69,6 +70,9 @@ pub struct RetryConfig {
     /// Which provider each attempt goes to (None: every attempt to the load's path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverConfig>,
+    /// What the client answers itself when its attempts could not (empty: nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<Rung>,
 }
 
 impl Default for RetryConfig {
@@ -110,6 +114,7 @@ impl Default for RetryConfig {
             breaker: None,
             cost: None,
             failover: None,
+            ladder: Vec::new(),
         }
     }
 }
@@ -143,9 +148,13 @@ impl RetryConfig {
         self.validate_budget()?;
         self.validate_breaker()?;
         self.validate_cost()?;
-        self.failover
-            .as_ref()
-            .map_or(Ok(()), FailoverConfig::validate)
+        if let Some(f) = &self.failover {
+            f.validate()?;
+            if let Some(b) = &f.breaker {
+                validate_breaker(b, "failover.breaker")?;
+            }
+        }
+        ladder::validate(&self.ladder)
     }
 
     /// Name, attempt count, timeouts and attempt cost: the scalar fields.
@@ -340,54 +349,11 @@ impl RetryConfig {
         }
     }
 
-    /// At least one trigger, and a window the minimum call count fits in.
     fn validate_breaker(&self) -> Result<(), PolicyError> {
-        let Some(b) = &self.breaker else {
-            return Ok(());
-        };
-        check(
-            b.failure_threshold.is_some() || b.failure_rate.is_some(),
-            "breaker",
-            "{}",
-            "at least one of failure_threshold, failure_rate",
-        )?;
-        if let Some(t) = b.failure_threshold {
-            check(t >= 1, "breaker.failure_threshold", t, ">= 1")?;
-        }
-        if let Some(r) = b.failure_rate {
-            check(
-                r > 0.0 && r <= 1.0,
-                "breaker.failure_rate",
-                r,
-                "a probability in (0, 1]",
-            )?;
-        }
-        check(
-            (1..=100_000).contains(&b.window),
-            "breaker.window",
-            b.window,
-            "1..=100000",
-        )?;
-        check(
-            b.min_calls >= 1 && b.min_calls <= b.window,
-            "breaker.min_calls",
-            b.min_calls,
-            &format!("1..=breaker.window ({})", b.window),
-        )?;
-        check(
-            !b.open_for.is_zero(),
-            "breaker.open_for",
-            dur(b.open_for),
-            "a duration > 0",
-        )?;
-        check(
-            b.half_open_probes >= 1,
-            "breaker.half_open_probes",
-            b.half_open_probes,
-            ">= 1",
-        )
+        self.breaker
+            .as_ref()
+            .map_or(Ok(()), |b| validate_breaker(b, "breaker"))
     }
-
     /// Caps that are positive numbers.
     fn validate_cost(&self) -> Result<(), PolicyError> {
         if let Some(c) = &self.cost {
@@ -402,6 +368,52 @@ impl RetryConfig {
         }
         Ok(())
     }
+}
+
+/// A breaker table (`prefix` names it in errors): at least one trigger, and a window the
+/// minimum call count fits in.
+fn validate_breaker(b: &BreakerConfig, prefix: &str) -> Result<(), PolicyError> {
+    check(
+        b.failure_threshold.is_some() || b.failure_rate.is_some(),
+        prefix,
+        "{}",
+        "at least one of failure_threshold, failure_rate",
+    )?;
+    if let Some(t) = b.failure_threshold {
+        check(t >= 1, &format!("{prefix}.failure_threshold"), t, ">= 1")?;
+    }
+    if let Some(r) = b.failure_rate {
+        check(
+            r > 0.0 && r <= 1.0,
+            &format!("{prefix}.failure_rate"),
+            r,
+            "a probability in (0, 1]",
+        )?;
+    }
+    check(
+        (1..=100_000).contains(&b.window),
+        &format!("{prefix}.window"),
+        b.window,
+        "1..=100000",
+    )?;
+    check(
+        b.min_calls >= 1 && b.min_calls <= b.window,
+        &format!("{prefix}.min_calls"),
+        b.min_calls,
+        &format!("1..={prefix}.window ({})", b.window),
+    )?;
+    check(
+        !b.open_for.is_zero(),
+        &format!("{prefix}.open_for"),
+        dur(b.open_for),
+        "a duration > 0",
+    )?;
+    check(
+        b.half_open_probes >= 1,
+        &format!("{prefix}.half_open_probes"),
+        b.half_open_probes,
+        ">= 1",
+    )
 }
 
 #[cfg(test)]

@@ -8,18 +8,24 @@
 //!
 //! Providers are addressed by path (`/providers/NAME/...` on the built-in target), so the
 //! answer to "where does this attempt go" is the attempt's path: the engines send attempt
-//! `n` of a request to [`FailoverConfig::path`] of the load's path.
+//! `n` of a request to [`FailoverConfig::path_to`] of the load's path and the slot the
+//! policy picked for it ([`super::provider_breakers`]: the rule's slot, or a later one when
+//! the rule's provider has its breaker open).
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
+use super::breaker::BreakerConfig;
 use super::error::PolicyError;
 
 /// Where providers live on a target: `/providers/NAME` and below.
 pub const PROVIDERS_PREFIX: &str = "/providers/";
 
+/// The longest failover list (the simulator keeps an attempt's provider in a byte).
+pub const MAX_PROVIDERS: usize = 64;
+
 /// `failover = { providers = ["a", "b"], same_provider_retries = 1 }`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailoverConfig {
     /// Providers in the order they are tried; the first takes every first try.
@@ -27,6 +33,10 @@ pub struct FailoverConfig {
     /// Retries that stay on the first provider before failing over (default 1).
     #[serde(default = "default_same")]
     pub same_provider_retries: u32,
+    /// A breaker per provider (`breaker = { failure_threshold = 3, open_for = "30s" }`);
+    /// without one the config's own `breaker` settings serve each provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<BreakerConfig>,
 }
 
 fn default_same() -> u32 {
@@ -69,6 +79,13 @@ impl FailoverConfig {
 
     /// At least one provider, none named twice, none empty or holding a `/`.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.providers.len() > MAX_PROVIDERS {
+            return Err(PolicyError::invalid(
+                "failover.providers",
+                self.providers.len(),
+                format!("at most {MAX_PROVIDERS} providers"),
+            ));
+        }
         if self.providers.is_empty() {
             return Err(PolicyError::invalid(
                 "failover.providers",
@@ -104,6 +121,7 @@ mod tests {
         FailoverConfig {
             providers: providers.iter().map(|s| s.to_string()).collect(),
             same_provider_retries: same,
+            breaker: None,
         }
     }
 

@@ -15,6 +15,8 @@
 //! * [`budget`]: ratio (Finagle/tower), AWS quota, gRPC throttling, Envoy concurrency;
 //! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
 //! * [`failover`]: which provider each attempt of a request goes to;
+//!   [`provider_breakers`]: a breaker per provider, skipping an open one;
+//!   [`ladder`]: what the client answers itself when its providers could not (degraded);
 //! * [`config`]: the resolved config and its validation; [`presets`]: real clients' configs;
 //!   [`spec`]: what a user writes (a preset plus overrides), resolved into a config;
 //! * [`client`]: the per-config state machine ([`RetryClient`]); [`fleet`]: N instances of
@@ -34,8 +36,10 @@ pub mod error;
 pub mod failover;
 pub mod fleet;
 pub mod grpc_status;
+pub mod ladder;
 pub mod outcome;
 pub mod presets;
+pub mod provider_breakers;
 pub mod retry_after;
 pub mod spec;
 pub mod thresholds;
@@ -50,6 +54,7 @@ pub use error::PolicyError;
 pub use failover::FailoverConfig;
 pub use fleet::Fleet;
 pub use grpc_status::GrpcStatus;
+pub use ladder::Rung;
 pub use outcome::{
     attempt_label, AttemptLabel, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern,
     TransportError, REFUSED_LABEL,

@@ -26,6 +26,7 @@
 //! breaker = { failure_threshold = 5, failure_rate = 0.5, window = 20, min_calls = 10, open_for = "5s", half_open_probes = 1 }
 //! cost = { per_request_cap = 10, global_cap = 1000 }
 //! failover = { providers = ["a", "b"], same_provider_retries = 1 }  # load path /providers/a/...
+//! ladder = [{ cached = 0.6 }, { static = true }]  # answers when the attempts could not
 //! ```
 //!
 //! Without a preset the defaults are: 3 attempts, no timeouts, cost 1, retry 502/503/504 and
@@ -40,6 +41,7 @@ use super::cost::CostConfig;
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
+use super::ladder::Rung;
 use super::outcome::RetryOn;
 use super::presets;
 use super::retry_after::RetryAfterConfig;
@@ -82,6 +84,8 @@ pub struct RetryConfigSpec {
     pub cost: Option<CostConfig>,
     #[serde(default)]
     pub failover: Option<FailoverConfig>,
+    #[serde(default)]
+    pub ladder: Option<Vec<Rung>>,
 }
 
 impl RetryConfigSpec {
@@ -111,7 +115,8 @@ impl RetryConfigSpec {
             backoff,
             jitter,
             retry_after,
-            budget
+            budget,
+            ladder
         );
         if self.per_try_timeout.is_some() {
             c.per_try_timeout = self.per_try_timeout;

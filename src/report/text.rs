@@ -143,6 +143,11 @@ pub fn summary(run: &RunResult) -> String {
         }
     }
     for c in &run.configs {
+        if let Some(line) = providers_line(c) {
+            prose(&mut out, &line);
+        }
+    }
+    for c in &run.configs {
         if let Some(v) = &c.verdict {
             prose(&mut out, &v.sentence);
         }
@@ -178,6 +183,45 @@ pub fn summary(run: &RunResult) -> String {
         prose(&mut out, &line);
     }
     out
+}
+
+/// One line on where a config's requests were answered, for a config with failover or a
+/// ladder: "failover: a 5 attempts (breaker opened 3×), b 60 attempts; degraded 60
+/// (cached 36, static 24), p99 0.3 ms".
+pub fn providers_line(c: &ConfigSummary) -> Option<String> {
+    let mut parts = Vec::new();
+    if !c.routes.is_empty() {
+        let each: Vec<String> = c
+            .routes
+            .iter()
+            .map(|r| {
+                let opens = r
+                    .breaker_transitions
+                    .iter()
+                    .filter(|t| t.to == crate::policy::BreakerState::Open)
+                    .count();
+                match opens {
+                    0 => format!("{} {} attempts", r.name, r.attempts),
+                    n => format!("{} {} attempts (breaker opened {n}×)", r.name, r.attempts),
+                }
+            })
+            .collect();
+        parts.push(each.join(", "));
+    }
+    if let Some(d) = &c.degraded {
+        let rungs: Vec<String> = d
+            .rungs
+            .iter()
+            .map(|r| format!("{} {}", r.rung, r.requests))
+            .collect();
+        parts.push(format!(
+            "degraded {} ({}), p99 {:.1} ms",
+            d.requests,
+            rungs.join(", "),
+            d.latency_ms.p99
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("{}: {}", c.name, parts.join("; ")))
 }
 
 /// One line on a budgeted config: where it drains, what the run observed, when it refused:

@@ -284,9 +284,46 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
 }
 
+/// What a provider remembers of the 429s it sent: when each throttled request may come
+/// back. Its next arrival is judged by the provider's own clock: at or after that time the
+/// client honoured `Retry-After`, before it the client came back early (and keeps the
+/// limit tight). A request that never comes back keeps its entry (one per throttled
+/// request that gave up).
+#[derive(Debug, Clone, Default)]
+pub struct RetryAfterWatch {
+    not_before: std::collections::HashMap<u64, Duration>,
+}
+
+impl RetryAfterWatch {
+    /// Request `request` arriving at `t` was answered 429 with `Retry-After: secs`.
+    pub fn throttled(&mut self, request: u64, t: Duration, secs: u64) {
+        self.not_before
+            .insert(request, t.saturating_add(Duration::from_secs(secs)));
+    }
+
+    /// Request `request` arrives at `t`: `Some(true)` when it comes back no earlier than
+    /// the `Retry-After` it was given, `Some(false)` when earlier, `None` when it was not
+    /// throttled before.
+    pub fn arrive(&mut self, request: u64, t: Duration) -> Option<bool> {
+        self.not_before.remove(&request).map(|nb| t >= nb)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_throttled_request_back_at_its_retry_after_is_honoured_earlier_is_early() {
+        let mut w = RetryAfterWatch::default();
+        let s = Duration::from_secs;
+        assert_eq!(w.arrive(1, s(0)), None, "never throttled");
+        w.throttled(1, s(10), 2);
+        w.throttled(2, s(10), 2);
+        assert_eq!(w.arrive(1, s(12)), Some(true));
+        assert_eq!(w.arrive(2, s(12) - Duration::from_nanos(1)), Some(false));
+        assert_eq!(w.arrive(1, s(13)), None, "judged once per 429");
+    }
 
     fn provider(rpm: Option<u64>, tpm: Option<u64>) -> Provider {
         Provider {

@@ -756,7 +756,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     }
     let routed = shared
         .providers
-        .arrive(req.uri().path(), req.headers(), attempt);
+        .arrive(req.uri().path(), req.headers(), (request, attempt), t);
     let (faults, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
         Ok(resp) => return Ok(resp),
         Err(armed) => armed,

@@ -13,14 +13,15 @@ use hyper::{Response, StatusCode};
 
 use crate::metrics::provider::ProviderStats;
 use crate::scenario::provider::{
-    retry_after_secs, route, Admission, Provider, RateLimiter, Tokens, H_COMPLETION_TOKENS,
-    H_PROMPT_TOKENS,
+    retry_after_secs, route, Admission, Provider, RateLimiter, RetryAfterWatch, Tokens,
+    H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
 };
 
 use super::{parse_u64, Resp};
 
 struct State {
     limiter: RateLimiter,
+    watch: RetryAfterWatch,
     stats: ProviderStats,
 }
 
@@ -34,6 +35,7 @@ pub(crate) struct Providers {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Routed {
     index: usize,
+    request: u64,
     tokens: Tokens,
 }
 
@@ -44,6 +46,7 @@ impl Providers {
             .map(|p| {
                 Mutex::new(State {
                     limiter: RateLimiter::new(p),
+                    watch: RetryAfterWatch::default(),
                     stats: ProviderStats::new(&p.name),
                 })
             })
@@ -55,23 +58,38 @@ impl Providers {
         self.states[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts the arrival of a request whose path names a provider; `None` for other paths.
-    pub(crate) fn arrive(&self, path: &str, headers: &HeaderMap, attempt: u32) -> Option<Routed> {
+    /// Counts the arrival at run time `t` of attempt `attempt` of request `request` whose
+    /// path names a provider; `None` for other paths.
+    pub(crate) fn arrive(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        (request, attempt): (u64, u32),
+        t: Duration,
+    ) -> Option<Routed> {
         let index = route(&self.list, path)?;
         let tokens = self.list[index].tokens(
             parse_u64(headers.get(H_PROMPT_TOKENS)),
             parse_u64(headers.get(H_COMPLETION_TOKENS)),
         );
-        self.lock(index).stats.arrive(tokens.total(), attempt <= 1);
-        Some(Routed { index, tokens })
+        let mut s = self.lock(index);
+        s.stats.arrive(tokens.total(), attempt <= 1);
+        let honoured = s.watch.arrive(request, t);
+        s.stats.returned(honoured);
+        Some(Routed {
+            index,
+            request,
+            tokens,
+        })
     }
 
     /// The provider's limits at run time `t`: the time serving takes, or the 429 answer.
     pub(crate) fn admit(&self, r: Routed, t: Duration) -> Result<Duration, Box<Resp>> {
         let mut s = self.lock(r.index);
         let a = s.limiter.admit(t, r.tokens);
-        if a.retry_after.is_some() {
+        if let Some(wait) = a.retry_after {
             s.stats.throttled += 1;
+            s.watch.throttled(r.request, t, retry_after_secs(wait));
         }
         drop(s);
         match a.retry_after {
@@ -138,7 +156,12 @@ mod tests {
         };
         let ps = Providers::new(vec![p]);
         let r = ps
-            .arrive("/providers/llm/v1", &HeaderMap::new(), 1)
+            .arrive(
+                "/providers/llm/v1",
+                &HeaderMap::new(),
+                (7, 1),
+                Duration::ZERO,
+            )
             .unwrap();
         assert!(ps.admit(r, Duration::ZERO).is_ok());
         let resp = ps.admit(r, Duration::ZERO).unwrap_err();
@@ -154,5 +177,13 @@ mod tests {
         assert_eq!(h("x-ratelimit-reset-tokens"), "0.900s");
         let stats = ps.stats();
         assert_eq!((stats[0].arrivals, stats[0].throttled), (1, 1));
+        // The same request back a second before its Retry-After is over: early.
+        let back = Duration::from_secs(119);
+        ps.arrive("/providers/llm/v1", &HeaderMap::new(), (7, 2), back);
+        let stats = ps.stats();
+        assert_eq!(
+            (stats[0].retry_after_early, stats[0].retry_after_honoured),
+            (1, 0)
+        );
     }
 }

@@ -133,6 +133,8 @@ pub(super) struct Att {
     pub sent_at: u64,
     /// The hop that sent it; it goes to the next layer, or to the target from the last hop.
     pub hop: u8,
+    /// With failover, the provider (index in the config's list) the policy sent it to.
+    provider: u8,
     /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
     pub deadline_ms: u64,
     /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
@@ -335,7 +337,8 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         .timeline
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
-        session: Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log),
+        session: Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log)
+            .seeded(cfg.seed, cfg.draw_key),
         hops: cfg.layers.iter().map(Hop::new).collect(),
         counters: TargetCounts::new(),
         peak_serving: 0,
@@ -608,6 +611,7 @@ impl Sim<'_> {
             attempt: 0,
             sent_at: 0,
             hop: 0,
+            provider: 0,
             deadline_ms: NO_DEADLINE,
             child: NONE,
             child_gen: 0,
@@ -695,6 +699,7 @@ impl Sim<'_> {
                 at.req_gen = req_gen;
                 at.request = id;
                 at.attempt = attempt.number;
+                at.provider = attempt.provider.map_or(0, |p| p as u8);
                 at.sent_at = t;
                 at.client_waiting = true;
                 at.handler_alive = false;
@@ -816,7 +821,7 @@ impl Sim<'_> {
         self.counters.arrive(sec(t));
         at.handler_alive = true;
         if let Some(p) = self.cfg.provider.as_mut() {
-            p.arrive(at.attempt);
+            p.arrive(at.provider, (at.request, at.attempt), dur(t));
         }
         if !self
             .fault_windows
@@ -834,7 +839,7 @@ impl Sim<'_> {
             .cfg
             .provider
             .as_ref()
-            .map_or(self.cfg.path, |p| p.path(at.attempt));
+            .map_or(self.cfg.path, |p| p.path(at.provider));
         let v = self
             .cfg
             .timeline
@@ -930,7 +935,8 @@ impl Sim<'_> {
         let Some(p) = self.cfg.provider.as_mut() else {
             return false;
         };
-        let Err(secs) = p.admit(self.atts[a as usize].attempt, dur(t)) else {
+        let at = &self.atts[a as usize];
+        let Err(secs) = p.admit(at.provider, at.request, dur(t)) else {
             return false;
         };
         let value = secs.to_string();
@@ -1018,7 +1024,7 @@ impl Sim<'_> {
             .cfg
             .provider
             .as_ref()
-            .and_then(|p| p.latency(at.attempt))
+            .and_then(|p| p.latency(at.provider))
         {
             Some(latency) => latency,
             None => self
@@ -1084,7 +1090,7 @@ impl Sim<'_> {
         if alive {
             if lost == NO_FAULT {
                 if let Some(p) = self.cfg.provider.as_mut() {
-                    p.served(self.atts[a as usize].attempt);
+                    p.served(self.atts[a as usize].provider);
                 }
                 self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);

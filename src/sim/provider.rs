@@ -1,7 +1,8 @@
-//! The simulator's side of providers: each attempt of a config goes to the path its retry
-//! config's failover rule gives it (the load's path without one), and the provider that path
-//! names charges, throttles and counts it by the very rules the live target uses
-//! ([`crate::scenario::provider`]).
+//! The simulator's side of providers: each attempt of a config goes to the path of the
+//! provider the policy picked for it (the load's path without failover), and the provider
+//! that path names charges, throttles and counts it by the very rules the live target uses
+//! ([`crate::scenario::provider`]). Attempts are addressed by that pick, the provider's index
+//! in the config's failover list (0 without one).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,13 +10,15 @@ use std::time::Duration;
 use crate::metrics::provider::ProviderStats;
 use crate::policy::FailoverConfig;
 use crate::scenario::provider::{
-    retry_after_secs, route, Provider, RateLimiter, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
+    retry_after_secs, route, Provider, RateLimiter, RetryAfterWatch, Tokens, H_COMPLETION_TOKENS,
+    H_PROMPT_TOKENS,
 };
 
 /// One provider of the scenario with its limits.
 struct Limited {
     provider: Provider,
     limiter: RateLimiter,
+    watch: RetryAfterWatch,
     /// What one of the load's requests costs at this provider.
     tokens: Tokens,
 }
@@ -27,7 +30,6 @@ pub(crate) struct SimProvider {
     stats: Vec<ProviderStats>,
     /// The path of each failover slot and the provider it names (one slot without failover).
     routes: Vec<(String, Option<usize>)>,
-    failover: Option<FailoverConfig>,
 }
 
 impl SimProvider {
@@ -65,6 +67,7 @@ impl SimProvider {
                 .iter()
                 .map(|p| Limited {
                     limiter: RateLimiter::new(p),
+                    watch: RetryAfterWatch::default(),
                     tokens: p.tokens(prompt, completion),
                     provider: p.clone(),
                 })
@@ -74,33 +77,31 @@ impl SimProvider {
                 .map(|p| ProviderStats::new(&p.name))
                 .collect(),
             routes,
-            failover: failover.cloned(),
         })
     }
 
-    fn slot(&self, attempt: u32) -> usize {
-        self.failover.as_ref().map_or(0, |f| f.slot(attempt))
+    /// The path of failover slot `slot`.
+    pub(crate) fn path(&self, slot: u8) -> &str {
+        &self.routes[usize::from(slot)].0
     }
 
-    /// The path attempt `attempt` is sent to.
-    pub(crate) fn path(&self, attempt: u32) -> &str {
-        &self.routes[self.slot(attempt)].0
+    /// The provider failover slot `slot` reaches, if its path names one.
+    fn index(&self, slot: u8) -> Option<usize> {
+        self.routes[usize::from(slot)].1
     }
 
-    /// The provider attempt `attempt` reaches, if its path names one.
-    fn index(&self, attempt: u32) -> Option<usize> {
-        self.routes[self.slot(attempt)].1
-    }
-
-    pub(crate) fn arrive(&mut self, attempt: u32) {
-        if let Some(i) = self.index(attempt) {
-            self.stats[i].arrive(self.each[i].tokens.total(), attempt <= 1);
+    /// Attempt `attempt` of request `request` arrives at slot `slot`'s provider at `t`.
+    pub(crate) fn arrive(&mut self, slot: u8, (request, attempt): (u64, u32), t: Duration) {
+        if let Some(i) = self.index(slot) {
+            let s = &mut self.stats[i];
+            s.arrive(self.each[i].tokens.total(), attempt <= 1);
+            s.returned(self.each[i].watch.arrive(request, t));
         }
     }
 
     /// Serve (`Ok`) or throttle with the `Retry-After` delay-seconds (`Err`).
-    pub(crate) fn admit(&mut self, attempt: u32, t: Duration) -> Result<(), u64> {
-        let Some(i) = self.index(attempt) else {
+    pub(crate) fn admit(&mut self, slot: u8, request: u64, t: Duration) -> Result<(), u64> {
+        let Some(i) = self.index(slot) else {
             return Ok(());
         };
         let e = &mut self.each[i];
@@ -108,19 +109,21 @@ impl SimProvider {
             None => Ok(()),
             Some(wait) => {
                 self.stats[i].throttled += 1;
-                Err(retry_after_secs(wait))
+                let secs = retry_after_secs(wait);
+                e.watch.throttled(request, t, secs);
+                Err(secs)
             }
         }
     }
 
-    /// How long the provider takes to serve attempt `attempt` (`None`: not a provider's).
-    pub(crate) fn latency(&self, attempt: u32) -> Option<Duration> {
-        let e = &self.each[self.index(attempt)?];
+    /// How long slot `slot`'s provider takes to serve (`None`: not a provider's).
+    pub(crate) fn latency(&self, slot: u8) -> Option<Duration> {
+        let e = &self.each[self.index(slot)?];
         Some(e.provider.latency(e.tokens))
     }
 
-    pub(crate) fn served(&mut self, attempt: u32) {
-        if let Some(i) = self.index(attempt) {
+    pub(crate) fn served(&mut self, slot: u8) {
+        if let Some(i) = self.index(slot) {
             let s = &mut self.stats[i];
             s.served += 1;
             s.tokens_served += self.each[i].tokens.total();

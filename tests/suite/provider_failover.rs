@@ -16,7 +16,7 @@ fn success_rate(c: &ConfigSummary) -> f64 {
 
 /// 40 calls/s for 1.5 s to provider `a`, which answers 503 to everything; `b` is healthy.
 /// `failover` sends attempts 1 and 2 to `a`, attempt 3 on to `b`.
-const A_DOWN: &str = r#"
+pub(crate) const A_DOWN: &str = r#"
 name = "provider-a-down"
 seed = 7
 duration = "2s"

@@ -109,7 +109,7 @@ fn six_attempts_spend_six_times_the_tokens_and_a_token_budget_caps_spending_live
 /// 60 calls/s for 2 s against a 60 RPM provider (a full minute's 60 to start with): most are throttled. Whatever the engine,
 /// every attempt is counted by the provider, and every arrival is either served or
 /// throttled by it (no fault is in play).
-const THROTTLED: &str = r#"
+pub(crate) const THROTTLED: &str = r#"
 name = "provider-throttles"
 seed = 5
 duration = "2s"

@@ -284,6 +284,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         verdict: None,
         providers: Vec::new(),
         tokens: None,
+        routes: Vec::new(),
+        degraded: None,
     }
 }
 
