@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::BreakerState;
+use crate::scenario::provider::{Price, Provider, Tokens, NANO_PER_UNIT};
 
 /// One provider's own counts over a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,6 +33,31 @@ pub struct ProviderStats {
     /// Arrivals of such a request before its `Retry-After` was over.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retry_after_early: u64,
+    /// With a price: the money the arrivals cost, in billionths of a money unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub money_nano: Option<MoneyCounts>,
+    /// The provider's price, for charging arrivals (not part of the counts).
+    #[serde(skip)]
+    price: Option<Price>,
+}
+
+/// A priced provider's money, split like its token counts, in billionths of a money unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MoneyCounts {
+    /// What every arrival cost (the money twin of `tokens_received`).
+    pub received: u64,
+    /// What the first attempts cost.
+    pub first_attempts: u64,
+    /// What the arrivals answered 200 cost.
+    pub served: u64,
+}
+
+impl MoneyCounts {
+    fn merge(&mut self, o: &MoneyCounts) {
+        self.received = self.received.saturating_add(o.received);
+        self.first_attempts = self.first_attempts.saturating_add(o.first_attempts);
+        self.served = self.served.saturating_add(o.served);
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -39,19 +65,45 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl ProviderStats {
-    pub fn new(name: &str) -> ProviderStats {
+    /// Counts of provider `name`, in money too when it has a `price`.
+    pub fn new(name: &str, price: Option<Price>) -> ProviderStats {
         ProviderStats {
             name: name.to_string(),
+            money_nano: price.map(|_| MoneyCounts::default()),
+            price,
             ..ProviderStats::default()
         }
     }
 
-    /// An arrival of `tokens`; `first` when it is a request's first attempt.
-    pub fn arrive(&mut self, tokens: u64, first: bool) {
+    pub fn of(p: &Provider) -> ProviderStats {
+        ProviderStats::new(&p.name, p.price)
+    }
+
+    /// An arrival of `tokens`; `first` when it is a request's first attempt. Every arrival
+    /// is charged its tokens, money too: what a provider bills for a failed call is not
+    /// documented in the material stormrig follows, so money counts what the attempts
+    /// asked for, as `tokens_received` does (see README, "Money").
+    pub fn arrive(&mut self, tokens: Tokens, first: bool) {
         self.arrivals += 1;
-        self.tokens_received += tokens;
+        self.tokens_received += tokens.total();
         if first {
-            self.tokens_first_attempts += tokens;
+            self.tokens_first_attempts += tokens.total();
+        }
+        if let (Some(m), Some(price)) = (&mut self.money_nano, self.price) {
+            let nano = price.nano(tokens);
+            m.received = m.received.saturating_add(nano);
+            if first {
+                m.first_attempts = m.first_attempts.saturating_add(nano);
+            }
+        }
+    }
+
+    /// An arrival of `tokens` was answered 200.
+    pub fn serve(&mut self, tokens: Tokens) {
+        self.served += 1;
+        self.tokens_served += tokens.total();
+        if let (Some(m), Some(price)) = (&mut self.money_nano, self.price) {
+            m.served = m.served.saturating_add(price.nano(tokens));
         }
     }
 
@@ -65,6 +117,11 @@ impl ProviderStats {
         self.tokens_served += o.tokens_served;
         self.retry_after_honoured += o.retry_after_honoured;
         self.retry_after_early += o.retry_after_early;
+        match (&mut self.money_nano, &o.money_nano) {
+            (Some(m), Some(om)) => m.merge(om),
+            (None, Some(om)) => self.money_nano = Some(*om),
+            _ => {}
+        }
     }
 
     /// A request the provider throttled before came back: `honoured` when no earlier than
@@ -99,18 +156,103 @@ impl TokenFigures {
         let spent: u64 = providers.iter().map(|p| p.tokens_received).sum();
         let served: u64 = providers.iter().map(|p| p.tokens_served).sum();
         let first: u64 = providers.iter().map(|p| p.tokens_first_attempts).sum();
-        let wasted = spent.saturating_sub(served);
+        let (wasted, wasted_share, cost_amplification) = waste(spent, served, first);
         TokenFigures {
             spent,
             served,
             wasted,
-            wasted_share: if spent == 0 {
-                0.0
-            } else {
-                wasted as f64 / spent as f64
-            },
-            cost_amplification: (first > 0).then(|| spent as f64 / first as f64),
+            wasted_share,
+            cost_amplification,
         }
+    }
+}
+
+/// What was wasted of `spent`, its share, and `spent` over the first attempts' part: the
+/// same arithmetic for tokens and money, so the two figures always agree in shape.
+fn waste(spent: u64, served: u64, first: u64) -> (u64, f64, Option<f64>) {
+    let wasted = spent.saturating_sub(served);
+    let share = if spent == 0 {
+        0.0
+    } else {
+        wasted as f64 / spent as f64
+    };
+    (
+        wasted,
+        share,
+        (first > 0).then(|| spent as f64 / first as f64),
+    )
+}
+
+/// Money spent, served and wasted, in money units (the scenario's currency, unnamed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MoneySpend {
+    /// What every attempt that reached a priced provider cost.
+    pub spent: f64,
+    /// What the attempts answered 200 cost.
+    pub served: f64,
+    /// `spent - served`: what the failed attempts cost.
+    pub wasted: f64,
+    /// `wasted / spent` (0 when nothing was spent).
+    pub wasted_share: f64,
+    /// `spent` / what the first attempts cost; `null` when no first attempt cost anything.
+    pub cost_amplification: Option<f64>,
+}
+
+impl MoneySpend {
+    fn of(m: MoneyCounts) -> MoneySpend {
+        let (wasted, wasted_share, cost_amplification) =
+            waste(m.received, m.served, m.first_attempts);
+        let units = |nano: u64| nano as f64 / NANO_PER_UNIT;
+        MoneySpend {
+            spent: units(m.received),
+            served: units(m.served),
+            wasted: units(wasted),
+            wasted_share,
+            cost_amplification,
+        }
+    }
+}
+
+/// One priced provider's money.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderMoney {
+    pub name: String,
+    #[serde(flatten)]
+    pub money: MoneySpend,
+}
+
+/// A config's money over every priced provider, and per priced provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MoneyFigures {
+    #[serde(flatten)]
+    pub total: MoneySpend,
+    pub providers: Vec<ProviderMoney>,
+}
+
+impl MoneyFigures {
+    /// `None` when no provider has a price.
+    pub fn of(providers: &[ProviderStats]) -> Option<MoneyFigures> {
+        let priced: Vec<(&str, MoneyCounts)> = providers
+            .iter()
+            .filter_map(|p| Some((p.name.as_str(), p.money_nano?)))
+            .collect();
+        if priced.is_empty() {
+            return None;
+        }
+        let mut total = MoneyCounts::default();
+        for (_, m) in &priced {
+            total.merge(m);
+        }
+        Some(MoneyFigures {
+            total: MoneySpend::of(total),
+            providers: priced
+                .into_iter()
+                .map(|(name, m)| ProviderMoney {
+                    name: name.to_string(),
+                    money: MoneySpend::of(m),
+                })
+                .collect(),
+        })
     }
 }
 

@@ -233,6 +233,10 @@ pub struct ConfigSummary {
     /// Tokens spent, served and wasted over every provider, and the cost amplification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<super::provider::TokenFigures>,
+    /// Money spent, served and wasted, and its amplification, over the priced providers and
+    /// per priced provider (scenarios where some `[[provider]]` has a `price` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub money: Option<super::provider::MoneyFigures>,
     /// Live runs: the connections the generator opened to the next hop and what HTTP/2
     /// did to its streams (absent from simulations, which model no connections).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -596,6 +600,7 @@ pub fn summarize(
         providers: target.providers.clone(),
         tokens: (!target.providers.is_empty())
             .then(|| super::provider::TokenFigures::of(&target.providers)),
+        money: super::provider::MoneyFigures::of(&target.providers),
         routes: config
             .failover
             .as_ref()

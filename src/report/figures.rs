@@ -32,6 +32,8 @@ pub enum Unit {
     Amount,
     /// LLM tokens (prompt + completion), as providers count them.
     Tokens,
+    /// Money at the providers' prices, in the scenario's own (unnamed) currency.
+    Money,
     /// true (1) or false (0).
     Flag,
     /// A value of the retry config itself.
@@ -52,6 +54,7 @@ impl Unit {
             Seconds => "seconds",
             Amount => "an amount",
             Tokens => "a count of tokens",
+            Money => "an amount of money",
             Flag => "a flag (0 or 1)",
             Setting => "a setting",
         }
@@ -186,6 +189,11 @@ pub const FIGURES: &[Figure] = &[
     row("tokens.wasted",                       Tokens,            Lower,   OnlyGrows),
     row("tokens.wasted_share",                 Share,             Lower,   Varies),
     row("tokens.cost_amplification",           Ratio,             Lower,   Varies),
+    row("money.spent",                         Money,             Lower,   OnlyGrows),
+    row("money.served",                        Money,             Higher,  OnlyGrows),
+    row("money.wasted",                        Money,             Lower,   OnlyGrows),
+    row("money.wasted_share",                  Share,             Lower,   Varies),
+    row("money.cost_amplification",            Ratio,             Lower,   Varies),
     row("success_share",                       Share,             Higher,  Varies),
     row("policy.*",                            Setting,           Neither, Fixed),
 ];

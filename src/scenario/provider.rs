@@ -46,6 +46,64 @@ pub struct ProviderSection {
     pub time_to_first_token: Duration,
     #[serde(default = "default_tpot", with = "duration")]
     pub time_per_output_token: Duration,
+    /// What the provider charges; unset = no money figures for it.
+    pub price: Option<PriceSection>,
+}
+
+/// `price = { prompt_per_1k = 0.003, completion_per_1k = 0.015 }` as written: money per
+/// 1,000 tokens in whatever currency the scenario means (stormrig names none).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceSection {
+    pub prompt_per_1k: f64,
+    pub completion_per_1k: f64,
+}
+
+/// A validated price, kept in millionths of a money unit per 1,000 tokens (= billionths per
+/// token): money then adds up in whole numbers, so six attempts cost exactly six times one
+/// and figures do not depend on the order attempts were summed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Price {
+    pub prompt_micro_per_1k: u64,
+    pub completion_micro_per_1k: u64,
+}
+
+/// Billionths of a money unit per money unit.
+pub const NANO_PER_UNIT: f64 = 1e9;
+
+/// The highest price per 1,000 tokens (keeps every sum of a run far from overflow).
+pub const MAX_PRICE_PER_1K: f64 = 1000.0;
+
+impl Price {
+    /// What `t` costs, in billionths of a money unit.
+    pub fn nano(self, t: Tokens) -> u64 {
+        t.prompt
+            .saturating_mul(self.prompt_micro_per_1k)
+            .saturating_add(t.completion.saturating_mul(self.completion_micro_per_1k))
+    }
+}
+
+/// One price figure as millionths per 1k: finite, at least 0, at most [`MAX_PRICE_PER_1K`],
+/// with no digit finer than a millionth (it would be silently rounded away).
+fn micro(field: String, v: f64) -> Checked<u64> {
+    let refuse = |message: String| {
+        Err(Refusal {
+            field: field.clone(),
+            message,
+        })
+    };
+    if !(v.is_finite() && (0.0..=MAX_PRICE_PER_1K).contains(&v)) {
+        return refuse(format!(
+            "{v} is not a price: give a number from 0 to {MAX_PRICE_PER_1K} per 1,000 tokens"
+        ));
+    }
+    let m = (v * 1e6).round();
+    if (m / 1e6 - v).abs() > v.abs() * 1e-12 {
+        return refuse(format!(
+            "{v} has digits finer than a millionth, which the money figures would round away"
+        ));
+    }
+    Ok(m as u64)
 }
 
 fn default_prompt() -> u64 {
@@ -71,6 +129,8 @@ pub struct Provider {
     pub completion_tokens: u64,
     pub time_to_first_token: Duration,
     pub time_per_output_token: Duration,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
 }
 
 /// The most tokens one request may name (a bound that keeps every sum far from overflow).
@@ -111,6 +171,16 @@ pub fn check_providers(sections: &[ProviderSection]) -> Checked<Vec<Provider>> {
                 });
             }
         }
+        let price = match s.price {
+            None => None,
+            Some(pr) => Some(Price {
+                prompt_micro_per_1k: micro(format!("{p}.price.prompt_per_1k"), pr.prompt_per_1k)?,
+                completion_micro_per_1k: micro(
+                    format!("{p}.price.completion_per_1k"),
+                    pr.completion_per_1k,
+                )?,
+            }),
+        };
         out.push(Provider {
             name: s.name.clone(),
             requests_per_minute: s.requests_per_minute,
@@ -119,6 +189,7 @@ pub fn check_providers(sections: &[ProviderSection]) -> Checked<Vec<Provider>> {
             completion_tokens: s.completion_tokens,
             time_to_first_token: s.time_to_first_token,
             time_per_output_token: s.time_per_output_token,
+            price,
         });
     }
     Ok(out)
@@ -334,6 +405,29 @@ mod tests {
             completion_tokens: 50,
             time_to_first_token: Duration::from_millis(100),
             time_per_output_token: Duration::from_millis(2),
+            price: None,
+        }
+    }
+
+    #[test]
+    fn a_price_is_kept_in_millionths_and_charges_whole_billionths() {
+        let p = Price {
+            prompt_micro_per_1k: micro("p".into(), 0.003).unwrap(),
+            completion_micro_per_1k: micro("c".into(), 0.015).unwrap(),
+        };
+        assert_eq!(
+            (p.prompt_micro_per_1k, p.completion_micro_per_1k),
+            (3_000, 15_000)
+        );
+        assert_eq!(p.nano(T), 100 * 3_000 + 50 * 15_000);
+        for bad in [
+            -0.001,
+            f64::NAN,
+            f64::INFINITY,
+            MAX_PRICE_PER_1K * 2.0,
+            1e-7,
+        ] {
+            assert!(micro("p".into(), bad).is_err(), "{bad}");
         }
     }
 

@@ -47,7 +47,7 @@ impl Providers {
                 Mutex::new(State {
                     limiter: RateLimiter::new(p),
                     watch: RetryAfterWatch::default(),
-                    stats: ProviderStats::new(&p.name),
+                    stats: ProviderStats::of(p),
                 })
             })
             .collect();
@@ -73,7 +73,7 @@ impl Providers {
             parse_u64(headers.get(H_COMPLETION_TOKENS)),
         );
         let mut s = self.lock(index);
-        s.stats.arrive(tokens.total(), attempt <= 1);
+        s.stats.arrive(tokens, attempt <= 1);
         let honoured = s.watch.arrive(request, t);
         s.stats.returned(honoured);
         Some(Routed {
@@ -101,8 +101,7 @@ impl Providers {
     /// The request was answered 200.
     pub(crate) fn served(&self, r: Routed) {
         let mut s = self.lock(r.index);
-        s.stats.served += 1;
-        s.stats.tokens_served += r.tokens.total();
+        s.stats.serve(r.tokens);
     }
 
     pub(crate) fn stats(&self) -> Vec<ProviderStats> {
@@ -153,6 +152,7 @@ mod tests {
             completion_tokens: 50,
             time_to_first_token: Duration::ZERO,
             time_per_output_token: Duration::ZERO,
+            price: None,
         };
         let ps = Providers::new(vec![p]);
         let r = ps

@@ -72,10 +72,7 @@ impl SimProvider {
                     provider: p.clone(),
                 })
                 .collect(),
-            stats: providers
-                .iter()
-                .map(|p| ProviderStats::new(&p.name))
-                .collect(),
+            stats: providers.iter().map(ProviderStats::of).collect(),
             routes,
         })
     }
@@ -94,7 +91,7 @@ impl SimProvider {
     pub(crate) fn arrive(&mut self, slot: u8, (request, attempt): (u64, u32), t: Duration) {
         if let Some(i) = self.index(slot) {
             let s = &mut self.stats[i];
-            s.arrive(self.each[i].tokens.total(), attempt <= 1);
+            s.arrive(self.each[i].tokens, attempt <= 1);
             s.returned(self.each[i].watch.arrive(request, t));
         }
     }
@@ -124,9 +121,7 @@ impl SimProvider {
 
     pub(crate) fn served(&mut self, slot: u8) {
         if let Some(i) = self.index(slot) {
-            let s = &mut self.stats[i];
-            s.served += 1;
-            s.tokens_served += self.each[i].tokens.total();
+            self.stats[i].serve(self.each[i].tokens);
         }
     }
 

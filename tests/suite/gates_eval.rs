@@ -378,8 +378,14 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
         extra_successes: Some(12),
         sentence: String::new(),
     });
-    let mut provider = stormrig::metrics::provider::ProviderStats::new("llm.a");
-    provider.arrive(1200, true);
+    let mut provider = stormrig::metrics::provider::ProviderStats::new("llm.a", None);
+    provider.arrive(
+        stormrig::scenario::provider::Tokens {
+            prompt: 1000,
+            completion: 200,
+        },
+        true,
+    );
     provider.served = 1;
     provider.tokens_served = 1200;
     c.tokens = Some(stormrig::metrics::provider::TokenFigures::of(

@@ -284,6 +284,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         verdict: None,
         providers: Vec::new(),
         tokens: None,
+        money: None,
         routes: Vec::new(),
         degraded: None,
     }

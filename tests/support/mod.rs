@@ -82,6 +82,7 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         verdict: None,
         providers: Vec::new(),
         tokens: None,
+        money: None,
         routes: Vec::new(),
         degraded: None,
     }
