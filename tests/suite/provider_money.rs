@@ -9,47 +9,17 @@ use stormrig::sim::{self, SimOptions};
 use crate::support;
 use support::process::{bin, cost, tmp_dir, write};
 
-/// 50 requests in the first second, 1,000 prompt + 200 completion tokens each, to a provider
-/// priced 0.003 / 0.015 per 1k that answers 503 to everything.
-const ALWAYS_FAILS: &str = r#"
-name = "provider-money-fails"
-seed = 3
-duration = "2s"
-drain = "3s"
-
-[load]
-kind = "steps"
-steps = [{ at = "0s", rate = 50.0 }, { at = "1s", rate = 0.0 }]
-method = "POST"
-path = "/providers/llm-a/v1/chat/completions"
-
-[target]
-builtin = "default"
-
-[[provider]]
-name = "llm-a"
-prompt_tokens = 1000
-completion_tokens = 200
-time_to_first_token = "1ms"
-time_per_output_token = "0s"
-price = { prompt_per_1k = 0.003, completion_per_1k = 0.015 }
-
-[[faults]]
-kind = "status"
-status = 503
-at = "0s"
-for = "2s"
-path = "/providers/llm-a"
-
-[[configs]]
-name = "one-attempt"
-preset = "no-retry"
-
-[[configs]]
-name = "six-attempts"
-preset = "naive"
-max_attempts = 6
-"#;
+/// The token test's provider that answers 503 to everything (50 requests of 1,000 prompt +
+/// 200 completion tokens), priced 0.003 / 0.015 per 1k, with a config of one attempt added.
+fn always_fails() -> String {
+    let text = super::provider_tokens::ALWAYS_FAILS.replacen(
+        "time_per_output_token = \"0s\"\n",
+        "time_per_output_token = \"0s\"\nprice = { prompt_per_1k = 0.003, completion_per_1k = 0.015 }\n",
+        1,
+    );
+    assert!(text.contains("price = "), "the provider got its price");
+    text + "\n[[configs]]\nname = \"one-attempt\"\npreset = \"no-retry\"\n"
+}
 
 /// One request's money at llm-a's price, in billionths: 1,000 × 0.003 / 1k + 200 × 0.015 / 1k.
 const ONE_ATTEMPT_NANO: u64 = 1000 * 3_000 + 200 * 15_000;
@@ -77,17 +47,24 @@ fn check_failing(run: &RunResult) {
     assert_eq!(m6.providers.len(), 1);
     assert_eq!(m6.providers[0].name, "llm-a");
     assert_eq!(m6.providers[0].money, m6.total);
+    // The token budget of three attempts' tokens caps money alike.
+    let capped = c("token-budget");
+    assert_eq!(nano(capped).received, 3 * nano(one).received);
+    assert_eq!(
+        capped.money.as_ref().unwrap().total.cost_amplification,
+        Some(3.0)
+    );
 }
 
 #[test]
 fn six_failing_attempts_cost_six_times_one_in_the_simulator() {
-    let p = support::plan_of(ALWAYS_FAILS);
+    let p = support::plan_of(&always_fails());
     check_failing(&sim::run(&p, &SimOptions::default()).unwrap().result);
 }
 
 #[test]
 fn six_failing_attempts_cost_six_times_one_live() {
-    let p = support::plan_of(ALWAYS_FAILS);
+    let p = support::plan_of(&always_fails());
     check_failing(&support::run_live(&p, false).result);
 }
 

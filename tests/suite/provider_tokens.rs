@@ -11,7 +11,7 @@ use crate::support;
 
 /// 50 requests in the first second, each of 1,000 prompt + 200 completion tokens, to a
 /// provider that answers 503 to everything for the whole run.
-const ALWAYS_FAILS: &str = r#"
+pub(crate) const ALWAYS_FAILS: &str = r#"
 name = "provider-always-fails"
 seed = 3
 duration = "2s"
