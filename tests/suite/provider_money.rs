@@ -18,7 +18,19 @@ fn always_fails() -> String {
         1,
     );
     assert!(text.contains("price = "), "the provider got its price");
-    text + "\n[[configs]]\nname = \"one-attempt\"\npreset = \"no-retry\"\n"
+    text + r#"
+[[configs]]
+name = "one-attempt"
+preset = "no-retry"
+
+# A money budget: each attempt costs one request's money (0.006); one request may spend 0.018.
+[[configs]]
+name = "money-budget"
+preset = "naive"
+max_attempts = 6
+attempt_cost = 0.006
+cost = { per_request_cap = 0.018 }
+"#
 }
 
 /// One request's money at llm-a's price, in billionths: 1,000 × 0.003 / 1k + 200 × 0.015 / 1k.
@@ -47,13 +59,20 @@ fn check_failing(run: &RunResult) {
     assert_eq!(m6.providers.len(), 1);
     assert_eq!(m6.providers[0].name, "llm-a");
     assert_eq!(m6.providers[0].money, m6.total);
-    // The token budget of three attempts' tokens caps money alike.
-    let capped = c("token-budget");
-    assert_eq!(nano(capped).received, 3 * nano(one).received);
-    assert_eq!(
-        capped.money.as_ref().unwrap().total.cost_amplification,
-        Some(3.0)
-    );
+    // A budget of three attempts' tokens, or of three attempts' money, caps money at three
+    // attempts' worth: spending stops at the cap.
+    for name in ["token-budget", "money-budget"] {
+        let capped = c(name);
+        assert_eq!(nano(capped).received, 3 * nano(one).received, "{name}");
+        let m = capped.money.as_ref().unwrap();
+        assert_eq!(m.total.spent, 0.9, "{name}: 50 requests x 0.018");
+        assert_eq!(m.total.cost_amplification, Some(3.0), "{name}");
+        assert_eq!(
+            capped.failures_by_reason.get("cost-cap"),
+            Some(&50),
+            "{name}"
+        );
+    }
 }
 
 #[test]
