@@ -34,6 +34,8 @@ pub enum Unit {
     Tokens,
     /// Money at the providers' prices, in the scenario's own (unnamed) currency.
     Money,
+    /// Billionths of a money unit: the exact counts money figures are made from.
+    MoneyNano,
     /// true (1) or false (0).
     Flag,
     /// A value of the retry config itself.
@@ -55,6 +57,7 @@ impl Unit {
             Amount => "an amount",
             Tokens => "a count of tokens",
             Money => "an amount of money",
+            MoneyNano => "an amount of money in billionths",
             Flag => "a flag (0 or 1)",
             Setting => "a setting",
         }
@@ -178,6 +181,10 @@ pub const FIGURES: &[Figure] = &[
     row("verdict.extra_load_pct",              Percent,           Lower,   Varies),
     row("verdict.fault_load_added_pct",        Percent,           Lower,   Varies),
     row("verdict.extra_successes",             Requests,          Higher,  Varies),
+    // Before `providers.*.served`, which a wildcard would otherwise let match these.
+    row("providers.*.money_nano.received",     MoneyNano,         Lower,   OnlyGrows),
+    row("providers.*.money_nano.first_attempts", MoneyNano,       Neither, OnlyGrows),
+    row("providers.*.money_nano.served",       MoneyNano,         Higher,  OnlyGrows),
     row("providers.*.arrivals",                Attempts,          Lower,   OnlyGrows),
     row("providers.*.throttled",               Attempts,          Lower,   OnlyGrows),
     row("providers.*.served",                  Attempts,          Higher,  OnlyGrows),
@@ -194,6 +201,11 @@ pub const FIGURES: &[Figure] = &[
     row("money.wasted",                        Money,             Lower,   OnlyGrows),
     row("money.wasted_share",                  Share,             Lower,   Varies),
     row("money.cost_amplification",            Ratio,             Lower,   Varies),
+    row("money.providers.*.spent",             Money,             Lower,   OnlyGrows),
+    row("money.providers.*.served",            Money,             Higher,  OnlyGrows),
+    row("money.providers.*.wasted",            Money,             Lower,   OnlyGrows),
+    row("money.providers.*.wasted_share",      Share,             Lower,   Varies),
+    row("money.providers.*.cost_amplification", Ratio,            Lower,   Varies),
     row("success_share",                       Share,             Higher,  Varies),
     row("policy.*",                            Setting,           Neither, Fixed),
 ];

@@ -378,19 +378,21 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
         extra_successes: Some(12),
         sentence: String::new(),
     });
-    let mut provider = stormrig::metrics::provider::ProviderStats::new("llm.a", None);
-    provider.arrive(
-        stormrig::scenario::provider::Tokens {
-            prompt: 1000,
-            completion: 200,
-        },
-        true,
-    );
-    provider.served = 1;
-    provider.tokens_served = 1200;
+    let price = stormrig::scenario::provider::Price {
+        prompt_micro_per_1k: 3_000,
+        completion_micro_per_1k: 15_000,
+    };
+    let mut provider = stormrig::metrics::provider::ProviderStats::new("llm.a", Some(price));
+    let tokens = stormrig::scenario::provider::Tokens {
+        prompt: 1000,
+        completion: 200,
+    };
+    provider.arrive(tokens, true);
+    provider.serve(tokens);
     c.tokens = Some(stormrig::metrics::provider::TokenFigures::of(
         std::slice::from_ref(&provider),
     ));
+    c.money = stormrig::metrics::provider::MoneyFigures::of(std::slice::from_ref(&provider));
     c.providers.push(provider);
     c.layers.push(LayerSummary {
         name: "db.primary".into(),
