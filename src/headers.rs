@@ -31,6 +31,15 @@ pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
 pub const UPSTREAM_TLS_HANDSHAKE: &str = "tls-handshake";
 /// The value of [`UPSTREAM`] for "the real server's body was longer than the proxy relays".
 pub const UPSTREAM_BODY_TOO_LARGE: &str = "body-too-large";
+/// gRPC's status of a call: in the trailers, or in the headers of a trailers-only answer.
+pub const GRPC_STATUS: &str = "grpc-status";
+/// gRPC's human-readable reason beside [`GRPC_STATUS`].
+pub const GRPC_MESSAGE: &str = "grpc-message";
+/// gRPC's server pushback (gRFC A6): milliseconds before a retry, negative = do not retry.
+pub const GRPC_PUSHBACK_MS: &str = "grpc-retry-pushback-ms";
+/// `content-type` of a gRPC call and its answer (protobuf is the default subtype; stormrig
+/// does not look inside the message).
+pub const GRPC_CONTENT_TYPE: &str = "application/grpc";
 
 // Parsed at compile time: `HeaderName::from_static` at run time validates the name on
 // every call, and these are set or read on every request.
@@ -42,3 +51,6 @@ pub(crate) const H_DEADLINE_MS: HeaderName = HeaderName::from_static(DEADLINE_MS
 pub(crate) const H_IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static(IDEMPOTENCY_KEY);
 pub(crate) const H_ERROR_TYPE: HeaderName = HeaderName::from_static(ERROR_TYPE);
 pub(crate) const H_AMOUNT: HeaderName = HeaderName::from_static(AMOUNT);
+pub(crate) const H_GRPC_STATUS: HeaderName = HeaderName::from_static(GRPC_STATUS);
+pub(crate) const H_GRPC_MESSAGE: HeaderName = HeaderName::from_static(GRPC_MESSAGE);
+pub(crate) const H_GRPC_PUSHBACK_MS: HeaderName = HeaderName::from_static(GRPC_PUSHBACK_MS);

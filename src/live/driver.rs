@@ -346,7 +346,7 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
             status: *status,
             retry_after: reply.header("retry-after"),
             amz_retry_after: reply.header("x-amz-retry-after"),
-            grpc_pushback_ms: reply.header("grpc-retry-pushback-ms"),
+            grpc_pushback_ms: reply.header(headers::GRPC_PUSHBACK_MS),
             error_code: reply.header("x-amzn-errortype"),
             grpc_status: None,
         }),

@@ -8,11 +8,8 @@ use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE, TE};
 use std::time::Duration;
 
 use super::http::Reply;
+use crate::headers::{GRPC_CONTENT_TYPE, GRPC_PUSHBACK_MS, GRPC_STATUS};
 use crate::policy::{AttemptOutcome, GrpcStatus, Response};
-
-/// `content-type` of a gRPC call (protobuf is the default subtype; stormrig does not look
-/// inside the message).
-pub const CONTENT_TYPE_GRPC: &str = "application/grpc";
 
 /// The message as one gRPC length-prefixed frame: a compressed flag (0), the length as a
 /// big-endian u32, the bytes.
@@ -26,7 +23,7 @@ pub fn frame(message: &[u8]) -> Bytes {
 
 /// The headers every call carries besides the template's own.
 pub fn call_headers(headers: &mut HeaderMap) {
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE_GRPC));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(GRPC_CONTENT_TYPE));
     headers.insert(TE, HeaderValue::from_static("trailers"));
 }
 
@@ -59,13 +56,13 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
     match reply {
         Reply::Failed(e) => AttemptOutcome::Transport(*e),
         Reply::Response { status, .. } => {
-            let grpc_status = match reply.header("grpc-status") {
+            let grpc_status = match reply.header(GRPC_STATUS) {
                 Some(v) => GrpcStatus::from_header(v),
                 None => GrpcStatus::from_http(*status).unwrap_or(GrpcStatus::Internal),
             };
             AttemptOutcome::Response(Response {
                 status: *status,
-                grpc_pushback_ms: reply.header("grpc-retry-pushback-ms"),
+                grpc_pushback_ms: reply.header(GRPC_PUSHBACK_MS),
                 grpc_status: Some(grpc_status),
                 ..Response::default()
             })

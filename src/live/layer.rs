@@ -82,7 +82,7 @@ const RELAYED: &[&str] = &[
     "retry-after",
     "x-amz-retry-after",
     headers::ERROR_TYPE,
-    "grpc-retry-pushback-ms",
+    headers::GRPC_PUSHBACK_MS,
     "content-type",
 ];
 

@@ -10,17 +10,17 @@
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use std::time::Duration;
 
 use super::delivery::Delivered;
 use super::Resp;
+use crate::headers::{
+    GRPC_CONTENT_TYPE, H_GRPC_MESSAGE as GRPC_MESSAGE, H_GRPC_PUSHBACK_MS as GRPC_PUSHBACK,
+    H_GRPC_STATUS as GRPC_STATUS,
+};
 use crate::policy::GrpcStatus;
-
-const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
-const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
-const GRPC_PUSHBACK: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
 
 /// One empty message, length-prefixed: what a served call answers.
 const EMPTY_MESSAGE: &[u8] = &[0, 0, 0, 0, 0];
@@ -29,7 +29,7 @@ const EMPTY_MESSAGE: &[u8] = &[0, 0, 0, 0, 0];
 pub(crate) fn is_call(req: &Request<Incoming>) -> bool {
     req.headers()
         .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+        .is_some_and(|v| v.as_bytes().starts_with(GRPC_CONTENT_TYPE.as_bytes()))
 }
 
 /// The answer of a `grpc-status` fault (counted by the caller as HTTP 200, not served).
@@ -49,7 +49,7 @@ pub(crate) fn fault_response(status: GrpcStatus, pushback: Option<Duration>) -> 
 /// any other HTTP status trailers-only with the status gRPC maps it to (503 UNAVAILABLE).
 pub(crate) fn answer(resp: Resp) -> Response<Delivered> {
     let (mut parts, _) = resp.into_parts();
-    let grpc_content = HeaderValue::from_static("application/grpc");
+    let grpc_content = HeaderValue::from_static(GRPC_CONTENT_TYPE);
     if !parts.headers.contains_key(GRPC_STATUS) {
         match GrpcStatus::from_http(parts.status.as_u16()) {
             None => {
