@@ -45,7 +45,7 @@ const TABLE: &[Row] = &[
     ("report",     &["policy", "scenario", "metrics"],                                    &[]),
     ("tls",        &["scenario"],                                                         &[]),
     ("server",     &["policy", "scenario", "metrics", "plan", "headers", "draws", "tls"], &[]),
-    ("sim",        &["policy", "scenario", "metrics", "plan", "headers", "draws", "session", "run_result", "shard"], &[]),
+    ("sim",        &["policy", "scenario", "metrics", "plan", "headers", "draws", "session", "run_result"], &[]),
     ("live",       &["policy", "scenario", "metrics", "plan", "server", "headers", "draws", "session", "run_result", "tls", "shard"], &[]),
     ("shard",      &["policy", "scenario", "metrics", "plan", "run_result"],              &[]),
     ("sweep",      &["policy", "scenario", "metrics", "plan", "sim", "report"],            &[]),
