@@ -7,7 +7,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::BreakerState;
-use crate::scenario::provider::{Price, Provider, Tokens, NANO_PER_UNIT};
+use crate::scenario::provider::{
+    retry_after_secs, Admission, Price, Provider, RateLimiter, RetryAfterWatch, Tokens,
+    NANO_PER_UNIT,
+};
 
 /// One provider's own counts over a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -326,5 +329,47 @@ impl Routes {
                 ..self.0.get(slot).cloned().unwrap_or_default()
             })
             .collect()
+    }
+}
+
+/// One provider's limits, its memory of the `Retry-After` it gave, and its counts, kept
+/// together as both engines keep them, so that the live target and the simulator count an
+/// arrival, charge an admission and remember a throttle by one piece of code.
+pub struct ProviderBook {
+    limiter: RateLimiter,
+    watch: RetryAfterWatch,
+    pub stats: ProviderStats,
+}
+
+impl ProviderBook {
+    pub fn new(p: &Provider) -> ProviderBook {
+        ProviderBook {
+            limiter: RateLimiter::new(p),
+            watch: RetryAfterWatch::default(),
+            stats: ProviderStats::of(p),
+        }
+    }
+
+    /// Attempt `attempt` of request `request`, costing `tokens`, arrives at `t`: counted,
+    /// and judged against the `Retry-After` the provider gave that request, if any.
+    pub fn arrive(&mut self, (request, attempt): (u64, u32), tokens: Tokens, t: Duration) {
+        self.stats.arrive(tokens, attempt <= 1);
+        let honoured = self.watch.arrive(request, t);
+        self.stats.returned(honoured);
+    }
+
+    /// Charges the limits at `t`; a throttle is counted and its `Retry-After` remembered.
+    pub fn admit(&mut self, request: u64, tokens: Tokens, t: Duration) -> Admission {
+        let a = self.limiter.admit(t, tokens);
+        if let Some(wait) = a.retry_after {
+            self.stats.throttled += 1;
+            self.watch.throttled(request, t, retry_after_secs(wait));
+        }
+        a
+    }
+
+    /// The request was served.
+    pub fn serve(&mut self, tokens: Tokens) {
+        self.stats.serve(tokens);
     }
 }

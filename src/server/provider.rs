@@ -11,24 +11,17 @@ use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 
-use crate::metrics::provider::ProviderStats;
+use crate::metrics::provider::{ProviderBook, ProviderStats};
 use crate::scenario::provider::{
-    retry_after_secs, route, Admission, Provider, RateLimiter, RetryAfterWatch, Tokens,
-    H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
+    retry_after_secs, route, Admission, Provider, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
 };
 
 use super::{parse_u64, Resp};
 
-struct State {
-    limiter: RateLimiter,
-    watch: RetryAfterWatch,
-    stats: ProviderStats,
-}
-
 /// Every provider of a target, each with its limits and counts under its own lock.
 pub(crate) struct Providers {
     list: Vec<Provider>,
-    states: Vec<Mutex<State>>,
+    states: Vec<Mutex<ProviderBook>>,
 }
 
 /// A request on its way through one provider.
@@ -43,18 +36,12 @@ impl Providers {
     pub(crate) fn new(list: Vec<Provider>) -> Providers {
         let states = list
             .iter()
-            .map(|p| {
-                Mutex::new(State {
-                    limiter: RateLimiter::new(p),
-                    watch: RetryAfterWatch::default(),
-                    stats: ProviderStats::of(p),
-                })
-            })
+            .map(|p| Mutex::new(ProviderBook::new(p)))
             .collect();
         Providers { list, states }
     }
 
-    fn lock(&self, i: usize) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self, i: usize) -> std::sync::MutexGuard<'_, ProviderBook> {
         self.states[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -72,10 +59,7 @@ impl Providers {
             parse_u64(headers.get(H_PROMPT_TOKENS)),
             parse_u64(headers.get(H_COMPLETION_TOKENS)),
         );
-        let mut s = self.lock(index);
-        s.stats.arrive(tokens, attempt <= 1);
-        let honoured = s.watch.arrive(request, t);
-        s.stats.returned(honoured);
+        self.lock(index).arrive((request, attempt), tokens, t);
         Some(Routed {
             index,
             request,
@@ -85,13 +69,7 @@ impl Providers {
 
     /// The provider's limits at run time `t`: the time serving takes, or the 429 answer.
     pub(crate) fn admit(&self, r: Routed, t: Duration) -> Result<Duration, Box<Resp>> {
-        let mut s = self.lock(r.index);
-        let a = s.limiter.admit(t, r.tokens);
-        if let Some(wait) = a.retry_after {
-            s.stats.throttled += 1;
-            s.watch.throttled(r.request, t, retry_after_secs(wait));
-        }
-        drop(s);
+        let a = self.lock(r.index).admit(r.request, r.tokens, t);
         match a.retry_after {
             None => Ok(self.list[r.index].latency(r.tokens)),
             Some(wait) => Err(Box::new(throttled(&self.list[r.index], &a, wait))),
@@ -100,8 +78,7 @@ impl Providers {
 
     /// The request was answered 200.
     pub(crate) fn served(&self, r: Routed) {
-        let mut s = self.lock(r.index);
-        s.stats.serve(r.tokens);
+        self.lock(r.index).serve(r.tokens);
     }
 
     pub(crate) fn stats(&self) -> Vec<ProviderStats> {

@@ -7,27 +7,24 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::metrics::provider::ProviderStats;
+use crate::metrics::provider::{ProviderBook, ProviderStats};
 use crate::policy::FailoverConfig;
 use crate::scenario::provider::{
-    retry_after_secs, route, Provider, RateLimiter, RetryAfterWatch, Tokens, H_COMPLETION_TOKENS,
-    H_PROMPT_TOKENS,
+    retry_after_secs, route, Provider, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
 };
 
-/// One provider of the scenario with its limits.
+/// One provider of the scenario with its limits and counts.
 struct Limited {
     provider: Provider,
-    limiter: RateLimiter,
-    watch: RetryAfterWatch,
+    book: ProviderBook,
     /// What one of the load's requests costs at this provider.
     tokens: Tokens,
 }
 
 /// The providers one config's attempts reach, with their limits and counts.
 pub(crate) struct SimProvider {
+    /// Every provider of the scenario, in its order (those never reached count zero).
     each: Vec<Limited>,
-    /// Every provider's counts, in the scenario's order (those never reached stay zero).
-    stats: Vec<ProviderStats>,
     /// The path of each failover slot and the provider it names (one slot without failover).
     routes: Vec<(String, Option<usize>)>,
 }
@@ -66,13 +63,11 @@ impl SimProvider {
             each: providers
                 .iter()
                 .map(|p| Limited {
-                    limiter: RateLimiter::new(p),
-                    watch: RetryAfterWatch::default(),
+                    book: ProviderBook::new(p),
                     tokens: p.tokens(prompt, completion),
                     provider: p.clone(),
                 })
                 .collect(),
-            stats: providers.iter().map(ProviderStats::of).collect(),
             routes,
         })
     }
@@ -90,9 +85,8 @@ impl SimProvider {
     /// Attempt `attempt` of request `request` arrives at slot `slot`'s provider at `t`.
     pub(crate) fn arrive(&mut self, slot: u8, (request, attempt): (u64, u32), t: Duration) {
         if let Some(i) = self.index(slot) {
-            let s = &mut self.stats[i];
-            s.arrive(self.each[i].tokens, attempt <= 1);
-            s.returned(self.each[i].watch.arrive(request, t));
+            let e = &mut self.each[i];
+            e.book.arrive((request, attempt), e.tokens, t);
         }
     }
 
@@ -102,14 +96,9 @@ impl SimProvider {
             return Ok(());
         };
         let e = &mut self.each[i];
-        match e.limiter.admit(t, e.tokens).retry_after {
+        match e.book.admit(request, e.tokens, t).retry_after {
             None => Ok(()),
-            Some(wait) => {
-                self.stats[i].throttled += 1;
-                let secs = retry_after_secs(wait);
-                e.watch.throttled(request, t, secs);
-                Err(secs)
-            }
+            Some(wait) => Err(retry_after_secs(wait)),
         }
     }
 
@@ -121,11 +110,12 @@ impl SimProvider {
 
     pub(crate) fn served(&mut self, slot: u8) {
         if let Some(i) = self.index(slot) {
-            self.stats[i].serve(self.each[i].tokens);
+            let e = &mut self.each[i];
+            e.book.serve(e.tokens);
         }
     }
 
     pub(crate) fn into_stats(self) -> Vec<ProviderStats> {
-        self.stats
+        self.each.into_iter().map(|e| e.book.stats).collect()
     }
 }
