@@ -262,6 +262,10 @@ pub enum BenchCommand {
         /// yields until the arrival is due (0: no spinning; the default of `stormrig run`).
         #[arg(long, default_value_t = 0)]
         spin_us: u64,
+        /// Microseconds an arrival may start late to share a wake-up with the arrivals
+        /// after it (0: one wake-up per arrival time).
+        #[arg(long, default_value_t = 0)]
+        batch_us: u64,
     },
     /// The built-in target answering every request with one status, for wrk to drive.
     Target {

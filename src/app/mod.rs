@@ -1002,6 +1002,7 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             max_in_flight,
             connections,
             spin_us,
+            batch_us,
         } => {
             if !(rate.is_finite() && rate > 0.0) {
                 return Err(AppError::bad("--rate must be above 0"));
@@ -1014,7 +1015,10 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 max_in_flight,
                 connections: (connections > 0).then_some(connections),
                 drain: std::time::Duration::from_secs(2),
-                spin: std::time::Duration::from_micros(spin_us),
+                pacing: crate::live::pacer::Pacing {
+                    spin: std::time::Duration::from_micros(spin_us),
+                    batch: std::time::Duration::from_micros(batch_us),
+                },
             };
             let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::open_loop_text(&opts, &r));

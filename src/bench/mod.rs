@@ -59,6 +59,21 @@ pub fn thread_cpu() -> Option<Duration> {
     ))
 }
 
+/// Times the threads of this process went to sleep of their own accord (the sum of
+/// `voluntary_ctxt_switches` over `/proc/self/task/*/status`): each is a wake-up later, the
+/// cost the open loop's pacing trades against its lag. `None` where there is no procfs.
+pub fn voluntary_switches() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let status = std::fs::read_to_string(task.ok()?.path().join("status")).ok()?;
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("voluntary_ctxt_switches:"))?;
+        total += line.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 /// Resident set size of this process in KiB (`VmRSS` of `/proc/self/status`).
 pub fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -421,8 +436,8 @@ pub struct OpenLoopOpts {
     pub connections: Option<usize>,
     /// Requests still in flight this long after the last arrival are abandoned.
     pub drain: Duration,
-    /// The scheduler's spin before each arrival ([`crate::live::pacer::Pacing::spin`]).
-    pub spin: Duration,
+    /// How the scheduler waits for each arrival (spin, batch window).
+    pub pacing: crate::live::pacer::Pacing,
 }
 
 #[derive(Debug, Clone)]
@@ -436,6 +451,8 @@ pub struct OpenLoopReport {
     pub lag: Percentiles,
     pub lag_max_us: u64,
     pub cpu_s: Option<f64>,
+    /// Voluntary sleeps of the process's threads over the run ([`voluntary_switches`]).
+    pub sleeps: Option<u64>,
     pub threads: usize,
     pub abandoned: u64,
 }
@@ -484,7 +501,7 @@ pub async fn open_loop_run(
         &mut tasks,
         &mut lag,
         &mut stop,
-        crate::live::pacer::Pacing { spin: opts.spin },
+        opts.pacing,
     )
     .await;
     let last_start = epoch.elapsed();
@@ -509,6 +526,7 @@ pub async fn open_loop_run(
         lag: Percentiles::of(&lag),
         lag_max_us: lag.max(),
         cpu_s: None,
+        sleeps: None,
         threads: 0,
         abandoned,
     };
@@ -519,9 +537,13 @@ pub async fn open_loop_run(
 pub fn open_loop(opts: &OpenLoopOpts, threads: usize) -> Result<OpenLoopReport, String> {
     let rt = runtime(threads).map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
+    let sleeps0 = voluntary_switches();
     let config = config_named(&opts.config)?;
     let (mut r, _) = rt.block_on(open_loop_run(opts, config))?;
     let cpu1 = cpu_seconds();
+    r.sleeps = sleeps0
+        .zip(voluntary_switches())
+        .map(|(a, b)| b.saturating_sub(a));
     drop(rt);
     r.cpu_s = cpu0.zip(cpu1).map(|(a, b)| b - a);
     r.threads = threads;
@@ -544,7 +566,8 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
         }
     }
     let _ = writeln!(out, "rate={:.0}", opts.rate);
-    let _ = writeln!(out, "spin_us={}", opts.spin.as_micros());
+    let _ = writeln!(out, "spin_us={}", opts.pacing.spin.as_micros());
+    let _ = writeln!(out, "batch_us={}", opts.pacing.batch.as_micros());
     let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
     let _ = writeln!(out, "scheduled={}", r.scheduled);
     let _ = writeln!(out, "last_start_s={:.4}", r.last_start.as_secs_f64());
@@ -571,6 +594,18 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
     let _ = writeln!(out, "p50_ms={:.3}", c.latency.p50);
     let _ = writeln!(out, "p99_ms={:.3}", c.latency.p99);
     cpu_lines(&mut out, r.cpu_s, c.requests);
+    // Sleeps per request started: the wake-ups the pacing costs, a figure that a busy
+    // machine changes less than CPU time (a loop running behind sleeps less, though).
+    let _ = writeln!(
+        out,
+        "sleeps_per_request={}",
+        r.sleeps
+            .filter(|_| r.scheduled > 0)
+            .map_or("NA".to_string(), |s| format!(
+                "{:.3}",
+                s as f64 / r.scheduled as f64
+            ))
+    );
     out
 }
 
@@ -722,7 +757,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
             max_in_flight: opts.max_in_flight,
             connections: None,
             drain: Duration::ZERO,
-            spin: crate::live::pacer::Pacing::DEFAULT.spin,
+            pacing: crate::live::pacer::Pacing::DEFAULT,
         };
         // RSS once per second of the load phase, from a task beside the open loop.
         let seconds = opts.duration.as_secs();

@@ -232,7 +232,7 @@ impl ConfigRuntime {
             h.insert(HOST, self.http.host().clone());
         }
         h.insert(headers::H_REQUEST, HeaderValue::from(request));
-        h.insert(headers::H_ATTEMPT, HeaderValue::from(attempt.number));
+        h.insert(headers::H_ATTEMPT, attempt_value(attempt.number));
         if let Some((config, run)) = &self.trace {
             h.insert(headers::H_CONFIG, config.clone());
             h.insert(headers::H_RUN, run.clone());
@@ -321,6 +321,15 @@ impl Drop for Held<'_> {
         if let Some(req) = self.req.take() {
             self.rt.lock().abandon(self.epoch.now(), req);
         }
+    }
+}
+
+/// `x-stormrig-attempt`: a static value (no allocation) for the numbers retries reach.
+fn attempt_value(n: u32) -> HeaderValue {
+    const SMALL: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    match SMALL.get(n as usize) {
+        Some(s) => HeaderValue::from_static(s),
+        None => HeaderValue::from(n),
     }
 }
 

@@ -503,21 +503,39 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
 pub const MAX_KEPT_BODY: usize = crate::server::proxy::MAX_BODY;
 
 /// Reads `body` to its end, keeping its first [`MAX_KEPT_BODY`] bytes, and its trailers.
+/// A body that comes in one frame (most small responses) is kept as that frame, without a
+/// copy or an allocation; only a second frame starts a buffer.
 async fn read_bounded(
     mut body: hyper::body::Incoming,
 ) -> Result<(Bytes, Option<HeaderMap>), hyper::Error> {
-    let mut kept = bytes::BytesMut::new();
+    let mut first: Option<Bytes> = None;
+    let mut more: Option<bytes::BytesMut> = None;
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
         match frame?.into_data() {
-            Ok(data) => {
-                let room = MAX_KEPT_BODY.saturating_sub(kept.len());
-                kept.extend_from_slice(&data[..data.len().min(room)]);
-            }
+            Ok(data) => match (&first, &mut more) {
+                (None, _) => first = Some(data.slice(..data.len().min(MAX_KEPT_BODY))),
+                (Some(head), None) => {
+                    let mut kept = bytes::BytesMut::from(&head[..]);
+                    keep(&mut kept, &data);
+                    more = Some(kept);
+                }
+                (Some(_), Some(kept)) => keep(kept, &data),
+            },
             Err(frame) => trailers = frame.into_trailers().ok(),
         }
     }
-    Ok((kept.freeze(), trailers))
+    let body = match more {
+        Some(kept) => kept.freeze(),
+        None => first.unwrap_or_default(),
+    };
+    Ok((body, trailers))
+}
+
+/// Appends what of `data` still fits under [`MAX_KEPT_BODY`].
+fn keep(kept: &mut bytes::BytesMut, data: &[u8]) {
+    let room = MAX_KEPT_BODY.saturating_sub(kept.len());
+    kept.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 /// True when the kernel refused for lack of a local resource (file descriptors, a local

@@ -715,8 +715,18 @@ pub(crate) async fn open_loop(
 ) -> bool {
     let tmpl = Arc::new(tmpl.clone());
     let mut pacer = pacer::Pacer::new(pacing);
-    for (id, intended) in arrivals {
-        let when = epoch.at(intended);
+    let mut arrivals = arrivals.peekable();
+    // The arrivals of one wake-up: the next one and those due within `pacing.batch` of it.
+    let mut batch: Vec<(u64, Duration)> = Vec::new();
+    while let Some(first) = arrivals.next() {
+        batch.clear();
+        batch.push(first);
+        let window_end = first.1.saturating_add(pacing.batch);
+        while let Some(next) = arrivals.next_if(|&(_, t)| t <= window_end) {
+            batch.push(next);
+        }
+        let last = batch.last().map_or(first.1, |&(_, t)| t);
+        let when = epoch.at(last);
         if tokio::time::Instant::now() < when {
             tokio::select! {
                 _ = pacer.until(when) => {}
@@ -726,21 +736,23 @@ pub(crate) async fn open_loop(
         if *stop.borrow() {
             return true;
         }
-        let late = epoch.elapsed().saturating_sub(intended);
-        lag.saturating_record(late.as_micros() as u64);
-        for rt in runtimes {
-            if !rt.try_claim() {
-                rt.dropped(intended);
-                continue;
+        for &(id, intended) in &batch {
+            let late = epoch.elapsed().saturating_sub(intended);
+            lag.saturating_record(late.as_micros() as u64);
+            for rt in runtimes {
+                if !rt.try_claim() {
+                    rt.dropped(intended);
+                    continue;
+                }
+                let rt = Arc::clone(rt);
+                let tmpl = Arc::clone(&tmpl);
+                tasks.spawn(async move {
+                    // Boxed: the task itself then stays a few words, so spawning one per
+                    // arrival does not copy the whole request future into its cell.
+                    Box::pin(rt.drive(&epoch, &tmpl, id, intended, None)).await;
+                    rt.release();
+                });
             }
-            let rt = Arc::clone(rt);
-            let tmpl = Arc::clone(&tmpl);
-            tasks.spawn(async move {
-                // Boxed: the task itself then stays a few words, so spawning one per
-                // arrival does not copy the whole request future into its cell.
-                Box::pin(rt.drive(&epoch, &tmpl, id, intended, None)).await;
-                rt.release();
-            });
         }
         // Reap finished tasks now and then so the set does not grow with the run.
         while tasks.try_join_next().is_some() {}

@@ -152,7 +152,7 @@ async fn open_loop_starts_every_arrival() {
         max_in_flight: 1000,
         connections: Some(8),
         drain: Duration::from_secs(2),
-        spin: Duration::ZERO,
+        pacing: stormrig::live::pacer::Pacing::DEFAULT,
     };
     let config = stormrig::policy::preset("naive").unwrap();
     let (r, _) = bench::open_loop_run(&opts, config).await.unwrap();
