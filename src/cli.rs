@@ -263,8 +263,8 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 0)]
         spin_us: u64,
         /// Microseconds an arrival may start late to share a wake-up with the arrivals
-        /// after it (0: one wake-up per arrival time).
-        #[arg(long, default_value_t = 0)]
+        /// after it (0: one wake-up per arrival time; the default is `stormrig run`'s).
+        #[arg(long, default_value_t = crate::live::pacer::Pacing::DEFAULT.batch.as_micros() as u64)]
         batch_us: u64,
     },
     /// The built-in target answering every request with one status, for wrk to drive.

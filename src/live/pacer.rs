@@ -36,13 +36,17 @@ pub struct Pacing {
 }
 
 impl Pacing {
-    /// The default of `stormrig run`: no spinning. Side by side, every arrival starts one
-    /// request per config, so the configs' own work fills the runtime between arrivals;
-    /// a spin would take the core from exactly that work, and the precise timer alone
-    /// keeps the lag within tens of microseconds.
+    /// The default of `stormrig run`: no spinning, and arrivals within 50 µs of each other
+    /// share a wake-up. Side by side, every arrival starts one request per config, so the
+    /// configs' own work fills the runtime between arrivals; a spin would take the core
+    /// from exactly that work, while a wake-up shared by the arrivals of 50 µs halves the
+    /// wake-ups at 20,000 arrivals per second (each carrying one request per config) and
+    /// keeps the lag within the 100 µs a schedule may slip. Every config's request of an
+    /// arrival still starts on the same wake-up, so the comparison stays fair; at the rates
+    /// of most scenarios (gaps of a millisecond and more) the window never groups anything.
     pub const DEFAULT: Pacing = Pacing {
         spin: Duration::ZERO,
-        batch: Duration::ZERO,
+        batch: Duration::from_micros(50),
     };
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # stormrig side by side with its peers: wrk, oha and nginx on loopback.
 #
-#   tests/bench/peers.sh            # ~8 min: 3 rounds of 10 s per tool and mode
+#   tests/bench/peers.sh            # ~9 min: 3 rounds of 10 s per tool and mode
 #   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)
 #
 # Generators run pinned to CPU $GEN_CPU (default 0), servers (nginx, stormrig's target) to
@@ -11,8 +11,9 @@
 #
 # Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, NGINX_H2C_PORT (the same nginx over HTTP/2 in
 # clear, for the generator's h2c row), TARGET_PORT, CONFIG (retry preset of the
-# stormrig generator, default naive), SPINS (the open loop's spin settings in µs, default
-# "0 20 1000": the lag/CPU trade-off curve), MEMORY=0 (skip `stormrig bench memory`, 20 s),
+# stormrig generator, default naive), PACINGS (the open loop's scheduler settings as
+# SPIN_US:BATCH_US, default "0:0 0:50 0:90 20:0 1000:0": the lag/CPU trade-off curve of spinning
+# before each arrival and of batching the arrivals of a window onto one wake-up), MEMORY=0 (skip `stormrig bench memory`, 20 s),
 # OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
 # building the perf profile).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
@@ -35,7 +36,7 @@ NGINX_PORT="${NGINX_PORT:-18480}"
 TARGET_PORT="${TARGET_PORT:-18481}"
 NGINX_H2C_PORT="${NGINX_H2C_PORT:-18482}"
 CONFIG="${CONFIG:-naive}"
-SPINS="${SPINS:-0 20 1000}"
+PACINGS="${PACINGS:-0:0 0:50 0:90 20:0 1000:0}"
 CONNS=64
 RATE=20000
 
@@ -198,16 +199,17 @@ run_gen() { # round [h2c|threads2]: HTTP/1.1 to nginx's port, HTTP/2 in clear to
         "attempts=$(kv "$out" attempts)"
 }
 
-run_open() { # round spin-us
+run_open() { # round spin-us batch-us
     local out="$WORK/open.out" cpu n
     timed "$out" "$STORMRIG" bench open-loop --url "http://127.0.0.1:$NGINX_PORT/" \
         --rate "$RATE" --duration "${DUR}s" --config "$CONFIG" --threads 1 \
-        --connections "$CONNS" --spin-us "$2" || return 0
+        --connections "$CONNS" --spin-us "$2" --batch-us "$3" || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record open-loop stormrig "$RATE/s, $CONFIG, spin ${2}us, -c$CONNS" "$1" "$(kv "$out" achieved_rate)" \
-        "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" \
-        "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms"
+    record open-loop stormrig "$RATE/s, $CONFIG, spin ${2}us, batch ${3}us" "$1" \
+        "$(kv "$out" achieved_rate)" "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" \
+        "$(per_million "$cpu" "$n")" \
+        "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms, sleeps/req $(kv "$out" sleeps_per_request)"
 }
 
 # ---- servers -----------------------------------------------------------------------------
@@ -248,8 +250,8 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 for r in $(seq 1 "$ROUNDS"); do
     log "round $r/$ROUNDS: open loop at $RATE req/s"
-    for spin in $SPINS; do
-        run_open "$r" "$spin"
+    for pacing in $PACINGS; do
+        run_open "$r" "${pacing%%:*}" "${pacing##*:}"
         trunc_log
     done
     run_oha open-loop "-q $RATE --latency-correction, 1 thread" "$r" \

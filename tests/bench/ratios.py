@@ -2,7 +2,7 @@
 """Prints the ratios peers.sh quotes beside its table, from the same results file.
 
 * the open loop's CPU per million requests over the closed loop's (one thread each), per
-  spin setting of its scheduler: the aim is at most 1.5x;
+  scheduler setting (spin, batch window): the aim is at most 1.5x;
 * the generator's requests per second on two runtime threads over one.
 
 Medians over rounds, as the table's.

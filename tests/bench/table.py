@@ -47,7 +47,7 @@ def main(path):
     # The stormrig row of each section is the reference of its ratios; a section may have
     # several stormrig rows (e.g. two schedulers): each peer is compared with the first.
     head = (
-        f"{'section':<10} {'tool':<9} {'mode':<34} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'section':<10} {'tool':<9} {'mode':<40} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'CPU-s/M':>8}  {'stormrig/peer req/s':>19} {'CPU-s/M ratio':>13}  note"
     )
     print(head)
@@ -76,7 +76,7 @@ def main(path):
                 )
         note = "; ".join(OrderedDict.fromkeys(notes[(section, tool, mode)]))
         print(
-            f"{section:<10} {tool:<9} {mode:<34} {fmt(rps, '9.0f')} {fmt(p50, '8.3f')} "
+            f"{section:<10} {tool:<9} {mode:<40} {fmt(rps, '9.0f')} {fmt(p50, '8.3f')} "
             f"{fmt(p99, '8.3f')} {fmt(cpu, '8.2f')}  {fmt(ratio, '19.3f')} "
             f"{fmt(cpu_ratio, '13.3f')}  {note}"
         )

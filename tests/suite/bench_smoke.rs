@@ -139,6 +139,37 @@ async fn generator_retries_reach_the_target() {
     assert_eq!(stats.responses_by_status.get(&503), Some(&counted.attempts));
 }
 
+/// A batch window starts the arrivals due within it on one wake-up: never before the last
+/// of them is due (so the first waits for it), and every arrival still starts once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_batch_window_starts_its_arrivals_together_and_every_one_once() {
+    let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
+        .await
+        .unwrap();
+    // One arrival every 5 ms; a 12 ms window holds three of them.
+    let opts = OpenLoopOpts {
+        url: format!("http://{}/", handle.addr()),
+        rate: 200.0,
+        duration: Duration::from_millis(150),
+        config: "naive".into(),
+        max_in_flight: 1000,
+        connections: Some(8),
+        drain: Duration::from_secs(2),
+        pacing: stormrig::live::pacer::Pacing {
+            spin: Duration::ZERO,
+            batch: Duration::from_millis(12),
+        },
+    };
+    let config = stormrig::policy::preset("naive").unwrap();
+    let (r, _) = bench::open_loop_run(&opts, config).await.unwrap();
+    let stats = handle.shutdown().await;
+    assert_eq!(r.scheduled, 30);
+    assert_eq!(r.counted.requests, 30);
+    assert_eq!(stats.arrivals, 30);
+    // The first arrival of each window starts when the third is due, 10 ms after it.
+    assert!(r.lag_max_us >= 10_000, "lag max {} µs", r.lag_max_us);
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn open_loop_starts_every_arrival() {
     let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
