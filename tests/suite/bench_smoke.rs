@@ -139,63 +139,65 @@ async fn generator_retries_reach_the_target() {
     assert_eq!(stats.responses_by_status.get(&503), Some(&counted.attempts));
 }
 
-/// A batch window starts the arrivals due within it on one wake-up: never before the last
-/// of them is due (so the first waits for it), and every arrival still starts once.
-#[tokio::test(flavor = "current_thread")]
-async fn a_batch_window_starts_its_arrivals_together_and_every_one_once() {
+/// An open loop at 200 arrivals per second (one every 5 ms) for `duration` through `naive`
+/// against the built-in target answering 200: its report, its options and the target's
+/// arrivals.
+async fn open_loop_at_200(
+    duration: Duration,
+    pacing: stormrig::live::pacer::Pacing,
+) -> (bench::OpenLoopReport, OpenLoopOpts, u64) {
     let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
         .await
         .unwrap();
-    // One arrival every 5 ms; a 12 ms window holds three of them.
     let opts = OpenLoopOpts {
         url: format!("http://{}/", handle.addr()),
         rate: 200.0,
-        duration: Duration::from_millis(150),
+        duration,
         config: "naive".into(),
         max_in_flight: 1000,
         connections: Some(8),
         drain: Duration::from_secs(2),
-        pacing: stormrig::live::pacer::Pacing {
-            spin: Duration::ZERO,
-            batch: Duration::from_millis(12),
-        },
+        pacing,
     };
     let config = stormrig::policy::preset("naive").unwrap();
     let (r, _) = bench::open_loop_run(&opts, config).await.unwrap();
     let stats = handle.shutdown().await;
+    (r, opts, stats.arrivals)
+}
+
+/// A batch window starts the arrivals due within it on one wake-up: never before the last
+/// of them is due (so the first waits for it), and every arrival still starts once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_batch_window_starts_its_arrivals_together_and_every_one_once() {
+    // A 12 ms window holds three arrivals.
+    let pacing = stormrig::live::pacer::Pacing {
+        spin: Duration::ZERO,
+        batch: Duration::from_millis(12),
+    };
+    let (r, _, arrivals) = open_loop_at_200(Duration::from_millis(150), pacing).await;
     assert_eq!(r.scheduled, 30);
     assert_eq!(r.counted.requests, 30);
-    assert_eq!(stats.arrivals, 30);
+    assert_eq!(arrivals, 30);
     // The first arrival of each window starts when the third is due, 10 ms after it.
     assert!(r.lag_max_us >= 10_000, "lag max {} µs", r.lag_max_us);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn open_loop_starts_every_arrival() {
-    let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
-        .await
-        .unwrap();
-    let opts = OpenLoopOpts {
-        url: format!("http://{}/", handle.addr()),
-        rate: 200.0,
-        duration: Duration::from_millis(500),
-        config: "naive".into(),
-        max_in_flight: 1000,
-        connections: Some(8),
-        drain: Duration::from_secs(2),
-        pacing: stormrig::live::pacer::Pacing::DEFAULT,
-    };
-    let config = stormrig::policy::preset("naive").unwrap();
-    let (r, _) = bench::open_loop_run(&opts, config).await.unwrap();
-    let stats = handle.shutdown().await;
+    let (r, opts, arrivals) = open_loop_at_200(
+        Duration::from_millis(500),
+        stormrig::live::pacer::Pacing::DEFAULT,
+    )
+    .await;
     assert_eq!(r.scheduled, 100);
     assert_eq!(r.counted.requests, 100);
     assert_eq!(r.counted.dropped, 0);
-    assert_eq!(stats.arrivals, 100);
+    assert_eq!(arrivals, 100);
     let m = kv(&bench::open_loop_text(&opts, &r));
     assert_eq!(m["scheduled"], "100");
     let _: f64 = m["lag_p99_ms"].parse().unwrap();
     let _: f64 = m["achieved_rate"].parse().unwrap();
+    assert!(m.contains_key("sleeps_per_request"));
 }
 
 #[test]
