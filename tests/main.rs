@@ -35,6 +35,7 @@ mod suite {
     mod provider_failover;
     mod provider_ladder;
     mod provider_money;
+    mod provider_reports;
     mod provider_retry_after;
     mod provider_tokens;
     mod proxy_local;
