@@ -32,6 +32,7 @@ mod suite {
     mod policy_api;
     mod protocols;
     mod provider_breakers;
+    mod provider_cost;
     mod provider_failover;
     mod provider_ladder;
     mod provider_money;

@@ -37,7 +37,7 @@ use super::backoff::{Backoff, Jitter};
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use super::config::RetryConfig;
-use super::cost::CostConfig;
+use super::cost::{AttemptCost, CostConfig};
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
@@ -63,7 +63,7 @@ pub struct RetryConfigSpec {
     #[serde(default, with = "duration::option")]
     pub deadline: Option<Duration>,
     #[serde(default)]
-    pub attempt_cost: Option<f64>,
+    pub attempt_cost: Option<AttemptCost>,
     #[serde(default)]
     pub retry_on: Option<RetryOn>,
     #[serde(default)]
