@@ -74,7 +74,7 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     let map = Lines::new(text);
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
-        let config = resolve(
+        let mut config = resolve(
             &scenario.path,
             &map,
             &entry.table,
@@ -82,28 +82,22 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             &entry.field_path,
             entry.line,
         )?;
+        // A refusal of the config's field `name`, at its line.
+        let refuse = |name: &str, message: String| {
+            let field = format!("{}.{name}", entry.field_path);
+            PlanError {
+                file: scenario.path.clone(),
+                line: map.line(&field).unwrap_or(entry.line),
+                field,
+                message,
+            }
+        };
         if let Some(f) = &config.failover {
-            check_failover(&scenario, f).map_err(|message| {
-                let field = format!("{}.failover", entry.field_path);
-                PlanError {
-                    file: scenario.path.clone(),
-                    line: map.line(&field).unwrap_or(entry.line),
-                    field,
-                    message,
-                }
-            })?;
+            check_failover(&scenario, f).map_err(|m| refuse("failover", m))?;
         }
-        let mut config = config;
         if let AttemptCost::Derived(unit) = config.attempt_cost {
-            let per_slot = derived_costs(&scenario, &config, unit).map_err(|message| {
-                let field = format!("{}.attempt_cost", entry.field_path);
-                PlanError {
-                    file: scenario.path.clone(),
-                    line: map.line(&field).unwrap_or(entry.line),
-                    field,
-                    message,
-                }
-            })?;
+            let per_slot =
+                derived_costs(&scenario, &config, unit).map_err(|m| refuse("attempt_cost", m))?;
             config.attempt_cost = AttemptCost::resolved(unit, per_slot);
         }
         configs.push(PlannedConfig {

@@ -55,10 +55,17 @@ fn check_capped(run: &RunResult) {
         let n = c.upstream_requests;
         assert!(n > 0, "{name}");
         let p = &c.providers[0];
-        assert_eq!(p.arrivals, c.attempts, "{name}: attempts reach the provider");
+        assert_eq!(
+            p.arrivals, c.attempts,
+            "{name}: attempts reach the provider"
+        );
         assert_eq!(p.arrivals, 3 * n, "{name}: three attempts per request");
         assert_eq!(p.tokens_received, 3 * REQUEST_TOKENS * n, "{name}");
-        assert_eq!(p.money_nano.unwrap().received, 3 * REQUEST_NANO * n, "{name}");
+        assert_eq!(
+            p.money_nano.unwrap().received,
+            3 * REQUEST_NANO * n,
+            "{name}"
+        );
         assert_eq!(c.failures, n, "{name}");
     }
 }
@@ -90,7 +97,10 @@ fn a_derived_cost_without_a_provider_or_a_price_is_refused_naming_the_field() {
     refused(&unpriced, "has none");
     // The load's path names no provider: no tokens.
     let nowhere = scenario(CAPPED)
-        .replace("/providers/llm-a/v1/chat/completions", "/v1/chat/completions")
+        .replace(
+            "/providers/llm-a/v1/chat/completions",
+            "/v1/chat/completions",
+        )
         .replace("attempt_cost = \"money\"\n", "");
     refused(&nowhere, "names no [[provider]]");
 }
