@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::metrics::FaultBand;
-use crate::policy::{BudgetConfig, RetryConfig, RetryConfigSpec};
+use crate::policy::{AttemptCost, BudgetConfig, CostUnit, RetryConfig, RetryConfigSpec};
 use crate::scenario::{self, Dist, Scenario};
 
 /// A config the engines run, with its resolved policy.
@@ -74,7 +74,7 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     let map = Lines::new(text);
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
-        let config = resolve(
+        let mut config = resolve(
             &scenario.path,
             &map,
             &entry.table,
@@ -82,16 +82,23 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
             &entry.field_path,
             entry.line,
         )?;
+        // A refusal of the config's field `name`, at its line.
+        let refuse = |name: &str, message: String| {
+            let field = format!("{}.{name}", entry.field_path);
+            PlanError {
+                file: scenario.path.clone(),
+                line: map.line(&field).unwrap_or(entry.line),
+                field,
+                message,
+            }
+        };
         if let Some(f) = &config.failover {
-            check_failover(&scenario, f).map_err(|message| {
-                let field = format!("{}.failover", entry.field_path);
-                PlanError {
-                    file: scenario.path.clone(),
-                    line: map.line(&field).unwrap_or(entry.line),
-                    field,
-                    message,
-                }
-            })?;
+            check_failover(&scenario, f).map_err(|m| refuse("failover", m))?;
+        }
+        if let AttemptCost::Derived(unit) = config.attempt_cost {
+            let per_slot =
+                derived_costs(&scenario, &config, unit).map_err(|m| refuse("attempt_cost", m))?;
+            config.attempt_cost = AttemptCost::resolved(unit, per_slot);
         }
         configs.push(PlannedConfig {
             name: entry.name.clone(),
@@ -134,6 +141,15 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
                             .into(),
                     });
                 }
+                if matches!(config.attempt_cost, AttemptCost::Derived(_)) {
+                    let field = format!("{path}.attempt_cost");
+                    return Err(PlanError {
+                        file: scenario.path.clone(),
+                        line: map.line(&field).unwrap_or(line),
+                        field,
+                        message: "a layer's attempts reach no provider: give a number".into(),
+                    });
+                }
                 if !config.ladder.is_empty() {
                     let field = format!("{path}.ladder");
                     return Err(PlanError {
@@ -161,6 +177,44 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
         configs,
         layers,
     })
+}
+
+/// A derived `attempt_cost` resolved: what one of the load's requests costs at the provider
+/// of each failover slot (the load's path alone without failover), in `unit`.
+fn derived_costs(sc: &Scenario, config: &RetryConfig, unit: CostUnit) -> Result<Vec<f64>, String> {
+    let paths: Vec<String> = match &config.failover {
+        Some(f) => (0..f.providers.len())
+            .map(|slot| f.path_to(&sc.load.path, slot).into_owned())
+            .collect(),
+        None => vec![sc.load.path.clone()],
+    };
+    let word = match unit {
+        CostUnit::Tokens => "tokens",
+        CostUnit::Money => "money",
+    };
+    paths
+        .iter()
+        .map(|path| {
+            let Some(i) = scenario::provider::route(&sc.providers, path) else {
+                return Err(format!(
+                    "{word:?} is what an attempt costs at its provider, but {path:?} names \
+                     no [[provider]] of the scenario"
+                ));
+            };
+            let p = &sc.providers[i];
+            let tokens = p.load_tokens(&sc.load.headers);
+            match (unit, p.price) {
+                (CostUnit::Tokens, _) => Ok(tokens.total() as f64),
+                (CostUnit::Money, Some(price)) => {
+                    Ok(price.nano(tokens) as f64 / scenario::provider::NANO_PER_UNIT)
+                }
+                (CostUnit::Money, None) => Err(format!(
+                    "\"money\" needs a price: provider {:?} has none",
+                    p.name
+                )),
+            }
+        })
+        .collect()
 }
 
 /// A failover rule routes a direct run's attempts between the scenario's own providers:

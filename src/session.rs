@@ -187,7 +187,7 @@ impl Session {
             } => {
                 self.rec.attempt_sent(now.mono, attempt);
                 if let Some(slot) = provider {
-                    self.rec.routes.attempt(slot);
+                    self.rec.routes.attempt(slot, now.mono);
                 }
                 if matches!(
                     (timeout, client.config().per_try_timeout),

@@ -32,9 +32,11 @@ mod suite {
     mod policy_api;
     mod protocols;
     mod provider_breakers;
+    mod provider_cost;
     mod provider_failover;
     mod provider_ladder;
     mod provider_money;
+    mod provider_reports;
     mod provider_retry_after;
     mod provider_tokens;
     mod proxy_local;

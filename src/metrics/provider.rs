@@ -275,6 +275,10 @@ pub struct ProviderRoute {
     pub name: String,
     /// Attempts the client sent this provider.
     pub attempts: u64,
+    /// The same attempts per second of the run (index = second): what the report charts
+    /// per provider. Counted where `attempts` is, so both engines fill it alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts_per_s: Vec<u64>,
     /// The provider's breaker transitions in time order (empty without breakers); with
     /// several client instances, every instance's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -293,9 +297,15 @@ impl Routes {
         &mut self.0[slot]
     }
 
-    /// An attempt sent to provider `slot`.
-    pub fn attempt(&mut self, slot: usize) {
-        self.at(slot).attempts += 1;
+    /// An attempt sent to provider `slot` at `t` from the run's start.
+    pub fn attempt(&mut self, slot: usize, t: Duration) {
+        let route = self.at(slot);
+        route.attempts += 1;
+        let second = t.as_secs() as usize;
+        if route.attempts_per_s.len() <= second {
+            route.attempts_per_s.resize(second + 1, 0);
+        }
+        route.attempts_per_s[second] += 1;
     }
 
     /// Provider `slot`'s breaker went `from` → `to` at `at`.
@@ -312,6 +322,12 @@ impl Routes {
         for (slot, r) in o.0.iter().enumerate() {
             let mine = self.at(slot);
             mine.attempts += r.attempts;
+            if mine.attempts_per_s.len() < r.attempts_per_s.len() {
+                mine.attempts_per_s.resize(r.attempts_per_s.len(), 0);
+            }
+            for (m, o) in mine.attempts_per_s.iter_mut().zip(&r.attempts_per_s) {
+                *m += o;
+            }
             mine.breaker_transitions
                 .extend(r.breaker_transitions.iter().cloned());
             mine.breaker_transitions

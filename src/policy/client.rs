@@ -363,11 +363,22 @@ impl RetryClient {
         }
     }
 
+    /// Would the request's next attempt fit the caps? Its cost is that of the provider the
+    /// failover rule sends it to; a breaker that moves it on charges the provider it reaches.
     fn cost_check(&mut self, now: Now, req: &RequestState) -> bool {
         let Some(cost) = &self.config.cost else {
             return true;
         };
-        match cost.check(req.cost_spent, self.ledger.spent, self.config.attempt_cost) {
+        let slot = self
+            .config
+            .failover
+            .as_ref()
+            .map_or(0, |f| f.slot(req.attempts + 1).max(req.provider));
+        match cost.check(
+            req.cost_spent,
+            self.ledger.spent,
+            self.config.attempt_cost.at(slot),
+        ) {
             None => true,
             Some(scope) => {
                 self.cost_event(now, scope);
@@ -415,8 +426,9 @@ impl RetryClient {
         };
         req.attempts += 1;
         req.awaiting_outcome = true;
-        req.cost_spent += self.config.attempt_cost;
-        self.ledger.spent += self.config.attempt_cost;
+        let cost = self.config.attempt_cost.at(provider.unwrap_or(0));
+        req.cost_spent += cost;
+        self.ledger.spent += cost;
         Permit::Send {
             attempt: req.attempts,
             timeout: deadline::min_opt(self.config.per_try_timeout, remaining),

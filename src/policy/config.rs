@@ -9,7 +9,7 @@
 use super::backoff::{Backoff, Jitter};
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
-use super::cost::CostConfig;
+use super::cost::{AttemptCost, CostConfig};
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
@@ -44,8 +44,9 @@ pub struct RetryConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub deadline: Option<Duration>,
-    /// Cost of one attempt for the cost budget.
-    pub attempt_cost: f64,
+    /// Cost of one attempt for the cost budget: a number, or derived from the attempt's
+    /// provider (tokens, money).
+    pub attempt_cost: AttemptCost,
     /// What is retryable.
     pub retry_on: RetryOn,
     /// Retry non-idempotent methods (POST, PATCH) even when the request may have been sent.
@@ -83,7 +84,7 @@ impl Default for RetryConfig {
             max_attempts: 3,
             per_try_timeout: None,
             deadline: None,
-            attempt_cost: 1.0,
+            attempt_cost: AttemptCost::default(),
             retry_on: RetryOn {
                 statuses: vec![
                     StatusPattern::Exact(502),
@@ -179,12 +180,15 @@ impl RetryConfig {
                 check(!t.is_zero(), field, dur(t), "a duration > 0")?;
             }
         }
-        check(
-            self.attempt_cost.is_finite() && self.attempt_cost >= 0.0,
-            "attempt_cost",
-            self.attempt_cost,
-            "a finite number >= 0",
-        )
+        match self.attempt_cost {
+            AttemptCost::Fixed(c) => check(
+                c.is_finite() && c >= 0.0,
+                "attempt_cost",
+                c,
+                "a finite number >= 0, \"tokens\" or \"money\"",
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Status codes and classes that exist.

@@ -49,7 +49,7 @@ pub use breaker::{BreakerConfig, BreakerState};
 pub use budget::{BudgetConfig, CostKind, DepositOn, RetryBudget};
 pub use client::{Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState, RetryClient};
 pub use config::RetryConfig;
-pub use cost::{CostConfig, CostScope};
+pub use cost::{AttemptCost, CostConfig, CostScope, CostUnit};
 pub use error::PolicyError;
 pub use failover::FailoverConfig;
 pub use fleet::Fleet;

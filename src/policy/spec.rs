@@ -11,7 +11,7 @@
 //! max_attempts = 3             # counts the first try
 //! per_try_timeout = "2s"
 //! deadline = "10s"             # includes backoff waits
-//! attempt_cost = 1.0
+//! attempt_cost = 1.0            # or "tokens" / "money": derived from the attempt's provider
 //! retry_on = { statuses = [500, 502, 503, 504], throttling_statuses = [429], transport = ["connect-refused", "connect-timeout", "reset", "read-timeout", "per-try-timeout"] }
 //! retry_non_idempotent = false # POST/PATCH retried only when the connect failed...
 //! idempotency_key = false      # ...unless an Idempotency-Key header is attached
@@ -37,7 +37,7 @@ use super::backoff::{Backoff, Jitter};
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use super::config::RetryConfig;
-use super::cost::CostConfig;
+use super::cost::{AttemptCost, CostConfig};
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
@@ -63,7 +63,7 @@ pub struct RetryConfigSpec {
     #[serde(default, with = "duration::option")]
     pub deadline: Option<Duration>,
     #[serde(default)]
-    pub attempt_cost: Option<f64>,
+    pub attempt_cost: Option<AttemptCost>,
     #[serde(default)]
     pub retry_on: Option<RetryOn>,
     #[serde(default)]

@@ -390,7 +390,7 @@ fn breaker_refuses_while_open_and_reports_transitions() {
 #[test]
 fn cost_caps_stop_retries() {
     let cfg = RetryConfig {
-        attempt_cost: 2.0,
+        attempt_cost: AttemptCost::Fixed(2.0),
         cost: Some(CostConfig {
             per_request_cap: Some(5.0),
             global_cap: Some(11.0),

@@ -197,6 +197,14 @@ pub fn prepare_dir(dir: &Path) -> Result<(), FilesError> {
     Ok(())
 }
 
+/// The bytes a CSV writer wrote to memory.
+fn csv_finish(path: &Path, w: csv::Writer<Vec<u8>>) -> Result<Vec<u8>, FilesError> {
+    w.into_inner().map_err(|e| FilesError::Io {
+        path: path.to_path_buf(),
+        source: e.into_error(),
+    })
+}
+
 fn csv_bytes<T: Serialize>(
     path: &Path,
     rows: impl IntoIterator<Item = T>,
@@ -208,10 +216,7 @@ fn csv_bytes<T: Serialize>(
             source,
         })?;
     }
-    w.into_inner().map_err(|e| FilesError::Io {
-        path: path.to_path_buf(),
-        source: e.into_error(),
-    })
+    csv_finish(path, w)
 }
 
 /// Writes summary.json, summary.csv and timeseries.csv into `dir` (which must exist).
@@ -220,12 +225,63 @@ pub fn write_data(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
     write_summary(dir, run)
 }
 
+/// Columns `summary.csv` gains only when some config has the figure (a ladder, a priced
+/// provider), so the file of a run without them keeps its shape; a config without the
+/// figure leaves its cell empty.
+type Extra = (&'static str, fn(&ConfigSummary) -> Option<String>);
+
+const EXTRA_COLUMNS: [Extra; 5] = [
+    ("degraded", |c| {
+        c.degraded.as_ref().map(|d| d.requests.to_string())
+    }),
+    ("money_spent", |c| {
+        c.money.as_ref().map(|m| m.total.spent.to_string())
+    }),
+    ("money_wasted", |c| {
+        c.money.as_ref().map(|m| m.total.wasted.to_string())
+    }),
+    ("money_wasted_share", |c| {
+        c.money.as_ref().map(|m| m.total.wasted_share.to_string())
+    }),
+    ("money_cost_amplification", |c| {
+        c.money
+            .as_ref()
+            .and_then(|m| m.total.cost_amplification)
+            .map(|a| a.to_string())
+    }),
+];
+
+/// The `summary.csv` bytes: a [`SummaryRow`] per config, then the [`EXTRA_COLUMNS`] some
+/// config has.
+fn summary_csv(path: &Path, configs: &[ConfigSummary]) -> Result<Vec<u8>, FilesError> {
+    let base = csv_bytes(path, configs.iter().map(SummaryRow::from))?;
+    let extras: Vec<&Extra> = EXTRA_COLUMNS
+        .iter()
+        .filter(|(_, get)| configs.iter().any(|c| get(c).is_some()))
+        .collect();
+    if extras.is_empty() {
+        return Ok(base);
+    }
+    let csv_err = |source| FilesError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut r = csv::Reader::from_reader(base.as_slice());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = r.headers().map_err(csv_err)?.clone();
+    header.extend(extras.iter().map(|(name, _)| *name));
+    w.write_record(&header).map_err(csv_err)?;
+    for (record, c) in r.records().zip(configs) {
+        let mut record = record.map_err(csv_err)?;
+        record.extend(extras.iter().map(|(_, get)| get(c).unwrap_or_default()));
+        w.write_record(&record).map_err(csv_err)?;
+    }
+    csv_finish(path, w)
+}
+
 /// Writes summary.csv and timeseries.csv into `dir` (which must exist).
 pub fn write_tables(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
-    let summary = csv_bytes(
-        &dir.join(SUMMARY_CSV),
-        run.configs.iter().map(SummaryRow::from),
-    )?;
+    let summary = summary_csv(&dir.join(SUMMARY_CSV), &run.configs)?;
     let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeseries)?;
     write_atomic(dir, SUMMARY_CSV, &summary)?;
     write_atomic(dir, TIMESERIES_CSV, &series)

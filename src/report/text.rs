@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::metrics::drain::PerClass;
 use crate::metrics::result::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
+use crate::scenario::provider::NANO_PER_UNIT;
 
 /// The widest line [`summary`] prints: it fits an 80-column terminal without wrapping.
 pub const WIDTH: usize = 80;
@@ -148,6 +149,9 @@ pub fn summary(run: &RunResult) -> String {
         }
     }
     for c in &run.configs {
+        provider_table(&mut out, c);
+    }
+    for c in &run.configs {
         if let Some(v) = &c.verdict {
             prose(&mut out, &v.sentence);
         }
@@ -222,6 +226,63 @@ pub fn providers_line(c: &ConfigSummary) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| format!("{}: {}", c.name, parts.join("; ")))
+}
+
+/// What a config spent in tokens and money ("llm: tokens spent 36000, wasted 24000
+/// (66.7 %), 3.00× the first attempts"), then its providers as each counted itself.
+fn provider_table(out: &mut String, c: &ConfigSummary) {
+    if c.providers.is_empty() {
+        return;
+    }
+    let amp = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}×"));
+    let mut line = String::new();
+    if let Some(t) = &c.tokens {
+        line = format!(
+            "{}: tokens spent {}, wasted {} ({} %), {} the first attempts",
+            c.name,
+            t.spent,
+            t.wasted,
+            fmt_pct(t.wasted_share),
+            amp(t.cost_amplification)
+        );
+    }
+    if let Some(m) = &c.money {
+        let _ = write!(
+            line,
+            "; money spent {:.4}, wasted {:.4} ({} %), {}",
+            m.total.spent,
+            m.total.wasted,
+            fmt_pct(m.total.wasted_share),
+            amp(m.total.cost_amplification)
+        );
+    }
+    if line.is_empty() {
+        line = format!("{}:", c.name);
+    }
+    prose(out, &line);
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>6} {:>8} {:>11} {:>10} {:>6} {:>6}",
+        "provider", "arrivals", "429s", "served", "tokens", "money", "RA ok", "early"
+    );
+    for p in &c.providers {
+        let name: String = p.name.chars().take(10).collect();
+        let money = p.money_nano.map_or("-".to_string(), |m| {
+            format!("{:.4}", m.received as f64 / NANO_PER_UNIT)
+        });
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>9} {:>6} {:>8} {:>11} {:>10} {:>6} {:>6}",
+            name,
+            p.arrivals,
+            p.throttled,
+            p.served,
+            p.tokens_received,
+            money,
+            p.retry_after_honoured,
+            p.retry_after_early
+        );
+    }
 }
 
 /// One line on a budgeted config: where it drains, what the run observed, when it refused:

@@ -226,6 +226,18 @@ impl Provider {
         }
     }
 
+    /// The tokens of a request carrying `headers` (the load's): the token headers when
+    /// present, as the live target reads them from each request, else the defaults.
+    pub fn load_tokens(&self, headers: &std::collections::BTreeMap<String, String>) -> Tokens {
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+        };
+        self.tokens(header(H_PROMPT_TOKENS), header(H_COMPLETION_TOKENS))
+    }
+
     /// How long answering takes: time to the first token plus one step per completion token.
     pub fn latency(&self, t: Tokens) -> Duration {
         self.time_to_first_token.saturating_add(

@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use crate::metrics::provider::{ProviderBook, ProviderStats};
 use crate::policy::FailoverConfig;
-use crate::scenario::provider::{
-    retry_after_secs, route, Provider, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
-};
+use crate::scenario::provider::{retry_after_secs, route, Provider, Tokens};
 
 /// One provider of the scenario with its limits and counts.
 struct Limited {
@@ -52,19 +50,12 @@ impl SimProvider {
         if routes.iter().all(|(_, r)| r.is_none()) {
             return None;
         }
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .and_then(|(_, v)| v.trim().parse::<u64>().ok())
-        };
-        let (prompt, completion) = (header(H_PROMPT_TOKENS), header(H_COMPLETION_TOKENS));
         Some(SimProvider {
             each: providers
                 .iter()
                 .map(|p| Limited {
                     book: ProviderBook::new(p),
-                    tokens: p.tokens(prompt, completion),
+                    tokens: p.load_tokens(headers),
                     provider: p.clone(),
                 })
                 .collect(),

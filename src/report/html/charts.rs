@@ -10,6 +10,9 @@
 //! pass no user string into an attribute of our own making, so names drawn into a chart
 //! cannot break out of it.
 
+use std::borrow::Cow;
+
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -246,7 +249,7 @@ pub(crate) struct Chart {
     pub id: &'static str,
     pub title: &'static str,
     /// Plain text explaining the line styles (escaped by the page).
-    pub notes: Vec<(&'static str, &'static str)>,
+    pub notes: Vec<(&'static str, Cow<'static, str>)>,
     /// Set when no config has data for this chart (the chart is still drawn, empty).
     pub empty: bool,
     pub svg: String,
@@ -441,6 +444,37 @@ fn area(buf: &mut String) -> DrawingArea<SVGBackend<'_>, Shift> {
     SVGBackend::with_string(buf, (W, H)).into_drawing_area()
 }
 
+/// A time chart's white canvas, axes (seconds across, `y_desc` up) and fault windows.
+fn time_axes<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    run: &RunResult,
+    xm: f64,
+    (y0, y1): (f64, f64),
+    y_desc: &str,
+    y_fmt: fn(f64) -> String,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, ChartError>
+{
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .margin_right(18)
+        .x_label_area_size(34)
+        .y_label_area_size(58)
+        .build_cartesian_2d(0.0..xm, y0..y1)?;
+    let y_fmt = move |v: &f64| y_fmt(*v);
+    let x_fmt = |v: &f64| format!("{v:.0}");
+    mesh!(chart)
+        .x_desc("seconds")
+        .y_desc(y_desc)
+        .x_labels(12)
+        .y_labels(6)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .draw()?;
+    draw_faults(&mut chart, run, (y0, y1))?;
+    Ok(chart)
+}
+
 /// One line's segments, per config.
 type PerConfig = Vec<Vec<Vec<(f64, f64)>>>;
 
@@ -480,25 +514,7 @@ pub(crate) fn time_chart_with(
     let mut svg = String::new();
     {
         let root = area(&mut svg);
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(18)
-            .x_label_area_size(34)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0.0..xm, y0..y1)?;
-        let yf = spec.y_fmt;
-        let y_fmt = move |v: &f64| yf(*v);
-        let x_fmt = |v: &f64| format!("{v:.0}");
-        mesh!(chart)
-            .x_desc("seconds")
-            .y_desc(spec.y_desc)
-            .x_labels(12)
-            .y_labels(6)
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .draw()?;
-        draw_faults(&mut chart, run, (y0, y1))?;
+        let mut chart = time_axes(&root, run, xm, (y0, y1), spec.y_desc, spec.y_fmt)?;
         for (i, m) in marks.iter().enumerate() {
             draw_line(
                 &mut chart,
@@ -542,7 +558,7 @@ pub(crate) fn time_chart_with(
         notes: spec
             .lines
             .iter()
-            .map(|l| (l.dash.glyph(), l.label))
+            .map(|l| (l.dash.glyph(), l.label.into()))
             .collect(),
         empty,
         svg,
@@ -611,7 +627,7 @@ pub(crate) fn drain_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Char
     let mut chart = time_chart_with(&DRAIN_CHART, run, tl, &marks)?;
     chart.notes.push((
         Dash::Dashed.glyph(),
-        "drain threshold (the budget drains above it)",
+        "drain threshold (the budget drains above it)".into(),
     ));
     Ok(chart)
 }
@@ -738,13 +754,73 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Ch
         id: "chart-breaker",
         title: "Circuit breaker state",
         notes: vec![
-            ("▇▇", "open"),
-            ("▒▒", "half-open"),
-            ("░░", "closed (row tinted when the config has a breaker)"),
+            ("▇▇", "open".into()),
+            ("▒▒", "half-open".into()),
+            (
+                "░░",
+                "closed (row tinted when the config has a breaker)".into(),
+            ),
         ],
         empty,
         svg,
     })
+}
+
+/// Attempts per second each config's client sent each provider of its failover list (the
+/// client's side of the provider's own arrivals, equal to them): config by colour, provider
+/// by line style. `None` when no config routes between providers.
+pub(crate) fn provider_chart(run: &RunResult) -> Result<Option<Chart>, ChartError> {
+    const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
+    let mut names: Vec<&str> = Vec::new();
+    for r in run.configs.iter().flat_map(|c| &c.routes) {
+        if !names.contains(&r.name.as_str()) {
+            names.push(&r.name);
+        }
+    }
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let dash_of = |name: &str| DASHES[names.iter().position(|n| *n == name).unwrap_or(0) % 3];
+    let xm = x_max(run, &ConfigSeries::of(run));
+    let max = run
+        .configs
+        .iter()
+        .flat_map(|c| &c.routes)
+        .flat_map(|r| &r.attempts_per_s)
+        .map(|&n| n as f64)
+        .fold(0.0, f64::max);
+    let (y0, y1) = (0.0, upper(max));
+    let mut svg = String::new();
+    {
+        let root = area(&mut svg);
+        let mut chart = time_axes(&root, run, xm, (y0, y1), "attempts / s", num)?;
+        for (ci, c) in run.configs.iter().enumerate() {
+            for r in &c.routes {
+                // No attempt after the last counted second is a count of 0, drawn as one.
+                let seconds = r.attempts_per_s.len().max(xm.ceil() as usize);
+                let pts: Vec<(f64, f64)> = (0..seconds)
+                    .map(|s| {
+                        let n = r.attempts_per_s.get(s).copied().unwrap_or(0);
+                        (s as f64 + 0.5, n as f64)
+                    })
+                    .collect();
+                if !pts.is_empty() {
+                    draw_line(&mut chart, &pts, color(ci), dash_of(&r.name))?;
+                }
+            }
+        }
+        root.present()?;
+    }
+    Ok(Some(Chart {
+        id: "chart-providers",
+        title: "Attempts per second to each provider",
+        notes: names
+            .iter()
+            .map(|n| (dash_of(n).glyph(), Cow::Owned(format!("provider {n}"))))
+            .collect(),
+        empty: max == 0.0,
+        svg,
+    }))
 }
 
 /// x of the "nines" axis: −log10(1 − p/100); p = 100 has no place on it.
@@ -829,7 +905,7 @@ pub(crate) fn latency_distribution(run: &RunResult) -> Result<Chart, ChartError>
         title: "Latency distribution (HDR percentile curve)",
         notes: vec![(
             "━━",
-            "end-to-end latency at each percentile; x axis in nines, −log10(1 − p)",
+            "end-to-end latency at each percentile; x axis in nines, −log10(1 − p)".into(),
         )],
         empty,
         svg,

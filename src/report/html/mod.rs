@@ -12,6 +12,7 @@
 //! result renders to the same bytes (no render time, no hash-map order).
 
 mod charts;
+mod providers;
 
 /// The config colours, shared with the sweep and capacity pages.
 pub(crate) use charts::{color, css_color};
@@ -63,6 +64,10 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
         chart: "charts".into(),
         message: e.0,
     })?;
+    let provider_chart = providers::chart(run).map_err(|e| HtmlError::Chart {
+        chart: "chart-providers".into(),
+        message: e.0,
+    })?;
     let mut p = String::with_capacity(256 * 1024);
     head(&mut p, run);
     p.push_str("<body>\n<main>\n");
@@ -73,6 +78,7 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
     gates(&mut p, run);
     table(&mut p, run, baseline);
     layers(&mut p, run);
+    providers::section(&mut p, run, provider_chart.as_ref());
     budget_section(&mut p, run, &drain_charts);
     p.push_str("<section id=\"charts\">\n<h2><a href=\"#charts\">Over time</a></h2>\n");
     legend(&mut p, run);
@@ -287,6 +293,9 @@ fn nav(p: &mut String, run: &RunResult) {
     p.push_str("<a href=\"#verdicts\">Verdicts</a><a href=\"#summary\">Summary table</a>");
     if run.configs.iter().any(|c| !c.layers.is_empty()) {
         p.push_str("<a href=\"#layers\">Layers</a>");
+    }
+    if providers::shown(run) {
+        p.push_str("<a href=\"#providers\">Providers</a>");
     }
     p.push_str("<a href=\"#budget\">Budget drain</a><a href=\"#charts\">Over time</a>");
     for s in charts::TIME_CHARTS {

@@ -1,0 +1,106 @@
+//! `attempt_cost` derived from what an attempt asks of its provider, in both engines:
+//! `"tokens"` (the request's own prompt + completion tokens) and `"money"` (those tokens at
+//! the provider's price). A per-request cap in that unit stops spending exactly at the cap,
+//! and a derived cost that no provider can give is refused naming file, line and field.
+
+use stormrig::metrics::{ConfigSummary, RunResult};
+use stormrig::sim::{self, SimOptions};
+
+use super::provider_tokens::{plan_of, ALWAYS_FAILS};
+use crate::support;
+
+/// The request's own tokens: 2,000 prompt (from the load's header, not the provider's
+/// default of 1,000) + 200 completion.
+const REQUEST_TOKENS: u64 = 2200;
+/// Those tokens at 0.003 / 0.015 per 1k, in billionths: 0.009.
+const REQUEST_NANO: u64 = 2000 * 3_000 + 200 * 15_000;
+
+/// [`ALWAYS_FAILS`] with the 2,000-token header, a price, and `configs`.
+fn scenario(configs: &str) -> String {
+    let base = &ALWAYS_FAILS[..ALWAYS_FAILS.find("[[configs]]").expect("configs")];
+    let base = base
+        .replace(
+            "/v1/chat/completions\"\n",
+            "/v1/chat/completions\"\nheaders = { \"x-stormrig-prompt-tokens\" = \"2000\" }\n",
+        )
+        .replace(
+            "time_per_output_token = \"0s\"\n",
+            "time_per_output_token = \"0s\"\nprice = { prompt_per_1k = 0.003, completion_per_1k = 0.015 }\n",
+        );
+    format!("{base}{configs}")
+}
+
+/// Six attempts allowed, the cap three attempts' worth, in tokens and in money.
+const CAPPED: &str = r#"
+[[configs]]
+name = "tokens-cap"
+preset = "naive"
+max_attempts = 6
+attempt_cost = "tokens"
+cost = { per_request_cap = 6600 }
+
+[[configs]]
+name = "money-cap"
+preset = "naive"
+max_attempts = 6
+attempt_cost = "money"
+cost = { per_request_cap = 0.027 }
+"#;
+
+/// Every request spent exactly the cap: three attempts of its own 2,200 tokens (with the
+/// provider's default 1,200 the cap would have allowed five), counted by the provider.
+fn check_capped(run: &RunResult) {
+    for name in ["tokens-cap", "money-cap"] {
+        let c: &ConfigSummary = support::config_named(&run.configs, name);
+        let n = c.upstream_requests;
+        assert!(n > 0, "{name}");
+        let p = &c.providers[0];
+        assert_eq!(
+            p.arrivals, c.attempts,
+            "{name}: attempts reach the provider"
+        );
+        assert_eq!(p.arrivals, 3 * n, "{name}: three attempts per request");
+        assert_eq!(p.tokens_received, 3 * REQUEST_TOKENS * n, "{name}");
+        assert_eq!(
+            p.money_nano.unwrap().received,
+            3 * REQUEST_NANO * n,
+            "{name}"
+        );
+        assert_eq!(c.failures, n, "{name}");
+    }
+}
+
+#[test]
+fn a_cap_in_the_requests_own_tokens_or_money_stops_spending_at_the_cap_in_both_engines() {
+    let p = plan_of(&scenario(CAPPED));
+    check_capped(&sim::run(&p, &SimOptions::default()).unwrap().result);
+    check_capped(&support::run_live(&p, false).result);
+}
+
+#[test]
+fn a_derived_cost_without_a_provider_or_a_price_is_refused_naming_the_field() {
+    let refused = |text: &str, why: &str| {
+        let path = support::repo_root().join("scenarios/provider-test.toml");
+        let sc = stormrig::scenario::parse(&path, text).unwrap();
+        let e = stormrig::plan::build(sc, text).unwrap_err();
+        assert!(e.field.ends_with("attempt_cost"), "{}", e.field);
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("attempt_cost = "))
+            .unwrap()
+            + 1;
+        assert_eq!(e.line, line);
+        assert!(e.message.contains(why), "{}", e.message);
+    };
+    // No price on the provider: no money.
+    let unpriced = ALWAYS_FAILS.replace("attempt_cost = 1200", "attempt_cost = \"money\"");
+    refused(&unpriced, "has none");
+    // The load's path names no provider: no tokens.
+    let nowhere = scenario(CAPPED)
+        .replace(
+            "/providers/llm-a/v1/chat/completions",
+            "/v1/chat/completions",
+        )
+        .replace("attempt_cost = \"money\"\n", "");
+    refused(&nowhere, "names no [[provider]]");
+}
