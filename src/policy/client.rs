@@ -426,6 +426,7 @@ impl RetryClient {
         }
     }
 
+    #[inline]
     fn collect_breaker_events(&mut self) {
         if let Some(br) = self.breaker.as_mut() {
             for (at, from, to) in br.take_transitions() {
@@ -638,6 +639,13 @@ impl RetryClient {
     /// Total attempt cost spent by this client.
     pub fn cost_spent(&self) -> f64 {
         self.ledger.spent
+    }
+
+    /// Whether events were recorded since the last [`Self::drain_events`]: most calls have
+    /// none, and checking is cheaper than taking the (empty) list.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// Take the events recorded since the last call.
