@@ -426,8 +426,16 @@ impl RetryClient {
         }
     }
 
+    /// Most outcomes move no breaker: only then is there anything to collect.
     #[inline]
     fn collect_breaker_events(&mut self) {
+        if self.router.is_some() || self.breaker.as_ref().is_some_and(|b| b.has_transitions()) {
+            self.take_breaker_events();
+        }
+    }
+
+    #[cold]
+    fn take_breaker_events(&mut self) {
         if let Some(br) = self.breaker.as_mut() {
             for (at, from, to) in br.take_transitions() {
                 self.events.push(PolicyEvent::Breaker { at, from, to });
