@@ -7,6 +7,7 @@
 //! request. Those verdicts are decided once per segment; only the others are decided per
 //! arrival. Arrivals come in time order, so a cursor finds the segment in O(1).
 
+use std::cmp::Ordering;
 use std::time::Duration;
 
 use crate::scenario::timeline::{FaultTimeline, Verdict};
@@ -65,7 +66,7 @@ impl<'a> Verdicts<'a> {
                     Segment::Plain
                 } else if active.iter().all(|f| {
                     // `decide` draws for a probability below 1 and for added latency.
-                    !(f.probability < 1.0)
+                    f.probability.partial_cmp(&1.0) != Some(Ordering::Less)
                         && f.path.is_none()
                         && !matches!(f.kind, FaultKind::Latency { .. })
                 }) {
