@@ -296,7 +296,7 @@ pub enum BenchCommand {
         threads: usize,
     },
     /// The simulator on one thread over a fixed 3-config storm (downstream-503-10s with
-    /// naive, aws-standard, envoy): attempts per on-CPU second against the 5 M/s target.
+    /// naive, aws-standard, envoy): attempts per on-CPU second against the 10 M/s target.
     Sim {
         /// Multiply arrival rate and target capacity by N.
         #[arg(long, default_value_t = crate::bench::sim::DEFAULT_SCALE)]

@@ -347,6 +347,14 @@ impl Session {
     /// provider's breaker transition).
     #[inline]
     fn drain_events(&mut self, i: u32) {
+        if self.fleet.client(i).has_events() {
+            self.record_events(i);
+        }
+    }
+
+    /// Counts the policy events of client instance `i` (breaker transitions).
+    #[cold]
+    fn record_events(&mut self, i: u32) {
         for e in self.fleet.client_mut(i).drain_events() {
             match e {
                 PolicyEvent::Breaker {

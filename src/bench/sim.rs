@@ -28,7 +28,7 @@ pub const CONFIGS: [&str; 3] = ["naive", "aws-standard", "envoy"];
 /// Default `--scale`: about 5 M attempts, a few seconds at today's speed.
 pub const DEFAULT_SCALE: f64 = 300.0;
 /// The aim: simulated attempts per second of one core.
-pub const TARGET_ATTEMPTS_PER_CPU_S: f64 = 5_000_000.0;
+pub const TARGET_ATTEMPTS_PER_CPU_S: f64 = 10_000_000.0;
 
 /// The layered storm's scenario, name, and scale per unit of `--scale` (at the default,
 /// about 3.6 M attempts at its deepest hop).

@@ -183,6 +183,12 @@ impl CircuitBreaker {
         }
     }
 
+    /// Whether transitions were recorded since the last [`Self::take_transitions`].
+    #[inline]
+    pub fn has_transitions(&self) -> bool {
+        !self.transitions.is_empty()
+    }
+
     /// Take the recorded transitions `(at, from, to)`.
     pub fn take_transitions(&mut self) -> Vec<(Duration, BreakerState, BreakerState)> {
         std::mem::take(&mut self.transitions)

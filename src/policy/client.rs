@@ -438,7 +438,16 @@ impl RetryClient {
         }
     }
 
+    /// Most outcomes move no breaker: only then is there anything to collect.
+    #[inline]
     fn collect_breaker_events(&mut self) {
+        if self.router.is_some() || self.breaker.as_ref().is_some_and(|b| b.has_transitions()) {
+            self.take_breaker_events();
+        }
+    }
+
+    #[cold]
+    fn take_breaker_events(&mut self) {
         if let Some(br) = self.breaker.as_mut() {
             for (at, from, to) in br.take_transitions() {
                 self.events.push(PolicyEvent::Breaker { at, from, to });
@@ -650,6 +659,13 @@ impl RetryClient {
     /// Total attempt cost spent by this client.
     pub fn cost_spent(&self) -> f64 {
         self.ledger.spent
+    }
+
+    /// Whether events were recorded since the last [`Self::drain_events`]: most calls have
+    /// none, and checking is cheaper than taking the (empty) list.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// Take the events recorded since the last call.

@@ -20,6 +20,7 @@ use std::time::Duration;
 use super::dedup::{Begin, Store};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::{self, EventQueue};
+use super::verdicts::{Segment, Verdicts};
 use crate::draws::{request_seed, LazyRng};
 use crate::metrics::target_counts::{second_of, TargetCounts};
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
@@ -267,9 +268,8 @@ pub(super) struct Sim<'a> {
     parts: Vec<FaultParts>,
     /// The model's service-time distribution, prepared once.
     service: Sampler,
-    /// Active windows `[from, to)` in ns of the faults that act on requests (all but
-    /// capacity faults), exactly as `Fault::active_at` tests them.
-    fault_windows: Vec<(u64, u64)>,
+    /// The fault verdicts by time segment.
+    verdicts: Verdicts<'a>,
     write: bool,
     dedup: Option<Store>,
     claimed: u64,
@@ -322,16 +322,6 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
             },
         })
         .collect();
-    let fault_windows = cfg
-        .timeline
-        .faults()
-        .iter()
-        .filter(|f| !matches!(f.kind, FaultKind::Capacity { .. }))
-        .map(|f| {
-            let to = f.at.checked_add(f.length).map_or(u64::MAX, ns);
-            (ns(f.at), to)
-        })
-        .collect();
     let write = !matches!(cfg.method, "GET" | "HEAD");
     let cap = cfg
         .timeline
@@ -350,7 +340,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         free_atts: Vec::new(),
         parts,
         service: Sampler::new(&cfg.model.service_time),
-        fault_windows,
+        verdicts: Verdicts::new(cfg.timeline),
         write,
         dedup: cfg.dedup_retention.map(Store::new),
         claimed: 0,
@@ -823,27 +813,27 @@ impl Sim<'_> {
         if let Some(p) = self.cfg.provider.as_mut() {
             p.arrive(at.provider, (at.request, at.attempt), dur(t));
         }
-        if !self
-            .fault_windows
-            .iter()
-            .any(|&(from, to)| t >= from && t < to)
-        {
-            // No request fault is active: `decide` would serve plainly, without a draw.
-            if !self.throttled(t, a) && !self.deduplicated(t, a) {
-                self.atts[a as usize].work_active = true;
-                self.work_start(t, a);
+        let v = match self.verdicts.at(t) {
+            Segment::Plain => {
+                // No request fault is active: `decide` would serve plainly, without a draw.
+                if !self.throttled(t, a) && !self.deduplicated(t, a) {
+                    self.atts[a as usize].work_active = true;
+                    self.work_start(t, a);
+                }
+                return;
             }
-            return;
-        }
-        let path = self
-            .cfg
-            .provider
-            .as_ref()
-            .map_or(self.cfg.path, |p| p.path(at.provider));
-        let v = self
-            .cfg
-            .timeline
-            .decide(dur(t), path, at.request, at.attempt);
+            Segment::Fixed(v) => v,
+            Segment::Decide => {
+                let path = self
+                    .cfg
+                    .provider
+                    .as_ref()
+                    .map_or(self.cfg.path, |p| p.path(at.provider));
+                self.cfg
+                    .timeline
+                    .decide(dur(t), path, at.request, at.attempt)
+            }
+        };
         let extra = ns(v.extra_latency);
         let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
         let gen = at.gen;

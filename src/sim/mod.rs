@@ -42,6 +42,7 @@ mod hop;
 mod parallel;
 mod provider;
 mod queue;
+mod verdicts;
 
 use std::time::Duration;
 
