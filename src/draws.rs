@@ -7,6 +7,8 @@
 //! | latency fault's added delay | `draw(seed, request, attempt, SALT_LATENCY_BASE + 2·index (+1))` | `FaultTimeline::decide` |
 //! | target service time | `draw(seed, request, attempt, SALT_SERVICE_1 / _2)` | `FaultTimeline::service_time` |
 //! | layer service time | `draw(seed, request, attempt, SALT_LAYER_SERVICE (+1))` | live topology layers |
+//! | request class | `draw(seed, request, 0, SALT_CLASS)` against the classes' cumulative weights | [`class_of`], both engines |
+//! | class token counts | `draw(seed, request, 0, SALT_PROMPT_TOKENS / SALT_COMPLETION_TOKENS)` | `RequestClass::tokens` |
 //! | retry jitter | [`LazyRng`] seeded with [`request_seed`]`(seed, config_key(config[, layer]), request)` | the policy, through the session |
 //!
 //! `seed` is the scenario's seed, `request` the logical request id the client sends in
@@ -33,6 +35,33 @@ pub const SALT_LATENCY_BASE: u64 = 0x1A7E_0000_0000_0000;
 /// Salt of a topology layer's service-time draws (`+1` for the second), distinct from the
 /// target's.
 pub const SALT_LAYER_SERVICE: u64 = 0x4c41_5945_5253; // "LAYERS"
+
+/// Salt of a request's class draw (attempt 0: no attempt of the request draws with it).
+pub const SALT_CLASS: u64 = 0xC1A5_5000_0000_0000;
+/// Salts of a request class's prompt and completion token draws (attempt 0).
+pub const SALT_PROMPT_TOKENS: u64 = 0xC1A5_5000_0000_0001;
+pub const SALT_COMPLETION_TOKENS: u64 = 0xC1A5_5000_0000_0002;
+
+/// The class of request `request`: the first whose cumulative weight exceeds a uniform draw
+/// scaled to the total. A hash of (seed, request), like the target's draws, so both engines,
+/// every config and every shard give a request the same class.
+#[inline]
+pub fn class_of(seed: u64, request: u64, cumulative: &[f64]) -> usize {
+    let total = cumulative.last().copied().unwrap_or(0.0);
+    let u = draw(seed, request, 0, SALT_CLASS) * total;
+    cumulative
+        .iter()
+        .position(|&c| u < c)
+        .unwrap_or(cumulative.len().saturating_sub(1))
+}
+
+/// A whole number in `[min, max]`, uniform, drawn from (seed, request, salt).
+#[inline]
+pub fn uniform_count(seed: u64, request: u64, salt: u64, min: u64, max: u64) -> u64 {
+    let span = (max - min).saturating_add(1) as f64;
+    let k = (draw(seed, request, 0, salt) * span) as u64;
+    min + k.min(max - min)
+}
 
 /// The splitmix64 finaliser: a bijective 64-bit mix with full avalanche (every input bit
 /// flips each output bit with probability ≈ ½), which is what makes hash draws behave like

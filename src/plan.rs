@@ -6,13 +6,28 @@ use std::time::Duration;
 
 use crate::metrics::FaultBand;
 use crate::policy::{AttemptCost, BudgetConfig, CostUnit, RetryConfig, RetryConfigSpec};
-use crate::scenario::{self, Dist, Scenario};
+use crate::scenario::classes::RequestClass;
+use crate::scenario::{self, ConfigEntry, Dist, Scenario};
 
 /// A config the engines run, with its resolved policy.
 #[derive(Debug, Clone)]
 pub struct PlannedConfig {
     pub name: String,
     pub config: RetryConfig,
+    /// Per request class of the load (in its order; empty without classes), the class's own
+    /// retry policy, or `None` where the class's requests go through `config` itself (and
+    /// share its state: budget, breaker, cost ledger).
+    pub class_policies: Vec<Option<RetryConfig>>,
+}
+
+impl PlannedConfig {
+    /// The policy class `class` runs under.
+    pub fn policy_of(&self, class: usize) -> &RetryConfig {
+        self.class_policies
+            .get(class)
+            .and_then(Option::as_ref)
+            .unwrap_or(&self.config)
+    }
 }
 
 /// A scenario with its retry configs resolved.
@@ -72,16 +87,9 @@ pub fn fault_bands(faults: &[scenario::Fault]) -> Vec<FaultBand> {
 /// Resolves every config of `scenario`; `text` is the scenario file's text (for lines).
 pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     let map = Lines::new(text);
+    let classes = scenario.load.request_classes().into_owned();
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
-        let mut config = resolve(
-            &scenario.path,
-            &map,
-            &entry.table,
-            &entry.name,
-            &entry.field_path,
-            entry.line,
-        )?;
         // A refusal of the config's field `name`, at its line.
         let refuse = |name: &str, message: String| {
             let field = format!("{}.{name}", entry.field_path);
@@ -92,17 +100,97 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
                 message,
             }
         };
-        if let Some(f) = &config.failover {
-            check_failover(&scenario, f).map_err(|m| refuse("failover", m))?;
+        let mut table = entry.table.clone();
+        let class_tables = table.remove("classes");
+        let mut config = resolve(
+            &scenario.path,
+            &map,
+            &table,
+            &entry.name,
+            &entry.field_path,
+            entry.line,
+        )?;
+        let mut class_policies = match class_tables {
+            None => Vec::new(),
+            Some(t) => class_policies(&scenario, &map, entry, &table, t)?,
+        };
+        // Routes and degraded answers are reported per config, named by the config's own
+        // failover list and ladder: a class may keep them or drop them, not bring others.
+        for (ci, p) in class_policies.iter().enumerate() {
+            let Some(p) = p else { continue };
+            let name = &scenario.load.classes[ci].name;
+            let differs = |field: &str, what: &str| {
+                refuse(
+                    &format!("classes.{name}.{field}"),
+                    format!(
+                        "class {name:?} has {what} of its own: {what} is reported per config, \
+                         so give the config the {field} and let the class keep it (no preset) \
+                         or drop it (a preset of its own)"
+                    ),
+                )
+            };
+            if let Some(f) = &p.failover {
+                if config.failover.as_ref().map(|c| &c.providers) != Some(&f.providers) {
+                    return Err(differs("failover", "a failover list"));
+                }
+            }
+            if !p.ladder.is_empty() && p.ladder != config.ladder {
+                return Err(differs("ladder", "a ladder"));
+            }
         }
-        if let AttemptCost::Derived(unit) = config.attempt_cost {
-            let per_slot =
-                derived_costs(&scenario, &config, unit).map_err(|m| refuse("attempt_cost", m))?;
-            config.attempt_cost = AttemptCost::resolved(unit, per_slot);
+        // Every class's requests must make sense under the policy they run under: a
+        // failover rule needs a provider's path, a derived cost one figure per policy.
+        let mut shared_cost: Option<(usize, Vec<f64>)> = None;
+        for (ci, class) in classes.iter().enumerate() {
+            let own = class_policies.get(ci).is_some_and(Option::is_some);
+            let field = |name: &str| match scenario.load.classes.is_empty() || !own {
+                true => name.to_string(),
+                false => format!("classes.{}.{name}", class.name),
+            };
+            let policy = match class_policies.get_mut(ci).and_then(Option::as_mut) {
+                Some(p) => p,
+                None => &mut config,
+            };
+            let for_class = |m: String| match scenario.load.classes.is_empty() {
+                true => m,
+                false => format!("class {:?}: {m}", class.name),
+            };
+            if let Some(f) = &policy.failover {
+                check_failover(&scenario, f, &class.path)
+                    .map_err(|m| refuse(&field("failover"), for_class(m)))?;
+            }
+            if let AttemptCost::Derived(unit) = policy.attempt_cost {
+                let per_slot = derived_costs(&scenario, policy, unit, class)
+                    .map_err(|m| refuse(&field("attempt_cost"), for_class(m)))?;
+                if own {
+                    policy.attempt_cost = AttemptCost::resolved(unit, per_slot);
+                    continue;
+                }
+                match &shared_cost {
+                    Some((other, costs)) if *costs != per_slot => {
+                        return Err(refuse(
+                            "attempt_cost",
+                            format!(
+                                "classes {:?} and {:?} cost differently under one policy: give \
+                                 one of them its own (classes.NAME = {{ ... }}) or a fixed number",
+                                classes[*other].name, class.name
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => shared_cost = Some((ci, per_slot)),
+                }
+            }
+        }
+        if let (Some((_, per_slot)), AttemptCost::Derived(unit)) =
+            (shared_cost, &config.attempt_cost)
+        {
+            config.attempt_cost = AttemptCost::resolved(*unit, per_slot);
         }
         configs.push(PlannedConfig {
             name: entry.name.clone(),
             config,
+            class_policies,
         });
     }
     if let Some(b) = &scenario.baseline {
@@ -181,12 +269,28 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
 
 /// A derived `attempt_cost` resolved: what one of the load's requests costs at the provider
 /// of each failover slot (the load's path alone without failover), in `unit`.
-fn derived_costs(sc: &Scenario, config: &RetryConfig, unit: CostUnit) -> Result<Vec<f64>, String> {
+fn derived_costs(
+    sc: &Scenario,
+    config: &RetryConfig,
+    unit: CostUnit,
+    class: &RequestClass,
+) -> Result<Vec<f64>, String> {
+    if class.draws_tokens() {
+        return Err(format!(
+            "{:?} charges each attempt its request's tokens, but the class draws a token count \
+             per request, which one figure per attempt cannot follow: give the class fixed \
+             token counts or attempt_cost a number",
+            match unit {
+                CostUnit::Tokens => "tokens",
+                CostUnit::Money => "money",
+            }
+        ));
+    }
     let paths: Vec<String> = match &config.failover {
         Some(f) => (0..f.providers.len())
-            .map(|slot| f.path_to(&sc.load.path, slot).into_owned())
+            .map(|slot| f.path_to(&class.path, slot).into_owned())
             .collect(),
-        None => vec![sc.load.path.clone()],
+        None => vec![class.path.clone()],
     };
     let word = match unit {
         CostUnit::Tokens => "tokens",
@@ -202,7 +306,8 @@ fn derived_costs(sc: &Scenario, config: &RetryConfig, unit: CostUnit) -> Result<
                 ));
             };
             let p = &sc.providers[i];
-            let tokens = p.load_tokens(&sc.load.headers);
+            // Fixed per class (checked above): any request's figure is every request's.
+            let tokens = p.class_tokens(class, sc.seed, 0);
             match (unit, p.price) {
                 (CostUnit::Tokens, _) => Ok(tokens.total() as f64),
                 (CostUnit::Money, Some(price)) => {
@@ -219,7 +324,11 @@ fn derived_costs(sc: &Scenario, config: &RetryConfig, unit: CostUnit) -> Result<
 
 /// A failover rule routes a direct run's attempts between the scenario's own providers:
 /// the load's path must name a provider, and so must every name the rule lists.
-fn check_failover(sc: &Scenario, f: &crate::policy::FailoverConfig) -> Result<(), String> {
+fn check_failover(
+    sc: &Scenario,
+    f: &crate::policy::FailoverConfig,
+    path: &str,
+) -> Result<(), String> {
     if !sc.topology.is_empty() {
         return Err(
             "failover routes the load generator's own attempts: it needs a direct run \
@@ -227,10 +336,10 @@ fn check_failover(sc: &Scenario, f: &crate::policy::FailoverConfig) -> Result<()
                 .into(),
         );
     }
-    if !sc.load.path.starts_with(scenario::provider::PATH_PREFIX) {
+    if !path.starts_with(scenario::provider::PATH_PREFIX) {
         return Err(format!(
-            "the load's path {:?} names no provider (failover needs {}NAME/...)",
-            sc.load.path,
+            "the path {:?} names no provider (failover needs {}NAME/...)",
+            path,
             scenario::provider::PATH_PREFIX
         ));
     }
@@ -242,6 +351,65 @@ fn check_failover(sc: &Scenario, f: &crate::policy::FailoverConfig) -> Result<()
         Some(n) => Err(format!("{n:?} is not a [[provider]] of the scenario")),
         None => Ok(()),
     }
+}
+
+/// A config's `classes = { NAME = { ... }, ... }`: per class of the load, its own policy.
+/// A class table with a `preset` starts from that preset; one without starts from the
+/// config's own table (`config`, without `classes`) and overrides its fields.
+fn class_policies(
+    sc: &Scenario,
+    map: &Lines<'_>,
+    entry: &ConfigEntry,
+    config: &toml::Table,
+    tables: toml::Value,
+) -> Result<Vec<Option<RetryConfig>>, PlanError> {
+    let at = |field: String, message: String| PlanError {
+        file: sc.path.clone(),
+        line: map.line(&field).unwrap_or(entry.line),
+        field,
+        message,
+    };
+    let field = format!("{}.classes", entry.field_path);
+    if sc.load.classes.is_empty() {
+        return Err(at(
+            field,
+            "the load has no [[load.classes]] to give a policy of its own".into(),
+        ));
+    }
+    let toml::Value::Table(tables) = tables else {
+        return Err(at(
+            field,
+            "is a table of class names, e.g. classes = { health = { max_attempts = 10 } }".into(),
+        ));
+    };
+    let mut out = vec![None; sc.load.classes.len()];
+    for (name, t) in tables {
+        let path = format!("{field}.{name}");
+        let Some(ci) = sc.load.classes.iter().position(|c| c.name == name) else {
+            let hint =
+                scenario::validate::suggest(&name, sc.load.classes.iter().map(|c| c.name.as_str()))
+                    .map_or(String::new(), |s| format!(" (did you mean {s:?}?)"));
+            return Err(at(path, format!("the load has no class {name:?}{hint}")));
+        };
+        let toml::Value::Table(t) = t else {
+            return Err(at(
+                path,
+                "is a retry config table, e.g. { preset = \"no-retry\" }".into(),
+            ));
+        };
+        let fresh = t.contains_key("preset");
+        let mut table = if fresh {
+            toml::Table::new()
+        } else {
+            config.clone()
+        };
+        table.extend(t);
+        table.insert("name".into(), toml::Value::String(entry.name.clone()));
+        let line = map.line(&path).unwrap_or(entry.line);
+        let policy = resolve(&sc.path, map, &table, &entry.name, &path, line)?;
+        out[ci] = Some(policy);
+    }
+    Ok(out)
 }
 
 /// Resolves one retry-config table (`name`, optional `preset`, overrides) written at

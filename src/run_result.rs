@@ -80,7 +80,7 @@ impl<'p> ResultBuilder<'p> {
         rec: &Recorder,
         target: &TargetStats,
     ) -> (ConfigSummary, Vec<SecondRow>) {
-        summarize(
+        let (mut summary, rows) = summarize(
             &planned.name,
             &planned.config,
             Some(fleet_bound(
@@ -96,7 +96,22 @@ impl<'p> ResultBuilder<'p> {
                 faults: &self.fault_bands,
                 method: &self.plan.scenario.load.method,
             },
-        )
+        );
+        let classes = &self.plan.scenario.load.classes;
+        let total: f64 = classes.iter().map(|c| c.weight).sum();
+        summary.classes = classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                crate::metrics::ClassSummary::of(
+                    &c.name,
+                    c.weight / total,
+                    rec.classes.get(i).unwrap_or(&Default::default()),
+                    target.arrivals_by_class.get(i).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        (summary, rows)
     }
 
     /// A topology run's bounds and per-layer rows in one config's summary: the load

@@ -27,7 +27,11 @@ use std::num::NonZeroU32;
 /// instance, the recorder and the attempt log, which change together so counts and decisions
 /// never disagree. The recorder counts the whole fleet.
 pub struct Session {
-    fleet: Fleet,
+    /// The config's own fleet first, then one per request class with a policy of its own.
+    fleets: Vec<Fleet>,
+    /// Per request class: which fleet runs it and whether its calls are idempotent (empty:
+    /// one class whose method decides, counted as the config's whole).
+    classes: Vec<ClassRoute>,
     rec: Recorder,
     /// The config's name, as attempt-log rows carry it.
     name: String,
@@ -40,12 +44,22 @@ pub struct Session {
     draw_key: u64,
 }
 
+/// Where a request class's requests go in the session.
+#[derive(Debug, Clone, Copy)]
+struct ClassRoute {
+    fleet: u8,
+    idempotent: bool,
+}
+
 /// One logical request between two steps: the policy's per-request state and what the
 /// session needs to count and log it.
 #[derive(Debug)]
 pub struct Request {
     state: RequestState,
     id: u64,
+    /// Its request class (0 without classes) and the fleet whose policy runs it.
+    class: u8,
+    fleet: u8,
     /// The fleet instance that sends it ([`Fleet::instance_of`]).
     instance: u32,
     intended: Duration,
@@ -125,7 +139,8 @@ impl Session {
         attempt_log: bool,
     ) -> Session {
         Session {
-            fleet: Fleet::new(config, clients),
+            fleets: vec![Fleet::new(config, clients)],
+            classes: Vec::new(),
             rec: Recorder::new(),
             name: name.to_string(),
             log: attempt_log.then(Vec::new),
@@ -143,6 +158,33 @@ impl Session {
         self
     }
 
+    /// Counts per request class, one policy per class: `policies[i]` is class i's own
+    /// policy (`None`: the config's, sharing its state), `idempotent[i]` whether its calls
+    /// may be repeated. Each own policy gets a fleet of the config's size.
+    pub fn with_classes(
+        mut self,
+        policies: &[Option<RetryConfig>],
+        idempotent: impl IntoIterator<Item = bool>,
+    ) -> Session {
+        let clients = NonZeroU32::new(self.fleets[0].size()).unwrap_or(NonZeroU32::MIN);
+        self.classes = idempotent
+            .into_iter()
+            .enumerate()
+            .map(|(i, idempotent)| {
+                let fleet = match policies.get(i).and_then(Option::as_ref) {
+                    Some(p) => {
+                        self.fleets.push(Fleet::new(p, clients));
+                        (self.fleets.len() - 1) as u8
+                    }
+                    None => 0,
+                };
+                ClassRoute { fleet, idempotent }
+            })
+            .collect();
+        self.rec.count_classes(self.classes.len());
+        self
+    }
+
     /// Starts logical request `id` (intended to start at `intended`) and asks for its first
     /// attempt in the same step.
     #[inline(always)]
@@ -154,17 +196,58 @@ impl Session {
         method: &str,
         inherited_deadline: Option<Duration>,
     ) -> Step {
+        let idempotent = crate::policy::is_idempotent_method(method);
+        self.begin(now, intended, id, 0, idempotent, inherited_deadline)
+    }
+
+    /// [`Self::start`] for a request of class `class` (see [`Self::with_classes`]).
+    #[inline(always)]
+    pub fn start_class(
+        &mut self,
+        now: Now,
+        intended: Duration,
+        id: u64,
+        class: usize,
+        inherited_deadline: Option<Duration>,
+    ) -> Step {
+        let route = self.classes[class];
+        self.begin(
+            now,
+            intended,
+            id,
+            class as u8,
+            route.idempotent,
+            inherited_deadline,
+        )
+    }
+
+    #[inline(always)]
+    fn begin(
+        &mut self,
+        now: Now,
+        intended: Duration,
+        id: u64,
+        class: u8,
+        idempotent: bool,
+        inherited_deadline: Option<Duration>,
+    ) -> Step {
         self.rec.upstream_started(intended);
-        let instance = self.fleet.instance_of(id);
-        let state = self
-            .fleet
+        let fleet = self.classes.get(usize::from(class)).map_or(0, |c| c.fleet);
+        let f = &mut self.fleets[usize::from(fleet)];
+        let instance = f.instance_of(id);
+        let state = f
             .client_mut(instance)
-            .start(now, method, inherited_deadline);
+            .start_call(now, idempotent, inherited_deadline);
+        if !self.classes.is_empty() {
+            self.rec.class_started(usize::from(class));
+        }
         self.permit(
             now,
             Request {
                 state,
                 id,
+                class,
+                fleet,
                 instance,
                 intended,
             },
@@ -175,7 +258,7 @@ impl Session {
     /// sent, or a refusal that ends the request.
     #[inline(always)]
     pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
-        let client = self.fleet.client_mut(req.instance);
+        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let permit = client.before_attempt(now, &mut req.state);
         let step = match permit {
             Permit::Send {
@@ -186,6 +269,9 @@ impl Session {
                 provider,
             } => {
                 self.rec.attempt_sent(now.mono, attempt);
+                if !self.classes.is_empty() {
+                    self.rec.class_attempt(usize::from(req.class), attempt);
+                }
                 if let Some(slot) = provider {
                     self.rec.routes.attempt(slot, now.mono);
                 }
@@ -215,7 +301,7 @@ impl Session {
                 Err(reason)
             }
         };
-        self.drain_events(req.instance);
+        self.drain_events(req.fleet, req.instance);
         match step {
             Ok(attempt) => Step::Send(req, attempt),
             Err(reason) => self.finish(now, req, Ending::GaveUp(reason)),
@@ -234,14 +320,14 @@ impl Session {
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Step {
-        let client = self.fleet.client_mut(req.instance);
+        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
         let label = attempt_label(outcome, d.class());
         self.rec
             .attempt_done(t, latency, label, req.state.attempts());
         // With a fleet, the level charted is that of the instance that just decided.
-        let client = self.fleet.client(req.instance);
+        let client = self.fleets[usize::from(req.fleet)].client(req.instance);
         let level = client.budget_level();
         let breaker = client.breaker_state().map(breaker_level);
         self.rec.sample_policy(t, level, breaker);
@@ -268,7 +354,7 @@ impl Session {
             label.as_str(),
             level,
         );
-        self.drain_events(req.instance);
+        self.drain_events(req.fleet, req.instance);
         match d {
             Decision::Success => self.finish(now, req, Ending::Succeeded),
             Decision::GiveUp { reason, .. } => self.finish(now, req, Ending::GaveUp(reason)),
@@ -283,7 +369,9 @@ impl Session {
     /// never leaks policy state. The recorder is not told: the request has no ending of its
     /// own to count, as nothing answered it.
     pub fn abandon(&mut self, now: Now, req: Request) {
-        self.fleet.client_mut(req.instance).finish(now, req.state);
+        self.fleets[usize::from(req.fleet)]
+            .client_mut(req.instance)
+            .finish(now, req.state);
     }
 
     /// Ends a request: the policy's bookkeeping, the ladder for a request that gave up,
@@ -291,14 +379,19 @@ impl Session {
     #[inline(always)]
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
         let attempts = req.state.attempts();
-        self.fleet.client_mut(req.instance).finish(now, req.state);
+        let fleet = &mut self.fleets[usize::from(req.fleet)];
+        fleet.client_mut(req.instance).finish(now, req.state);
         let latency = now.mono.saturating_sub(req.intended);
         let ending = match ending {
-            Ending::GaveUp(reason) if !self.fleet.config().ladder.is_empty() => {
-                self.degrade(req.id, reason)
+            Ending::GaveUp(reason) if !fleet.config().ladder.is_empty() => {
+                self.degrade(req.fleet, req.id, reason)
             }
             other => other,
         };
+        if !self.classes.is_empty() {
+            self.rec
+                .class_finished(usize::from(req.class), ending_kind(ending), latency);
+        }
         match ending {
             Ending::Degraded { rung, .. } => self
                 .rec
@@ -311,9 +404,9 @@ impl Session {
     }
 
     /// Asks the config's ladder to answer request `id`, which gave up for `reason`.
-    fn degrade(&self, id: u64, reason: GiveUpReason) -> Ending {
+    fn degrade(&self, fleet: u8, id: u64, reason: GiveUpReason) -> Ending {
         let key = draws::request_seed(self.seed, self.draw_key, id);
-        let rungs = &self.fleet.config().ladder;
+        let rungs = &self.fleets[usize::from(fleet)].config().ladder;
         match ladder::answer(rungs, reason, |i| {
             draws::draw_salted(key, LADDER_SALT.wrapping_add(i as u64))
         }) {
@@ -346,16 +439,17 @@ impl Session {
     /// Takes instance `i`'s policy events to the recorder (a breaker that opened, a
     /// provider's breaker transition).
     #[inline]
-    fn drain_events(&mut self, i: u32) {
-        if self.fleet.client(i).has_events() {
-            self.record_events(i);
+    fn drain_events(&mut self, fleet: u8, i: u32) {
+        if self.fleets[usize::from(fleet)].client(i).has_events() {
+            self.record_events(fleet, i);
         }
     }
 
-    /// Counts the policy events of client instance `i` (breaker transitions).
+    /// Counts the policy events of client instance `i` of fleet `fleet` (breaker
+    /// transitions).
     #[cold]
-    fn record_events(&mut self, i: u32) {
-        for e in self.fleet.client_mut(i).drain_events() {
+    fn record_events(&mut self, fleet: u8, i: u32) {
+        for e in self.fleets[usize::from(fleet)].client_mut(i).drain_events() {
             match e {
                 PolicyEvent::Breaker {
                     to: BreakerState::Open,
@@ -382,7 +476,7 @@ impl Session {
     }
 
     pub fn config(&self) -> &RetryConfig {
-        self.fleet.config()
+        self.fleets[0].config()
     }
 
     /// Attempts sent with their per-try timeout cut short by the request's deadline.
@@ -403,6 +497,15 @@ impl Session {
     /// The recorder and the attempt log, once the run is over.
     pub fn into_parts(self) -> (Recorder, Vec<AttemptRow>) {
         (self.rec, self.log.unwrap_or_default())
+    }
+}
+
+/// How a request ended, as its class counts it.
+fn ending_kind(e: Ending) -> crate::metrics::ClassEnding {
+    match e {
+        Ending::Succeeded => crate::metrics::ClassEnding::Succeeded,
+        Ending::GaveUp(_) => crate::metrics::ClassEnding::Failed,
+        Ending::Degraded { .. } => crate::metrics::ClassEnding::Degraded,
     }
 }
 

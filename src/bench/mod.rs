@@ -219,6 +219,8 @@ fn get(path: &str) -> RequestTemplate {
         headers: HeaderMap::new(),
         body: Bytes::new(),
         grpc: false,
+        class: None,
+        tokens: None,
     }
 }
 
@@ -248,6 +250,8 @@ pub fn config_runtime_over(
         attempt_log: false,
         wire,
         trace: None,
+        classes: &[],
+        class_policies: &[],
     })
 }
 
@@ -485,7 +489,7 @@ pub async fn open_loop_run(
         crt.http = crt.http.with_max_connections(n);
     }
     let rt = Arc::new(crt);
-    let tmpl = get(&path);
+    let tmpl = crate::live::driver::RequestMix::single(get(&path));
     let shape = LoadShape::Constant { rate: opts.rate };
     let arrivals = schedule::arrivals(&shape, opts.duration, 1);
     let epoch = Epoch::start();

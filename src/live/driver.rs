@@ -37,7 +37,8 @@ pub struct ConfigRuntime {
     /// The first path sent and its origin-form URI on this hop.
     uri_cache: OnceLock<(String, Uri)>,
     /// Which provider each attempt goes to: the policy's answer rewrites the template path.
-    failover: Option<crate::policy::FailoverConfig>,
+    /// Per request class (the policy it runs under); one entry without classes.
+    failover: Vec<Option<crate::policy::FailoverConfig>>,
     /// `x-stormrig-config` and `x-stormrig-run` of every attempt (the load generator's
     /// clients; a layer passes on those it received).
     trace: Option<(HeaderValue, HeaderValue)>,
@@ -62,6 +63,50 @@ pub struct RequestTemplate {
     /// A gRPC unary call: `grpc-timeout` goes with each attempt and the reply is read by
     /// its `grpc-status` ([`super::grpc`]).
     pub grpc: bool,
+    /// The request class it sends, for a load with classes (the session counts per class
+    /// and runs the class's own policy).
+    pub class: Option<usize>,
+    /// The class, when it draws a token count per request: each request then carries its
+    /// own `x-stormrig-*-tokens` headers.
+    pub tokens: Option<std::sync::Arc<crate::scenario::classes::RequestClass>>,
+}
+
+/// Every request class's template and the mix that picks one per request id.
+#[derive(Debug, Clone)]
+pub struct RequestMix {
+    templates: Vec<RequestTemplate>,
+    mix: crate::scenario::classes::ClassMix,
+    seed: u64,
+}
+
+impl RequestMix {
+    /// One template for every request (a load without classes, a benchmark).
+    pub fn single(tmpl: RequestTemplate) -> RequestMix {
+        RequestMix {
+            templates: vec![tmpl],
+            mix: crate::scenario::classes::ClassMix::new(&[]),
+            seed: 0,
+        }
+    }
+
+    /// One template per class of `classes`, picked per request by the seeded mix.
+    pub fn classes(
+        templates: Vec<RequestTemplate>,
+        classes: &[crate::scenario::classes::RequestClass],
+        seed: u64,
+    ) -> RequestMix {
+        RequestMix {
+            templates,
+            mix: crate::scenario::classes::ClassMix::new(classes),
+            seed,
+        }
+    }
+
+    /// The template request `id` sends.
+    #[inline]
+    pub fn pick(&self, id: u64) -> &RequestTemplate {
+        &self.templates[self.mix.class_of(self.seed, id)]
+    }
 }
 
 /// How a logical request ended.
@@ -93,6 +138,10 @@ pub struct RuntimeSpec<'a> {
     /// What is spoken to the next hop (HTTP version, TLS).
     pub wire: http::Wire,
     pub trace: Option<Trace<'a>>,
+    /// The load's request classes and each one's own policy (both empty without classes,
+    /// and for a layer, which relays what arrives).
+    pub classes: &'a [crate::scenario::classes::RequestClass],
+    pub class_policies: &'a [Option<crate::policy::RetryConfig>],
 }
 
 impl ConfigRuntime {
@@ -101,10 +150,17 @@ impl ConfigRuntime {
         ConfigRuntime {
             draw_key: spec.draw_key,
             name: spec.name.to_string(),
-            session: Mutex::new(
-                Session::fleet(spec.name, spec.config, spec.clients, spec.attempt_log)
-                    .seeded(spec.seed, spec.draw_key),
-            ),
+            session: Mutex::new({
+                let s = Session::fleet(spec.name, spec.config, spec.clients, spec.attempt_log)
+                    .seeded(spec.seed, spec.draw_key);
+                match spec.classes.is_empty() {
+                    true => s,
+                    false => s.with_classes(
+                        spec.class_policies,
+                        spec.classes.iter().map(|c| c.idempotent()),
+                    ),
+                }
+            }),
             http: match spec.max_connections {
                 Some(n) => super::http::client(&spec.base_uri).with_max_connections(n),
                 None => super::http::client(&spec.base_uri),
@@ -116,7 +172,15 @@ impl ConfigRuntime {
             seed: spec.seed,
             propagate_deadline: spec.propagate_deadline,
             uri_cache: OnceLock::new(),
-            failover: spec.config.failover.clone(),
+            failover: match spec.classes.is_empty() {
+                true => vec![spec.config.failover.clone()],
+                false => (0..spec.classes.len())
+                    .map(|i| {
+                        let own = spec.class_policies.get(i).and_then(Option::as_ref);
+                        own.unwrap_or(spec.config).failover.clone()
+                    })
+                    .collect(),
+            },
             // Names and ids are validated tokens: a value that is not a header is left off.
             trace: spec.trace.and_then(|t| {
                 Some((
@@ -146,13 +210,19 @@ impl ConfigRuntime {
         inherited_deadline: Option<Duration>,
     ) -> Final {
         let mut rng = LazyRng::new(request_seed(self.seed, self.draw_key, request));
-        let mut step = self.lock().start(
-            epoch.now(),
-            intended,
-            request,
-            tmpl.method.as_str(),
-            inherited_deadline,
-        );
+        let mut step = match tmpl.class {
+            Some(class) => {
+                self.lock()
+                    .start_class(epoch.now(), intended, request, class, inherited_deadline)
+            }
+            None => self.lock().start(
+                epoch.now(),
+                intended,
+                request,
+                tmpl.method.as_str(),
+                inherited_deadline,
+            ),
+        };
         let mut last: Option<Reply> = None;
         loop {
             step = match step {
@@ -249,6 +319,15 @@ impl ConfigRuntime {
                 h.insert("grpc-timeout", super::grpc::timeout_header(d));
             }
         }
+        if let Some(class) = &tmpl.tokens {
+            let (prompt, completion) = class.tokens(self.seed, request);
+            use crate::scenario::provider::{H_COMPLETION_TOKENS, H_PROMPT_TOKENS};
+            for (name, n) in [(H_PROMPT_TOKENS, prompt), (H_COMPLETION_TOKENS, completion)] {
+                if let Some(n) = n {
+                    h.insert(name, HeaderValue::from(n));
+                }
+            }
+        }
         if attempt.idempotency_key {
             let v = format!("{}-{request}", self.name);
             if let Ok(v) = HeaderValue::from_str(&v) {
@@ -257,7 +336,7 @@ impl ConfigRuntime {
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));
         *req.method_mut() = tmpl.method.clone();
-        *req.uri_mut() = match &self.failover {
+        *req.uri_mut() = match &self.failover[tmpl.class.unwrap_or(0)] {
             Some(f) => self.origin_uri(&f.path_to(&tmpl.path, attempt.provider.unwrap_or(0))),
             None => self.origin_uri(&tmpl.path),
         };

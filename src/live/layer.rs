@@ -290,6 +290,8 @@ async fn handle(
         headers: fwd,
         body,
         grpc: false,
+        class: None,
+        tokens: None,
     };
     let id = request
         .wrapping_mul(REQUEST_ID_STRIDE)

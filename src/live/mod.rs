@@ -31,7 +31,7 @@ use crate::run_result::ResultBuilder;
 use crate::scenario::{schedule, LoadShape, ServiceModel, Target};
 use crate::server::{self, TargetConfig, TargetHandle};
 use clock::Epoch;
-use driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
+use driver::{ConfigRuntime, RequestMix, RequestTemplate, RuntimeSpec};
 
 /// How a live run is carried out (not what it measures: that is the scenario).
 #[derive(Clone, Default)]
@@ -127,7 +127,7 @@ pub async fn run(
 ) -> Result<LiveOutput, LiveError> {
     let sc = &plan.scenario;
     let mut stop = StopSignal::forward(external_stop);
-    let tmpl = template(plan)?;
+    let tmpl = requests(plan)?;
     let epoch = Epoch::start();
     let meta = telemetry::run_meta(&epoch, opts.scenario_sha256.clone());
 
@@ -362,6 +362,13 @@ async fn start_targets(
                 (handle, hop)
             }
         };
+        if !sc.load.classes.is_empty() {
+            handle.0.count_classes(server::ArrivalClasses {
+                mix: crate::scenario::classes::ClassMix::new(&sc.load.classes),
+                seed: sc.seed,
+                writes: sc.load.classes.iter().map(|c| c.writes()).collect(),
+            });
+        }
         targets.push(handle);
     }
     Ok(targets)
@@ -408,6 +415,8 @@ async fn start_chains(
                 wire: std::mem::take(&mut next_wire),
                 // Passes on the generator's.
                 trace: None,
+                classes: &[],
+                class_policies: &[],
             }));
             let l = Arc::new(layer::Layer::new(
                 pl.name.clone(),
@@ -466,6 +475,8 @@ fn client_runtimes(
                     config: &c.name,
                     run: &meta.id,
                 }),
+                classes: &sc.load.classes,
+                class_policies: &c.class_policies,
             }))
         })
         .collect()
@@ -660,14 +671,51 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, LiveError> {
         .ok_or_else(|| err("resolves to no address".into()))
 }
 
-fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
+/// What the load's requests send: one template per request class (the load itself without
+/// classes), picked per request id.
+fn requests(plan: &Plan) -> Result<RequestMix, LiveError> {
     let load = &plan.scenario.load;
-    let method = Method::from_str(&load.method).map_err(|e| LiveError::Request {
+    if load.classes.is_empty() {
+        return Ok(RequestMix::single(template(
+            &load.method,
+            &load.path,
+            &load.headers,
+            load.body.as_deref(),
+            load.grpc.as_ref(),
+        )?));
+    }
+    let templates = load
+        .classes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut t = template(&c.method, &c.path, &c.headers, c.body.as_deref(), None)?;
+            t.class = Some(i);
+            t.tokens = (c.prompt_tokens.is_some() || c.completion_tokens.is_some())
+                .then(|| Arc::new(c.clone()));
+            Ok(t)
+        })
+        .collect::<Result<Vec<_>, LiveError>>()?;
+    Ok(RequestMix::classes(
+        templates,
+        &load.classes,
+        plan.scenario.seed,
+    ))
+}
+
+fn template(
+    method: &str,
+    path: &str,
+    load_headers: &std::collections::BTreeMap<String, String>,
+    body: Option<&str>,
+    grpc: Option<&crate::scenario::grpc::GrpcCall>,
+) -> Result<RequestTemplate, LiveError> {
+    let method = Method::from_str(method).map_err(|e| LiveError::Request {
         field: "method",
         message: e.to_string(),
     })?;
     let mut headers = HeaderMap::new();
-    for (k, v) in &load.headers {
+    for (k, v) in load_headers {
         let name = HeaderName::from_str(k).map_err(|e| LiveError::Request {
             field: "headers",
             message: format!("{k}: {e}"),
@@ -678,7 +726,7 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
         })?;
         headers.insert(name, value);
     }
-    if let Some(g) = &load.grpc {
+    if let Some(g) = grpc {
         grpc::call_headers(&mut headers);
         return Ok(RequestTemplate {
             method: Method::POST,
@@ -686,14 +734,18 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
             headers,
             body: grpc::frame(g.message.as_bytes()),
             grpc: true,
+            class: None,
+            tokens: None,
         });
     }
     Ok(RequestTemplate {
         method,
-        path: load.path.clone(),
+        path: path.to_string(),
         headers,
-        body: Bytes::from(load.body.clone().unwrap_or_default()),
+        body: Bytes::from(body.unwrap_or_default().to_string()),
         grpc: false,
+        class: None,
+        tokens: None,
     })
 }
 
@@ -706,7 +758,7 @@ fn template(plan: &Plan) -> Result<RequestTemplate, LiveError> {
 pub(crate) async fn open_loop(
     arrivals: impl Iterator<Item = (u64, Duration)>,
     runtimes: &[Arc<ConfigRuntime>],
-    tmpl: &RequestTemplate,
+    tmpl: &RequestMix,
     epoch: Epoch,
     tasks: &mut JoinSet<()>,
     lag: &mut hdrhistogram::Histogram<u64>,
@@ -749,7 +801,7 @@ pub(crate) async fn open_loop(
                 tasks.spawn(async move {
                     // Boxed: the task itself then stays a few words, so spawning one per
                     // arrival does not copy the whole request future into its cell.
-                    Box::pin(rt.drive(&epoch, &tmpl, id, intended, None)).await;
+                    Box::pin(rt.drive(&epoch, tmpl.pick(id), id, intended, None)).await;
                     rt.release();
                 });
             }
@@ -764,7 +816,7 @@ pub(crate) async fn open_loop(
 /// sending again until the load duration ends.
 fn closed_loop(
     runtimes: &[Arc<ConfigRuntime>],
-    tmpl: &RequestTemplate,
+    tmpl: &RequestMix,
     epoch: Epoch,
     duration: Duration,
     users: u32,
@@ -785,7 +837,7 @@ fn closed_loop(
                     }
                     // Request ids interleave users so they stay unique per config.
                     let id = n * u64::from(users) + user;
-                    rt.drive(&epoch, &tmpl, id, intended, None).await;
+                    rt.drive(&epoch, tmpl.pick(id), id, intended, None).await;
                     n += 1;
                     if !think.is_zero() {
                         tokio::time::sleep(think).await;

@@ -1,6 +1,7 @@
 //! Counting: one recorder used by both engines, and the result type every report reads.
 //! Counts are exact integers; latency lives in HDR histograms; everything merges exactly.
 
+pub mod classes;
 pub mod degraded;
 pub mod drain;
 pub mod histogram_v2;
@@ -12,6 +13,7 @@ pub mod target;
 pub mod target_counts;
 pub mod verdict;
 
+pub use classes::{ClassCounts, ClassEnding, ClassSummary};
 pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{
     summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,

@@ -178,6 +178,9 @@ pub struct Recorder {
     /// Latency of the degraded requests, from their intended start.
     #[serde(with = "super::histogram_v2")]
     pub degraded_latency_us: Histogram<u64>,
+    /// Per request class, by class index (empty for a load without classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<super::classes::ClassCounts>,
 }
 
 impl Default for Recorder {
@@ -201,7 +204,47 @@ impl Recorder {
             routes: super::provider::Routes::default(),
             degraded: Vec::new(),
             degraded_latency_us: new_histogram(3),
+            classes: Vec::new(),
         }
+    }
+
+    /// Counts per request class from now on, for `n` classes.
+    pub fn count_classes(&mut self, n: usize) {
+        self.classes.resize_with(n, Default::default);
+    }
+
+    /// A request of class `class` started.
+    #[inline]
+    pub fn class_started(&mut self, class: usize) {
+        self.classes[class].started += 1;
+    }
+
+    /// Attempt `attempt` (1 = the first try) of a class `class` request left the client.
+    #[inline]
+    pub fn class_attempt(&mut self, class: usize, attempt: u32) {
+        let c = &mut self.classes[class];
+        c.attempts += 1;
+        if attempt > 1 {
+            c.retries += 1;
+        }
+    }
+
+    /// A class `class` request ended as `ending`, `latency` after its intended start.
+    #[inline]
+    pub fn class_finished(
+        &mut self,
+        class: usize,
+        ending: super::classes::ClassEnding,
+        latency: Duration,
+    ) {
+        use super::classes::ClassEnding;
+        let c = &mut self.classes[class];
+        match ending {
+            ClassEnding::Succeeded => c.succeeded += 1,
+            ClassEnding::Failed => c.failed += 1,
+            ClassEnding::Degraded => c.degraded += 1,
+        }
+        c.latency_us.saturating_record(micros(latency));
     }
 
     fn at(&mut self, t: Duration) -> &mut Second {
@@ -411,6 +454,12 @@ impl Recorder {
         self.degraded_latency_us
             .add(&o.degraded_latency_us)
             .expect("same bounds");
+        if self.classes.len() < o.classes.len() {
+            self.classes.resize_with(o.classes.len(), Default::default);
+        }
+        for (mine, theirs) in self.classes.iter_mut().zip(&o.classes) {
+            mine.merge(theirs);
+        }
     }
 }
 

@@ -248,6 +248,9 @@ pub struct ConfigSummary {
     /// Requests the config's ladder answered (configs with a `ladder` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<super::degraded::DegradedFigures>,
+    /// Per request class of a mixed load, in the load's order (empty without classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<super::classes::ClassSummary>,
 }
 
 /// How a config's attempts used connections: over HTTP/1.1 one attempt at a time per
@@ -607,6 +610,7 @@ pub fn summarize(
             .map(|f| rec.routes.named(&f.providers))
             .unwrap_or_default(),
         degraded: super::degraded::DegradedFigures::of(&config.ladder, rec),
+        classes: Vec::new(),
     };
     (summary, rows)
 }

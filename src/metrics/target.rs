@@ -61,6 +61,9 @@ pub struct TargetStats {
     /// Each provider's own counts, in the scenario's order (empty without providers).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub providers: Vec<super::provider::ProviderStats>,
+    /// Arrivals per request class, by class index (empty without classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals_by_class: Vec<u64>,
 }
 
 impl TargetStats {
@@ -91,6 +94,7 @@ impl TargetStats {
         self.dedup_mismatches += other.dedup_mismatches;
         self.peak_serving += other.peak_serving;
         self.lost_responses += other.lost_responses;
+        add_series(&mut self.arrivals_by_class, &other.arrivals_by_class);
         for o in &other.providers {
             match self.providers.iter_mut().find(|p| p.name == o.name) {
                 Some(p) => p.merge(o),

@@ -147,6 +147,13 @@ impl TargetCounts {
         self.stats.lost_responses += 1;
     }
 
+    /// The arrival just counted belongs to request class `class` (loads with classes only:
+    /// the target draws it from the request id as the client did).
+    #[inline]
+    pub fn class_arrived(&mut self, class: usize) {
+        bump(&mut self.stats.arrivals_by_class, class);
+    }
+
     /// A request was handed to the real upstream server (fault proxy only).
     pub fn forward(&mut self) {
         self.stats.forwarded += 1;

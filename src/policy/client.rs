@@ -314,13 +314,24 @@ impl RetryClient {
         method: &str,
         inherited_deadline: Option<Duration>,
     ) -> RequestState {
+        self.start_call(now, is_idempotent_method(method), inherited_deadline)
+    }
+
+    /// [`Self::start`] for a call whose idempotency is said rather than read off its method
+    /// (a request class that declares it).
+    pub fn start_call(
+        &mut self,
+        now: Now,
+        idempotent: bool,
+        inherited_deadline: Option<Duration>,
+    ) -> RequestState {
         if let Some(b) = self.budget.as_mut() {
             b.on_request_start(now.mono);
         }
         RequestState {
             started: now.mono,
             deadline_at: deadline::deadline_at(now.mono, self.config.deadline, inherited_deadline),
-            idempotent: is_idempotent_method(method),
+            idempotent,
             attempts: 0,
             retries_since_reset: 0,
             decorrelated_prev: self.config.backoff.base(false),

@@ -56,8 +56,8 @@ pub use fleet::Fleet;
 pub use grpc_status::GrpcStatus;
 pub use ladder::Rung;
 pub use outcome::{
-    attempt_label, AttemptLabel, AttemptOutcome, OutcomeClass, Response, RetryOn, StatusPattern,
-    TransportError, REFUSED_LABEL,
+    attempt_label, is_idempotent_method, AttemptLabel, AttemptOutcome, OutcomeClass, Response,
+    RetryOn, StatusPattern, TransportError, REFUSED_LABEL,
 };
 pub use presets::{preset, preset_names, PresetInfo, PRESETS};
 pub use retry_after::{HintHeader, RetryAfterConfig};

@@ -119,6 +119,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(refused)?;
     validate::check_topology(&file.topology).map_err(refused)?;
+    if !load.classes.is_empty() && !file.topology.is_empty() {
+        return Err(refused(Refusal {
+            field: "load.classes".into(),
+            message: "request classes are the load generator's own mix in a direct run: a \
+                      [[topology]] layer relays whatever reaches it under its own policy"
+                .into(),
+        }));
+    }
     let providers = super::provider::check_providers(&file.providers).map_err(refused)?;
     if !providers.is_empty() && !matches!(choice, TargetChoice::Builtin(_)) {
         return Err(refused(Refusal {

@@ -2,6 +2,7 @@
 //! retry configs. `model` is the file's shape; `load` validates it into a [`Scenario`] whose
 //! errors name the file, line and field; `schedule` turns the load into seeded arrival times.
 
+pub mod classes;
 pub mod error;
 pub mod grpc;
 pub mod host;

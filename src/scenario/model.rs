@@ -118,6 +118,10 @@ pub struct LoadSection {
     /// clients` ([`crate::policy::fleet`]). Default 1: one client for the whole run.
     #[serde(default)]
     pub clients: Option<u32>,
+    /// A weighted mix of request classes (`[[load.classes]]`), each sending its own
+    /// method, path, headers, body and tokens; none: every request is the load's own.
+    #[serde(default)]
+    pub classes: Vec<super::classes::ClassSection>,
 }
 
 fn default_method() -> String {
@@ -170,6 +174,31 @@ pub struct Load {
     /// Client instances per config (see [`LoadSection::clients`]).
     #[serde(skip_serializing_if = "is_one")]
     pub clients: NonZeroU32,
+    /// The request classes of the mix; empty: every request is the load's own
+    /// ([`Load::request_classes`] then gives that one class).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<super::classes::RequestClass>,
+}
+
+impl Load {
+    /// The classes requests are drawn from: the written ones, or the load itself as the
+    /// one class `default`.
+    pub fn request_classes(&self) -> std::borrow::Cow<'_, [super::classes::RequestClass]> {
+        if !self.classes.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.classes);
+        }
+        std::borrow::Cow::Owned(vec![super::classes::RequestClass {
+            name: "default".into(),
+            weight: 1.0,
+            method: self.method.clone(),
+            path: self.path.clone(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            idempotent: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        }])
+    }
 }
 
 fn is_one(n: &NonZeroU32) -> bool {

@@ -238,6 +238,23 @@ impl Provider {
         self.tokens(header(H_PROMPT_TOKENS), header(H_COMPLETION_TOKENS))
     }
 
+    /// The tokens request `request` of `class` asks for here: the class's own counts (drawn
+    /// per request for a range), else its token headers, else this provider's defaults, as
+    /// the live target reads them off the request the class sends.
+    pub fn class_tokens(
+        &self,
+        class: &super::classes::RequestClass,
+        seed: u64,
+        request: u64,
+    ) -> Tokens {
+        let headers = self.load_tokens(&class.headers);
+        let (prompt, completion) = class.tokens(seed, request);
+        Tokens {
+            prompt: prompt.unwrap_or(headers.prompt),
+            completion: completion.unwrap_or(headers.completion),
+        }
+    }
+
     /// How long answering takes: time to the first token plus one step per completion token.
     pub fn latency(&self, t: Tokens) -> Duration {
         self.time_to_first_token.saturating_add(

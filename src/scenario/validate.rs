@@ -412,12 +412,7 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         }
         other => return refuse(f("kind"), unknown_kind("load kind", other, LOAD_KINDS)),
     };
-    if !is_token(&l.method) || hyper::Method::from_str(&l.method).is_err() {
-        return refuse(
-            f("method"),
-            format!("`{}` is not an HTTP method token, e.g. \"GET\"", l.method),
-        );
-    }
+    check_method(&f("method"), &l.method)?;
     check_path(&f("path"), &l.path)?;
     check_headers(&f("headers"), &l.headers)?;
     if let Some(body) = &l.body {
@@ -468,6 +463,26 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
             }
         }
     };
+    if !l.classes.is_empty() && l.grpc.is_some() {
+        return refuse(
+            f("classes"),
+            "a gRPC load calls one method; request classes mix plain HTTP calls",
+        );
+    }
+    let classes = super::classes::check_classes(
+        &l.classes,
+        super::classes::LoadDefaults {
+            method: &l.method,
+            path: &l.path,
+            headers: &l.headers,
+            body: l.body.as_deref(),
+        },
+        super::classes::RequestChecks {
+            method: check_method,
+            path: check_path,
+            headers: check_headers,
+        },
+    )?;
     let max_planned_arrivals = l
         .max_planned_arrivals
         .unwrap_or(limits::DEFAULT_MAX_PLANNED_ARRIVALS);
@@ -491,7 +506,19 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         propagate_deadline: l.propagate_deadline,
         max_planned_arrivals,
         clients,
+        classes,
     })
+}
+
+/// An HTTP method token hyper can send.
+fn check_method(field: &str, method: &str) -> Checked<()> {
+    if !is_token(method) || hyper::Method::from_str(method).is_err() {
+        return refuse(
+            field,
+            format!("`{method}` is not an HTTP method token, e.g. \"GET\""),
+        );
+    }
+    Ok(())
 }
 
 /// The work a load plans for `configs` configs, arrival rates times `scale`, against its

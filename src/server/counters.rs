@@ -56,6 +56,11 @@ impl Counters {
         self.lock().arrive(sec);
     }
 
+    /// The arrival being counted belongs to request class `class`.
+    pub(crate) fn class_arrived(&self, class: usize) {
+        self.lock().class_arrived(class);
+    }
+
     /// An arrival at whole second `sec` answered at once with `status` (not served): the
     /// arrival, the response and the leave under one lock, as if the answer took no time.
     /// Counts exactly what `arrive_at`, `respond(status, false)` and `leave` would.

@@ -242,6 +242,14 @@ impl ArmedFaults {
     }
 }
 
+/// What the target needs to know of a load's request classes: how to draw an arrival's
+/// class from its id, and whether each class's calls have a side effect to count.
+pub struct ArrivalClasses {
+    pub mix: crate::scenario::classes::ClassMix,
+    pub seed: u64,
+    pub writes: Vec<bool>,
+}
+
 pub(crate) struct Shared {
     armed: Arc<RwLock<Armed>>,
     model: ServiceModel,
@@ -262,6 +270,9 @@ pub(crate) struct Shared {
     /// Every arrival's request id and run time, once [`TargetHandle::log_arrivals`] asked
     /// for it: per-request counts and gaps measured where the requests land.
     arrival_log: std::sync::OnceLock<std::sync::Mutex<Vec<(u64, Duration)>>>,
+    /// A load's request classes and the seed to draw each arrival's class from its id, once
+    /// [`TargetHandle::count_classes`] asked for counts per class.
+    classes: std::sync::OnceLock<ArrivalClasses>,
 }
 
 impl Shared {
@@ -453,6 +464,7 @@ async fn start_serving(
         control: control.map(|c| c.bound_to(addr)),
         providers: provider::Providers::new(providers),
         arrival_log: std::sync::OnceLock::new(),
+        classes: std::sync::OnceLock::new(),
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
@@ -473,6 +485,14 @@ impl TargetHandle {
     /// target's own numbering) and run time, for [`TargetHandle::arrivals_logged`].
     pub fn log_arrivals(&self) {
         let _ = self.shared.arrival_log.set(Default::default());
+    }
+
+    /// From now on, counts every arrival under its request class as well: the class the
+    /// load generator drew for its request id (`x-stormrig-request`) from `seed`.
+    /// A class's `writes` says whether the target counts its executions, in place of the
+    /// method.
+    pub fn count_classes(&self, classes: ArrivalClasses) {
+        let _ = self.shared.classes.set(classes);
     }
 
     /// The arrivals kept since [`TargetHandle::log_arrivals`], in arrival order.
@@ -754,6 +774,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
             .unwrap_or_else(|p| p.into_inner())
             .push((request, t));
     }
+    let class = shared.classes.get().map(|c| {
+        // Counted beside the arrival (every request from here on is one, answered at once
+        // or not): the class comes from the id alone, as the client drew it.
+        let class = c.mix.class_of(c.seed, request);
+        shared.counters.class_arrived(class);
+        c.writes[class]
+    });
     let routed = shared
         .providers
         .arrive(req.uri().path(), req.headers(), (request, attempt), t);
@@ -764,7 +791,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     shared.counters.arrive_at(sec);
     let _in_flight = InFlight(&shared.counters);
 
-    let write = !matches!(*req.method(), Method::GET | Method::HEAD);
+    let write = class.unwrap_or(!matches!(*req.method(), Method::GET | Method::HEAD));
     let amount = parse_u64(req.headers().get(H_AMOUNT)).unwrap_or(1);
     // Deterministic: the same verdict as the fast path saw, from the same timeline.
     let tf = (shared.counters.epoch() + t).saturating_duration_since(fault_epoch);

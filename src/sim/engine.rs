@@ -123,6 +123,8 @@ pub(super) struct Req {
     /// which a layer relays when the request ends.
     pub last_status: u16,
     pub last_fault: u16,
+    /// Its request class (0 without classes, and at a layer).
+    pub class: u8,
 }
 
 pub(super) struct Att {
@@ -136,6 +138,8 @@ pub(super) struct Att {
     pub hop: u8,
     /// With failover, the provider (index in the config's list) the policy sent it to.
     provider: u8,
+    /// Its request's class (0 without classes).
+    class: u8,
     /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
     pub deadline_ms: u64,
     /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
@@ -183,8 +187,16 @@ pub(crate) struct ConfigRun<'a> {
     /// Client instances of the config (`load.clients`), each with its own policy state.
     pub clients: std::num::NonZeroU32,
     pub seed: u64,
+    /// The load's method (without classes, and at layers, which relay it).
     pub method: &'a str,
-    pub path: &'a str,
+    /// What each request class sends (one class, the load itself, without classes).
+    pub classes: Vec<SimClass>,
+    /// Draws each request's class; `count_classes` when the load has classes of its own
+    /// (the session then runs each class's policy and counts per class).
+    pub mix: crate::scenario::classes::ClassMix,
+    pub count_classes: bool,
+    /// Per class, its own policy (`None`: the config's); empty without classes.
+    pub class_policies: &'a [Option<RetryConfig>],
     /// The load makes gRPC calls: replies are read as gRPC statuses, as the live client
     /// reads the built-in target's answers (a shed 503 is UNAVAILABLE).
     pub grpc: bool,
@@ -195,8 +207,6 @@ pub(crate) struct ConfigRun<'a> {
     pub duration: u64,
     pub end: u64,
     pub max_in_flight: u64,
-    /// What one execution of a write debits (`x-stormrig-amount`, else 1).
-    pub amount: u64,
     /// The target's idempotency-key dedup: how long a key is remembered, in ns.
     pub dedup_retention: Option<u64>,
     /// The topology's layers, nearest to the client first (empty: a direct run).
@@ -209,6 +219,18 @@ pub(crate) struct ConfigRun<'a> {
     pub stop: Option<&'a std::sync::atomic::AtomicBool>,
     /// The providers the config's attempts reach, if any.
     pub provider: Option<SimProvider>,
+}
+
+/// What a request class sends, as the modeled target sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct SimClass {
+    pub path: String,
+    /// Not a GET or HEAD: the target counts its executions.
+    pub write: bool,
+    /// What one execution of a write debits (`x-stormrig-amount`, else 1).
+    pub amount: u64,
+    /// A retry may repeat its effect (the session's rules for writes apply otherwise).
+    pub idempotent: bool,
 }
 
 /// How many events pass between two looks at [`ConfigRun::stop`] (well under a millisecond).
@@ -270,7 +292,6 @@ pub(super) struct Sim<'a> {
     service: Sampler,
     /// The fault verdicts by time segment.
     verdicts: Verdicts<'a>,
-    write: bool,
     dedup: Option<Store>,
     claimed: u64,
     next_id: u64,
@@ -322,13 +343,20 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
             },
         })
         .collect();
-    let write = !matches!(cfg.method, "GET" | "HEAD");
     let cap = cfg
         .timeline
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
     let sim = Sim {
-        session: Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log)
-            .seeded(cfg.seed, cfg.draw_key),
+        session: {
+            let s = Session::fleet(cfg.name, cfg.config, cfg.clients, cfg.attempt_log)
+                .seeded(cfg.seed, cfg.draw_key);
+            match cfg.count_classes {
+                true => {
+                    s.with_classes(cfg.class_policies, cfg.classes.iter().map(|c| c.idempotent))
+                }
+                false => s,
+            }
+        },
         hops: cfg.layers.iter().map(Hop::new).collect(),
         counters: TargetCounts::new(),
         peak_serving: 0,
@@ -341,7 +369,6 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         parts,
         service: Sampler::new(&cfg.model.service_time),
         verdicts: Verdicts::new(cfg.timeline),
-        write,
         dedup: cfg.dedup_retention.map(Store::new),
         claimed: 0,
         next_id: 0,
@@ -585,6 +612,7 @@ impl Sim<'_> {
             att_gen: 0,
             last_status: NO_REPLY,
             last_fault: NO_FAULT,
+            class: 0,
         });
         (self.reqs.len() - 1) as u32
     }
@@ -602,6 +630,7 @@ impl Sim<'_> {
             sent_at: 0,
             hop: 0,
             provider: 0,
+            class: 0,
             deadline_ms: NO_DEADLINE,
             child: NONE,
             child_gen: 0,
@@ -638,9 +667,14 @@ impl Sim<'_> {
         q.parent = NONE;
         q.rng
             .reseed(request_seed(self.cfg.seed, self.cfg.draw_key, id));
-        let step = self
-            .session
-            .start(now(t), dur(t), id, self.cfg.method, None);
+        let step = if self.cfg.count_classes {
+            let class = self.cfg.mix.class_of(self.cfg.seed, id);
+            self.reqs[r as usize].class = class as u8;
+            self.session.start_class(now(t), dur(t), id, class, None)
+        } else {
+            self.session
+                .start(now(t), dur(t), id, self.cfg.method, None)
+        };
         self.follow(t, r, step);
     }
 
@@ -668,7 +702,7 @@ impl Sim<'_> {
                 let id = req.id();
                 let q = &mut self.reqs[r as usize];
                 q.req = Some(req);
-                let (req_gen, hop) = (q.gen, q.hop);
+                let (req_gen, hop, class) = (q.gen, q.hop, q.class);
                 let a = self.alloc_att();
                 let q = &mut self.reqs[r as usize];
                 q.att = a;
@@ -690,6 +724,7 @@ impl Sim<'_> {
                 at.request = id;
                 at.attempt = attempt.number;
                 at.provider = attempt.provider.map_or(0, |p| p as u8);
+                at.class = class;
                 at.sent_at = t;
                 at.client_waiting = true;
                 at.handler_alive = false;
@@ -810,8 +845,11 @@ impl Sim<'_> {
         }
         self.counters.arrive(sec(t));
         at.handler_alive = true;
+        if self.cfg.count_classes {
+            self.counters.class_arrived(usize::from(at.class));
+        }
         if let Some(p) = self.cfg.provider.as_mut() {
-            p.arrive(at.provider, (at.request, at.attempt), dur(t));
+            p.arrive((at.class, at.provider), (at.request, at.attempt), dur(t));
         }
         let v = match self.verdicts.at(t) {
             Segment::Plain => {
@@ -828,7 +866,9 @@ impl Sim<'_> {
                     .cfg
                     .provider
                     .as_ref()
-                    .map_or(self.cfg.path, |p| p.path(at.provider));
+                    .map_or(self.cfg.classes[usize::from(at.class)].path.as_str(), |p| {
+                        p.path(at.class, at.provider)
+                    });
                 self.cfg
                     .timeline
                     .decide(dur(t), path, at.request, at.attempt)
@@ -887,7 +927,8 @@ impl Sim<'_> {
     #[inline]
     fn deduplicated(&mut self, t: u64, a: u32) -> bool {
         let at = &mut self.atts[a as usize];
-        let Some(store) = self.dedup.as_mut().filter(|_| self.write && at.keyed) else {
+        let write = self.cfg.classes[usize::from(at.class)].write;
+        let Some(store) = self.dedup.as_mut().filter(|_| write && at.keyed) else {
             return false;
         };
         let status = match store.begin((at.hop, at.request), t) {
@@ -926,7 +967,7 @@ impl Sim<'_> {
             return false;
         };
         let at = &self.atts[a as usize];
-        let Err(secs) = p.admit(at.provider, at.request, dur(t)) else {
+        let Err(secs) = p.admit((at.class, at.provider), at.request, dur(t)) else {
             return false;
         };
         let value = secs.to_string();
@@ -1014,7 +1055,7 @@ impl Sim<'_> {
             .cfg
             .provider
             .as_ref()
-            .and_then(|p| p.latency(at.provider))
+            .and_then(|p| p.latency((at.class, at.provider), at.request))
         {
             Some(latency) => latency,
             None => self
@@ -1074,13 +1115,15 @@ impl Sim<'_> {
                 store.complete((at.hop, request), 200, t);
             }
         }
-        if self.write {
-            self.counters.execute(request, self.cfg.amount);
+        let class = &self.cfg.classes[usize::from(at.class)];
+        if class.write {
+            self.counters.execute(request, class.amount);
         }
         if alive {
             if lost == NO_FAULT {
                 if let Some(p) = self.cfg.provider.as_mut() {
-                    p.served(self.atts[a as usize].provider);
+                    let at = &self.atts[a as usize];
+                    p.served((at.class, at.provider), request);
                 }
                 self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);

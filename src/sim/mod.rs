@@ -126,22 +126,43 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let (model, dedup) = modeled_target(plan)?;
     let model = scale_model(model, scale);
     let dedup_retention = dedup.filter(|d| d.enabled).map(|d| ns(d.retention));
-    let amount = sc
-        .load
-        .headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(1);
+    let amount = |headers: &std::collections::BTreeMap<String, String>| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or(1)
+    };
+    let request_classes = sc.load.request_classes();
     let timeline = FaultTimeline::new(scale_faults(&sc.faults, scale), sc.seed);
     let shape = scale_shape(&sc.load.shape, scale);
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
 
     // A gRPC call is a POST to /service/method (path-scoped faults see that path).
-    let (method, path) = match &sc.load.grpc {
-        Some(g) => ("POST", g.path()),
-        None => (sc.load.method.as_str(), sc.load.path.clone()),
+    let (method, classes) = match &sc.load.grpc {
+        Some(g) => (
+            "POST",
+            vec![engine::SimClass {
+                path: g.path(),
+                write: true,
+                amount: amount(&sc.load.headers),
+                idempotent: false,
+            }],
+        ),
+        None => (
+            sc.load.method.as_str(),
+            request_classes
+                .iter()
+                .map(|c| engine::SimClass {
+                    path: c.path.clone(),
+                    write: c.writes(),
+                    amount: amount(&c.headers),
+                    idempotent: c.idempotent(),
+                })
+                .collect(),
+        ),
     };
+    let mix = crate::scenario::classes::ClassMix::new(&sc.load.classes);
 
     let builder = ResultBuilder::new(plan, &shape, sc.duration);
     let mut result = builder.header(Engine::Sim, false, None);
@@ -165,7 +186,10 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             clients: sc.load.clients,
             seed: sc.seed,
             method,
-            path: &path,
+            classes: classes.clone(),
+            mix: mix.clone(),
+            count_classes: !sc.load.classes.is_empty(),
+            class_policies: &planned.class_policies,
             grpc: sc.load.grpc.is_some(),
             model: &model,
             timeline: &timeline,
@@ -173,7 +197,6 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             duration: ns(sc.duration),
             end: ns(sc.duration.saturating_add(sc.drain)),
             max_in_flight,
-            amount,
             dedup_retention,
             layers: plan
                 .layers
@@ -193,9 +216,11 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
             stop: opts.stop.as_deref(),
             provider: provider::SimProvider::for_run(
                 &sc.providers,
-                &sc.load.path,
-                &sc.load.headers,
-                planned.config.failover.as_ref(),
+                &request_classes,
+                &(0..request_classes.len())
+                    .map(|i| planned.policy_of(i).failover.as_ref())
+                    .collect::<Vec<_>>(),
+                sc.seed,
             ),
         })
     });

@@ -156,6 +156,8 @@ async fn stormrig_calls(
             tls: None,
         },
         trace: None,
+        classes: &[],
+        class_policies: &[],
     });
     let mut codes = Vec::new();
     for (i, m) in methods.iter().enumerate() {
@@ -167,6 +169,8 @@ async fn stormrig_calls(
             headers,
             body: grpc::frame(b""),
             grpc: true,
+            class: None,
+            tokens: None,
         };
         let done = rt
             .drive(epoch, &tmpl, first + i as u64, epoch.elapsed(), None)

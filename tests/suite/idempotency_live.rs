@@ -217,6 +217,8 @@ jitter = { kind = "none" }
         attempt_log: true,
         wire: Default::default(),
         trace: None,
+        classes: &[],
+        class_policies: &[],
     }));
     let mut hdrs = HeaderMap::new();
     hdrs.insert(
@@ -229,6 +231,8 @@ jitter = { kind = "none" }
         headers: hdrs,
         body: Bytes::from_static(b"{\"amount\":100}"),
         grpc: false,
+        class: None,
+        tokens: None,
     });
     let epoch = Epoch::start();
 

@@ -287,6 +287,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         money: None,
         routes: Vec::new(),
         degraded: None,
+        classes: Vec::new(),
     }
 }
 

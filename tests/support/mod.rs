@@ -85,6 +85,7 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         money: None,
         routes: Vec::new(),
         degraded: None,
+        classes: Vec::new(),
     }
 }
 
