@@ -111,6 +111,14 @@ impl<'p> ResultBuilder<'p> {
                 )
             })
             .collect();
+        summary.class_policies = classes
+            .iter()
+            .zip(&planned.class_policies)
+            .filter_map(|(c, p)| {
+                let p = p.as_ref()?;
+                Some((c.name.clone(), serde_json::to_value(p).unwrap_or_default()))
+            })
+            .collect();
         (summary, rows)
     }
 

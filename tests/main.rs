@@ -42,6 +42,7 @@ mod suite {
     mod proxy_local;
     mod proxy_nginx;
     mod report_html;
+    mod request_classes;
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;

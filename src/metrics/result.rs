@@ -251,6 +251,10 @@ pub struct ConfigSummary {
     /// Per request class of a mixed load, in the load's order (empty without classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<super::classes::ClassSummary>,
+    /// The resolved policy of each request class that has one of its own, by class name
+    /// (the other classes run under `policy`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub class_policies: BTreeMap<String, serde_json::Value>,
 }
 
 /// How a config's attempts used connections: over HTTP/1.1 one attempt at a time per
@@ -611,6 +615,7 @@ pub fn summarize(
             .unwrap_or_default(),
         degraded: super::degraded::DegradedFigures::of(&config.ladder, rec),
         classes: Vec::new(),
+        class_policies: BTreeMap::new(),
     };
     (summary, rows)
 }

@@ -152,6 +152,9 @@ pub fn summary(run: &RunResult) -> String {
         provider_table(&mut out, c);
     }
     for c in &run.configs {
+        class_table(&mut out, c);
+    }
+    for c in &run.configs {
         if let Some(v) = &c.verdict {
             prose(&mut out, &v.sentence);
         }
@@ -281,6 +284,35 @@ fn provider_table(out: &mut String, c: &ConfigSummary) {
             money,
             p.retry_after_honoured,
             p.retry_after_early
+        );
+    }
+}
+
+/// A config's figures per request class: what each class sent, what reached the target,
+/// how many succeeded and how long its users waited.
+fn class_table(out: &mut String, c: &ConfigSummary) {
+    if c.classes.is_empty() {
+        return;
+    }
+    prose(out, &format!("{}: per request class", c.name));
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>8} {:>8} {:>10} {:>6} {:>8} {:>8} {:>9}",
+        "class", "requests", "attempts", "downstream", "amp", "success", "degraded", "p99 ms"
+    );
+    for k in &c.classes {
+        let name: String = k.name.chars().take(12).collect();
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>8} {:>8} {:>10} {:>5.2}× {:>7}% {:>8} {:>9.1}",
+            name,
+            k.upstream_requests,
+            k.attempts,
+            k.downstream_arrivals,
+            k.amplification,
+            fmt_pct(k.success_share),
+            k.degraded,
+            k.latency_ms.p99
         );
     }
 }

@@ -394,6 +394,19 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
     ));
     c.money = stormrig::metrics::provider::MoneyFigures::of(std::slice::from_ref(&provider));
     c.providers.push(provider);
+    let mut counts = stormrig::metrics::ClassCounts {
+        started: 10,
+        attempts: 14,
+        retries: 4,
+        succeeded: 8,
+        failed: 1,
+        degraded: 1,
+        ..Default::default()
+    };
+    counts.latency_us.record(1500).unwrap();
+    c.classes.push(stormrig::metrics::ClassSummary::of(
+        "tool.pay", 0.25, &counts, 14,
+    ));
     c.layers.push(LayerSummary {
         name: "db.primary".into(),
         arrivals: 1200,

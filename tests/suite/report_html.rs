@@ -288,6 +288,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         routes: Vec::new(),
         degraded: None,
         classes: Vec::new(),
+        class_policies: Default::default(),
     }
 }
 

@@ -86,6 +86,7 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         routes: Vec::new(),
         degraded: None,
         classes: Vec::new(),
+        class_policies: Default::default(),
     }
 }
 

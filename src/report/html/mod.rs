@@ -12,6 +12,7 @@
 //! result renders to the same bytes (no render time, no hash-map order).
 
 mod charts;
+mod classes;
 mod providers;
 
 /// The config colours, shared with the sweep and capacity pages.
@@ -79,6 +80,7 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
     table(&mut p, run, baseline);
     layers(&mut p, run);
     providers::section(&mut p, run, provider_chart.as_ref());
+    classes::section(&mut p, run);
     budget_section(&mut p, run, &drain_charts);
     p.push_str("<section id=\"charts\">\n<h2><a href=\"#charts\">Over time</a></h2>\n");
     legend(&mut p, run);
@@ -296,6 +298,9 @@ fn nav(p: &mut String, run: &RunResult) {
     }
     if providers::shown(run) {
         p.push_str("<a href=\"#providers\">Providers</a>");
+    }
+    if classes::shown(run) {
+        p.push_str("<a href=\"#classes\">Request classes</a>");
     }
     p.push_str("<a href=\"#budget\">Budget drain</a><a href=\"#charts\">Over time</a>");
     for s in charts::TIME_CHARTS {
@@ -1086,6 +1091,17 @@ fn policies(p: &mut String, run: &RunResult) {
             int(c.idempotency.extra_debited),
             escape(&json)
         );
+        for (class, policy) in &c.class_policies {
+            let json = serde_json::to_string_pretty(policy).unwrap_or_else(|_| "null".into());
+            let _ = writeln!(
+                p,
+                "<details><summary>{}{} · class {}: a policy of its own</summary>\n<pre>{}</pre></details>",
+                swatch(i),
+                escape(&c.name),
+                escape(class),
+                escape(&json)
+            );
+        }
     }
     p.push_str("</section>\n");
 }
