@@ -203,22 +203,48 @@ fn compact<T: serde::Serialize>(x: &T) -> String {
     serde_json::to_string(x).unwrap_or_else(|_| "?".into())
 }
 
-/// Each config's resolved policy in words (`stormrig check --explain`).
+/// Each config's resolved policy in words (`stormrig check --explain`), then, for a load
+/// with request classes, which policy each class runs under.
 pub fn explain(plan: &Plan) -> String {
-    let method = &plan.scenario.load.method;
+    let load = &plan.scenario.load;
     let mut out = String::new();
     for pc in &plan.configs {
-        let c = &pc.config;
-        let r = &c.retry_on;
-        let _ = writeln!(
-            out,
-            "{}{}",
-            pc.name,
-            c.preset.as_ref().map_or(
-                " (no preset: the defaults of a config without one)".to_string(),
-                |p| { format!(" (preset {p})") }
-            )
-        );
+        let _ = writeln!(out, "{}{}", pc.name, preset_words(&pc.config));
+        let idempotent = is_idempotent_method(&load.method);
+        explain_policy(&mut out, &pc.config, &load.method, idempotent);
+        for (i, class) in load.classes.iter().enumerate() {
+            let what = format!("  class {} ({} {})", class.name, class.method, class.path);
+            match pc.class_policies.get(i).and_then(Option::as_ref) {
+                None => {
+                    let _ = writeln!(out, "{what}: the config's policy, sharing its state");
+                }
+                Some(c) => {
+                    let _ = writeln!(out, "{what}: a policy of its own{}", preset_words(c));
+                    explain_policy(&mut out, c, &class.method, class.idempotent());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn preset_words(c: &crate::policy::RetryConfig) -> String {
+    c.preset.as_ref().map_or(
+        " (no preset: the defaults of a config without one)".to_string(),
+        |p| format!(" (preset {p})"),
+    )
+}
+
+/// One policy in words; `idempotent` says whether the calls it sends may be repeated
+/// (`method`'s rule, or what a request class declares).
+fn explain_policy(
+    out: &mut String,
+    c: &crate::policy::RetryConfig,
+    method: &str,
+    idempotent: bool,
+) {
+    let r = &c.retry_on;
+    {
         let _ = writeln!(
             out,
             "  attempts: up to {} (first try included){}{}",
@@ -247,8 +273,8 @@ pub fn explain(plan: &Plan) -> String {
         let _ = writeln!(
             out,
             "  does not retry: every other status and transport outcome{}",
-            if is_idempotent_method(method) {
-                format!("; {method} is idempotent, so method never stops a retry")
+            if idempotent {
+                format!("; {method} is idempotent here, so method never stops a retry")
             } else if c.idempotency_key {
                 format!("; {method} is retried with an Idempotency-Key")
             } else if c.retry_non_idempotent {
@@ -284,5 +310,4 @@ pub fn explain(plan: &Plan) -> String {
             let _ = writeln!(out, "  breaker: {}", compact(b));
         }
     }
-    out
 }
