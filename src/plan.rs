@@ -159,6 +159,12 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
                 check_failover(&scenario, f, &class.path)
                     .map_err(|m| refuse(&field("failover"), for_class(m)))?;
             }
+            for (r, rung) in policy.ladder.iter().enumerate() {
+                if let Some(name) = rung.model() {
+                    check_model(&scenario, name, &class.path)
+                        .map_err(|m| refuse(&field(&format!("ladder[{r}].model")), for_class(m)))?;
+                }
+            }
             if let AttemptCost::Derived(unit) = policy.attempt_cost {
                 let per_slot = derived_costs(&scenario, policy, unit, class)
                     .map_err(|m| refuse(&field("attempt_cost"), for_class(m)))?;
@@ -410,6 +416,22 @@ fn class_policies(
         out[ci] = Some(policy);
     }
     Ok(out)
+}
+
+/// A ladder's model rung sends the request to another provider of the scenario: the path
+/// must name a provider (so it can name another), and the rung's name must be one.
+fn check_model(sc: &Scenario, name: &str, path: &str) -> Result<(), String> {
+    if !path.starts_with(scenario::provider::PATH_PREFIX) {
+        return Err(format!(
+            "a model rung sends the call to another provider, but the path {path:?} names no \
+             provider ({}NAME/...)",
+            scenario::provider::PATH_PREFIX
+        ));
+    }
+    match sc.providers.iter().any(|p| p.name == name) {
+        true => Ok(()),
+        false => Err(format!("{name:?} is not a [[provider]] of the scenario")),
+    }
 }
 
 /// Resolves one retry-config table (`name`, optional `preset`, overrides) written at

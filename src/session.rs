@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::draws::{self, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
-use crate::policy::ladder;
+use crate::policy::ladder::{self, Fallback};
 use crate::policy::{
     attempt_label, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now, OutcomeClass,
     Permit, PolicyEvent, RequestState, RetryConfig,
@@ -60,6 +60,11 @@ pub struct Request {
     /// Its request class (0 without classes) and the fleet whose policy runs it.
     class: u8,
     fleet: u8,
+    /// Attempts sent to the ladder's model rungs after the policy gave up (they are not the
+    /// policy's, so its state does not count them).
+    fallback_attempts: u32,
+    /// On a model rung: that rung and why the policy gave up.
+    fell: Option<(u8, GiveUpReason)>,
     /// The fleet instance that sends it ([`Fleet::instance_of`]).
     instance: u32,
     intended: Duration,
@@ -85,6 +90,9 @@ pub struct Attempt {
     pub idempotency_key: bool,
     /// With failover, the provider (index in the config's list) the policy sent it to.
     pub provider: Option<usize>,
+    /// After the policy gave up: the rung of the ladder whose model (another provider) the
+    /// attempt goes to.
+    pub fallback: Option<u8>,
 }
 
 /// How a logical request ended.
@@ -248,6 +256,8 @@ impl Session {
                 id,
                 class,
                 fleet,
+                fallback_attempts: 0,
+                fell: None,
                 instance,
                 intended,
             },
@@ -287,6 +297,7 @@ impl Session {
                     remaining_deadline,
                     idempotency_key,
                     provider,
+                    fallback: None,
                 })
             }
             Permit::Refuse(reason) => {
@@ -320,6 +331,9 @@ impl Session {
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Step {
+        if let Some((rung, reason)) = req.fell {
+            return self.fallback_answered(now, req, latency, outcome, (rung, reason));
+        }
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
@@ -374,20 +388,104 @@ impl Session {
             .finish(now, req.state);
     }
 
-    /// Ends a request: the policy's bookkeeping, the ladder for a request that gave up,
-    /// and the recorder.
+    /// Ends a request: the ladder for a request that gave up (which may send it to a model
+    /// rung first), then the policy's bookkeeping and the recorder.
     #[inline(always)]
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
-        let attempts = req.state.attempts();
-        let fleet = &mut self.fleets[usize::from(req.fleet)];
-        fleet.client_mut(req.instance).finish(now, req.state);
-        let latency = now.mono.saturating_sub(req.intended);
-        let ending = match ending {
-            Ending::GaveUp(reason) if !fleet.config().ladder.is_empty() => {
-                self.degrade(req.fleet, req.id, reason)
+        match ending {
+            Ending::GaveUp(reason)
+                if !self.fleets[usize::from(req.fleet)]
+                    .config()
+                    .ladder
+                    .is_empty() =>
+            {
+                self.fall(now, req, reason, 0)
             }
-            other => other,
-        };
+            other => self.end(now, req, other),
+        }
+    }
+
+    /// The ladder from rung `from` on, for a request that gave up for `reason`: a rung that
+    /// answers it ends it degraded, a model rung gets one more attempt, no rung leaves it
+    /// failed.
+    #[cold]
+    fn fall(&mut self, now: Now, mut req: Request, reason: GiveUpReason, from: usize) -> Step {
+        let key = draws::request_seed(self.seed, self.draw_key, req.id);
+        let rungs = &self.fleets[usize::from(req.fleet)].config().ladder;
+        let fallback = ladder::fall_from(rungs, from, reason, |i| {
+            draws::draw_salted(key, LADDER_SALT.wrapping_add(i as u64))
+        });
+        match fallback {
+            Some(Fallback::Answer(rung)) => self.end(now, req, Ending::Degraded { reason, rung }),
+            None => self.end(now, req, Ending::GaveUp(reason)),
+            Some(Fallback::Try(rung)) => {
+                let rung = rung as u8;
+                req.fell = Some((rung, reason));
+                req.fallback_attempts += 1;
+                let number = req.state.attempts() + req.fallback_attempts;
+                self.rec.attempt_sent(now.mono, number);
+                if !self.classes.is_empty() {
+                    self.rec.class_attempt(usize::from(req.class), number);
+                }
+                let config = self.fleets[usize::from(req.fleet)].config();
+                let attempt = Attempt {
+                    number,
+                    timeout: config.per_try_timeout,
+                    remaining_deadline: None,
+                    idempotency_key: config.idempotency_key,
+                    provider: None,
+                    fallback: Some(rung),
+                };
+                Step::Send(req, attempt)
+            }
+        }
+    }
+
+    /// The answer of a model rung's attempt: a success ends the request degraded at that
+    /// rung; anything else goes on down the ladder. The policy never sees it.
+    #[cold]
+    fn fallback_answered(
+        &mut self,
+        now: Now,
+        req: Request,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        (rung, reason): (u8, GiveUpReason),
+    ) -> Step {
+        let class = self.fleets[usize::from(req.fleet)]
+            .config()
+            .retry_on
+            .classify(outcome)
+            .class;
+        let label = attempt_label(outcome, class);
+        let number = req.state.attempts() + req.fallback_attempts;
+        let t = now.mono;
+        self.rec.attempt_done(t, latency, label, number);
+        let level = self.fleets[usize::from(req.fleet)]
+            .client(req.instance)
+            .budget_level();
+        self.log_row(
+            req.id,
+            number,
+            Some(t.saturating_sub(latency)),
+            label.as_str(),
+            level,
+        );
+        if class == OutcomeClass::Success {
+            let rung = usize::from(rung);
+            return self.end(now, req, Ending::Degraded { reason, rung });
+        }
+        self.fall(now, req, reason, usize::from(rung) + 1)
+    }
+
+    /// The request's end: the policy releases what it held, the recorder counts it.
+    #[inline(always)]
+    fn end(&mut self, now: Now, req: Request, ending: Ending) -> Step {
+        let attempts = req.state.attempts() + req.fallback_attempts;
+        self.fleets[usize::from(req.fleet)]
+            .client_mut(req.instance)
+            .finish(now, req.state);
+        let latency = now.mono.saturating_sub(req.intended);
         if !self.classes.is_empty() {
             self.rec
                 .class_finished(usize::from(req.class), ending_kind(ending), latency);
@@ -401,18 +499,6 @@ impl Session {
                 .upstream_finished(now.mono, latency, ending.reason(), attempts),
         }
         Step::Done(ending)
-    }
-
-    /// Asks the config's ladder to answer request `id`, which gave up for `reason`.
-    fn degrade(&self, fleet: u8, id: u64, reason: GiveUpReason) -> Ending {
-        let key = draws::request_seed(self.seed, self.draw_key, id);
-        let rungs = &self.fleets[usize::from(fleet)].config().ladder;
-        match ladder::answer(rungs, reason, |i| {
-            draws::draw_salted(key, LADDER_SALT.wrapping_add(i as u64))
-        }) {
-            Some(rung) => Ending::Degraded { reason, rung },
-            None => Ending::GaveUp(reason),
-        }
     }
 
     #[inline]

@@ -16,6 +16,7 @@ use super::clock::Epoch;
 use super::http::{self, HttpClient, Reply};
 use crate::draws::{request_seed, LazyRng};
 use crate::headers;
+use crate::policy::failover::path_at;
 use crate::policy::{AttemptOutcome, GiveUpReason, Response};
 use crate::session::{self, Attempt, Session, Step};
 
@@ -39,6 +40,9 @@ pub struct ConfigRuntime {
     /// Which provider each attempt goes to: the policy's answer rewrites the template path.
     /// Per request class (the policy it runs under); one entry without classes.
     failover: Vec<Option<crate::policy::FailoverConfig>>,
+    /// Per request class, the providers of its ladder's model rungs, by rung index (`None`
+    /// for a rung the client answers itself).
+    fallbacks: Vec<Vec<Option<String>>>,
     /// `x-stormrig-config` and `x-stormrig-run` of every attempt (the load generator's
     /// clients; a layer passes on those it received).
     trace: Option<(HeaderValue, HeaderValue)>,
@@ -147,6 +151,15 @@ pub struct RuntimeSpec<'a> {
 impl ConfigRuntime {
     /// A fresh runtime: a new policy client, an empty recorder, its own connection pool.
     pub fn new(spec: RuntimeSpec<'_>) -> ConfigRuntime {
+        let failover = policies(&spec).map(|p| p.failover.clone()).collect();
+        let fallbacks = policies(&spec)
+            .map(|p| {
+                p.ladder
+                    .iter()
+                    .map(|r| r.model().map(str::to_string))
+                    .collect()
+            })
+            .collect();
         ConfigRuntime {
             draw_key: spec.draw_key,
             name: spec.name.to_string(),
@@ -172,15 +185,8 @@ impl ConfigRuntime {
             seed: spec.seed,
             propagate_deadline: spec.propagate_deadline,
             uri_cache: OnceLock::new(),
-            failover: match spec.classes.is_empty() {
-                true => vec![spec.config.failover.clone()],
-                false => (0..spec.classes.len())
-                    .map(|i| {
-                        let own = spec.class_policies.get(i).and_then(Option::as_ref);
-                        own.unwrap_or(spec.config).failover.clone()
-                    })
-                    .collect(),
-            },
+            failover,
+            fallbacks,
             // Names and ids are validated tokens: a value that is not a header is left off.
             trace: spec.trace.and_then(|t| {
                 Some((
@@ -336,9 +342,16 @@ impl ConfigRuntime {
         }
         let mut req = Request::new(Full::new(tmpl.body.clone()));
         *req.method_mut() = tmpl.method.clone();
-        *req.uri_mut() = match &self.failover[tmpl.class.unwrap_or(0)] {
-            Some(f) => self.origin_uri(&f.path_to(&tmpl.path, attempt.provider.unwrap_or(0))),
-            None => self.origin_uri(&tmpl.path),
+        let class = tmpl.class.unwrap_or(0);
+        let model = attempt
+            .fallback
+            .and_then(|r| self.fallbacks[class].get(usize::from(r))?.as_deref());
+        *req.uri_mut() = match (&self.failover[class], model) {
+            (_, Some(name)) => self.origin_uri(&path_at(&tmpl.path, name)),
+            (Some(f), None) => {
+                self.origin_uri(&f.path_to(&tmpl.path, attempt.provider.unwrap_or(0)))
+            }
+            (None, None) => self.origin_uri(&tmpl.path),
         };
         *req.headers_mut() = h;
         req
@@ -368,6 +381,20 @@ impl ConfigRuntime {
     pub fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
         f(&mut self.lock())
     }
+}
+
+/// The policy each request class runs under, in class order (the config's alone without
+/// classes).
+fn policies<'a>(
+    spec: &'a RuntimeSpec<'a>,
+) -> impl Iterator<Item = &'a crate::policy::RetryConfig> + 'a {
+    let n = spec.classes.len().max(1);
+    (0..n).map(move |i| {
+        spec.class_policies
+            .get(i)
+            .and_then(Option::as_ref)
+            .unwrap_or(spec.config)
+    })
 }
 
 /// A request between two steps of [`ConfigRuntime::drive`], while an attempt is on the wire

@@ -10,7 +10,7 @@ use crate::policy::Rung;
 /// How many requests one rung answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RungCount {
-    /// `cached` or `static`.
+    /// `model NAME`, `cached` or `static`.
     pub rung: String,
     pub requests: u64,
 }

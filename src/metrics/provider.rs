@@ -39,6 +39,10 @@ pub struct ProviderStats {
     /// With a price: the money the arrivals cost, in billionths of a money unit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub money_nano: Option<MoneyCounts>,
+    /// Arrivals per second of the run (index = second), as the provider counted them: what
+    /// the HTML report charts per provider, for every config, failover or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals_per_s: Vec<u64>,
     /// The provider's price, for charging arrivals (not part of the counts).
     #[serde(skip)]
     price: Option<Price>,
@@ -120,6 +124,7 @@ impl ProviderStats {
         self.tokens_served += o.tokens_served;
         self.retry_after_honoured += o.retry_after_honoured;
         self.retry_after_early += o.retry_after_early;
+        super::target::add_series(&mut self.arrivals_per_s, &o.arrivals_per_s);
         match (&mut self.money_nano, &o.money_nano) {
             (Some(m), Some(om)) => m.merge(om),
             (None, Some(om)) => self.money_nano = Some(*om),
@@ -370,6 +375,12 @@ impl ProviderBook {
     /// and judged against the `Retry-After` the provider gave that request, if any.
     pub fn arrive(&mut self, (request, attempt): (u64, u32), tokens: Tokens, t: Duration) {
         self.stats.arrive(tokens, attempt <= 1);
+        let second = super::target_counts::second_of(t);
+        let series = &mut self.stats.arrivals_per_s;
+        if series.len() <= second {
+            series.resize(second + 1, 0);
+        }
+        series[second] += 1;
         let honoured = self.watch.arrive(request, t);
         self.stats.returned(honoured);
     }

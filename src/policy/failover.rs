@@ -43,6 +43,19 @@ fn default_same() -> u32 {
     1
 }
 
+/// `template` (a path under `/providers/NAME/`) sent to provider `name` instead: the same
+/// call at another provider. A path under no provider is left as it is.
+pub fn path_at<'a>(template: &'a str, name: &str) -> Cow<'a, str> {
+    let Some(rest) = template.strip_prefix(PROVIDERS_PREFIX) else {
+        return Cow::Borrowed(template);
+    };
+    let tail = rest.find('/').map_or("", |i| &rest[i..]);
+    if rest.len() - tail.len() == name.len() && rest.starts_with(name) {
+        return Cow::Borrowed(template);
+    }
+    Cow::Owned(format!("{PROVIDERS_PREFIX}{name}{tail}"))
+}
+
 impl FailoverConfig {
     /// The index in [`Self::providers`] that 1-based attempt `attempt` goes to.
     pub fn slot(&self, attempt: u32) -> usize {
@@ -66,15 +79,7 @@ impl FailoverConfig {
 
     /// `template` sent to the provider at index `slot` of [`Self::providers`].
     pub fn path_to<'a>(&self, template: &'a str, slot: usize) -> Cow<'a, str> {
-        let Some(rest) = template.strip_prefix(PROVIDERS_PREFIX) else {
-            return Cow::Borrowed(template);
-        };
-        let tail = rest.find('/').map_or("", |i| &rest[i..]);
-        let name = &self.providers[slot];
-        if rest.len() - tail.len() == name.len() && rest.starts_with(name.as_str()) {
-            return Cow::Borrowed(template);
-        }
-        Cow::Owned(format!("{PROVIDERS_PREFIX}{name}{tail}"))
+        path_at(template, &self.providers[slot])
     }
 
     /// At least one provider, none named twice, none empty or holding a `/`.

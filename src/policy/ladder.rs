@@ -7,10 +7,13 @@
 //! user did not get what was asked) nor a failure (the user got something): a request the
 //! ladder answers ends **degraded**, counted per rung.
 //!
-//! `ladder = [{ cached = 0.6 }, { static = true }]`: rungs are tried in order; a `cached`
-//! rung answers `share` of the requests that reach it, picked by a seeded draw per request
-//! (the caller supplies it, one per rung), the rest fall to the next rung; `static` answers
-//! every request. A request no rung answers keeps its failure.
+//! `ladder = [{ model = "small" }, { cached = 0.6 }, { static = true }]`: rungs are tried in
+//! order. A `model` rung sends the request once more, to another provider (a lighter model:
+//! it costs tokens there, and counts as an attempt); when that provider answers, the request
+//! ends degraded at that rung, otherwise it falls to the next rung. A `cached` rung answers
+//! `share` of the requests that reach it, picked by a seeded draw per request (the caller
+//! supplies it, one per rung), the rest fall to the next rung; `static` answers every
+//! request. A request no rung answers keeps its failure.
 //!
 //! The ladder answers only where a fallback is honest: not after a non-retryable answer
 //! (the request itself was wrong), nor for a request that may have had a side effect and
@@ -22,9 +25,11 @@ use super::client::GiveUpReason;
 use super::error::PolicyError;
 
 /// One rung of the ladder.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Rung {
+    /// `{ model = "NAME" }`: one more attempt, at provider `NAME` (a lighter model).
+    Model(String),
     /// `{ cached = share }`: a cached answer for `share` ∈ (0, 1] of the requests.
     Cached(f64),
     /// `{ static = true }`: a static fallback for every request.
@@ -32,13 +37,31 @@ pub enum Rung {
 }
 
 impl Rung {
-    /// The rung's name in reports.
-    pub fn label(&self) -> &'static str {
+    /// The rung's name in reports: `cached`, `static`, or `model NAME`.
+    pub fn label(&self) -> std::borrow::Cow<'static, str> {
         match self {
-            Rung::Cached(_) => "cached",
-            Rung::Static(_) => "static",
+            Rung::Model(name) => format!("model {name}").into(),
+            Rung::Cached(_) => "cached".into(),
+            Rung::Static(_) => "static".into(),
         }
     }
+
+    /// The provider a `model` rung sends its attempt to.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            Rung::Model(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// What the ladder does for a request that gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// Rung `i` answers it (cached, static).
+    Answer(usize),
+    /// Rung `i` is a model: send the request there once; its answer decides.
+    Try(usize),
 }
 
 /// Would the ladder answer a request that gave up for `reason`?
@@ -54,18 +77,34 @@ pub fn degradable(reason: GiveUpReason) -> bool {
 pub fn answer(
     ladder: &[Rung],
     reason: GiveUpReason,
-    mut draw: impl FnMut(usize) -> f64,
+    draw: impl FnMut(usize) -> f64,
 ) -> Option<usize> {
+    match fall_from(ladder, 0, reason, draw)? {
+        Fallback::Answer(i) | Fallback::Try(i) => Some(i),
+    }
+}
+
+/// The first rung from `from` on that takes a request that gave up for `reason`: one that
+/// answers it, or a model to try; `None` when none does. After a model rung whose provider
+/// did not answer, the caller asks again from the rung after it.
+pub fn fall_from(
+    ladder: &[Rung],
+    from: usize,
+    reason: GiveUpReason,
+    mut draw: impl FnMut(usize) -> f64,
+) -> Option<Fallback> {
     if !degradable(reason) {
         return None;
     }
-    ladder.iter().enumerate().find_map(|(i, rung)| {
-        let takes = match *rung {
-            Rung::Cached(share) => draw(i) < share,
-            Rung::Static(on) => on,
-        };
-        takes.then_some(i)
-    })
+    ladder
+        .iter()
+        .enumerate()
+        .skip(from)
+        .find_map(|(i, rung)| match rung {
+            Rung::Model(_) => Some(Fallback::Try(i)),
+            Rung::Cached(share) => (draw(i) < *share).then_some(Fallback::Answer(i)),
+            Rung::Static(on) => on.then_some(Fallback::Answer(i)),
+        })
 }
 
 /// Shares in (0, 1], `static = true` and nothing after it (no request reaches it).
@@ -73,6 +112,13 @@ pub fn validate(ladder: &[Rung]) -> Result<(), PolicyError> {
     for (i, rung) in ladder.iter().enumerate() {
         let field = format!("ladder[{i}]");
         match *rung {
+            Rung::Model(ref name) if name.is_empty() || name.contains('/') => {
+                return Err(PolicyError::invalid(
+                    format!("{field}.model"),
+                    name,
+                    "the name of a [[provider]] of the scenario",
+                ))
+            }
             Rung::Cached(share) if !(share > 0.0 && share <= 1.0) => {
                 return Err(PolicyError::invalid(
                     format!("{field}.cached"),
@@ -127,6 +173,37 @@ mod tests {
         }
         assert!(!degradable(GiveUpReason::NotIdempotent));
         assert!(degradable(GiveUpReason::BreakerOpen));
+    }
+
+    #[test]
+    fn a_model_rung_is_tried_and_the_ladder_goes_on_after_it() {
+        let ladder = [
+            Rung::Model("small".into()),
+            Rung::Cached(0.5),
+            Rung::Static(true),
+        ];
+        let max = GiveUpReason::MaxAttempts;
+        assert_eq!(fall_from(&ladder, 0, max, |_| 0.9), Some(Fallback::Try(0)));
+        assert_eq!(
+            fall_from(&ladder, 1, max, |_| 0.1),
+            Some(Fallback::Answer(1))
+        );
+        assert_eq!(
+            fall_from(&ladder, 1, max, |_| 0.9),
+            Some(Fallback::Answer(2))
+        );
+        assert_eq!(fall_from(&ladder, 3, max, |_| 0.0), None);
+        assert_eq!(
+            fall_from(&ladder, 0, GiveUpReason::NotIdempotent, |_| 0.0),
+            None
+        );
+        assert_eq!(ladder[0].label(), "model small");
+        assert_eq!(ladder[0].model(), Some("small"));
+        validate(&ladder).unwrap();
+        assert!(validate(&[Rung::Model(String::new())])
+            .unwrap_err()
+            .to_string()
+            .contains("ladder[0].model"));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
 use crate::session::{self, Session, Step};
 
-use super::provider::SimProvider;
+use super::provider::{Route, SimProvider, NO_FALLBACK};
 
 /// One-way network delay between client and target (each way), a loopback round trip's
 /// order of magnitude. Every attempt pays it twice, unless it times out first.
@@ -140,6 +140,8 @@ pub(super) struct Att {
     provider: u8,
     /// Its request's class (0 without classes).
     class: u8,
+    /// After the policy gave up: the ladder's model rung it was sent to, or `NO_FALLBACK`.
+    fallback: u8,
     /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
     pub deadline_ms: u64,
     /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
@@ -160,6 +162,14 @@ pub(super) struct Att {
     lost: u16,
     reply_status: u16,
     reply_fault: u16,
+}
+
+impl Att {
+    /// Where it goes among the providers: class, failover slot, model rung.
+    #[inline]
+    fn route(&self) -> Route {
+        (self.class, self.provider, self.fallback)
+    }
 }
 
 /// Precomputed response parts of each fault, indexed like the faults.
@@ -631,6 +641,7 @@ impl Sim<'_> {
             hop: 0,
             provider: 0,
             class: 0,
+            fallback: NO_FALLBACK,
             deadline_ms: NO_DEADLINE,
             child: NONE,
             child_gen: 0,
@@ -725,6 +736,7 @@ impl Sim<'_> {
                 at.attempt = attempt.number;
                 at.provider = attempt.provider.map_or(0, |p| p as u8);
                 at.class = class;
+                at.fallback = attempt.fallback.unwrap_or(NO_FALLBACK);
                 at.sent_at = t;
                 at.client_waiting = true;
                 at.handler_alive = false;
@@ -849,7 +861,7 @@ impl Sim<'_> {
             self.counters.class_arrived(usize::from(at.class));
         }
         if let Some(p) = self.cfg.provider.as_mut() {
-            p.arrive((at.class, at.provider), (at.request, at.attempt), dur(t));
+            p.arrive(at.route(), (at.request, at.attempt), dur(t));
         }
         let v = match self.verdicts.at(t) {
             Segment::Plain => {
@@ -867,7 +879,7 @@ impl Sim<'_> {
                     .provider
                     .as_ref()
                     .map_or(self.cfg.classes[usize::from(at.class)].path.as_str(), |p| {
-                        p.path(at.class, at.provider)
+                        p.path(at.route())
                     });
                 self.cfg
                     .timeline
@@ -967,7 +979,7 @@ impl Sim<'_> {
             return false;
         };
         let at = &self.atts[a as usize];
-        let Err(secs) = p.admit((at.class, at.provider), at.request, dur(t)) else {
+        let Err(secs) = p.admit(at.route(), at.request, dur(t)) else {
             return false;
         };
         let value = secs.to_string();
@@ -1055,7 +1067,7 @@ impl Sim<'_> {
             .cfg
             .provider
             .as_ref()
-            .and_then(|p| p.latency((at.class, at.provider), at.request))
+            .and_then(|p| p.latency(at.route(), at.request))
         {
             Some(latency) => latency,
             None => self
@@ -1123,7 +1135,7 @@ impl Sim<'_> {
             if lost == NO_FAULT {
                 if let Some(p) = self.cfg.provider.as_mut() {
                     let at = &self.atts[a as usize];
-                    p.served((at.class, at.provider), request);
+                    p.served(at.route(), request);
                 }
                 self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);

@@ -218,7 +218,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
                 &sc.providers,
                 &request_classes,
                 &(0..request_classes.len())
-                    .map(|i| planned.policy_of(i).failover.as_ref())
+                    .map(|i| planned.policy_of(i))
                     .collect::<Vec<_>>(),
                 sc.seed,
             ),

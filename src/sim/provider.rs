@@ -7,9 +7,17 @@
 use std::time::Duration;
 
 use crate::metrics::provider::{ProviderBook, ProviderStats};
-use crate::policy::FailoverConfig;
+use crate::policy::failover::path_at;
+use crate::policy::{FailoverConfig, RetryConfig};
 use crate::scenario::classes::RequestClass;
 use crate::scenario::provider::{retry_after_secs, route, Provider, Tokens};
+
+/// Where an attempt goes: its request class, its failover slot, and the model rung of the
+/// ladder it was sent to ([`NO_FALLBACK`] for the policy's own attempts).
+pub(crate) type Route = (u8, u8, u8);
+
+/// The fallback of an attempt the policy sent.
+pub(crate) const NO_FALLBACK: u8 = u8::MAX;
 
 /// One provider of the scenario with its limits and counts.
 struct Limited {
@@ -24,6 +32,9 @@ pub(crate) struct SimProvider {
     /// Per request class, the path of each failover slot of the policy it runs under and
     /// the provider it names (one slot without failover).
     routes: Vec<Vec<(String, Option<usize>)>>,
+    /// Per request class, per rung of its policy's ladder: a model rung's path and the
+    /// provider it names (`None` for a rung the client answers itself).
+    fallbacks: Vec<Vec<Option<(String, Option<usize>)>>>,
     /// Per request class, what one of its requests costs at each provider; `None` for a
     /// class that draws its token counts per request.
     tokens: Vec<Option<Vec<Tokens>>>,
@@ -39,12 +50,14 @@ impl SimProvider {
     pub(crate) fn for_run(
         providers: &[Provider],
         classes: &[RequestClass],
-        failover: &[Option<&FailoverConfig>],
+        policies: &[&RetryConfig],
         seed: u64,
     ) -> Option<SimProvider> {
+        let failover: Vec<Option<&FailoverConfig>> =
+            policies.iter().map(|p| p.failover.as_ref()).collect();
         let routes: Vec<Vec<(String, Option<usize>)>> = classes
             .iter()
-            .zip(failover)
+            .zip(&failover)
             .map(|(c, f)| {
                 let paths: Vec<String> = match f {
                     Some(f) => (0..f.providers.len())
@@ -57,6 +70,20 @@ impl SimProvider {
                     .map(|p| {
                         let r = route(providers, &p);
                         (p, r)
+                    })
+                    .collect()
+            })
+            .collect();
+        let fallbacks: Vec<Vec<Option<(String, Option<usize>)>>> = classes
+            .iter()
+            .zip(policies)
+            .map(|(c, p)| {
+                p.ladder
+                    .iter()
+                    .map(|r| {
+                        let path = path_at(&c.path, r.model()?).into_owned();
+                        let i = route(providers, &path);
+                        Some((path, i))
                     })
                     .collect()
             })
@@ -84,19 +111,32 @@ impl SimProvider {
                 })
                 .collect(),
             routes,
+            fallbacks,
             classes: classes.to_vec(),
             seed,
         })
     }
 
-    /// The path of failover slot `slot` of class `class`.
-    pub(crate) fn path(&self, class: u8, slot: u8) -> &str {
-        &self.routes[usize::from(class)][usize::from(slot)].0
+    /// Where an attempt of class `class` goes: failover slot `slot`, or the model rung
+    /// `fallback` of its ladder ([`NO_FALLBACK`]: none).
+    #[inline]
+    fn to(&self, (class, slot, fallback): Route) -> &(String, Option<usize>) {
+        if fallback != NO_FALLBACK {
+            if let Some(Some(r)) = self.fallbacks[usize::from(class)].get(usize::from(fallback)) {
+                return r;
+            }
+        }
+        &self.routes[usize::from(class)][usize::from(slot)]
     }
 
-    /// The provider failover slot `slot` of class `class` reaches, if its path names one.
-    fn index(&self, class: u8, slot: u8) -> Option<usize> {
-        self.routes[usize::from(class)][usize::from(slot)].1
+    /// The path an attempt goes to.
+    pub(crate) fn path(&self, route: Route) -> &str {
+        &self.to(route).0
+    }
+
+    /// The provider an attempt reaches, if its path names one.
+    fn index(&self, route: Route) -> Option<usize> {
+        self.to(route).1
     }
 
     /// What request `request` of class `class` costs at provider `i`.
@@ -114,26 +154,18 @@ impl SimProvider {
 
     /// Attempt `attempt` of request `request` (of class `class`) arrives at slot `slot`'s
     /// provider at `t`.
-    pub(crate) fn arrive(
-        &mut self,
-        (class, slot): (u8, u8),
-        (request, attempt): (u64, u32),
-        t: Duration,
-    ) {
-        if let Some(i) = self.index(class, slot) {
+    pub(crate) fn arrive(&mut self, route: Route, (request, attempt): (u64, u32), t: Duration) {
+        let class = route.0;
+        if let Some(i) = self.index(route) {
             let tokens = self.tokens(class, i, request);
             self.each[i].book.arrive((request, attempt), tokens, t);
         }
     }
 
     /// Serve (`Ok`) or throttle with the `Retry-After` delay-seconds (`Err`).
-    pub(crate) fn admit(
-        &mut self,
-        (class, slot): (u8, u8),
-        request: u64,
-        t: Duration,
-    ) -> Result<(), u64> {
-        let Some(i) = self.index(class, slot) else {
+    pub(crate) fn admit(&mut self, route: Route, request: u64, t: Duration) -> Result<(), u64> {
+        let class = route.0;
+        let Some(i) = self.index(route) else {
             return Ok(());
         };
         let tokens = self.tokens(class, i, request);
@@ -143,19 +175,19 @@ impl SimProvider {
         }
     }
 
-    /// How long slot `slot`'s provider takes to serve (`None`: not a provider's).
-    pub(crate) fn latency(&self, (class, slot): (u8, u8), request: u64) -> Option<Duration> {
-        let i = self.index(class, slot)?;
+    /// How long the provider an attempt reaches takes to serve (`None`: not a provider's).
+    pub(crate) fn latency(&self, route: Route, request: u64) -> Option<Duration> {
+        let i = self.index(route)?;
         Some(
             self.each[i]
                 .provider
-                .latency(self.tokens(class, i, request)),
+                .latency(self.tokens(route.0, i, request)),
         )
     }
 
-    pub(crate) fn served(&mut self, (class, slot): (u8, u8), request: u64) {
-        if let Some(i) = self.index(class, slot) {
-            let tokens = self.tokens(class, i, request);
+    pub(crate) fn served(&mut self, route: Route, request: u64) {
+        if let Some(i) = self.index(route) {
+            let tokens = self.tokens(route.0, i, request);
             self.each[i].book.serve(tokens);
         }
     }

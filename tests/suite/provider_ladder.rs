@@ -73,3 +73,80 @@ fn a_ladder_rung_out_of_range_is_refused_naming_it() {
     assert!(e.field.ends_with("ladder[0].cached"), "{}", e.field);
     assert_eq!(e.line, text.lines().count(), "the ladder's line");
 }
+
+/// Provider `a` down, `b` healthy (the lighter model), `c` down as well.
+fn model_scenario() -> String {
+    let base = &A_DOWN[..A_DOWN.find("[[configs]]").expect("configs")];
+    format!(
+        "{base}[[provider]]\nname = \"c\"\ntime_to_first_token = \"1ms\"\n\
+         time_per_output_token = \"0s\"\n\n\
+         [[faults]]\nkind = \"status\"\nstatus = 503\nat = \"0s\"\nfor = \"2s\"\npath = \"/providers/c\"\n\n\
+         [[configs]]\nname = \"lighter\"\npreset = \"naive\"\n\
+         ladder = [{{ model = \"b\" }}, {{ static = true }}]\n\n\
+         [[configs]]\nname = \"lighter-down\"\npreset = \"naive\"\n\
+         ladder = [{{ model = \"c\" }}, {{ static = true }}]\n"
+    )
+}
+
+fn check_model_rung(run: &RunResult, engine: &str) {
+    let arrivals =
+        |c: &ConfigSummary, p: &str| c.providers.iter().find(|s| s.name == p).unwrap().arrivals;
+    for name in ["lighter", "lighter-down"] {
+        let c = support::config_named(&run.configs, name);
+        let n = c.upstream_requests;
+        assert!(n > 20, "{engine} {name}: {n}");
+        // Four attempts of the policy at `a`, then one at the rung's provider.
+        assert_eq!(arrivals(c, "a"), 4 * n, "{engine} {name}");
+        assert_eq!(
+            c.attempts,
+            5 * n,
+            "{engine} {name}: the rung's call is an attempt"
+        );
+        assert_eq!(c.downstream_arrivals, 5 * n, "{engine} {name}");
+        assert_eq!((c.successes, c.failures), (0, 0), "{engine} {name}");
+        let d = c.degraded.as_ref().expect("a ladder");
+        assert_eq!(d.requests, n, "{engine} {name}");
+        let rungs: Vec<(&str, u64)> = d
+            .rungs
+            .iter()
+            .map(|r| (r.rung.as_str(), r.requests))
+            .collect();
+        match name {
+            "lighter" => {
+                assert_eq!(arrivals(c, "b"), n, "{engine}");
+                assert_eq!(
+                    c.providers.iter().find(|s| s.name == "b").unwrap().served,
+                    n
+                );
+                assert_eq!(rungs, [("model b", n), ("static", 0)], "{engine}");
+            }
+            _ => {
+                assert_eq!(arrivals(c, "c"), n, "{engine}");
+                assert_eq!(arrivals(c, "b"), 0, "{engine}");
+                assert_eq!(rungs, [("model c", 0), ("static", n)], "{engine}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_model_rung_sends_one_more_attempt_to_a_lighter_provider_in_both_engines() {
+    let p = support::plan_of(&model_scenario());
+    let sim = sim::run(&p, &SimOptions::default()).unwrap().result;
+    check_model_rung(&sim, "sim");
+    let live = support::run_live(&p, false).result;
+    check_model_rung(&live, "live");
+}
+
+#[test]
+fn a_model_rung_must_name_a_provider() {
+    let text = model_scenario().replace("model = \"c\"", "model = \"zzz\"");
+    let sc = stormrig::scenario::parse(std::path::Path::new("tests/inline.toml"), &text).unwrap();
+    let e = stormrig::plan::build(sc, &text).unwrap_err();
+    assert!(e.field.ends_with("ladder[0].model"), "{}", e.field);
+    assert!(
+        e.message.contains("\"zzz\" is not a [[provider]]"),
+        "{}",
+        e.message
+    );
+}

@@ -1,7 +1,8 @@
 //! The reports show what `summary.json` knows of providers: the text summary and the HTML
 //! page give each provider's counts, tokens, money and degraded answers; `summary.csv`
-//! gains `degraded` and money columns; the attempts each provider received per second (the
-//! HTML chart's series) sum, second by second, to the config's attempts, in both engines.
+//! gains `degraded` and money columns; the attempts routed to each provider per second sum,
+//! second by second, to the config's attempts, and each provider's own arrivals per second
+//! (the HTML chart's series, every config) to its arrivals, in both engines.
 
 use stormrig::metrics::{ConfigSummary, RunResult};
 use stormrig::report::{files, html, text};
@@ -37,6 +38,19 @@ fn check_series(run: &RunResult) {
             r.name
         );
         assert_eq!(r.attempts, p.arrivals, "{}", r.name);
+    }
+    // Each provider's own series, which the chart draws for every config, sums to its
+    // arrivals (the seconds may differ from the client's by the trip to the provider).
+    for cfg in &run.configs {
+        for p in &cfg.providers {
+            assert_eq!(
+                p.arrivals_per_s.iter().sum::<u64>(),
+                p.arrivals,
+                "{} {}",
+                cfg.name,
+                p.name
+            );
+        }
     }
     let rows: Vec<_> = run
         .timeseries
@@ -143,4 +157,39 @@ fn a_run_without_providers_gets_no_provider_section_or_columns() {
         "{header}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Configs without failover get the per-provider chart too: it draws what each provider
+/// counted per second, and that series is the config's downstream arrivals per second when
+/// every request goes to one provider.
+#[test]
+fn the_provider_chart_draws_every_config_from_the_providers_own_counts() {
+    let path = support::repo_root().join("scenarios/llm-429-retry-after.toml");
+    let plan = stormrig::plan::load(&path).unwrap();
+    let run = sim::run(&plan, &SimOptions::default()).unwrap().result;
+    for c in &run.configs {
+        assert!(c.routes.is_empty(), "{}: no failover here", c.name);
+        let p = &c.providers[0];
+        assert!(p.arrivals > 0);
+        let rows: Vec<_> = run
+            .timeseries
+            .iter()
+            .filter(|r| r.config == c.name)
+            .collect();
+        for r in rows {
+            assert_eq!(
+                p.arrivals_per_s
+                    .get(r.second as usize)
+                    .copied()
+                    .unwrap_or(0),
+                r.downstream_arrivals,
+                "{} second {}",
+                c.name,
+                r.second
+            );
+        }
+    }
+    let page = html::render(&run, None).unwrap();
+    assert!(page.contains("id=\"chart-providers\""));
+    assert!(page.contains("Arrivals per second at each provider"));
 }

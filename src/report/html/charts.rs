@@ -766,15 +766,21 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Ch
     })
 }
 
-/// Attempts per second each config's client sent each provider of its failover list (the
-/// client's side of the provider's own arrivals, equal to them): config by colour, provider
-/// by line style. `None` when no config routes between providers.
+/// Arrivals per second at each provider, as the provider counted them, for every config
+/// (with failover or not): config by colour, provider by line style. `None` when no
+/// provider was reached.
 pub(crate) fn provider_chart(run: &RunResult) -> Result<Option<Chart>, ChartError> {
     const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
+    let reached = || {
+        run.configs
+            .iter()
+            .flat_map(|c| &c.providers)
+            .filter(|p| p.arrivals > 0)
+    };
     let mut names: Vec<&str> = Vec::new();
-    for r in run.configs.iter().flat_map(|c| &c.routes) {
-        if !names.contains(&r.name.as_str()) {
-            names.push(&r.name);
+    for p in reached() {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
         }
     }
     if names.is_empty() {
@@ -782,30 +788,27 @@ pub(crate) fn provider_chart(run: &RunResult) -> Result<Option<Chart>, ChartErro
     }
     let dash_of = |name: &str| DASHES[names.iter().position(|n| *n == name).unwrap_or(0) % 3];
     let xm = x_max(run, &ConfigSeries::of(run));
-    let max = run
-        .configs
-        .iter()
-        .flat_map(|c| &c.routes)
-        .flat_map(|r| &r.attempts_per_s)
+    let max = reached()
+        .flat_map(|p| &p.arrivals_per_s)
         .map(|&n| n as f64)
         .fold(0.0, f64::max);
     let (y0, y1) = (0.0, upper(max));
     let mut svg = String::new();
     {
         let root = area(&mut svg);
-        let mut chart = time_axes(&root, run, xm, (y0, y1), "attempts / s", num)?;
+        let mut chart = time_axes(&root, run, xm, (y0, y1), "arrivals / s", num)?;
         for (ci, c) in run.configs.iter().enumerate() {
-            for r in &c.routes {
-                // No attempt after the last counted second is a count of 0, drawn as one.
-                let seconds = r.attempts_per_s.len().max(xm.ceil() as usize);
+            for p in c.providers.iter().filter(|p| p.arrivals > 0) {
+                // No arrival after the last counted second is a count of 0, drawn as one.
+                let seconds = p.arrivals_per_s.len().max(xm.ceil() as usize);
                 let pts: Vec<(f64, f64)> = (0..seconds)
                     .map(|s| {
-                        let n = r.attempts_per_s.get(s).copied().unwrap_or(0);
+                        let n = p.arrivals_per_s.get(s).copied().unwrap_or(0);
                         (s as f64 + 0.5, n as f64)
                     })
                     .collect();
                 if !pts.is_empty() {
-                    draw_line(&mut chart, &pts, color(ci), dash_of(&r.name))?;
+                    draw_line(&mut chart, &pts, color(ci), dash_of(&p.name))?;
                 }
             }
         }
@@ -813,7 +816,7 @@ pub(crate) fn provider_chart(run: &RunResult) -> Result<Option<Chart>, ChartErro
     }
     Ok(Some(Chart {
         id: "chart-providers",
-        title: "Attempts per second to each provider",
+        title: "Arrivals per second at each provider",
         notes: names
             .iter()
             .map(|n| (dash_of(n).glyph(), Cow::Owned(format!("provider {n}"))))

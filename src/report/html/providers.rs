@@ -1,8 +1,8 @@
 //! The page's "Providers" section: per config, what each LLM provider counted itself
 //! (arrivals, 429s, served, tokens, money, `Retry-After` honoured or not), what the client
 //! routed to it and its breaker's transitions; then the config's tokens, money and degraded
-//! answers; and the chart of attempts per second to each provider. Shown only when the
-//! scenario has providers.
+//! answers; and the chart of arrivals per second at each provider (its own counts, every
+//! config). Shown only when the scenario has providers.
 
 use std::fmt::Write as _;
 
