@@ -407,6 +407,9 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
     c.classes.push(stormrig::metrics::ClassSummary::of(
         "tool.pay", 0.25, &counts, 14,
     ));
+    let policy = stormrig::policy::preset("no-retry").unwrap();
+    c.class_policies
+        .insert("tool.pay".into(), serde_json::to_value(policy).unwrap());
     c.layers.push(LayerSummary {
         name: "db.primary".into(),
         arrivals: 1200,
