@@ -19,6 +19,9 @@ pub(crate) type Route = (u8, u8, u8);
 /// The fallback of an attempt the policy sent.
 pub(crate) const NO_FALLBACK: u8 = u8::MAX;
 
+/// A path an attempt goes to and the provider (index) it names, if any.
+type Target = (String, Option<usize>);
+
 /// One provider of the scenario with its limits and counts.
 struct Limited {
     provider: Provider,
@@ -31,10 +34,10 @@ pub(crate) struct SimProvider {
     each: Vec<Limited>,
     /// Per request class, the path of each failover slot of the policy it runs under and
     /// the provider it names (one slot without failover).
-    routes: Vec<Vec<(String, Option<usize>)>>,
+    routes: Vec<Vec<Target>>,
     /// Per request class, per rung of its policy's ladder: a model rung's path and the
     /// provider it names (`None` for a rung the client answers itself).
-    fallbacks: Vec<Vec<Option<(String, Option<usize>)>>>,
+    fallbacks: Vec<Vec<Option<Target>>>,
     /// Per request class, what one of its requests costs at each provider; `None` for a
     /// class that draws its token counts per request.
     tokens: Vec<Option<Vec<Tokens>>>,
@@ -55,7 +58,7 @@ impl SimProvider {
     ) -> Option<SimProvider> {
         let failover: Vec<Option<&FailoverConfig>> =
             policies.iter().map(|p| p.failover.as_ref()).collect();
-        let routes: Vec<Vec<(String, Option<usize>)>> = classes
+        let routes: Vec<Vec<Target>> = classes
             .iter()
             .zip(&failover)
             .map(|(c, f)| {
@@ -74,7 +77,7 @@ impl SimProvider {
                     .collect()
             })
             .collect();
-        let fallbacks: Vec<Vec<Option<(String, Option<usize>)>>> = classes
+        let fallbacks: Vec<Vec<Option<Target>>> = classes
             .iter()
             .zip(policies)
             .map(|(c, p)| {
@@ -120,7 +123,7 @@ impl SimProvider {
     /// Where an attempt of class `class` goes: failover slot `slot`, or the model rung
     /// `fallback` of its ladder ([`NO_FALLBACK`]: none).
     #[inline]
-    fn to(&self, (class, slot, fallback): Route) -> &(String, Option<usize>) {
+    fn to(&self, (class, slot, fallback): Route) -> &Target {
         if fallback != NO_FALLBACK {
             if let Some(Some(r)) = self.fallbacks[usize::from(class)].get(usize::from(fallback)) {
                 return r;
