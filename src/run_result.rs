@@ -108,6 +108,8 @@ impl<'p> ResultBuilder<'p> {
                     c.weight / total,
                     rec.classes.get(i).unwrap_or(&Default::default()),
                     target.arrivals_by_class.get(i).copied().unwrap_or(0),
+                    (!target.providers.is_empty())
+                        .then(|| target.tokens_by_class.get(i).copied().unwrap_or_default()),
                 )
             })
             .collect();

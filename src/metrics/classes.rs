@@ -77,11 +77,21 @@ pub struct ClassSummary {
     /// successes / upstream_requests (1 when it started none).
     pub success_share: f64,
     pub latency_ms: Percentiles,
+    /// With providers: the tokens the class's arrivals cost there (`received`) and those of
+    /// its arrivals answered 200 (`served`), as the providers charged them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<super::target::ClassTokens>,
 }
 
 impl ClassSummary {
     /// The summary of class `name` from its counts and the target's arrivals of it.
-    pub fn of(name: &str, weight_share: f64, c: &ClassCounts, arrivals: u64) -> ClassSummary {
+    pub fn of(
+        name: &str,
+        weight_share: f64,
+        c: &ClassCounts,
+        arrivals: u64,
+        tokens: Option<super::target::ClassTokens>,
+    ) -> ClassSummary {
         let ratio = |a: u64, b: u64, empty: f64| if b > 0 { a as f64 / b as f64 } else { empty };
         ClassSummary {
             name: name.to_string(),
@@ -96,6 +106,7 @@ impl ClassSummary {
             degraded: c.degraded,
             success_share: ratio(c.succeeded, c.started, 1.0),
             latency_ms: Percentiles::of(&c.latency_us),
+            tokens,
         }
     }
 }

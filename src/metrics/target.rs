@@ -64,6 +64,17 @@ pub struct TargetStats {
     /// Arrivals per request class, by class index (empty without classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arrivals_by_class: Vec<u64>,
+    /// Per request class, the tokens its arrivals at providers cost and those of its
+    /// arrivals answered 200 (empty without classes or providers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens_by_class: Vec<ClassTokens>,
+}
+
+/// One request class's tokens at the providers, as the providers charged them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassTokens {
+    pub received: u64,
+    pub served: u64,
 }
 
 impl TargetStats {
@@ -95,6 +106,14 @@ impl TargetStats {
         self.peak_serving += other.peak_serving;
         self.lost_responses += other.lost_responses;
         add_series(&mut self.arrivals_by_class, &other.arrivals_by_class);
+        if self.tokens_by_class.len() < other.tokens_by_class.len() {
+            self.tokens_by_class
+                .resize(other.tokens_by_class.len(), ClassTokens::default());
+        }
+        for (a, b) in self.tokens_by_class.iter_mut().zip(&other.tokens_by_class) {
+            a.received += b.received;
+            a.served += b.served;
+        }
         for o in &other.providers {
             match self.providers.iter_mut().find(|p| p.name == o.name) {
                 Some(p) => p.merge(o),

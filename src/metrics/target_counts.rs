@@ -154,6 +154,19 @@ impl TargetCounts {
         bump(&mut self.stats.arrivals_by_class, class);
     }
 
+    /// An arrival of class `class` at a provider that charged it `tokens`; `served` when
+    /// the provider answered it 200 (counted again then, with `served` true).
+    pub fn class_tokens(&mut self, class: usize, tokens: u64, served: bool) {
+        let v = &mut self.stats.tokens_by_class;
+        if v.len() <= class {
+            v.resize(class + 1, Default::default());
+        }
+        match served {
+            false => v[class].received += tokens,
+            true => v[class].served += tokens,
+        }
+    }
+
     /// A request was handed to the real upstream server (fault proxy only).
     pub fn forward(&mut self) {
         self.stats.forwarded += 1;

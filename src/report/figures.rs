@@ -216,6 +216,8 @@ pub const FIGURES: &[Figure] = &[
     row("classes.*.failures",                  Requests,          Lower,   OnlyGrows),
     row("classes.*.degraded",                  Requests,          Lower,   OnlyGrows),
     row("classes.*.success_share",             Share,             Higher,  Varies),
+    row("classes.*.tokens.received",           Tokens,            Lower,   OnlyGrows),
+    row("classes.*.tokens.served",             Tokens,            Higher,  OnlyGrows),
     row("classes.*.latency_ms.p50",            Milliseconds,      Lower,   Varies),
     row("classes.*.latency_ms.p90",            Milliseconds,      Lower,   Varies),
     row("classes.*.latency_ms.p99",            Milliseconds,      Lower,   Varies),

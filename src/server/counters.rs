@@ -56,6 +56,11 @@ impl Counters {
         self.lock().arrive(sec);
     }
 
+    /// Tokens a provider charged an arrival of class `class` (`served`: of its 200 answer).
+    pub(crate) fn class_tokens(&self, class: usize, tokens: u64, served: bool) {
+        self.lock().class_tokens(class, tokens, served);
+    }
+
     /// The arrival being counted belongs to request class `class`.
     pub(crate) fn class_arrived(&self, class: usize) {
         self.lock().class_arrived(class);

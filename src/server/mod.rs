@@ -779,11 +779,19 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         // or not): the class comes from the id alone, as the client drew it.
         let class = c.mix.class_of(c.seed, request);
         shared.counters.class_arrived(class);
-        c.writes[class]
+        (class, c.writes[class])
     });
     let routed = shared
         .providers
         .arrive(req.uri().path(), req.headers(), (request, attempt), t);
+    if let (Some((class, _)), Some(r)) = (class, &routed) {
+        shared.counters.class_tokens(class, r.tokens(), false);
+    }
+    let class_served = move |shared: &Shared| {
+        if let (Some((class, _)), Some(r)) = (class, &routed) {
+            shared.counters.class_tokens(class, r.tokens(), true);
+        }
+    };
     let (faults, fault_epoch) = match answer_at_once(&shared, &req, t, sec, request, attempt) {
         Ok(resp) => return Ok(resp),
         Err(armed) => armed,
@@ -791,7 +799,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     shared.counters.arrive_at(sec);
     let _in_flight = InFlight(&shared.counters);
 
-    let write = class.unwrap_or(!matches!(*req.method(), Method::GET | Method::HEAD));
+    let write = class.map_or(!matches!(*req.method(), Method::GET | Method::HEAD), |c| {
+        c.1
+    });
     let amount = parse_u64(req.headers().get(H_AMOUNT)).unwrap_or(1);
     // Deterministic: the same verdict as the fast path saw, from the same timeline.
     let tf = (shared.counters.epoch() + t).saturating_duration_since(fault_epoch);
@@ -877,6 +887,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     if let (Some(r), Ok(resp)) = (routed, &resp) {
         if resp.status() == StatusCode::OK {
             shared.providers.served(r);
+            class_served(&shared);
         }
     }
     if let (Some(d), Ok(resp)) = (delivery, &mut resp) {

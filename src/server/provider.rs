@@ -32,6 +32,13 @@ pub(crate) struct Routed {
     tokens: Tokens,
 }
 
+impl Routed {
+    /// The tokens its provider charges it.
+    pub(crate) fn tokens(&self) -> u64 {
+        self.tokens.total()
+    }
+}
+
 impl Providers {
     pub(crate) fn new(list: Vec<Provider>) -> Providers {
         let states = list

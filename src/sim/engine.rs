@@ -861,7 +861,10 @@ impl Sim<'_> {
             self.counters.class_arrived(usize::from(at.class));
         }
         if let Some(p) = self.cfg.provider.as_mut() {
-            p.arrive(at.route(), (at.request, at.attempt), dur(t));
+            let tokens = p.arrive(at.route(), (at.request, at.attempt), dur(t));
+            if let (true, Some(n)) = (self.cfg.count_classes, tokens) {
+                self.counters.class_tokens(usize::from(at.class), n, false);
+            }
         }
         let v = match self.verdicts.at(t) {
             Segment::Plain => {
@@ -1135,7 +1138,10 @@ impl Sim<'_> {
             if lost == NO_FAULT {
                 if let Some(p) = self.cfg.provider.as_mut() {
                     let at = &self.atts[a as usize];
-                    p.served(at.route(), request);
+                    let tokens = p.served(at.route(), request);
+                    if let (true, Some(n)) = (self.cfg.count_classes, tokens) {
+                        self.counters.class_tokens(usize::from(at.class), n, true);
+                    }
                 }
                 self.counters.respond(200, Some(sec(t)));
                 self.send_reply(t, a, 200, NO_FAULT);

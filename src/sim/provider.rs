@@ -155,14 +155,19 @@ impl SimProvider {
         }
     }
 
-    /// Attempt `attempt` of request `request` (of class `class`) arrives at slot `slot`'s
-    /// provider at `t`.
-    pub(crate) fn arrive(&mut self, route: Route, (request, attempt): (u64, u32), t: Duration) {
+    /// Attempt `attempt` of request `request` arrives at `t` at the provider `route` reaches;
+    /// the tokens it charged, if the path names a provider.
+    pub(crate) fn arrive(
+        &mut self,
+        route: Route,
+        (request, attempt): (u64, u32),
+        t: Duration,
+    ) -> Option<u64> {
         let class = route.0;
-        if let Some(i) = self.index(route) {
-            let tokens = self.tokens(class, i, request);
-            self.each[i].book.arrive((request, attempt), tokens, t);
-        }
+        let i = self.index(route)?;
+        let tokens = self.tokens(class, i, request);
+        self.each[i].book.arrive((request, attempt), tokens, t);
+        Some(tokens.total())
     }
 
     /// Serve (`Ok`) or throttle with the `Retry-After` delay-seconds (`Err`).
@@ -188,11 +193,11 @@ impl SimProvider {
         )
     }
 
-    pub(crate) fn served(&mut self, route: Route, request: u64) {
-        if let Some(i) = self.index(route) {
-            let tokens = self.tokens(route.0, i, request);
-            self.each[i].book.serve(tokens);
-        }
+    pub(crate) fn served(&mut self, route: Route, request: u64) -> Option<u64> {
+        let i = self.index(route)?;
+        let tokens = self.tokens(route.0, i, request);
+        self.each[i].book.serve(tokens);
+        Some(tokens.total())
     }
 
     pub(crate) fn into_stats(self) -> Vec<ProviderStats> {

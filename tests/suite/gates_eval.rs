@@ -405,7 +405,14 @@ fn every_part_filled() -> stormrig::metrics::ConfigSummary {
     };
     counts.latency_us.record(1500).unwrap();
     c.classes.push(stormrig::metrics::ClassSummary::of(
-        "tool.pay", 0.25, &counts, 14,
+        "tool.pay",
+        0.25,
+        &counts,
+        14,
+        Some(stormrig::metrics::target::ClassTokens {
+            received: 2400,
+            served: 1200,
+        }),
     ));
     let policy = stormrig::policy::preset("no-retry").unwrap();
     c.class_policies

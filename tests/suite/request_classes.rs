@@ -170,6 +170,19 @@ fn check_tokens(run: &RunResult, plan: &Plan, engine: &str) {
         let p = &c.providers[0];
         assert_eq!(p.tokens_received, want, "{engine} {}", c.name);
         assert_eq!(p.tokens_served, want, "{engine} {}", c.name);
+        // The providers charge them to the class that sent them, and to no other.
+        let t = |name: &str| class(c, name).tokens.expect("a scenario with providers");
+        assert_eq!(
+            (t("inference").received, t("inference").served),
+            (want, want)
+        );
+        for other in ["health", "payment"] {
+            assert_eq!(
+                (t(other).received, t(other).served),
+                (0, 0),
+                "{engine} {other}"
+            );
+        }
     }
 }
 
