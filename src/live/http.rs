@@ -1,10 +1,11 @@
 //! Sending one attempt over real sockets, and translating what hyper, rustls and the kernel
 //! said into the policy core's vocabulary. hyper types stop here; the policy never sees them.
 //!
-//! The client is a lean per-config pool of hyper connections over `TcpStream`s with
-//! `TCP_NODELAY` (TLS by rustls on top when the target speaks it), not hyper-util's legacy
-//! `Client`: one target per config, so no pool key hashing, no executor hop per request,
-//! LIFO reuse.
+//! The client is a lean per-config pool of connections over `TcpStream`s with `TCP_NODELAY`,
+//! not hyper-util's legacy `Client`: one target per config, so no pool key hashing, no
+//! executor hop per request, LIFO reuse. Plain HTTP/1.1 connections are stormrig's own
+//! ([`h1`]: the attempt's task writes the request and reads the response, no connection
+//! task between them); over TLS (rustls) and HTTP/2 they are hyper's.
 //!
 //! HTTP/1.1 carries one request per connection at a time, so the pool holds many. HTTP/2
 //! multiplexes: the client keeps one connection and opens a stream per attempt, as gRPC
@@ -39,15 +40,20 @@ use tokio_rustls::TlsConnector;
 use crate::policy::TransportError;
 use crate::scenario::Protocol;
 
+mod h1;
+
 /// Connection set-up time (TCP and TLS) allowed before an attempt counts as a connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Body = Full<Bytes>;
 
-/// One connection's request sender, of either HTTP version.
+/// One connection: hyper's request sender of either HTTP version (over TLS, and HTTP/2),
+/// or the lean HTTP/1.1 connection of plain TCP ([`h1`]), which the attempt's own task
+/// drives.
 enum Sender {
     H1(http1::SendRequest<Body>),
     H2(http2::SendRequest<Body>),
+    Lean(h1::Conn),
 }
 
 impl Sender {
@@ -55,6 +61,7 @@ impl Sender {
         match self {
             Sender::H1(s) => s.is_closed(),
             Sender::H2(s) => s.is_closed(),
+            Sender::Lean(c) => !c.is_open(),
         }
     }
 
@@ -62,6 +69,15 @@ impl Sender {
         match self {
             Sender::H1(s) => s.ready().await,
             Sender::H2(s) => s.ready().await,
+            Sender::Lean(_) => Ok(()),
+        }
+    }
+
+    /// An idle connection can carry the next request.
+    async fn usable(&mut self) -> bool {
+        match self {
+            Sender::Lean(c) => c.is_open(),
+            s => s.ready().await.is_ok(),
         }
     }
 
@@ -75,6 +91,7 @@ impl Sender {
         match self {
             Sender::H1(s) => s.try_send_request(req).await,
             Sender::H2(s) => s.try_send_request(req).await,
+            Sender::Lean(_) => unreachable!("a lean connection is driven by send_lean"),
         }
     }
 
@@ -85,6 +102,7 @@ impl Sender {
         match self {
             Sender::H1(s) => s.send_request(req).await,
             Sender::H2(s) => s.send_request(req).await,
+            Sender::Lean(_) => unreachable!("a lean connection is driven by send_lean"),
         }
     }
 }
@@ -238,7 +256,7 @@ impl HttpClient {
 
     fn put_idle(&self, s: Sender) {
         // An HTTP/2 sender is a handle on the shared connection: nothing to give back.
-        if matches!(s, Sender::H1(_)) && !s.is_closed() {
+        if !matches!(s, Sender::H2(_)) && !s.is_closed() {
             self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(s);
         }
     }
@@ -261,7 +279,7 @@ impl HttpClient {
         }
         while let Some(mut s) = self.take_idle() {
             // Readiness involves no request: a closed idle connection is simply dropped.
-            if s.ready().await.is_ok() {
+            if s.usable().await {
                 return Ok(Lease {
                     sender: s,
                     reused: true,
@@ -293,7 +311,7 @@ impl HttpClient {
         }
         let sender = match self.dial().await? {
             Sender::H2(s) => s,
-            Sender::H1(_) => unreachable!("an HTTP/2 client dials HTTP/2"),
+            Sender::H1(_) | Sender::Lean(_) => unreachable!("an HTTP/2 client dials HTTP/2"),
         };
         *shared = Some(sender.clone());
         Ok(Lease {
@@ -307,7 +325,11 @@ impl HttpClient {
     /// [`CONNECT_TIMEOUT`]. Every failure here means the request never left the client
     /// (refused, timed out, a failed TLS handshake, or another connect error).
     async fn dial(&self) -> Result<Sender, TransportError> {
-        let sender = match tokio::time::timeout(CONNECT_TIMEOUT, self.connect()).await {
+        // Boxed: the TCP, TLS and HTTP handshakes' state is kilobytes, and every attempt's
+        // future would carry it inline (an open loop copies each request's future into a
+        // task of its own), for the few attempts that dial.
+        let connect = Box::pin(self.connect());
+        let sender = match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
             Err(_) => return Err(TransportError::ConnectTimeout),
             Ok(r) => r?,
         };
@@ -326,6 +348,8 @@ impl HttpClient {
         };
         let _ = stream.set_nodelay(true);
         match &self.wire.tls {
+            // Plain HTTP/1.1: no handshake, the attempt's task drives the socket.
+            None if !self.wire.protocol.is_h2() => Ok(Sender::Lean(h1::Conn::new(stream))),
             None => handshake(self.wire.protocol, stream).await,
             Some((connector, name)) => {
                 let tls = connector.connect(name.clone(), stream).await.map_err(|e| {
@@ -446,6 +470,9 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
     let exchange = async {
         let mut lease = client.checkout().await?;
         connected.store(true, Ordering::Relaxed);
+        if matches!(lease.sender, Sender::Lean(_)) {
+            return send_lean(client, lease, req).await;
+        }
         let resp = match lease.sender.try_send_request(req).await {
             Ok(resp) => resp,
             Err(mut e) => match e.take_message() {
@@ -494,6 +521,55 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
         None => exchange.await,
     };
     result.unwrap_or_else(Reply::Failed)
+}
+
+/// [`send`]'s exchange over a lean HTTP/1.1 connection: as hyper's, a request refused by a
+/// pooled connection before any byte of it was written is sent once more on a new one.
+async fn send_lean(
+    client: &HttpClient,
+    mut lease: Lease,
+    req: Request<Body>,
+) -> Result<Reply, TransportError> {
+    let (parts, body) = req.into_parts();
+    // A `Full` body is one frame, ready at once.
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let answer = loop {
+        let Sender::Lean(conn) = &mut lease.sender else {
+            unreachable!("send_lean is given a lean connection")
+        };
+        match conn.exchange(&parts, &body, MAX_KEPT_BODY).await {
+            Ok(a) => break a,
+            Err(h1::Failure::Unsent(_)) if lease.reused => {
+                lease.sender = client.dial().await?;
+                lease.reused = false;
+            }
+            Err(h1::Failure::Unsent(e) | h1::Failure::Sent(e)) => return Err(e),
+        }
+    };
+    // The proxy says so in a gateway error (502): a success is never looked at.
+    if answer.status >= 400
+        && answer
+            .headers
+            .get(crate::headers::UPSTREAM)
+            .map(|v| v.as_bytes())
+            == Some(crate::headers::UPSTREAM_TLS_HANDSHAKE.as_bytes())
+    {
+        let why = String::from_utf8_lossy(&answer.body).trim().to_string();
+        let _ = client.tls_failure.set(why);
+    }
+    if answer.reusable {
+        // Back to the idle list before the slot is released (when `lease` drops).
+        client.put_idle(lease.sender);
+    }
+    Ok(Reply::Response {
+        status: answer.status,
+        headers: answer.headers,
+        body: answer.body,
+    })
 }
 
 /// The most of one response body the client keeps: as much as stormrig's own servers

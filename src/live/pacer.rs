@@ -137,8 +137,10 @@ mod precise {
         }
 
         /// Arms the timer for `when` (relative to now, on the monotonic clock `Instant`
-        /// reads) and waits until it fires. Arming resets the count of a firing nobody
-        /// read (a wait cut short), so a stale firing never ends a later wait.
+        /// reads) and waits until it fires. The firing is never read: arming resets the
+        /// count, and each expiry wakes the reactor anew (edge-triggered), so a wake-up
+        /// costs no `read`; the clock tells a firing for this wait from the stale readiness
+        /// of one nobody waited for (a wait cut short), which never ends a later wait.
         pub async fn sleep_until(&mut self, when: Instant) -> io::Result<()> {
             let left = when.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -158,11 +160,9 @@ mod precise {
             timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &spec)?;
             loop {
                 let mut guard = self.fd.readable().await?;
-                let mut expirations = [0u8; 8];
-                match guard.try_io(|fd| Ok(rustix::io::read(fd.get_ref(), &mut expirations)?)) {
-                    Ok(Ok(_)) => return Ok(()),
-                    Ok(Err(e)) => return Err(e),
-                    Err(_would_block) => continue,
+                guard.clear_ready();
+                if Instant::now() >= when {
+                    return Ok(());
                 }
             }
         }

@@ -53,6 +53,7 @@ const TABLE: &[Row] = &[
     ("cli",        ANY,                                                                   &[]),
     ("app",        ANY,                                                                   &[]),
     ("main",       ANY,                                                                   &[]),
+    ("alloc",      &[],                                                                   &[]),
 ];
 
 #[test]
