@@ -281,15 +281,15 @@ fn derived_costs(
     unit: CostUnit,
     class: &RequestClass,
 ) -> Result<Vec<f64>, String> {
+    let word = match unit {
+        CostUnit::Tokens => "tokens",
+        CostUnit::Money => "money",
+    };
     if class.draws_tokens() {
         return Err(format!(
-            "{:?} charges each attempt its request's tokens, but the class draws a token count \
-             per request, which one figure per attempt cannot follow: give the class fixed \
-             token counts or attempt_cost a number",
-            match unit {
-                CostUnit::Tokens => "tokens",
-                CostUnit::Money => "money",
-            }
+            "{word:?} charges each attempt its request's tokens, but the class draws a token \
+             count per request, which one figure per attempt cannot follow: give the class \
+             fixed token counts or attempt_cost a number"
         ));
     }
     let paths: Vec<String> = match &config.failover {
@@ -297,10 +297,6 @@ fn derived_costs(
             .map(|slot| f.path_to(&class.path, slot).into_owned())
             .collect(),
         None => vec![class.path.clone()],
-    };
-    let word = match unit {
-        CostUnit::Tokens => "tokens",
-        CostUnit::Money => "money",
     };
     paths
         .iter()
