@@ -8,12 +8,11 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::{HeaderMap, HeaderValue, HOST};
-use hyper::{Method, Request, Uri};
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Uri};
 
 use super::clock::Epoch;
-use super::http::{self, HttpClient, Reply};
+use super::http::{self, HttpClient, Outgoing, Reply, ReplyHeader, Stamp};
 use crate::draws::{request_seed, LazyRng};
 use crate::headers;
 use crate::policy::failover::path_at;
@@ -294,67 +293,58 @@ impl ConfigRuntime {
         uri
     }
 
-    fn build(
-        &self,
-        tmpl: &RequestTemplate,
+    fn build<'a>(
+        &'a self,
+        tmpl: &'a RequestTemplate,
         request: u64,
         attempt: Attempt,
-    ) -> Request<Full<Bytes>> {
-        let mut h = HeaderMap::with_capacity(tmpl.headers.len() + 7);
-        for (name, value) in &tmpl.headers {
-            h.append(name.clone(), value.clone());
-        }
-        if !h.contains_key(HOST) {
-            h.insert(HOST, self.http.host().clone());
-        }
-        h.insert(headers::H_REQUEST, HeaderValue::from(request));
-        h.insert(headers::H_ATTEMPT, attempt_value(attempt.number));
-        if let Some((config, run)) = &self.trace {
-            h.insert(headers::H_CONFIG, config.clone());
-            h.insert(headers::H_RUN, run.clone());
-        }
-        if let (true, Some(rem)) = (self.propagate_deadline, attempt.remaining_deadline) {
-            h.insert(
-                headers::H_DEADLINE_MS,
-                HeaderValue::from(rem.as_millis() as u64),
-            );
-        }
-        if tmpl.grpc {
+    ) -> Outgoing<'a> {
+        let (prompt_tokens, completion_tokens) = match &tmpl.tokens {
+            Some(class) => class.tokens(self.seed, request),
+            None => (None, None),
+        };
+        let stamp = Stamp {
+            request,
+            attempt: attempt.number,
+            trace: self.trace.as_ref().map(|(config, run)| (config, run)),
+            deadline_ms: match (self.propagate_deadline, attempt.remaining_deadline) {
+                (true, Some(rem)) => Some(rem.as_millis() as u64),
+                _ => None,
+            },
             // The call's deadline as gRPC carries it: what remains of it, else the try's.
-            if let Some(d) = attempt.remaining_deadline.or(attempt.timeout) {
-                h.insert("grpc-timeout", super::grpc::timeout_header(d));
-            }
-        }
-        if let Some(class) = &tmpl.tokens {
-            let (prompt, completion) = class.tokens(self.seed, request);
-            use crate::scenario::provider::{H_COMPLETION_TOKENS, H_PROMPT_TOKENS};
-            for (name, n) in [(H_PROMPT_TOKENS, prompt), (H_COMPLETION_TOKENS, completion)] {
-                if let Some(n) = n {
-                    h.insert(name, HeaderValue::from(n));
-                }
-            }
-        }
-        if attempt.idempotency_key {
-            let v = format!("{}-{request}", self.name);
-            if let Ok(v) = HeaderValue::from_str(&v) {
-                h.insert(headers::H_IDEMPOTENCY_KEY, v);
-            }
-        }
-        let mut req = Request::new(Full::new(tmpl.body.clone()));
-        *req.method_mut() = tmpl.method.clone();
+            grpc_timeout: match tmpl.grpc {
+                true => attempt
+                    .remaining_deadline
+                    .or(attempt.timeout)
+                    .map(super::grpc::timeout_header),
+                false => None,
+            },
+            prompt_tokens,
+            completion_tokens,
+            idempotency_key: match attempt.idempotency_key {
+                true => HeaderValue::from_str(&format!("{}-{request}", self.name)).ok(),
+                false => None,
+            },
+        };
         let class = tmpl.class.unwrap_or(0);
         let model = attempt
             .fallback
             .and_then(|r| self.fallbacks[class].get(usize::from(r))?.as_deref());
-        *req.uri_mut() = match (&self.failover[class], model) {
+        let uri = match (&self.failover[class], model) {
             (_, Some(name)) => self.origin_uri(&path_at(&tmpl.path, name)),
             (Some(f), None) => {
                 self.origin_uri(&f.path_to(&tmpl.path, attempt.provider.unwrap_or(0)))
             }
             (None, None) => self.origin_uri(&tmpl.path),
         };
-        *req.headers_mut() = h;
-        req
+        Outgoing {
+            method: &tmpl.method,
+            uri,
+            headers: &tmpl.headers,
+            host: self.http.host(),
+            stamp,
+            body: &tmpl.body,
+        }
     }
 
     /// Counts one logical request as started and tries to claim an in-flight slot.
@@ -430,15 +420,6 @@ impl Drop for Held<'_> {
     }
 }
 
-/// `x-stormrig-attempt`: a static value (no allocation) for the numbers retries reach.
-fn attempt_value(n: u32) -> HeaderValue {
-    const SMALL: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-    match SMALL.get(n as usize) {
-        Some(s) => HeaderValue::from_static(s),
-        None => HeaderValue::from(n),
-    }
-}
-
 /// The policy's view of a reply. A gateway answer from stormrig's own fault proxy that
 /// says the real server was never reached is what it stands for: a failed connect, or a
 /// failed TLS handshake.
@@ -448,21 +429,21 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
             AttemptOutcome::Response(Response::status(*status))
         }
         Reply::Response { .. }
-            if reply.header(headers::UPSTREAM) == Some(headers::UPSTREAM_CONNECT_FAILED) =>
+            if reply.header(ReplyHeader::Upstream) == Some(headers::UPSTREAM_CONNECT_FAILED) =>
         {
             AttemptOutcome::Transport(crate::policy::TransportError::ConnectRefused)
         }
         Reply::Response { .. }
-            if reply.header(headers::UPSTREAM) == Some(headers::UPSTREAM_TLS_HANDSHAKE) =>
+            if reply.header(ReplyHeader::Upstream) == Some(headers::UPSTREAM_TLS_HANDSHAKE) =>
         {
             AttemptOutcome::Transport(crate::policy::TransportError::TlsHandshake)
         }
         Reply::Response { status, .. } => AttemptOutcome::Response(Response {
             status: *status,
-            retry_after: reply.header("retry-after"),
-            amz_retry_after: reply.header("x-amz-retry-after"),
-            grpc_pushback_ms: reply.header(headers::GRPC_PUSHBACK_MS),
-            error_code: reply.header("x-amzn-errortype"),
+            retry_after: reply.header(ReplyHeader::RetryAfter),
+            amz_retry_after: reply.header(ReplyHeader::AmzRetryAfter),
+            grpc_pushback_ms: reply.header(ReplyHeader::GrpcPushbackMs),
+            error_code: reply.header(ReplyHeader::ErrorType),
             grpc_status: None,
         }),
         Reply::Failed(e) => AttemptOutcome::Transport(*e),

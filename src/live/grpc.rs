@@ -7,8 +7,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE, TE};
 use std::time::Duration;
 
-use super::http::Reply;
-use crate::headers::{GRPC_CONTENT_TYPE, GRPC_PUSHBACK_MS, GRPC_STATUS};
+use super::http::{Reply, ReplyHeader};
+use crate::headers::GRPC_CONTENT_TYPE;
 use crate::policy::{AttemptOutcome, GrpcStatus, Response};
 
 /// The message as one gRPC length-prefixed frame: a compressed flag (0), the length as a
@@ -56,13 +56,13 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
     match reply {
         Reply::Failed(e) => AttemptOutcome::Transport(*e),
         Reply::Response { status, .. } => {
-            let grpc_status = match reply.header(GRPC_STATUS) {
+            let grpc_status = match reply.header(ReplyHeader::GrpcStatus) {
                 Some(v) => GrpcStatus::from_header(v),
                 None => GrpcStatus::from_http(*status).unwrap_or(GrpcStatus::Internal),
             };
             AttemptOutcome::Response(Response {
                 status: *status,
-                grpc_pushback_ms: reply.header(GRPC_PUSHBACK_MS),
+                grpc_pushback_ms: reply.header(ReplyHeader::GrpcPushbackMs),
                 grpc_status: Some(grpc_status),
                 ..Response::default()
             })
@@ -97,7 +97,7 @@ mod tests {
         }
         Reply::Response {
             status,
-            headers: h,
+            headers: crate::live::http::ReplyHeaders::from_map(&h),
             body: Bytes::new(),
         }
     }

@@ -31,7 +31,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::{http1, http2};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::Request;
+
 use hyper_util::rt::{TokioExecutor, TokioIo};
+pub use outgoing::{Outgoing, Stamp};
+pub use reply_headers::{ReplyHeader, ReplyHeaders};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -41,6 +44,8 @@ use crate::policy::TransportError;
 use crate::scenario::Protocol;
 
 mod h1;
+mod outgoing;
+mod reply_headers;
 
 /// Connection set-up time (TCP and TLS) allowed before an attempt counts as a connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -437,7 +442,8 @@ pub fn client(base_uri: &str) -> HttpClient {
 pub enum Reply {
     Response {
         status: u16,
-        headers: HeaderMap<HeaderValue>,
+        /// Only the headers stormrig reads ([`ReplyHeaders`]).
+        headers: ReplyHeaders,
         body: Bytes,
     },
     Failed(TransportError),
@@ -445,9 +451,9 @@ pub enum Reply {
 
 impl Reply {
     /// A header's value as text, when present and readable.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, header: ReplyHeader) -> Option<&str> {
         match self {
-            Reply::Response { headers, .. } => headers.get(name).and_then(|v| v.to_str().ok()),
+            Reply::Response { headers, .. } => headers.get(header),
             Reply::Failed(_) => None,
         }
     }
@@ -465,15 +471,15 @@ impl Reply {
 /// When the timeout ends the attempt before it had a connection (waiting for a pool slot,
 /// or dialling), the request never left the client: that is a connect timeout, safe to
 /// retry whatever the method, not a per-try timeout of a request the server may have seen.
-pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Duration>) -> Reply {
+pub async fn send(client: &HttpClient, req: Outgoing<'_>, timeout: Option<Duration>) -> Reply {
     let connected = AtomicBool::new(false);
     let exchange = async {
         let mut lease = client.checkout().await?;
         connected.store(true, Ordering::Relaxed);
         if matches!(lease.sender, Sender::Lean(_)) {
-            return send_lean(client, lease, req).await;
+            return send_lean(client, lease, &req).await;
         }
-        let resp = match lease.sender.try_send_request(req).await {
+        let resp = match lease.sender.try_send_request(req.to_request()).await {
             Ok(resp) => resp,
             Err(mut e) => match e.take_message() {
                 Some(req) if lease.reused => {
@@ -508,7 +514,7 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
         client.put_idle(lease.sender);
         Ok::<_, TransportError>(Reply::Response {
             status: parts.status.as_u16(),
-            headers: parts.headers,
+            headers: ReplyHeaders::from_map(&parts.headers),
             body,
         })
     };
@@ -528,20 +534,13 @@ pub async fn send(client: &HttpClient, req: Request<Body>, timeout: Option<Durat
 async fn send_lean(
     client: &HttpClient,
     mut lease: Lease,
-    req: Request<Body>,
+    req: &Outgoing<'_>,
 ) -> Result<Reply, TransportError> {
-    let (parts, body) = req.into_parts();
-    // A `Full` body is one frame, ready at once.
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
     let answer = loop {
         let Sender::Lean(conn) = &mut lease.sender else {
             unreachable!("send_lean is given a lean connection")
         };
-        match conn.exchange(&parts, &body, MAX_KEPT_BODY).await {
+        match conn.exchange(req, MAX_KEPT_BODY).await {
             Ok(a) => break a,
             Err(h1::Failure::Unsent(_)) if lease.reused => {
                 lease.sender = client.dial().await?;
@@ -552,10 +551,7 @@ async fn send_lean(
     };
     // The proxy says so in a gateway error (502): a success is never looked at.
     if answer.status >= 400
-        && answer
-            .headers
-            .get(crate::headers::UPSTREAM)
-            .map(|v| v.as_bytes())
+        && answer.headers.raw(ReplyHeader::Upstream)
             == Some(crate::headers::UPSTREAM_TLS_HANDSHAKE.as_bytes())
     {
         let why = String::from_utf8_lossy(&answer.body).trim().to_string();
@@ -708,11 +704,8 @@ mod tests {
         (format!("http://{addr}"), accepted)
     }
 
-    fn get() -> Request<Full<Bytes>> {
-        Request::get("/")
-            .header("host", "127.0.0.1")
-            .body(Full::new(Bytes::new()))
-            .unwrap()
+    fn get() -> Outgoing<'static> {
+        outgoing::plain_get("/")
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -49,7 +49,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::clock::Epoch;
 use super::driver::{ConfigRuntime, RequestTemplate};
-use super::http::Reply;
+use super::http::{Reply, ReplyHeader};
 use crate::draws::{draw, SALT_LAYER_SERVICE};
 use crate::headers;
 use crate::metrics::LayerSummary;
@@ -78,12 +78,12 @@ const NOT_FORWARDED: &[&str] = &[
 ];
 
 /// Response headers relayed upstream with a layer's final reply (the retry hints).
-const RELAYED: &[&str] = &[
-    "retry-after",
-    "x-amz-retry-after",
-    headers::ERROR_TYPE,
-    headers::GRPC_PUSHBACK_MS,
-    "content-type",
+const RELAYED: &[ReplyHeader] = &[
+    ReplyHeader::RetryAfter,
+    ReplyHeader::AmzRetryAfter,
+    ReplyHeader::ErrorType,
+    ReplyHeader::GrpcPushbackMs,
+    ReplyHeader::ContentType,
 ];
 
 /// One running layer of one compared config's chain.
@@ -305,10 +305,10 @@ async fn handle(
         }) => {
             let mut r = Response::new(Full::new(body));
             *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
-            for name in RELAYED {
-                if let Some(v) = h.get(*name) {
+            for header in RELAYED {
+                if let Some(v) = h.value(*header) {
                     r.headers_mut()
-                        .insert(HeaderName::from_static(name), v.clone());
+                        .insert(HeaderName::from_static(header.name()), v);
                 }
             }
             r

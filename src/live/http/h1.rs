@@ -21,18 +21,21 @@ use std::io;
 use std::mem::MaybeUninit;
 
 use bytes::{Buf, Bytes, BytesMut};
-use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::http::request::Parts;
+use hyper::header::CONTENT_LENGTH;
 use hyper::Method;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::outgoing::{Outgoing, Value};
+use super::reply_headers::{ReplyHeader, ReplyHeaders, Spans};
 use crate::policy::TransportError;
 
 /// The largest response head accepted (hyper's default read buffer limit).
 pub const MAX_HEAD: usize = 8192 + 4096 * 100;
 /// The most headers a response head may carry (hyper's default).
 pub const MAX_HEADERS: usize = 100;
+/// The longest header name accepted (`HeaderName`'s limit, which hyper applies).
+const MAX_NAME: usize = (1 << 16) - 1;
 /// Headers of a head whose places are noted on the stack (more go to the heap).
 const FEW_HEADERS: usize = 24;
 /// What one read asks the kernel for at least.
@@ -57,7 +60,7 @@ pub enum Failure {
 /// A response read whole.
 pub struct Answer {
     pub status: u16,
-    pub headers: HeaderMap,
+    pub headers: ReplyHeaders,
     pub body: Bytes,
     /// The connection may carry another request.
     pub reusable: bool,
@@ -83,25 +86,24 @@ impl Conn {
         }
     }
 
-    /// Writes `req` (origin-form URI, `Host` among its headers) and reads its response,
-    /// keeping the first `max_body` bytes of the body.
+    /// Writes `req` (origin-form URI) and reads its response, keeping the first `max_body`
+    /// bytes of the body.
     pub async fn exchange(
         &mut self,
-        req: &Parts,
-        body: &Bytes,
+        req: &Outgoing<'_>,
         max_body: usize,
     ) -> Result<Answer, Failure> {
-        self.encode(req, body);
+        self.encode(req);
         if let Err(e) = self.stream.write_all(&self.out).await {
             return Err(Failure::Unsent(io_failure(&e)));
         }
-        let head_request = req.method == Method::HEAD;
+        let head_request = *req.method == Method::HEAD;
         self.read_response(head_request, max_body)
             .await
             .map_err(Failure::Sent)
     }
 
-    fn encode(&mut self, req: &Parts, body: &Bytes) {
+    fn encode(&mut self, req: &Outgoing<'_>) {
         let out = &mut self.out;
         out.clear();
         out.extend_from_slice(req.method.as_str().as_bytes());
@@ -111,21 +113,25 @@ impl Conn {
             None => out.push(b'/'),
         }
         out.extend_from_slice(b" HTTP/1.1\r\n");
-        for (name, value) in &req.headers {
+        let mut digits = itoa::Buffer::new();
+        let mut has_length = false;
+        req.each_header(|name, value| {
+            has_length |= name == CONTENT_LENGTH;
             out.extend_from_slice(name.as_str().as_bytes());
             out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
+            match value {
+                Value::Number(n) => out.extend_from_slice(digits.format(n).as_bytes()),
+                Value::Text(v) => out.extend_from_slice(v.as_bytes()),
+            }
             out.extend_from_slice(b"\r\n");
-        }
-        let has_length = req.headers.contains_key(hyper::header::CONTENT_LENGTH);
-        if !has_length && (!body.is_empty() || has_payload_semantics(&req.method)) {
+        });
+        if !has_length && (!req.body.is_empty() || has_payload_semantics(req.method)) {
             out.extend_from_slice(b"content-length: ");
-            let mut n = itoa_buf();
-            out.extend_from_slice(format_u64(body.len() as u64, &mut n));
+            out.extend_from_slice(digits.format(req.body.len()).as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(body);
+        out.extend_from_slice(req.body);
     }
 
     /// Reads into the buffer; `Ok(false)` at the end of the stream.
@@ -342,7 +348,7 @@ struct Head {
     status: u16,
     /// The version keeps the connection open by default (HTTP/1.1).
     keep_alive: bool,
-    headers: HeaderMap,
+    headers: ReplyHeaders,
     /// `Connection` says `close`, or `keep-alive`.
     close: bool,
     keep_alive_token: bool,
@@ -354,7 +360,10 @@ struct Head {
 }
 
 /// Takes a whole response head off the front of `buf`; `Ok(None)` while it is incomplete.
-/// Header values are slices of the head's bytes (no copy), as hyper keeps them.
+/// Of its headers, the framing ones are read and those stormrig reads kept
+/// ([`ReplyHeaders`]), as slices of the head's bytes (no copy). httparse has checked every
+/// name (a token) and value (no control byte but tab) as `HeaderName` and `HeaderValue`
+/// would.
 fn take_head(buf: &mut BytesMut) -> Result<Option<Head>, TransportError> {
     if buf.is_empty() {
         return Ok(None);
@@ -374,8 +383,8 @@ fn take_head(buf: &mut BytesMut) -> Result<Option<Head>, TransportError> {
         return Err(TransportError::Protocol);
     }
     let keep_alive = resp.version == Some(1);
-    // Where each name and value lies in the buffer, then the head's bytes frozen: values
-    // are slices of them (no copy), names constants when standard (no allocation).
+    // Where each name and value lies in the buffer, then the head's bytes frozen: kept
+    // values are slices of them (no copy).
     let base = buf.as_ptr() as usize;
     let count = resp.headers.len();
     let mut on_stack = [(0u32, 0u32, 0u32, 0u32); FEW_HEADERS];
@@ -398,10 +407,11 @@ fn take_head(buf: &mut BytesMut) -> Result<Option<Head>, TransportError> {
         );
     }
     let head = buf.split_to(len).freeze();
+    let mut kept = Spans::default();
     let mut out = Head {
         status,
         keep_alive,
-        headers: HeaderMap::with_capacity(count),
+        headers: ReplyHeaders::default(),
         close: false,
         keep_alive_token: false,
         chunked: false,
@@ -409,31 +419,57 @@ fn take_head(buf: &mut BytesMut) -> Result<Option<Head>, TransportError> {
     };
     for &(ns, ne, vs, ve) in spans.iter() {
         let (ns, ne, vs, ve) = (ns as usize, ne as usize, vs as usize, ve as usize);
-        let name = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| TransportError::Protocol)?;
+        let name = &head[ns..ne];
         let bytes = &head[vs..ve];
-        if name == hyper::header::CONTENT_LENGTH {
-            out.length = Some(match (out.length, content_length(bytes)) {
-                (None | Some(Ok(_)), None) | (Some(Err(())), _) => Err(()),
-                (None, Some(n)) => Ok(n),
-                (Some(Ok(m)), Some(n)) => {
-                    if m == n {
-                        Ok(n)
-                    } else {
-                        Err(())
-                    }
-                }
-            });
-        } else if name == hyper::header::TRANSFER_ENCODING {
-            out.chunked = last_token_is(bytes, b"chunked");
-        } else if name == hyper::header::CONNECTION {
-            out.close |= has_token(bytes, b"close");
-            out.keep_alive_token |= has_token(bytes, b"keep-alive");
+        if name.len() > MAX_NAME {
+            return Err(TransportError::Protocol);
         }
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
-            .map_err(|_| TransportError::Protocol)?;
-        out.headers.append(name, value);
+        match framing_header(name) {
+            Some(Framer::ContentLength) => {
+                out.length = Some(match (out.length, content_length(bytes)) {
+                    (None | Some(Ok(_)), None) | (Some(Err(())), _) => Err(()),
+                    (None, Some(n)) => Ok(n),
+                    (Some(Ok(m)), Some(n)) => {
+                        if m == n {
+                            Ok(n)
+                        } else {
+                            Err(())
+                        }
+                    }
+                });
+            }
+            Some(Framer::TransferEncoding) => out.chunked = last_token_is(bytes, b"chunked"),
+            Some(Framer::Connection) => {
+                out.close |= has_token(bytes, b"close");
+                out.keep_alive_token |= has_token(bytes, b"keep-alive");
+            }
+            None => {
+                if let Some(h) = ReplyHeader::of(name) {
+                    kept.note(h, vs as u32, ve as u32);
+                }
+            }
+        }
     }
+    out.headers = ReplyHeaders::new(&head, kept);
     Ok(Some(out))
+}
+
+/// A header that frames the body or says whether the connection stays open.
+enum Framer {
+    ContentLength,
+    TransferEncoding,
+    Connection,
+}
+
+/// Which framing header `name` (any case) is, if one.
+fn framing_header(name: &[u8]) -> Option<Framer> {
+    let (framer, known): (Framer, &[u8]) = match name.len() {
+        14 => (Framer::ContentLength, b"content-length"),
+        17 => (Framer::TransferEncoding, b"transfer-encoding"),
+        10 => (Framer::Connection, b"connection"),
+        _ => return None,
+    };
+    name.eq_ignore_ascii_case(known).then_some(framer)
 }
 
 /// The length one `Content-Length` value gives: digits, or a comma-separated list of the
@@ -479,23 +515,6 @@ fn has_payload_semantics(m: &Method) -> bool {
     *m == Method::POST || *m == Method::PUT || *m == Method::PATCH
 }
 
-fn itoa_buf() -> [u8; 20] {
-    [0u8; 20]
-}
-
-fn format_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[i..]
-}
-
 /// A socket error as the policy names it (the io part of [`super::classify`]).
 fn io_failure(e: &io::Error) -> TransportError {
     if super::is_local_resource(e) {
@@ -510,8 +529,10 @@ fn io_failure(e: &io::Error) -> TransportError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::outgoing::Stamp;
     use super::*;
-    use hyper::Request;
+    use hyper::header::HeaderValue;
+    use hyper::Uri;
     use tokio::net::TcpListener;
 
     /// A server that answers each request read with the next canned bytes, then closes.
@@ -540,21 +561,14 @@ mod tests {
         TcpStream::connect(addr).await.unwrap()
     }
 
-    fn get() -> Parts {
-        Request::get("/x")
-            .header("host", "127.0.0.1")
-            .body(())
-            .unwrap()
-            .into_parts()
-            .0
+    fn get() -> Outgoing<'static> {
+        super::super::outgoing::plain_get("/x")
     }
 
     async fn ask(c: &mut Conn) -> Result<Answer, TransportError> {
-        c.exchange(&get(), &Bytes::new(), 16)
-            .await
-            .map_err(|f| match f {
-                Failure::Unsent(e) | Failure::Sent(e) => e,
-            })
+        c.exchange(&get(), 16).await.map_err(|f| match f {
+            Failure::Unsent(e) | Failure::Sent(e) => e,
+        })
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -573,11 +587,12 @@ mod tests {
             (a.status, &a.body[..], a.reusable),
             (200, &b"ok\n"[..], true)
         );
-        assert_eq!(a.headers["x-a"], "b");
+        // Headers nothing reads are not kept; those read are.
+        assert_eq!(a.headers.iter().count(), 0);
         assert!(c.is_open());
         let b = ask(&mut c).await.ok().unwrap();
         assert_eq!(b.status, 503);
-        assert_eq!(b.headers["retry-after"], "2");
+        assert_eq!(b.headers.get(ReplyHeader::RetryAfter), Some("2"));
         // 24 bytes of body, the first 16 kept.
         assert_eq!(&b.body[..], b"busy012345678901");
         assert!(b.reusable);
@@ -617,22 +632,33 @@ mod tests {
                 .await
                 .unwrap();
             let mut c = Conn::new(s);
-            let req = Request::post("/p?q=1")
-                .header("host", "h:1")
-                .header("x-stormrig-request", "7")
-                .body(())
-                .unwrap()
-                .into_parts()
-                .0;
-            c.encode(&req, &Bytes::new());
+            let host = HeaderValue::from_static("h:1");
+            let body = Bytes::new();
+            let req = Outgoing {
+                method: &Method::POST,
+                uri: Uri::from_static("/p?q=1"),
+                host: &host,
+                stamp: Stamp {
+                    request: 7,
+                    attempt: 1,
+                    ..Stamp::default()
+                },
+                body: &body,
+                ..get()
+            };
+            c.encode(&req);
             assert_eq!(
                 std::str::from_utf8(&c.out).unwrap(),
-                "POST /p?q=1 HTTP/1.1\r\nhost: h:1\r\nx-stormrig-request: 7\r\ncontent-length: 0\r\n\r\n"
+                "POST /p?q=1 HTTP/1.1\r\nhost: h:1\r\nx-stormrig-request: 7\r\nx-stormrig-attempt: 1\r\ncontent-length: 0\r\n\r\n"
             );
-            c.encode(&get(), &Bytes::from_static(b"abc"));
+            let abc = Bytes::from_static(b"abc");
+            c.encode(&Outgoing {
+                body: &abc,
+                ..get()
+            });
             assert_eq!(
                 std::str::from_utf8(&c.out).unwrap(),
-                "GET /x HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 3\r\n\r\nabc"
+                "GET /x HTTP/1.1\r\nhost: 127.0.0.1\r\nx-stormrig-request: 0\r\nx-stormrig-attempt: 0\r\ncontent-length: 3\r\n\r\nabc"
             );
         });
     }
