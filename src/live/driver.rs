@@ -215,41 +215,47 @@ impl ConfigRuntime {
         inherited_deadline: Option<Duration>,
     ) -> Final {
         let mut rng = LazyRng::new(request_seed(self.seed, self.draw_key, request));
-        let mut step = match tmpl.class {
-            Some(class) => {
-                self.lock()
-                    .start_class(epoch.now(), intended, request, class, inherited_deadline)
+        // The clock is read once per step: the instant a step was decided at is the one the
+        // attempt it grants is sent at, and the instant its reply came is the one the next
+        // decision is taken at.
+        let mut now;
+        let mut step = {
+            let mut session = self.lock();
+            now = epoch.now();
+            match tmpl.class {
+                Some(class) => {
+                    session.start_class(now, intended, request, class, inherited_deadline)
+                }
+                None => session.start(
+                    now,
+                    intended,
+                    request,
+                    tmpl.method.as_str(),
+                    inherited_deadline,
+                ),
             }
-            None => self.lock().start(
-                epoch.now(),
-                intended,
-                request,
-                tmpl.method.as_str(),
-                inherited_deadline,
-            ),
         };
         let mut last: Option<Reply> = None;
         loop {
             step = match step {
                 Step::Send(req, attempt) => {
                     let held = Held::new(self, epoch, req);
-                    let sent_at = epoch.elapsed();
+                    let sent_at = now.mono;
                     let reply = http::send(
                         &self.http,
                         self.build(tmpl, request, attempt),
                         attempt.timeout,
                     )
                     .await;
-                    let latency = epoch.elapsed().saturating_sub(sent_at);
+                    now = epoch.now();
+                    let latency = now.mono.saturating_sub(sent_at);
                     let req = held.resume();
                     let outcome = if tmpl.grpc {
                         super::grpc::to_outcome(&reply)
                     } else {
                         to_outcome(&reply)
                     };
-                    let next = self
-                        .lock()
-                        .outcome(epoch.now(), req, latency, &outcome, &mut rng);
+                    let next = self.lock().outcome(now, req, latency, &outcome, &mut rng);
                     last = Some(reply);
                     next
                 }
@@ -257,7 +263,9 @@ impl ConfigRuntime {
                     let held = Held::new(self, epoch, req);
                     tokio::time::sleep(after).await;
                     let req = held.resume();
-                    self.lock().permit(epoch.now(), req)
+                    let mut session = self.lock();
+                    now = epoch.now();
+                    session.permit(now, req)
                 }
                 Step::Done(ending) => {
                     let reason = ending.reason();

@@ -469,7 +469,7 @@ fn framing_header(name: &[u8]) -> Option<Framer> {
         10 => (Framer::Connection, b"connection"),
         _ => return None,
     };
-    name.eq_ignore_ascii_case(known).then_some(framer)
+    super::reply_headers::is_name(name, known).then_some(framer)
 }
 
 /// The length one `Content-Length` value gives: digits, or a comma-separated list of the

@@ -52,7 +52,7 @@ impl ReplyHeader {
     /// The header `name` (any case) is, if stormrig reads it. The length decides before
     /// any byte is compared: most of a reply's headers are told apart by it alone.
     pub fn of(name: &[u8]) -> Option<ReplyHeader> {
-        let is = |h: ReplyHeader| name.eq_ignore_ascii_case(h.name().as_bytes());
+        let is = |h: ReplyHeader| is_name(name, h.name().as_bytes());
         let candidates: &[ReplyHeader] = match name.len() {
             11 => &[ReplyHeader::RetryAfter, ReplyHeader::GrpcStatus],
             12 => &[ReplyHeader::ContentType],
@@ -64,6 +64,28 @@ impl ReplyHeader {
         };
         candidates.iter().copied().find(|h| is(*h))
     }
+}
+
+/// True when the header name `name` (as httparse read it: a token) is `known` in any case.
+/// `known` is lowercase letters and `-`, every byte with bit 0x20 set, so setting that bit
+/// in `name` folds its letters and nothing else that can match (`\r`, 0x0D, which turns
+/// into `-`, is no token byte). Eight bytes at a time: the names compared whole are the
+/// ones that match, on every reply.
+pub(super) fn is_name(name: &[u8], known: &[u8]) -> bool {
+    if name.len() != known.len() {
+        return false;
+    }
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("chunks of 8"));
+    let (mut a, mut b) = (name.chunks_exact(8), known.chunks_exact(8));
+    for (x, y) in (&mut a).zip(&mut b) {
+        if word(x) | 0x2020_2020_2020_2020 != word(y) {
+            return false;
+        }
+    }
+    a.remainder()
+        .iter()
+        .zip(b.remainder())
+        .all(|(x, y)| x | 0x20 == *y)
 }
 
 /// The values of the reply headers stormrig reads: the first of each, as a `HeaderMap`'s
