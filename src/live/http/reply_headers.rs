@@ -214,6 +214,32 @@ mod tests {
     }
 
     #[test]
+    fn names_compare_in_any_case_and_only_letters_fold() {
+        let framing = ["content-length", "transfer-encoding", "connection"];
+        for known in ReplyHeader::ALL
+            .map(ReplyHeader::name)
+            .into_iter()
+            .chain(framing)
+        {
+            assert!(known.bytes().all(|b| b & 0x20 != 0), "{known}");
+            assert!(is_name(known.as_bytes(), known.as_bytes()));
+            assert!(is_name(
+                known.to_ascii_uppercase().as_bytes(),
+                known.as_bytes()
+            ));
+            // Every other printable byte in every place is told apart.
+            for i in 0..known.len() {
+                for c in b'!'..=b'~' {
+                    let mut other = known.as_bytes().to_vec();
+                    other[i] = c;
+                    let same = c.eq_ignore_ascii_case(&known.as_bytes()[i]);
+                    assert_eq!(is_name(&other, known.as_bytes()), same, "{known} {i} {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_first_value_is_kept_and_text_is_read_as_a_header_map_reads_it() {
         let mut map = HeaderMap::new();
         map.append("retry-after", HeaderValue::from_static("2"));
