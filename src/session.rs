@@ -252,12 +252,15 @@ impl Session {
         method: &str,
         inherited_deadline: Option<Duration>,
     ) -> Step {
+        let idempotent = crate::policy::is_idempotent_method(method);
         let mut slot = None;
-        self.start_in(&mut slot, now, intended, id, method, inherited_deadline)
+        self.start_in(&mut slot, now, intended, id, idempotent, inherited_deadline)
             .take_from(&mut slot)
     }
 
-    /// [`Self::start`] for an engine that keeps the request in `slot` (see [`Next`]).
+    /// [`Self::start`] for an engine that keeps the request in `slot` (see [`Next`]), and
+    /// that read its method's idempotency once (`is_idempotent_method`) rather than per
+    /// request.
     #[inline(always)]
     pub fn start_in(
         &mut self,
@@ -265,10 +268,9 @@ impl Session {
         now: Now,
         intended: Duration,
         id: u64,
-        method: &str,
+        idempotent: bool,
         inherited_deadline: Option<Duration>,
     ) -> Next {
-        let idempotent = crate::policy::is_idempotent_method(method);
         self.begin(slot, now, intended, id, 0, idempotent, inherited_deadline)
     }
 
@@ -806,6 +808,34 @@ mod tests {
         );
         let rows: Vec<_> = s.log().iter().map(|r| (r.request, r.attempt)).collect();
         assert_eq!(rows, [(7, 1), (7, 2), (7, 3), (7, 4)]);
+    }
+
+    #[test]
+    fn a_request_driven_in_its_slot_stays_there_until_it_ends() {
+        let mut s = session("naive");
+        let mut rng = LazyRng::new(1);
+        let mut slot = None;
+        let mut next = s.start_in(&mut slot, at(0), Duration::ZERO, 7, true, None);
+        let mut sent = 0;
+        while let Next::Send(attempt) = next {
+            sent += 1;
+            assert_eq!(attempt.number, sent);
+            assert_eq!(slot.as_ref().map(Request::id), Some(7));
+            next = s.outcome_in(
+                at(sent.into()),
+                &mut slot,
+                Duration::ZERO,
+                &status(503),
+                &mut rng,
+            );
+        }
+        assert!(matches!(
+            next,
+            Next::Done(Ending::GaveUp(GiveUpReason::MaxAttempts))
+        ));
+        assert!(slot.is_none());
+        let sec = &s.recorder().seconds()[0];
+        assert_eq!((sec.finished, sec.attempts), (1, u64::from(sent)));
     }
 
     #[test]

@@ -311,6 +311,8 @@ pub(super) struct Sim<'a> {
     serving: u32,
     queue: VecDeque<(u32, u32)>,
     attempts: u64,
+    /// The load's method is idempotent (read once: every request without classes sends it).
+    pub idempotent: bool,
     /// Length of the timer lane at which its stale timers are swept out.
     sweep_at: usize,
 }
@@ -387,6 +389,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         serving: 0,
         queue: VecDeque::new(),
         attempts: 0,
+        idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,
         cfg,
     };
@@ -685,7 +688,7 @@ impl Sim<'_> {
                 .start_class_in(&mut q.req, now(t), dur(t), id, class, None)
         } else {
             self.session
-                .start_in(&mut q.req, now(t), dur(t), id, self.cfg.method, None)
+                .start_in(&mut q.req, now(t), dur(t), id, self.idempotent, None)
         };
         self.follow(t, r, step);
     }

@@ -173,7 +173,7 @@ impl Sim<'_> {
             now(t),
             dur(arrived),
             id,
-            self.cfg.method,
+            self.idempotent,
             inherited,
         );
         self.follow(t, r, step);
