@@ -133,6 +133,54 @@ pub enum Step {
     Done(Ending),
 }
 
+/// What the engine does next with a request it keeps in a slot of its own (the `_in`
+/// methods): a [`Step`] without the request, which stays where it is. An engine that holds
+/// many requests (the simulator's slab) drives them in place, so a request is not copied
+/// out of its slot and back at every step.
+#[derive(Debug)]
+#[must_use = "a request that is not followed up never ends"]
+pub enum Next {
+    /// Send this attempt now, then hand its outcome to [`Session::outcome_in`].
+    Send(Attempt),
+    /// Wait this long, then ask [`Session::permit_in`] for the retry.
+    Wait(Duration),
+    /// The request has ended and is counted: its slot is empty.
+    Done(Ending),
+}
+
+impl Step {
+    /// The step as the engine keeping the request in `slot` follows it: the request goes
+    /// back into the slot while it has a next step.
+    #[inline(always)]
+    fn keep_in(self, slot: &mut Option<Request>) -> Next {
+        match self {
+            Step::Send(req, attempt) => {
+                *slot = Some(req);
+                Next::Send(attempt)
+            }
+            Step::Wait(req, after) => {
+                *slot = Some(req);
+                Next::Wait(after)
+            }
+            Step::Done(ending) => Next::Done(ending),
+        }
+    }
+}
+
+impl Next {
+    /// The step of a request that `slot` kept: it leaves the slot with the step.
+    #[inline(always)]
+    fn take_from(self, slot: &mut Option<Request>) -> Step {
+        match (self, slot.take()) {
+            (Next::Send(attempt), Some(req)) => Step::Send(req, attempt),
+            (Next::Wait(after), Some(req)) => Step::Wait(req, after),
+            (Next::Done(ending), _) => Step::Done(ending),
+            // The `_in` methods empty the slot only when the request ends.
+            (Next::Send(_) | Next::Wait(_), None) => unreachable!("a live request left its slot"),
+        }
+    }
+}
+
 impl Session {
     /// A fresh policy client and recorder for `config`; the attempt log only when asked for.
     pub fn new(name: &str, config: &RetryConfig, attempt_log: bool) -> Session {
@@ -205,7 +253,25 @@ impl Session {
         inherited_deadline: Option<Duration>,
     ) -> Step {
         let idempotent = crate::policy::is_idempotent_method(method);
-        self.begin(now, intended, id, 0, idempotent, inherited_deadline)
+        let mut slot = None;
+        self.start_in(&mut slot, now, intended, id, idempotent, inherited_deadline)
+            .take_from(&mut slot)
+    }
+
+    /// [`Self::start`] for an engine that keeps the request in `slot` (see [`Next`]), and
+    /// that read its method's idempotency once (`is_idempotent_method`) rather than per
+    /// request.
+    #[inline(always)]
+    pub fn start_in(
+        &mut self,
+        slot: &mut Option<Request>,
+        now: Now,
+        intended: Duration,
+        id: u64,
+        idempotent: bool,
+        inherited_deadline: Option<Duration>,
+    ) -> Next {
+        self.begin(slot, now, intended, id, 0, idempotent, inherited_deadline)
     }
 
     /// [`Self::start`] for a request of class `class` (see [`Self::with_classes`]).
@@ -218,8 +284,25 @@ impl Session {
         class: usize,
         inherited_deadline: Option<Duration>,
     ) -> Step {
+        let mut slot = None;
+        self.start_class_in(&mut slot, now, intended, id, class, inherited_deadline)
+            .take_from(&mut slot)
+    }
+
+    /// [`Self::start_class`] for an engine that keeps the request in `slot` (see [`Next`]).
+    #[inline(always)]
+    pub fn start_class_in(
+        &mut self,
+        slot: &mut Option<Request>,
+        now: Now,
+        intended: Duration,
+        id: u64,
+        class: usize,
+        inherited_deadline: Option<Duration>,
+    ) -> Next {
         let route = self.classes[class];
         self.begin(
+            slot,
             now,
             intended,
             id,
@@ -229,16 +312,19 @@ impl Session {
         )
     }
 
+    /// Puts the new request in `slot` and asks for its first attempt.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn begin(
         &mut self,
+        slot: &mut Option<Request>,
         now: Now,
         intended: Duration,
         id: u64,
         class: u8,
         idempotent: bool,
         inherited_deadline: Option<Duration>,
-    ) -> Step {
+    ) -> Next {
         self.rec.upstream_started(intended);
         let fleet = self.classes.get(usize::from(class)).map_or(0, |c| c.fleet);
         let f = &mut self.fleets[usize::from(fleet)];
@@ -249,25 +335,33 @@ impl Session {
         if !self.classes.is_empty() {
             self.rec.class_started(usize::from(class));
         }
-        self.permit(
-            now,
-            Request {
-                state,
-                id,
-                class,
-                fleet,
-                fallback_attempts: 0,
-                fell: None,
-                instance,
-                intended,
-            },
-        )
+        *slot = Some(Request {
+            state,
+            id,
+            class,
+            fleet,
+            fallback_attempts: 0,
+            fell: None,
+            instance,
+            intended,
+        });
+        self.permit_in(now, slot)
     }
 
     /// Asks the policy for the request's next attempt and counts what it said: an attempt
     /// sent, or a refusal that ends the request.
     #[inline(always)]
-    pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
+    pub fn permit(&mut self, now: Now, req: Request) -> Step {
+        let mut slot = Some(req);
+        self.permit_in(now, &mut slot).take_from(&mut slot)
+    }
+
+    /// [`Self::permit`] for the request kept in `slot` (see [`Next`]); `slot` must hold it.
+    #[inline(always)]
+    pub fn permit_in(&mut self, now: Now, slot: &mut Option<Request>) -> Next {
+        let Some(req) = slot.as_mut() else {
+            unreachable!("permit_in without a request in its slot");
+        };
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let permit = client.before_attempt(now, &mut req.state);
         let step = match permit {
@@ -313,9 +407,13 @@ impl Session {
             }
         };
         self.drain_events(req.fleet, req.instance);
-        match step {
-            Ok(attempt) => Step::Send(req, attempt),
-            Err(reason) => self.finish(now, req, Ending::GaveUp(reason)),
+        match (step, slot.take()) {
+            (Ok(attempt), req) => {
+                *slot = req;
+                Next::Send(attempt)
+            }
+            (Err(reason), Some(req)) => self.finish(now, req, Ending::GaveUp(reason)).keep_in(slot),
+            (Err(_), None) => unreachable!("the request left its slot"),
         }
     }
 
@@ -326,13 +424,36 @@ impl Session {
     pub fn outcome(
         &mut self,
         now: Now,
-        mut req: Request,
+        req: Request,
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Step {
+        let mut slot = Some(req);
+        self.outcome_in(now, &mut slot, latency, outcome, rng)
+            .take_from(&mut slot)
+    }
+
+    /// [`Self::outcome`] for the request kept in `slot` (see [`Next`]); `slot` must hold it.
+    #[inline(always)]
+    pub fn outcome_in(
+        &mut self,
+        now: Now,
+        slot: &mut Option<Request>,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        rng: &mut LazyRng,
+    ) -> Next {
+        let Some(req) = slot.as_mut() else {
+            unreachable!("outcome_in without a request in its slot");
+        };
         if let Some((rung, reason)) = req.fell {
-            return self.fallback_answered(now, req, latency, outcome, (rung, reason));
+            let Some(req) = slot.take() else {
+                unreachable!("the request left its slot");
+            };
+            return self
+                .fallback_answered(now, req, latency, outcome, (rung, reason))
+                .keep_in(slot);
         }
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
@@ -369,12 +490,16 @@ impl Session {
             level,
         );
         self.drain_events(req.fleet, req.instance);
-        match d {
-            Decision::Success => self.finish(now, req, Ending::Succeeded),
-            Decision::GiveUp { reason, .. } => self.finish(now, req, Ending::GaveUp(reason)),
-            Decision::Retry { after, .. } if after.is_zero() => self.permit(now, req),
-            Decision::Retry { after, .. } => Step::Wait(req, after),
-        }
+        let ending = match d {
+            Decision::Success => Ending::Succeeded,
+            Decision::GiveUp { reason, .. } => Ending::GaveUp(reason),
+            Decision::Retry { after, .. } if after.is_zero() => return self.permit_in(now, slot),
+            Decision::Retry { after, .. } => return Next::Wait(after),
+        };
+        let Some(req) = slot.take() else {
+            unreachable!("the request left its slot");
+        };
+        self.finish(now, req, ending).keep_in(slot)
     }
 
     /// Ends a request its engine dropped because the caller went away (a layer whose caller
@@ -683,6 +808,34 @@ mod tests {
         );
         let rows: Vec<_> = s.log().iter().map(|r| (r.request, r.attempt)).collect();
         assert_eq!(rows, [(7, 1), (7, 2), (7, 3), (7, 4)]);
+    }
+
+    #[test]
+    fn a_request_driven_in_its_slot_stays_there_until_it_ends() {
+        let mut s = session("naive");
+        let mut rng = LazyRng::new(1);
+        let mut slot = None;
+        let mut next = s.start_in(&mut slot, at(0), Duration::ZERO, 7, true, None);
+        let mut sent = 0;
+        while let Next::Send(attempt) = next {
+            sent += 1;
+            assert_eq!(attempt.number, sent);
+            assert_eq!(slot.as_ref().map(Request::id), Some(7));
+            next = s.outcome_in(
+                at(sent.into()),
+                &mut slot,
+                Duration::ZERO,
+                &status(503),
+                &mut rng,
+            );
+        }
+        assert!(matches!(
+            next,
+            Next::Done(Ending::GaveUp(GiveUpReason::MaxAttempts))
+        ));
+        assert!(slot.is_none());
+        let sec = &s.recorder().seconds()[0];
+        assert_eq!((sec.finished, sec.attempts), (1, u64::from(sent)));
     }
 
     #[test]

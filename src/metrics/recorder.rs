@@ -286,6 +286,7 @@ impl Recorder {
     }
 
     /// An attempt left the client (attempt 1 is the first try).
+    #[inline(always)]
     pub fn attempt_sent(&mut self, t: Duration, attempt: u32) {
         let s = self.at(t);
         s.attempts += 1;
@@ -295,6 +296,7 @@ impl Recorder {
     }
 
     /// Attempt number `attempt` (1 = the first try) ended at `t` as `label` after `latency`.
+    #[inline(always)]
     pub fn attempt_done(
         &mut self,
         t: Duration,
@@ -354,6 +356,7 @@ impl Recorder {
     /// its intended start. `failure` is `None` on success, else why it gave up. Its retries
     /// count as useful when it succeeded and as wasted when it still failed, so useful plus
     /// wasted retries equal the retries of every finished request.
+    #[inline(always)]
     pub fn upstream_finished(
         &mut self,
         t: Duration,

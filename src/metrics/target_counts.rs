@@ -82,7 +82,7 @@ impl TargetCounts {
     }
 
     /// Counts an arrival at second `sec` and puts it in flight.
-    #[inline]
+    #[inline(always)]
     pub fn arrive(&mut self, sec: usize) {
         let sec = sec.max(self.cur_sec);
         self.advance(sec);

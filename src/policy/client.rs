@@ -44,6 +44,7 @@ use super::duration;
 use super::outcome::{is_idempotent_method, AttemptOutcome, OutcomeClass};
 use super::provider_breakers::ProviderRouter;
 use super::retry_after::Hint;
+use super::status_classes::StatusClasses;
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
 
@@ -267,6 +268,8 @@ impl RequestState {
 #[derive(Debug)]
 pub struct RetryClient {
     config: RetryConfig,
+    /// The config's `retry_on` answers for bare statuses, looked up per outcome.
+    statuses: StatusClasses,
     budget: Option<Box<dyn RetryBudget>>,
     breaker: Option<CircuitBreaker>,
     /// With failover: where each attempt goes, and a breaker per provider.
@@ -283,6 +286,7 @@ impl RetryClient {
     pub fn new(config: &RetryConfig) -> RetryClient {
         RetryClient {
             config: config.clone(),
+            statuses: StatusClasses::new(&config.retry_on),
             budget: config.budget.build(),
             // With failover the breaker settings serve each provider (one provider's
             // outage must not shut the others), not the client as a whole.
@@ -501,7 +505,7 @@ impl RetryClient {
     ) -> Decision {
         req.awaiting_outcome = false;
         self.release_slot(req);
-        let c = self.config.retry_on.classify(outcome);
+        let c = self.statuses.classify(&self.config.retry_on, outcome);
         if c.class == OutcomeClass::LocalResource {
             // Not the target's answer: no breaker, budget or backoff state learns from it.
             return self.give_up(req, GiveUpReason::LocalResource, c.class);

@@ -7,7 +7,8 @@
 //!
 //! Modules, one job each:
 //! * [`outcome`]: classify an attempt (success / transient / throttling / non-retryable), the
-//!   attempt-log label, idempotent methods;
+//!   attempt-log label, idempotent methods; `status_classes`: a client's classes of bare
+//!   statuses, looked up rather than worked out per attempt;
 //! * [`grpc_status`]: gRPC's status codes, by which gRPC replies are classified;
 //! * [`retry_after`]: `Retry-After`, `x-amz-retry-after`, `grpc-retry-pushback-ms`;
 //! * [`backoff`]: constant / linear / exponential schedules and the jitter families;
@@ -42,6 +43,7 @@ pub mod presets;
 pub mod provider_breakers;
 pub mod retry_after;
 pub mod spec;
+mod status_classes;
 pub mod thresholds;
 
 pub use backoff::{Backoff, Jitter};

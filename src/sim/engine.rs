@@ -28,7 +28,7 @@ use crate::policy::{AttemptOutcome, GrpcStatus, Now, Response, RetryConfig, Tran
 use crate::scenario::schedule::Arrivals;
 use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
-use crate::session::{self, Session, Step};
+use crate::session::{self, Next, Session};
 
 use super::provider::{Route, SimProvider, NO_FALLBACK};
 
@@ -311,6 +311,8 @@ pub(super) struct Sim<'a> {
     serving: u32,
     queue: VecDeque<(u32, u32)>,
     attempts: u64,
+    /// The load's method is idempotent (read once: every request without classes sends it).
+    pub idempotent: bool,
     /// Length of the timer lane at which its stale timers are swept out.
     sweep_at: usize,
 }
@@ -387,6 +389,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         serving: 0,
         queue: VecDeque::new(),
         attempts: 0,
+        idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,
         cfg,
     };
@@ -680,11 +683,12 @@ impl Sim<'_> {
             .reseed(request_seed(self.cfg.seed, self.cfg.draw_key, id));
         let step = if self.cfg.count_classes {
             let class = self.cfg.mix.class_of(self.cfg.seed, id);
-            self.reqs[r as usize].class = class as u8;
-            self.session.start_class(now(t), dur(t), id, class, None)
+            q.class = class as u8;
+            self.session
+                .start_class_in(&mut q.req, now(t), dur(t), id, class, None)
         } else {
             self.session
-                .start(now(t), dur(t), id, self.cfg.method, None)
+                .start_in(&mut q.req, now(t), dur(t), id, self.idempotent, None)
         };
         self.follow(t, r, step);
     }
@@ -692,27 +696,27 @@ impl Sim<'_> {
     /// A retry's wait is over: ask for its permit.
     fn retry_due(&mut self, t: u64, r: u32) {
         let q = &mut self.reqs[r as usize];
-        let Some(req) = q.req.take() else {
+        if q.req.is_none() {
             return;
-        };
+        }
         let session = match q.hop {
             0 => &mut self.session,
             h => &mut self.hops[h as usize - 1].session,
         };
-        let step = session.permit(now(t), req);
+        let step = session.permit_in(now(t), &mut q.req);
         self.follow(t, r, step);
     }
 
-    /// Carries out what the session said to do next with request slot `r`: send an
-    /// attempt, schedule the retry, or free the slot of a request that ended.
+    /// Carries out what the session said to do next with request slot `r` (whose request
+    /// the session keeps in the slot): send an attempt, schedule the retry, or free the slot
+    /// of a request that ended.
     #[inline(always)]
-    pub(super) fn follow(&mut self, t: u64, r: u32, step: Step) {
+    pub(super) fn follow(&mut self, t: u64, r: u32, step: Next) {
         match step {
-            Step::Send(req, attempt) => {
+            Next::Send(attempt) => {
                 self.attempts += 1;
-                let id = req.id();
                 let q = &mut self.reqs[r as usize];
-                q.req = Some(req);
+                let id = q.req.as_ref().map_or(0, session::Request::id);
                 let (req_gen, hop, class) = (q.gen, q.hop, q.class);
                 let a = self.alloc_att();
                 let q = &mut self.reqs[r as usize];
@@ -761,13 +765,11 @@ impl Sim<'_> {
                     }
                 }
             }
-            Step::Wait(req, after) => {
-                let q = &mut self.reqs[r as usize];
-                q.req = Some(req);
-                let gen = q.gen;
+            Next::Wait(after) => {
+                let gen = self.reqs[r as usize].gen;
                 self.push(t.saturating_add(ns(after)), Kind::RetryDue, r, gen);
             }
-            Step::Done(ending) => {
+            Next::Done(ending) => {
                 if self.reqs[r as usize].parent != NONE {
                     self.relay(t, r, ending);
                 }
@@ -807,9 +809,9 @@ impl Sim<'_> {
         if q.gen != req_gen {
             return;
         }
-        let Some(req) = q.req.take() else {
+        if q.req.is_none() {
             return;
-        };
+        }
         q.last_status = status;
         q.last_fault = fault;
         let outcome = match status {
@@ -838,9 +840,9 @@ impl Sim<'_> {
             0 => &mut self.session,
             h => &mut self.hops[h as usize - 1].session,
         };
-        let step = session.outcome(
+        let step = session.outcome_in(
             now(t),
-            req,
+            &mut q.req,
             dur(t.saturating_sub(sent_at)),
             &outcome,
             &mut q.rng,

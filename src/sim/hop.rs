@@ -168,9 +168,14 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         at.child = r;
         at.child_gen = req_gen;
-        let step = hop
-            .session
-            .start(now(t), dur(arrived), id, self.cfg.method, inherited);
+        let step = hop.session.start_in(
+            &mut self.reqs[r as usize].req,
+            now(t),
+            dur(arrived),
+            id,
+            self.idempotent,
+            inherited,
+        );
         self.follow(t, r, step);
     }
 
