@@ -303,9 +303,11 @@ mem_row() { # out case secs
         grown="$(awk -v p="$(kv "$out" peak_rss_kib)" -v b="$(kv "$out" rss_before_kib)" \
             'BEGIN { print p - b }')"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$(kv "$out" protocol)" \
-        "$(kv "$out" peak_in_flight)" "$(kv "$out" in_flight_bound)" \
-        "$(kv "$out" bytes_per_in_flight)" "$(kv "$out" rss_second_half_spread_pct)" \
+    # "-" for a key the output has not: `read` would merge empty tab-separated fields.
+    kv_or() { local v; v="$(kv "$1" "$2")"; echo "${v:--}"; }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$(kv_or "$out" protocol)" \
+        "$(kv_or "$out" peak_in_flight)" "$(kv_or "$out" in_flight_bound)" \
+        "$(kv_or "$out" bytes_per_in_flight)" "$(kv_or "$out" rss_second_half_spread_pct)" \
         "$grown" "$3" >>"$MEM_ROWS"
 }
 mem_run() { # out case stormrig-args...
@@ -325,14 +327,16 @@ if [ "${MEMORY:-1}" = 1 ]; then
     # in a full run; a tenth of them or less with QUICK=1, a smoke run.
     if [ "$QUICK" = 1 ]; then
         H2_HELD=10000 H2_RATE=5000 H2_DUR=6 H1_HELD=2000 H1_RATE=2000 H1_DUR=4 SIM_POP=1000000
+        CHURN_DUR=8
     else
         H2_HELD=100000 H2_RATE=25000 H2_DUR=12 H1_HELD=100000 H1_RATE=5000 H1_DUR=10 SIM_POP=10000000
+        CHURN_DUR=20
     fi
     # 4000 hanging at once (8000 descriptors, client and target side) fit the usual limits;
     # per-try timeouts (5 s) and retries churn connections while the cap holds.
-    log "memory: 20 s open loop at 5000 req/s against a target that hangs every request"
+    log "memory: ${CHURN_DUR} s open loop at 5000 req/s against a target that hangs every request"
     mem_run "$WORK/memory.out" "live, 4000 cap, 5 s per-try timeouts (churn)" \
-        bench memory --rate 5000 --duration 20s --max-in-flight 4000 --per-try-timeout 5s
+        bench memory --rate 5000 --duration "${CHURN_DUR}s" --max-in-flight 4000 --per-try-timeout 5s
     MEM_OUT="$WORK/memory.out"
     # Over HTTP/2 all of them are streams of one connection; timeouts longer than the run,
     # so every request started hangs to the end, and the arrivals past the cap are dropped.
@@ -372,7 +376,7 @@ if [ -n "$MEM_OUT" ]; then
     echo "target together for live rows; VmHWM - VmRSS before for the sim row).$([ "$QUICK" = 1 ] && echo " QUICK=1: smaller counts, a smoke run.")"
     printf '%-46s %-8s %10s %-16s %10s %9s %12s %7s\n' case protocol in-flight bound B/in-flight spread% growth-KiB run-s
     while IFS=$'\t' read -r c p n b bytes spread kib secs; do
-        printf '%-46s %-8s %10s %-16s %10s %9s %12s %7s\n' "$c" "${p:--}" "$n" "${b:--}" "$bytes" "${spread:--}" "$kib" "$secs"
+        printf '%-46s %-8s %10s %-16s %10s %9s %12s %7s\n' "$c" "$p" "$n" "$b" "$bytes" "$spread" "$kib" "$secs"
     done <"$MEM_ROWS"
     echo
     cat "$MEM_OUT"
