@@ -280,12 +280,15 @@ pub enum BenchCommand {
         #[arg(long, default_value = "30s")]
         duration: String,
     },
-    /// Open loop against an in-process target that hangs every request: RSS every second.
+    /// Open loop against an in-process target that hangs every request: RSS every second,
+    /// bytes per request in flight.
     Memory {
         #[arg(long, default_value_t = 5_000.0)]
         rate: f64,
         #[arg(long, default_value = "60s")]
         duration: String,
+        /// In-flight cap; over HTTP/1.1 lowered to what the descriptor limit allows (two
+        /// per hanging request), and the output says which limit bound it.
         #[arg(long, default_value_t = 2_000)]
         max_in_flight: u64,
         #[arg(long, default_value = "1s")]
@@ -294,6 +297,17 @@ pub enum BenchCommand {
         config: String,
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// Speak HTTP/2 in clear (prior knowledge) instead of HTTP/1.1: one connection,
+        /// a stream per request, the in-process target allowing as many as the cap.
+        #[arg(long)]
+        h2c: bool,
+    },
+    /// The simulator on one thread over a storm in which every request stays in flight:
+    /// peak RSS and bytes per simulated request in flight.
+    SimMemory {
+        /// Requests in flight at once at the peak.
+        #[arg(long, default_value_t = crate::bench::sim_memory::DEFAULT_POPULATION)]
+        population: u64,
     },
     /// The simulator on one thread over a fixed 3-config storm (downstream-503-10s with
     /// naive, aws-standard, envoy): attempts per on-CPU second against the 10 M/s target.

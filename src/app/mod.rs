@@ -1040,9 +1040,13 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             per_try_timeout,
             config,
             threads,
+            h2c,
         } => {
             if !(rate.is_finite() && rate > 0.0) {
                 return Err(AppError::bad("--rate must be above 0"));
+            }
+            if max_in_flight == 0 {
+                return Err(AppError::bad("--max-in-flight must be at least 1"));
             }
             let opts = bench::MemoryOpts {
                 rate,
@@ -1050,9 +1054,14 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 max_in_flight,
                 per_try_timeout: dur("per-try-timeout", &per_try_timeout)?,
                 config,
+                h2c,
             };
             let r = bench::memory(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::memory_text(&opts, &r));
+        }
+        B::SimMemory { population } => {
+            let r = crate::bench::sim_memory::run(population).map_err(AppError::bad)?;
+            print!("{}", crate::bench::sim_memory::text(&r));
         }
         B::Sim { scale } => {
             let r = crate::bench::sim::run(scale).map_err(AppError::bad)?;

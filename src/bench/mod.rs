@@ -7,7 +7,11 @@
 //! in `stormrig run` ([`ConfigRuntime::drive`]). Nothing is skipped to look faster.
 
 pub mod hotpath;
+pub mod memory;
 pub mod sim;
+pub mod sim_memory;
+
+pub use memory::{memory, memory_text, MemoryOpts, MemoryReport};
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -28,7 +32,7 @@ use crate::metrics::recorder::new_histogram;
 use crate::metrics::{Percentiles, TargetStats};
 use crate::policy::{self, RetryConfig};
 use crate::scenario::{schedule, Dist, Fault, FaultKind, LoadShape, ServiceModel};
-use crate::server::{self, TargetConfig, TargetHandle};
+use crate::server::{self, TargetConfig};
 
 // ---------------------------------------------------------------------------------------
 // CPU and memory of this process
@@ -81,7 +85,7 @@ pub fn rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     if threads <= 1 {
         // One thread in all: the load generator and hyper's connection tasks share it, as
         // `oha --worker-threads 1` and `wrk -t1` do.
@@ -255,7 +259,7 @@ pub fn config_runtime_over(
     })
 }
 
-fn config_named(name: &str) -> Result<RetryConfig, String> {
+pub(crate) fn config_named(name: &str) -> Result<RetryConfig, String> {
     let mut c = policy::preset(name).map_err(|e| format!("--config {name}: {e}"))?;
     if c.name.is_empty() {
         c.name = name.to_string();
@@ -480,11 +484,20 @@ pub async fn open_loop_run(
     opts: &OpenLoopOpts,
     config: RetryConfig,
 ) -> Result<(OpenLoopReport, Arc<ConfigRuntime>), String> {
+    open_loop_run_over(opts, config, Default::default()).await
+}
+
+/// [`open_loop_run`] speaking `wire`.
+pub async fn open_loop_run_over(
+    opts: &OpenLoopOpts,
+    config: RetryConfig,
+    wire: crate::live::http::Wire,
+) -> Result<(OpenLoopReport, Arc<ConfigRuntime>), String> {
     let (base, path) = split_url(&opts.url)?;
     if opts.max_in_flight == 0 {
         return Err("max in flight must be at least 1".into());
     }
-    let mut crt = config_runtime(&config, base, opts.max_in_flight);
+    let mut crt = config_runtime_over(&config, base, opts.max_in_flight, wire);
     if let Some(n) = opts.connections {
         crt.http = crt.http.with_max_connections(n);
     }
@@ -630,7 +643,7 @@ pub fn status_target_config(status: u16, length: Duration) -> TargetConfig {
     )
 }
 
-fn one_fault_target(kind: FaultKind, length: Duration) -> TargetConfig {
+pub(crate) fn one_fault_target(kind: FaultKind, length: Duration) -> TargetConfig {
     TargetConfig {
         model: ServiceModel {
             concurrency: u32::MAX,
@@ -693,141 +706,6 @@ pub fn target_bench(
     }
     cpu_lines(&mut out, cpu0.zip(cpu1).map(|(a, b)| b - a), stats.arrivals);
     Ok(out)
-}
-
-// ---------------------------------------------------------------------------------------
-// bench memory
-// ---------------------------------------------------------------------------------------
-
-/// Options of `bench memory`.
-#[derive(Debug, Clone)]
-pub struct MemoryOpts {
-    pub rate: f64,
-    pub duration: Duration,
-    pub max_in_flight: u64,
-    pub per_try_timeout: Duration,
-    pub config: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct MemoryReport {
-    /// VmRSS in KiB at each whole second of the load phase (index 0 = before the load).
-    pub rss_kib: Vec<u64>,
-    pub open: OpenLoopReport,
-    pub target: TargetStats,
-    /// Configured cap and the largest number of logical requests in flight at once.
-    pub peak_in_flight: u64,
-}
-
-impl MemoryReport {
-    /// The largest RSS sampled.
-    pub fn peak_rss_kib(&self) -> u64 {
-        self.rss_kib.iter().copied().max().unwrap_or(0)
-    }
-
-    /// (max − min) / min of the RSS over the second half of the series.
-    pub fn second_half_spread(&self) -> f64 {
-        let half = &self.rss_kib[self.rss_kib.len() / 2..];
-        let (min, max) = half
-            .iter()
-            .fold((u64::MAX, 0u64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        if half.is_empty() || min == 0 {
-            return 0.0;
-        }
-        (max - min) as f64 / min as f64
-    }
-}
-
-/// `bench memory`: open loop at `rate` against an in-process built-in target that hangs
-/// every request; the in-flight cap and the per-try timeout must keep memory flat.
-pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String> {
-    let rt = runtime(threads).map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let cfg = one_fault_target(FaultKind::Hang, opts.duration + Duration::from_secs(3600));
-        let handle: TargetHandle = server::start(
-            SocketAddr::from(([127, 0, 0, 1], 0)),
-            cfg,
-            tokio::time::Instant::now(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        let mut config = config_named(&opts.config)?;
-        config.per_try_timeout = Some(opts.per_try_timeout);
-        let ol = OpenLoopOpts {
-            url: format!("http://{}/", handle.addr()),
-            rate: opts.rate,
-            duration: opts.duration,
-            config: opts.config.clone(),
-            max_in_flight: opts.max_in_flight,
-            connections: None,
-            drain: Duration::ZERO,
-            pacing: crate::live::pacer::Pacing::DEFAULT,
-        };
-        // RSS once per second of the load phase, from a task beside the open loop.
-        let seconds = opts.duration.as_secs();
-        let sampler = tokio::spawn(async move {
-            let start = tokio::time::Instant::now();
-            let mut rss = vec![rss_kib().unwrap_or(0)];
-            for s in 1..=seconds {
-                tokio::time::sleep_until(start + Duration::from_secs(s)).await;
-                rss.push(rss_kib().unwrap_or(0));
-            }
-            rss
-        });
-        let (report, crt) = open_loop_run(&ol, config).await?;
-        let mut rss = sampler.await.map_err(|e| e.to_string())?;
-        rss.push(rss_kib().unwrap_or(0));
-        let peak = crt.with(|g| g.recorder().client_in_flight_peak);
-        let target = handle.shutdown().await;
-        Ok(MemoryReport {
-            rss_kib: rss,
-            open: report,
-            target,
-            peak_in_flight: peak,
-        })
-    })
-}
-
-pub fn memory_text(opts: &MemoryOpts, r: &MemoryReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "bench=memory");
-    let _ = writeln!(out, "config={}", opts.config);
-    let _ = writeln!(out, "rate={:.0}", opts.rate);
-    let _ = writeln!(out, "duration_s={:.0}", opts.duration.as_secs_f64());
-    let _ = writeln!(out, "max_in_flight={}", opts.max_in_flight);
-    let _ = writeln!(
-        out,
-        "per_try_timeout_ms={}",
-        opts.per_try_timeout.as_millis()
-    );
-    let _ = writeln!(out, "scheduled={}", r.open.scheduled);
-    let _ = writeln!(out, "dropped={}", r.open.counted.dropped);
-    let _ = writeln!(out, "requests_finished={}", r.open.counted.requests);
-    let _ = writeln!(out, "attempts={}", r.open.counted.attempts);
-    let _ = writeln!(out, "target_arrivals={}", r.target.arrivals);
-    let _ = writeln!(out, "target_hangs={}", r.target.hangs);
-    let _ = writeln!(out, "peak_in_flight={}", r.peak_in_flight);
-    let series: Vec<String> = r.rss_kib.iter().map(|v| v.to_string()).collect();
-    let _ = writeln!(out, "rss_kib_series={}", series.join(","));
-    let _ = writeln!(
-        out,
-        "rss_second_half_spread_pct={:.2}",
-        r.second_half_spread() * 100.0
-    );
-    // The whole process's growth (client, pool, connections and the in-process target's
-    // side of each hanging request) over the largest number in flight at once.
-    let grown = r
-        .peak_rss_kib()
-        .saturating_sub(r.rss_kib.first().copied().unwrap_or(0));
-    let _ = writeln!(out, "rss_growth_kib={grown}");
-    let _ = writeln!(
-        out,
-        "bytes_per_in_flight={}",
-        (grown * 1024)
-            .checked_div(r.peak_in_flight)
-            .map_or("NA".to_string(), |b| b.to_string())
-    );
-    out
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -364,7 +364,31 @@ pub async fn start_with_providers(
     epoch: Instant,
     listen: Listen,
 ) -> Result<TargetHandle, TargetError> {
-    start_serving(bind, config, epoch, Role::TARGET, listen, providers).await
+    start_serving(bind, config, epoch, Role::TARGET, listen, providers, None).await
+}
+
+/// [`start_listening`] with room for `streams` HTTP/2 streams at once on one connection,
+/// in place of hyper's default of 200 (about what common servers allow, so kept for every
+/// run): for a bench that holds far more requests in flight over one connection than a
+/// real server would take.
+pub async fn start_listening_streams(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    listen: Listen,
+    streams: u32,
+) -> Result<TargetHandle, TargetError> {
+    let streams = Some(streams.max(1));
+    start_serving(
+        bind,
+        config,
+        epoch,
+        Role::TARGET,
+        listen,
+        Vec::new(),
+        streams,
+    )
+    .await
 }
 
 /// The built-in target, the proxy (`upstream`) and the standalone proxy (`control`) share
@@ -384,7 +408,7 @@ pub(crate) async fn start_inner(
         control,
         armed_now,
     };
-    start_serving(bind, config, epoch, role, listen, Vec::new()).await
+    start_serving(bind, config, epoch, role, listen, Vec::new(), None).await
 }
 
 /// What a server is besides the built-in target: a proxy's upstream, the standalone
@@ -405,7 +429,8 @@ impl Role {
 }
 
 /// One arrival/fault/counting path for every kind of server; only the plain built-in
-/// target hosts `providers`.
+/// target hosts `providers`. `streams`: HTTP/2 streams a connection may carry at once
+/// (None: hyper's default).
 async fn start_serving(
     bind: SocketAddr,
     config: TargetConfig,
@@ -413,6 +438,7 @@ async fn start_serving(
     role: Role,
     listen: Listen,
     providers: Vec<Provider>,
+    streams: Option<u32>,
 ) -> Result<TargetHandle, TargetError> {
     let Role {
         upstream,
@@ -471,7 +497,7 @@ async fn start_serving(
     // request finishes at that moment.
     shared.spawn_capacity_pump();
 
-    let accept = tokio::spawn(accept_loop(listener, shared.clone(), listen));
+    let accept = tokio::spawn(accept_loop(listener, shared.clone(), listen, streams));
     Ok(TargetHandle {
         addr,
         shared,
@@ -602,7 +628,12 @@ pub(crate) async fn next_connection(listener: &TcpListener) -> tokio::net::TcpSt
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    listen: Listen,
+    streams: Option<u32>,
+) {
     let acceptor = listen.tls.map(tokio_rustls::TlsAcceptor::from);
     let stop = shutdown_signal(shared.shutdown.clone());
     tokio::pin!(stop);
@@ -622,13 +653,15 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen)
                 serve_request(conn_shared.clone(), req, svc_hold.clone(), protocol.is_h2())
             });
             match acceptor {
-                None => serve_connection(protocol, HeldClose::new(stream, hold), svc).await,
+                None => {
+                    serve_connection(protocol, streams, HeldClose::new(stream, hold), svc).await
+                }
                 Some(acceptor) => {
                     let handshake =
                         tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
                     // A failed handshake carried no request: nothing to count or answer.
                     if let Ok(Ok(tls)) = handshake.await {
-                        serve_connection(protocol, HeldClose::new(tls, hold), svc).await;
+                        serve_connection(protocol, streams, HeldClose::new(tls, hold), svc).await;
                     }
                 }
             }
@@ -636,8 +669,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, listen: Listen)
     }
 }
 
-/// Serves one accepted connection until it closes.
-async fn serve_connection<S, Svc>(protocol: Protocol, stream: S, svc: Svc)
+/// Serves one accepted connection until it closes; over HTTP/2 with at most `streams`
+/// streams at once when given.
+async fn serve_connection<S, Svc>(protocol: Protocol, streams: Option<u32>, stream: S, svc: Svc)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
     Svc: hyper::service::Service<
@@ -650,9 +684,11 @@ where
 {
     let io = TokioIo::new(stream);
     if protocol.is_h2() {
-        let _ = http2::Builder::new(TokioExecutor::new())
-            .serve_connection(io, svc)
-            .await;
+        let mut builder = http2::Builder::new(TokioExecutor::new());
+        if let Some(n) = streams {
+            builder.max_concurrent_streams(n);
+        }
+        let _ = builder.serve_connection(io, svc).await;
     } else {
         let _ = http1::Builder::new()
             .keep_alive(true)

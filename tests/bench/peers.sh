@@ -13,7 +13,9 @@
 # clear, for the generator's h2c row), TARGET_PORT, CONFIG (retry preset of the
 # stormrig generator, default naive), PACINGS (the open loop's scheduler settings as
 # SPIN_US:BATCH_US, default "0:0 0:50 0:90 20:0 1000:0": the lag/CPU trade-off curve of spinning
-# before each arrival and of batching the arrivals of a window onto one wake-up), MEMORY=0 (skip `stormrig bench memory`, 20 s),
+# before each arrival and of batching the arrivals of a window onto one wake-up), MEMORY=0
+# (skip the memory rows, ~1 min: `stormrig bench memory` at 4000 with churn, at 100,000 over
+# h2c and at the descriptor limit over HTTP/1.1, and `bench sim-memory` at 10 M),
 # OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
 # building the perf profile).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
@@ -290,12 +292,66 @@ log "simulator: 3-config storm on one thread"
 taskset -c "$GEN_CPU" "$STORMRIG" bench sim >"$WORK/sim.out"
 
 MEM_OUT=""
+MEM_ROWS="$WORK/memory-rows.tsv"
+: >"$MEM_ROWS"
+# One row of the memory table from a `bench memory` / `bench sim-memory` output: case,
+# engine and protocol, what bounded the count, and the seconds the run took.
+mem_row() { # out case secs
+    local out="$1" grown
+    grown="$(kv "$out" rss_growth_kib)"
+    if [ -z "$grown" ]; then # the simulator's: peak over the resident set before it
+        grown="$(awk -v p="$(kv "$out" peak_rss_kib)" -v b="$(kv "$out" rss_before_kib)" \
+            'BEGIN { print p - b }')"
+    fi
+    # "-" for a key the output has not: `read` would merge empty tab-separated fields.
+    kv_or() { local v; v="$(kv "$1" "$2")"; echo "${v:--}"; }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$(kv_or "$out" protocol)" \
+        "$(kv_or "$out" peak_in_flight)" "$(kv_or "$out" in_flight_bound)" \
+        "$(kv_or "$out" bytes_per_in_flight)" "$(kv_or "$out" rss_second_half_spread_pct)" \
+        "$grown" "$3" >>"$MEM_ROWS"
+}
+mem_run() { # out case stormrig-args...
+    local out="$1" label="$2" t0 t1
+    shift 2
+    t0="$(date +%s.%N)"
+    "$STORMRIG" "$@" >"$out" 2>"$out.err" || {
+        log "command failed: $*"
+        tail -5 "$out.err" >&2 || true
+        return 0
+    }
+    t1="$(date +%s.%N)"
+    mem_row "$out" "$label" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
+}
 if [ "${MEMORY:-1}" = 1 ]; then
-    # 4000 hanging at once (8000 descriptors, client and target side) fit the usual limits.
-    log "memory: 20 s open loop at 5000 req/s against a target that hangs every request"
-    "$STORMRIG" bench memory --rate 5000 --duration 20s --max-in-flight 4000 \
-        --per-try-timeout 5s >"$WORK/memory.out"
+    # Requests held at once: the product's aims (100,000 live over HTTP/2, 10 M simulated)
+    # in a full run; a tenth of them or less with QUICK=1, a smoke run.
+    if [ "$QUICK" = 1 ]; then
+        H2_HELD=10000 H2_RATE=5000 H2_DUR=6 H1_HELD=2000 H1_RATE=2000 H1_DUR=4 SIM_POP=1000000
+        CHURN_DUR=8
+    else
+        H2_HELD=100000 H2_RATE=25000 H2_DUR=12 H1_HELD=100000 H1_RATE=5000 H1_DUR=10 SIM_POP=10000000
+        CHURN_DUR=20
+    fi
+    # 4000 hanging at once (8000 descriptors, client and target side) fit the usual limits;
+    # per-try timeouts (5 s) and retries churn connections while the cap holds.
+    log "memory: ${CHURN_DUR} s open loop at 5000 req/s against a target that hangs every request"
+    mem_run "$WORK/memory.out" "live, 4000 cap, 5 s per-try timeouts (churn)" \
+        bench memory --rate 5000 --duration "${CHURN_DUR}s" --max-in-flight 4000 --per-try-timeout 5s
     MEM_OUT="$WORK/memory.out"
+    # Over HTTP/2 all of them are streams of one connection; timeouts longer than the run,
+    # so every request started hangs to the end, and the arrivals past the cap are dropped.
+    log "memory: $H2_HELD hanging at once over HTTP/2 in clear (${H2_DUR} s at $H2_RATE req/s)"
+    mem_run "$WORK/memory-h2.out" "live, $H2_HELD cap, h2c" \
+        bench memory --h2c --rate "$H2_RATE" --duration "${H2_DUR}s" \
+        --max-in-flight "$H2_HELD" --per-try-timeout 60s
+    # Over HTTP/1.1 two descriptors per request: the bench lowers the cap to what fits.
+    log "memory: as many hanging at once over HTTP/1.1 as the descriptors allow (ulimit -Hn $(ulimit -Hn))"
+    mem_run "$WORK/memory-h1.out" "live, $H1_HELD asked, http1" \
+        bench memory --rate "$H1_RATE" --duration "${H1_DUR}s" \
+        --max-in-flight "$H1_HELD" --per-try-timeout 60s
+    log "memory: simulator, $SIM_POP requests in flight at once"
+    mem_run "$WORK/memory-sim.out" "sim, $SIM_POP in flight" \
+        bench sim-memory --population "$SIM_POP"
 fi
 
 # ---- report ------------------------------------------------------------------------------
@@ -315,6 +371,13 @@ echo
 grep -E '^(bench|configs|scale|attempts|events|thread_cpu_s|attempts_per_cpu_s|sim_speedup|target_attempts_per_cpu_s|target_met|layered_deepest_attempts_per_cpu_s)=' \
     "$WORK/sim.out" | paste -sd' '
 if [ -n "$MEM_OUT" ]; then
+    echo
+    echo "Memory per request in flight (bytes: RSS growth / peak in flight, client and in-process"
+    echo "target together for live rows; VmHWM - VmRSS before for the sim row).$([ "$QUICK" = 1 ] && echo " QUICK=1: smaller counts, a smoke run.")"
+    printf '%-46s %-8s %10s %-16s %10s %9s %12s %7s\n' case protocol in-flight bound B/in-flight spread% growth-KiB run-s
+    while IFS=$'\t' read -r c p n b bytes spread kib secs; do
+        printf '%-46s %-8s %10s %-16s %10s %9s %12s %7s\n' "$c" "$p" "$n" "$b" "$bytes" "$spread" "$kib" "$secs"
+    done <"$MEM_ROWS"
     echo
     cat "$MEM_OUT"
 fi

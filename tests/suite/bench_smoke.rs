@@ -262,3 +262,134 @@ fn sim_bench_storm_is_the_named_three_configs() {
     assert_eq!(names, stormrig::bench::sim::CONFIGS);
     assert_eq!(plan.scenario.name, stormrig::bench::sim::STORM);
 }
+
+/// `stormrig bench ARGS...`: exit code, stdout as `key=value`, stderr.
+fn bench_cli(args: &[&str]) -> (Option<i32>, BTreeMap<String, String>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.code(), kv(&stdout), stderr)
+}
+
+/// Over HTTP/2 every hanging request is a stream of the one connection, past the 200
+/// streams the built-in target allows by default; the cap, not a stream limit, stops them.
+#[test]
+fn memory_bench_holds_more_streams_than_the_default_limit_over_one_h2c_connection() {
+    let (code, m, err) = bench_cli(&[
+        "memory",
+        "--h2c",
+        "--rate",
+        "600",
+        "--duration",
+        "2s",
+        "--max-in-flight",
+        "300",
+        "--per-try-timeout",
+        "60s",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(m["bench"], "memory");
+    assert_eq!(m["protocol"], "h2c");
+    assert_eq!(m["in_flight_bound"], "max-in-flight");
+    assert_eq!(m["max_in_flight"], "300");
+    assert_eq!(m["connections_opened"], "1");
+    assert_eq!(m["peak_in_flight"], "300");
+    assert_eq!(m["target_peak_in_flight"], "300");
+    assert_eq!(m["target_hangs"], "300");
+    assert_eq!(m["requests_finished"], "0");
+    for k in [
+        "rss_second_half_spread_pct",
+        "rss_growth_kib",
+        "rss_after_load_kib",
+        "bytes_per_in_flight",
+    ] {
+        let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+    }
+}
+
+/// Over HTTP/1.1 a cap beyond the descriptor limit is lowered to what fits, two
+/// descriptors per hanging request, and the output says so.
+#[test]
+fn memory_bench_over_http1_lowers_the_cap_to_the_descriptors() {
+    let (code, m, err) = bench_cli(&[
+        "memory",
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--max-in-flight",
+        "100000000",
+        "--per-try-timeout",
+        "60s",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(m["protocol"], "http1");
+    assert_eq!(m["max_in_flight_asked"], "100000000");
+    assert_eq!(m["descriptors_per_in_flight"], "2");
+    let cap: u64 = m["max_in_flight"].parse().unwrap();
+    match m["in_flight_bound"].as_str() {
+        "descriptors" => {
+            let soft: u64 = m["nofile_soft"].parse().unwrap();
+            assert!(cap * 2 < soft, "{m:?}");
+        }
+        "ephemeral-ports" => assert_eq!(m["local_ports"], cap.to_string()),
+        other => panic!("bound {other}: {m:?}"),
+    }
+    assert_eq!(
+        m["nofile_soft"], m["nofile_hard"],
+        "the soft limit is raised"
+    );
+}
+
+#[test]
+fn memory_bench_refuses_a_zero_cap() {
+    let (code, _, err) = bench_cli(&["memory", "--h2c", "--max-in-flight", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--max-in-flight"), "{err}");
+}
+
+/// Every simulated request stays in flight until the run ends: the cap is the population.
+#[test]
+fn sim_memory_bench_keeps_its_whole_population_in_flight() {
+    let (code, m, err) = bench_cli(&["sim-memory", "--population", "2000"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(m["bench"], "sim-memory");
+    assert_eq!(m["population"], "2000");
+    assert_eq!(m["peak_in_flight"], "2000");
+    assert_eq!(m["unfinished"], "2000");
+    assert_eq!(m["attempts"], "2000");
+    let dropped: u64 = m["dropped"].parse().unwrap();
+    assert!(dropped > 0, "arrivals beyond the cap are dropped: {m:?}");
+    for k in [
+        "wall_s",
+        "rss_before_kib",
+        "peak_rss_kib",
+        "bytes_per_in_flight",
+    ] {
+        let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+    }
+    assert!(["true", "false"].contains(&m["peak_rss_reset"].as_str()));
+}
+
+#[test]
+fn sim_memory_bench_refuses_a_population_out_of_range() {
+    for bad in ["0", "100000001"] {
+        let (code, _, err) = bench_cli(&["sim-memory", "--population", bad]);
+        assert_eq!(code, Some(2), "{bad}: {err}");
+        assert!(err.contains("--population"), "{err}");
+    }
+}
+
+/// Ten million in flight takes a scale of ten over the scenario's own cap of a million.
+#[test]
+fn sim_memory_storm_scales_past_the_scenario_cap() {
+    let (plan, scale) = stormrig::bench::sim_memory::storm(10_000_000).unwrap();
+    assert_eq!(plan.scenario.load.max_in_flight, 1_000_000);
+    assert_eq!(scale, 10.0);
+    let (_, scale) = stormrig::bench::sim_memory::storm(5_000).unwrap();
+    assert_eq!(scale, 1.0);
+}
