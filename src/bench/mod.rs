@@ -80,8 +80,13 @@ pub fn voluntary_switches() -> Option<u64> {
 
 /// Resident set size of this process in KiB (`VmRSS` of `/proc/self/status`).
 pub fn rss_kib() -> Option<u64> {
+    status_kib("VmRSS:")
+}
+
+/// A KiB figure of this process's `/proc/self/status`, by its field name (with the colon).
+pub(crate) fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -150,9 +150,7 @@ pub fn run(population: u64) -> Result<SimMemoryReport, SimMemoryError> {
 
 /// Peak resident set of this process in KiB (`VmHWM` of `/proc/self/status`).
 fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    super::status_kib("VmHWM:")
 }
 
 /// Resets the peak resident set to the current one (Linux: `5` to `/proc/self/clear_refs`).
