@@ -580,11 +580,7 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         eprintln!("{w}");
     }
 
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = args.threads {
-        builder.worker_threads(usize::from(n));
-    }
-    let rt = builder.enable_all().build().map_err(AppError::failed)?;
+    let rt = live::runtime(args.threads.map(usize::from)).map_err(AppError::failed)?;
     count_panics();
     if let Some(t) = start_at {
         shards::wait_until(t);

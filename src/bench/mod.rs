@@ -28,7 +28,6 @@ use crate::live::clock::Epoch;
 use crate::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 use hotpath::PolicyPath;
 
-use crate::metrics::recorder::new_histogram;
 use crate::metrics::{Percentiles, TargetStats};
 use crate::policy::{self, RetryConfig};
 use crate::scenario::{schedule, Dist, Fault, FaultKind, LoadShape, ServiceModel};
@@ -91,18 +90,7 @@ pub(crate) fn status_kib(field: &str) -> Option<u64> {
 }
 
 pub(crate) fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
-    if threads <= 1 {
-        // One thread in all: the load generator and hyper's connection tasks share it, as
-        // `oha --worker-threads 1` and `wrk -t1` do.
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build()
-    }
+    crate::live::runtime(Some(threads))
 }
 
 fn ms(us: u64) -> f64 {
@@ -482,7 +470,7 @@ impl OpenLoopReport {
     }
 }
 
-/// The open loop of `stormrig run` ([`crate::live::open_loop`]: its scheduler, spawning,
+/// The open loop of `stormrig run` ([`crate::live::open_loop::spawn`]: its scheduler, spawning,
 /// in-flight cap and lag measurement) over the real driver, on a seeded constant-rate
 /// schedule, then a bounded drain.
 pub async fn open_loop_run(
@@ -511,21 +499,19 @@ pub async fn open_loop_run_over(
     let shape = LoadShape::Constant { rate: opts.rate };
     let arrivals = schedule::arrivals(&shape, opts.duration, 1);
     let epoch = Epoch::start();
-    let mut lag = new_histogram(3);
-    let mut tasks: JoinSet<()> = JoinSet::new();
     // Never signalled: the bench runs its whole schedule.
-    let (_stop_tx, mut stop) = tokio::sync::watch::channel(false);
-    crate::live::open_loop(
+    let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+    let ended = crate::live::open_loop::spawn(
         (0u64..).zip(arrivals),
-        std::slice::from_ref(&rt),
+        vec![Arc::clone(&rt)],
         &tmpl,
         epoch,
-        &mut tasks,
-        &mut lag,
-        &mut stop,
+        stop,
         opts.pacing,
     )
-    .await;
+    .await
+    .map_err(|e| format!("the open loop ended abnormally: {e}"))?;
+    let (mut tasks, lag) = (ended.tasks, ended.lag);
     let last_start = epoch.elapsed();
     let scheduled = lag.len();
     // The rest of the load phase (when the schedule ended early) and the drain.

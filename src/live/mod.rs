@@ -7,6 +7,7 @@ pub mod driver;
 pub mod grpc;
 pub mod http;
 pub mod layer;
+pub mod open_loop;
 pub mod pacer;
 pub mod progress;
 pub mod telemetry;
@@ -87,6 +88,8 @@ pub enum LiveError {
     Layer(std::io::Error),
     #[error(transparent)]
     Telemetry(#[from] telemetry::TelemetryError),
+    #[error("the open loop ended abnormally: {0}")]
+    OpenLoop(#[from] tokio::task::JoinError),
     #[error("target {host}:{port}: {message}")]
     Resolve {
         host: String,
@@ -117,6 +120,25 @@ pub struct LiveOutput {
 }
 
 pub use crate::run_result::HopStats;
+
+/// The runtime of the live engine on `threads` threads (None: one per core available).
+/// One thread is a current-thread runtime: the load loop, the connections and any
+/// in-process target then share that thread, as `wrk -t1` and `oha --worker-threads 1`
+/// do, with no hand-over between a blocked caller and a worker.
+pub fn runtime(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    match threads {
+        Some(n) if n <= 1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+}
 
 /// Runs the plan live. `stop` turning true ends the load at once; the result is then
 /// marked partial but still holds everything measured so far.
@@ -179,18 +201,19 @@ pub async fn run(
             let arrivals = (0u64..)
                 .zip(schedule::arrivals(shape, sc.duration, sc.seed))
                 .filter(move |(id, _)| shard.owns(*id, clients));
-            let (rts, tasks, lag) = (&runtimes, &mut tasks, &mut lag);
-            open_loop(
+            let ended = open_loop::spawn(
                 arrivals,
-                rts,
+                runtimes.clone(),
                 &tmpl,
                 epoch,
-                tasks,
-                lag,
-                &mut stop.rx,
+                stop.rx.clone(),
                 pacer::Pacing::DEFAULT,
             )
             .await
+            .map_err(LiveError::from)?;
+            tasks = ended.tasks;
+            lag = ended.lag;
+            ended.stopped
         }
     };
     // The load's length is the scenario's (the last arrival of a burst comes long before its
@@ -747,69 +770,6 @@ fn template(
         class: None,
         tokens: None,
     })
-}
-
-/// Open loop: arrivals come on schedule whatever the responses do. Each arrival starts one
-/// logical request per config; a config at its in-flight cap drops (and counts) it. The
-/// start lag of each arrival (actual − intended start, µs) goes into `lag`; `pacing` says
-/// how the loop waits for each start (see [`pacer`]).
-/// Returns true when stopped early. `stormrig bench open-loop` measures this very function.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn open_loop(
-    arrivals: impl Iterator<Item = (u64, Duration)>,
-    runtimes: &[Arc<ConfigRuntime>],
-    tmpl: &RequestMix,
-    epoch: Epoch,
-    tasks: &mut JoinSet<()>,
-    lag: &mut hdrhistogram::Histogram<u64>,
-    stop: &mut watch::Receiver<bool>,
-    pacing: pacer::Pacing,
-) -> bool {
-    let tmpl = Arc::new(tmpl.clone());
-    let mut pacer = pacer::Pacer::new(pacing);
-    let mut arrivals = arrivals.peekable();
-    // The arrivals of one wake-up: the next one and those due within `pacing.batch` of it.
-    let mut batch: Vec<(u64, Duration)> = Vec::new();
-    while let Some(first) = arrivals.next() {
-        batch.clear();
-        batch.push(first);
-        let window_end = first.1.saturating_add(pacing.batch);
-        while let Some(next) = arrivals.next_if(|&(_, t)| t <= window_end) {
-            batch.push(next);
-        }
-        let last = batch.last().map_or(first.1, |&(_, t)| t);
-        let when = epoch.at(last);
-        if tokio::time::Instant::now() < when {
-            tokio::select! {
-                _ = pacer.until(when) => {}
-                _ = stop.changed() => return true,
-            }
-        }
-        if *stop.borrow() {
-            return true;
-        }
-        for &(id, intended) in &batch {
-            let late = epoch.elapsed().saturating_sub(intended);
-            lag.saturating_record(late.as_micros() as u64);
-            for rt in runtimes {
-                if !rt.try_claim() {
-                    rt.dropped(intended);
-                    continue;
-                }
-                let rt = Arc::clone(rt);
-                let tmpl = Arc::clone(&tmpl);
-                tasks.spawn(async move {
-                    // Boxed: the task itself then stays a few words, so spawning one per
-                    // arrival does not copy the whole request future into its cell.
-                    Box::pin(rt.drive(&epoch, tmpl.pick(id), id, intended, None)).await;
-                    rt.release();
-                });
-            }
-        }
-        // Reap finished tasks now and then so the set does not grow with the run.
-        while tasks.try_join_next().is_some() {}
-    }
-    false
 }
 
 /// Closed loop: `users` per config, each sending, waiting for the outcome, thinking, and
