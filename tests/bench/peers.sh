@@ -201,14 +201,18 @@ run_gen() { # round [h2c|threads2]: HTTP/1.1 to nginx's port, HTTP/2 in clear to
         "attempts=$(kv "$out" attempts)"
 }
 
-run_open() { # round spin-us batch-us
-    local out="$WORK/open.out" cpu n
-    timed "$out" "$STORMRIG" bench open-loop --url "http://127.0.0.1:$NGINX_PORT/" \
-        --rate "$RATE" --duration "${DUR}s" --config "$CONFIG" --threads 1 \
+run_open() { # round spin-us batch-us [threads]: two threads run on both cores (nginx's too),
+    # as `stormrig run` does by default on this machine
+    local out="$WORK/open.out" cpu n threads="${4:-1}" cpus="$GEN_CPU" label=""
+    if [ "$threads" != 1 ]; then
+        cpus="$GEN_CPU,$SRV_CPU" label=", $threads threads"
+    fi
+    GEN_CPU="$cpus" timed "$out" "$STORMRIG" bench open-loop --url "http://127.0.0.1:$NGINX_PORT/" \
+        --rate "$RATE" --duration "${DUR}s" --config "$CONFIG" --threads "$threads" \
         --connections "$CONNS" --spin-us "$2" --batch-us "$3" || return 0
     n="$(kv "$out" requests)"
     cpu="$(cpu_of "$out")"
-    record open-loop stormrig "$RATE/s, $CONFIG, spin ${2}us, batch ${3}us" "$1" \
+    record open-loop stormrig "$RATE/s, $CONFIG, spin ${2}us, batch ${3}us$label" "$1" \
         "$(kv "$out" achieved_rate)" "$(kv "$out" p50_ms)" "$(kv "$out" p99_ms)" \
         "$(per_million "$cpu" "$n")" \
         "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms, sleeps/req $(kv "$out" sleeps_per_request)"
@@ -256,6 +260,8 @@ for r in $(seq 1 "$ROUNDS"); do
         run_open "$r" "${pacing%%:*}" "${pacing##*:}"
         trunc_log
     done
+    run_open "$r" 0 50 2
+    trunc_log
     run_oha open-loop "-q $RATE --latency-correction, 1 thread" "$r" \
         "http://127.0.0.1:$NGINX_PORT/" -q "$RATE" --latency-correction --worker-threads 1
     trunc_log
