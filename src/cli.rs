@@ -174,7 +174,8 @@ pub struct RunArgs {
     /// (standard output).
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<PathBuf>,
-    /// Threads of the live engine (default: the cores available). Configs side by side and
+    /// Threads of the live engine (default: the cores available; 1: the load, the
+    /// connections and any in-process target share one thread). Configs side by side and
     /// their requests spread over them; no count and no seeded draw depends on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
