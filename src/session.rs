@@ -706,7 +706,9 @@ impl Session {
     }
 
     /// The recorder and the attempt log, once the run is over.
-    pub fn into_parts(self) -> (Recorder, Vec<AttemptRow>) {
+    pub fn into_parts(mut self) -> (Recorder, Vec<AttemptRow>) {
+        // Readers then borrow the latency histograms instead of copying them.
+        self.rec.flush();
         (self.rec, self.log.unwrap_or_default())
     }
 }

@@ -151,7 +151,7 @@ mod tests {
                 (400, 300, 300)
             );
             assert_eq!(r.in_flight(), 0);
-            assert_eq!(r.attempt_latency_us.len(), 400);
+            assert_eq!(r.attempt_latency_us().len(), 400);
         });
     }
 

@@ -277,7 +277,7 @@ pub struct Counted {
 fn counted(rt: &ConfigRuntime) -> Counted {
     rt.with(|g| {
         let mut c = Counted {
-            latency: Percentiles::of(&g.recorder().latency_us),
+            latency: Percentiles::of(&g.recorder().latency_us()),
             ..Counted::default()
         };
         for s in g.recorder().seconds() {

@@ -9,6 +9,7 @@ pub mod labels;
 pub mod provider;
 pub mod recorder;
 pub mod result;
+pub mod runs;
 pub mod target;
 pub mod target_counts;
 pub mod verdict;

@@ -6,6 +6,7 @@
 //! per-second series small). Two recorders of the same config merge exactly, so a storm
 //! split across load machines can be combined without re-measuring.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::labels::LabelCounts;
+use super::runs::RunHistogram;
 use crate::policy::{AttemptLabel, GiveUpReason};
 
 /// Highest latency a histogram tracks: one hour. Longer values are clamped (and still counted).
@@ -81,8 +83,8 @@ pub struct Second {
     pub budget_low: Option<f64>,
     /// Worst breaker state seen in this second.
     pub breaker: Option<BreakerLevel>,
-    #[serde(with = "super::histogram_v2")]
-    pub latency_us: Histogram<u64>,
+    /// End-to-end latency of the requests that finished in this second ([`Self::latency_us`]).
+    latency_us: RunHistogram,
 }
 
 impl Second {
@@ -107,8 +109,13 @@ impl Second {
             budget_level: None,
             budget_low: None,
             breaker: None,
-            latency_us: new_histogram(2),
+            latency_us: RunHistogram::new(new_histogram(2)),
         }
+    }
+
+    /// End-to-end latency of the requests that finished in this second.
+    pub fn latency_us(&self) -> Cow<'_, Histogram<u64>> {
+        self.latency_us.view()
     }
 
     fn merge(&mut self, o: &Second) {
@@ -139,9 +146,7 @@ impl Second {
             (a, b) => a.or(b),
         };
         self.breaker = self.breaker.max(o.breaker);
-        self.latency_us
-            .add(&o.latency_us)
-            .expect("histograms share bounds");
+        self.latency_us.add(&o.latency_us);
     }
 }
 
@@ -159,12 +164,12 @@ fn micros(d: Duration) -> u64 {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recorder {
     seconds: Vec<Second>,
-    /// End-to-end latency of finished logical requests, from their intended start.
-    #[serde(with = "super::histogram_v2")]
-    pub latency_us: Histogram<u64>,
-    /// Latency of single attempts that got an answer or an error.
-    #[serde(with = "super::histogram_v2")]
-    pub attempt_latency_us: Histogram<u64>,
+    /// End-to-end latency of finished logical requests, from their intended start
+    /// ([`Self::latency_us`]).
+    latency_us: RunHistogram,
+    /// Latency of single attempts that got an answer or an error
+    /// ([`Self::attempt_latency_us`]).
+    attempt_latency_us: RunHistogram,
     pub first_budget_refusal: Option<Duration>,
     failures_by_reason: LabelCounts<GiveUpReason>,
     attempts_by_outcome: LabelCounts<AttemptLabel>,
@@ -193,8 +198,8 @@ impl Recorder {
     pub fn new() -> Self {
         Recorder {
             seconds: Vec::new(),
-            latency_us: new_histogram(3),
-            attempt_latency_us: new_histogram(3),
+            latency_us: RunHistogram::new(new_histogram(3)),
+            attempt_latency_us: RunHistogram::new(new_histogram(3)),
             first_budget_refusal: None,
             failures_by_reason: LabelCounts::new(),
             attempts_by_outcome: LabelCounts::new(),
@@ -265,6 +270,26 @@ impl Recorder {
         self.attempts_by_outcome.to_map()
     }
 
+    /// End-to-end latency of finished logical requests, from their intended start.
+    pub fn latency_us(&self) -> Cow<'_, Histogram<u64>> {
+        self.latency_us.view()
+    }
+
+    /// Latency of single attempts that got an answer or an error.
+    pub fn attempt_latency_us(&self) -> Cow<'_, Histogram<u64>> {
+        self.attempt_latency_us.view()
+    }
+
+    /// Adds the runs of equal latencies still open to their histograms, so that the
+    /// accessors read them without a copy (see [`RunHistogram`]); nothing read changes.
+    pub fn flush(&mut self) {
+        self.latency_us.flush();
+        self.attempt_latency_us.flush();
+        for s in &mut self.seconds {
+            s.latency_us.flush();
+        }
+    }
+
     /// Per-second rows recorded so far.
     pub fn seconds(&self) -> &[Second] {
         &self.seconds
@@ -304,7 +329,7 @@ impl Recorder {
         label: AttemptLabel,
         attempt: u32,
     ) {
-        self.attempt_latency_us.saturating_record(micros(latency));
+        self.attempt_latency_us.record(micros(latency));
         self.attempts_by_outcome.add(label, 1);
         if attempt == 1 {
             let s = self.at(t);
@@ -366,11 +391,11 @@ impl Recorder {
     ) {
         self.client_in_flight = self.client_in_flight.saturating_sub(1);
         let us = micros(latency);
-        self.latency_us.saturating_record(us);
+        self.latency_us.record(us);
         let retries = u64::from(attempts.saturating_sub(1));
         let s = self.at(t);
         s.finished += 1;
-        s.latency_us.saturating_record(us);
+        s.latency_us.record(us);
         match failure {
             None => {
                 s.successes += 1;
@@ -434,10 +459,8 @@ impl Recorder {
         for (a, b) in self.seconds.iter_mut().zip(&o.seconds) {
             a.merge(b);
         }
-        self.latency_us.add(&o.latency_us).expect("same bounds");
-        self.attempt_latency_us
-            .add(&o.attempt_latency_us)
-            .expect("same bounds");
+        self.latency_us.add(&o.latency_us);
+        self.attempt_latency_us.add(&o.attempt_latency_us);
         self.first_budget_refusal = match (self.first_budget_refusal, o.first_budget_refusal) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -541,12 +564,12 @@ mod tests {
         }
         let mut m = a.clone();
         m.merge(&b);
-        assert_eq!(m.latency_us.len(), 150);
+        assert_eq!(m.latency_us().len(), 150);
         assert_eq!(m.seconds()[0].started, 100);
         assert_eq!(m.seconds()[1].started, 50);
         assert_eq!(m.seconds()[1].budget_refusals, 50);
         assert_eq!(m.first_budget_refusal, Some(s(1.5)));
-        assert_eq!(m.latency_us.max(), b.latency_us.max());
+        assert_eq!(m.latency_us().max(), b.latency_us().max());
         assert_eq!(m.failures_by_reason()["budget-refused"], 50);
     }
 

@@ -512,12 +512,12 @@ pub fn summarize(
             budget_level_pct: None,
             breaker_state: s.and_then(|s| s.breaker),
             latency_p50_ms: s
-                .filter(|s| !s.latency_us.is_empty())
-                .map(|s| s.latency_us.value_at_quantile(0.5) as f64 / 1000.0)
+                .filter(|s| !s.latency_us().is_empty())
+                .map(|s| s.latency_us().value_at_quantile(0.5) as f64 / 1000.0)
                 .unwrap_or(0.0),
             latency_p99_ms: s
-                .filter(|s| !s.latency_us.is_empty())
-                .map(|s| s.latency_us.value_at_quantile(0.99) as f64 / 1000.0)
+                .filter(|s| !s.latency_us().is_empty())
+                .map(|s| s.latency_us().value_at_quantile(0.99) as f64 / 1000.0)
                 .unwrap_or(0.0),
             success_rate: if finished > 0 {
                 successes as f64 / finished as f64
@@ -586,8 +586,8 @@ pub fn summarize(
         attempts_by_outcome: rec.attempts_by_outcome(),
         dropped,
         unfinished: rec.in_flight(),
-        latency_ms: Percentiles::of(&rec.latency_us),
-        attempt_latency_ms: Percentiles::of(&rec.attempt_latency_us),
+        latency_ms: Percentiles::of(&rec.latency_us()),
+        attempt_latency_ms: Percentiles::of(&rec.attempt_latency_us()),
         recovery_time_s,
         recovered,
         amplification_bound,
@@ -596,7 +596,7 @@ pub fn summarize(
         target_forwarded: target.forwarded,
         duplicate_executions: target.duplicate_executions,
         idempotency: IdempotencyFigures::of(target),
-        latency_curve: latency_curve(&rec.latency_us),
+        latency_curve: latency_curve(&rec.latency_us()),
         layers: Vec::new(),
         topology_bound: None,
         peak_retries_per_s: rows.iter().map(|r| r.retries).max().unwrap_or(0),

@@ -167,6 +167,37 @@ impl Backoff {
     }
 }
 
+/// The nominal delays of the first retries, computed once per client by
+/// [`Backoff::nominal`] itself, so that a retry looks its delay up instead of recomputing a
+/// power and a float-to-duration conversion; later retries are computed as before. The
+/// values are those `nominal` returns, bit for bit, by construction.
+#[derive(Clone, Debug)]
+pub struct Nominals {
+    /// `[throttling as usize][n - 1]`.
+    table: [[Duration; NOMINALS]; 2],
+}
+
+/// Retries whose nominal delay [`Nominals`] keeps.
+const NOMINALS: usize = 8;
+
+impl Nominals {
+    pub fn new(backoff: &Backoff) -> Self {
+        let row = |throttling| std::array::from_fn(|i| backoff.nominal(i as u32 + 1, throttling));
+        Nominals {
+            table: [row(false), row(true)],
+        }
+    }
+
+    /// `backoff.nominal(n, throttling)`, for the `backoff` the table was built from.
+    #[inline]
+    pub fn get(&self, backoff: &Backoff, n: u32, throttling: bool) -> Duration {
+        match self.table[usize::from(throttling)].get(n.max(1) as usize - 1) {
+            Some(d) => *d,
+            None => backoff.nominal(n, throttling),
+        }
+    }
+}
+
 /// How the nominal delay is randomized.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -283,6 +314,40 @@ mod tests {
             multiplier: 2.0,
             cap: cap.map(ms),
             throttling_base: None,
+        }
+    }
+
+    #[test]
+    fn the_nominal_table_is_nominal() {
+        let mut backoffs: Vec<Backoff> = crate::policy::presets::preset_names()
+            .iter()
+            .map(|n| crate::policy::preset(n).unwrap().backoff)
+            .collect();
+        backoffs.extend([
+            Backoff::None,
+            Backoff::Constant { delay: ms(7) },
+            Backoff::Linear {
+                base: ms(3),
+                cap: Some(ms(20)),
+            },
+            Backoff::Exponential {
+                base: Duration::from_nanos(333_333_333),
+                multiplier: 1.7,
+                cap: None,
+                throttling_base: Some(ms(1_000)),
+            },
+        ]);
+        for b in &backoffs {
+            let t = Nominals::new(b);
+            for n in 0..3 * NOMINALS as u32 {
+                for throttling in [false, true] {
+                    assert_eq!(
+                        t.get(b, n, throttling),
+                        b.nominal(n, throttling),
+                        "{b:?} n={n}"
+                    );
+                }
+            }
         }
     }
 

@@ -270,6 +270,8 @@ pub struct RetryClient {
     config: RetryConfig,
     /// The config's `retry_on` answers for bare statuses, looked up per outcome.
     statuses: StatusClasses,
+    /// The config's nominal backoff of the first retries, looked up per retry.
+    nominals: super::backoff::Nominals,
     budget: Option<Box<dyn RetryBudget>>,
     breaker: Option<CircuitBreaker>,
     /// With failover: where each attempt goes, and a breaker per provider.
@@ -287,6 +289,7 @@ impl RetryClient {
         RetryClient {
             config: config.clone(),
             statuses: StatusClasses::new(&config.retry_on),
+            nominals: super::backoff::Nominals::new(&config.backoff),
             budget: config.budget.build(),
             // With failover the breaker settings serve each provider (one provider's
             // outage must not shut the others), not the client as a whole.
@@ -620,7 +623,7 @@ impl RetryClient {
     ) -> Duration {
         let n = req.retries_since_reset + 1;
         let cfg = &self.config;
-        let nominal = cfg.backoff.nominal(n, throttling);
+        let nominal = self.nominals.get(&cfg.backoff, n, throttling);
         let jittered = cfg.jitter.apply(
             nominal,
             cfg.backoff.base(throttling),

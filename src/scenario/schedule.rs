@@ -124,6 +124,71 @@ fn before(secs: f64, end: Duration) -> Option<Duration> {
     (d < end).then_some(d)
 }
 
+/// Seconds as whole nanoseconds, exactly `Duration::try_from_secs_f64(secs)?.as_nanos()`:
+/// `secs` is `m · 2^k` (m the 53-bit mantissa), and the standard library rounds
+/// `m · 2^k · 10⁹` to the nearest nanosecond, ties to even; this does the same in integer
+/// arithmetic, without building the `Duration`. `None` when negative (other than −0),
+/// not finite, or at or beyond 2⁶⁴ ns.
+#[inline]
+fn secs_to_nanos(secs: f64) -> Option<u64> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    let bits = secs.to_bits() & !(1 << 63);
+    let biased = (bits >> 52) as i32;
+    if biased == 0 {
+        // Zero or subnormal: far below half a nanosecond.
+        return Some(0);
+    }
+    let m = u128::from((bits & ((1 << 52) - 1)) | (1 << 52));
+    let k = biased - 1075; // secs = m · 2^k
+    let x = m * 1_000_000_000;
+    let n = if k >= 0 {
+        if k > 40 {
+            return None; // m · 2^k ≥ 2^92 s: far beyond 2⁶⁴ ns
+        }
+        x << k
+    } else {
+        let s = (-k) as u32;
+        if s >= 127 {
+            return Some(0);
+        }
+        let q = x >> s;
+        let rem = x & ((1u128 << s) - 1);
+        let half = 1u128 << (s - 1);
+        // Round to nearest, ties to even.
+        q + u128::from(rem > half || (rem == half && q & 1 == 1))
+    };
+    u64::try_from(n).ok()
+}
+
+/// [`before`] in whole nanoseconds.
+#[inline]
+fn before_nanos(secs: f64, end: Duration) -> Option<u64> {
+    let n = secs_to_nanos(secs)?;
+    (u128::from(n) < end.as_nanos()).then_some(n)
+}
+
+impl Arrivals {
+    /// The next arrival in whole nanoseconds since t = 0: the same as `next()` in
+    /// nanoseconds, without a `Duration` in between for a constant rate (the simulator's
+    /// clock is in nanoseconds).
+    #[inline]
+    pub fn next_nanos(&mut self) -> Option<u64> {
+        let State::Constant { rate, i } = &mut self.state else {
+            return self
+                .next()
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        };
+        let t = before_nanos(*i as f64 / *rate, self.end);
+        *i += 1;
+        if t.is_none() {
+            self.state = State::Done;
+        }
+        t
+    }
+}
+
 impl Iterator for Arrivals {
     type Item = Duration;
 
@@ -196,6 +261,83 @@ impl std::iter::FusedIterator for Arrivals {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn std_nanos(secs: f64) -> Option<u64> {
+        if !secs.is_finite() || secs < 0.0 {
+            return None;
+        }
+        let d = Duration::try_from_secs_f64(secs).ok()?;
+        u64::try_from(d.as_nanos()).ok()
+    }
+
+    #[test]
+    fn nanos_round_as_the_standard_library_at_the_edges() {
+        let ns = 1e-9;
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::MIN_POSITIVE,
+            5e-324,
+            0.5e-9,
+            1.5e-9,
+            2.5e-9,
+            0.499_999_999_9e-9,
+            0.999_999_999_5,
+            0.999_999_999_6,
+            1.0 - f64::EPSILON,
+            1.0,
+            18_446_744_073.709_55,
+            18_446_744_073.709_553,
+            1e12,
+            1e30,
+            f64::MAX,
+        ];
+        // Exact ties at a half nanosecond: k + 0.5 ns for powers of two (2^-31 s ≈ 0.47 ns).
+        for e in 20..40 {
+            cases.push(2f64.powi(-e));
+            cases.push(3.0 * 2f64.powi(-e));
+        }
+        for k in 0..2000u32 {
+            cases.push(f64::from(k) * ns + 0.5 * ns);
+            cases.push(f64::from(k) * 0.001 + 0.5 * ns);
+        }
+        for &s in &cases {
+            assert_eq!(secs_to_nanos(s), std_nanos(s), "secs = {s:e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn nanos_round_as_the_standard_library(bits in any::<u64>(), i in 0u64..10_000_000,
+                                               rate in 0.001f64..1e7) {
+            let s = f64::from_bits(bits);
+            prop_assert_eq!(secs_to_nanos(s), std_nanos(s));
+            let s = i as f64 / rate;
+            prop_assert_eq!(secs_to_nanos(s), std_nanos(s));
+            let s = f64::from_bits(bits >> 2); // below 2 s, denser near 0 .. 2^255
+            prop_assert_eq!(secs_to_nanos(s), std_nanos(s));
+        }
+
+        #[test]
+        fn next_nanos_is_next_in_nanoseconds(rate in 0.1f64..1e6, ms in 0u64..3_000) {
+            let shape = LoadShape::Constant { rate };
+            let d = Duration::from_millis(ms);
+            let mut a = arrivals(&shape, d, 1);
+            let mut b = arrivals(&shape, d, 1);
+            for _ in 0..2_000 {
+                let want = b.next().map(|d| d.as_nanos() as u64);
+                prop_assert_eq!(a.next_nanos(), want);
+                if want.is_none() {
+                    break;
+                }
+            }
+            prop_assert_eq!(a.next_nanos(), b.next().map(|d| d.as_nanos() as u64));
+        }
+    }
 
     #[test]
     fn constant_is_evenly_spaced() {

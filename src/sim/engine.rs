@@ -466,8 +466,8 @@ impl Sim<'_> {
         }
         match &mut self.cfg.load {
             Load::Open(arrivals) => {
-                if let Some(first) = arrivals.next() {
-                    self.push(ns(first), Kind::Arrival, 0, 0);
+                if let Some(first) = arrivals.next_nanos() {
+                    self.push(first, Kind::Arrival, 0, 0);
                 }
             }
             Load::Closed { users, .. } => {
@@ -545,11 +545,11 @@ impl Sim<'_> {
             self.start_request(t, id, NONE, true);
         }
         let next = match &mut self.cfg.load {
-            Load::Open(arrivals) => arrivals.next(),
+            Load::Open(arrivals) => arrivals.next_nanos(),
             Load::Closed { .. } => None,
         };
         if let Some(next) = next {
-            self.push(ns(next), Kind::Arrival, 0, 0);
+            self.push(next, Kind::Arrival, 0, 0);
         }
     }
 

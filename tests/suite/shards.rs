@@ -156,7 +156,7 @@ fn assert_latency_is_of_every_sample(merged: &Value, dirs: &[PathBuf]) {
         for d in dirs {
             let dump: Dump = Dump::read(d).unwrap();
             let c = dump.configs.iter().find(|c| c.name == name).unwrap();
-            for v in c.recorder.latency_us.iter_recorded() {
+            for v in c.recorder.latency_us().iter_recorded() {
                 all.record_n(v.value_iterated_to(), v.count_at_value())
                     .unwrap();
             }
@@ -168,7 +168,7 @@ fn assert_latency_is_of_every_sample(merged: &Value, dirs: &[PathBuf]) {
                 .filter(|l| l.starts_with(&format!("{name},")))
                 .filter_map(|l| l.split(',').nth(1))
                 .collect();
-            assert_eq!(requests.len() as u64, c.recorder.latency_us.len());
+            assert_eq!(requests.len() as u64, c.recorder.latency_us().len());
             rows += requests.len();
         }
         assert_eq!(all.len(), rows as u64);
