@@ -227,8 +227,13 @@ NGINX_WORKER="$(pgrep -P "$(cat "$WORK/nginx/nginx.pid")" | head -1)"
 trunc_log() { : >"$WORK/nginx/access.log"; }
 
 log "stormrig bench target (503, 1 thread) on 127.0.0.1:$TARGET_PORT pinned to CPU $SRV_CPU"
+# It serves until the last round's target runs: per round five generator runs, one open-loop
+# run per pacing plus the two-thread one and oha's, and the two target runs, with a margin
+# for the seconds between runs.
+RUNS_PER_ROUND=$((5 + $(echo $PACINGS | wc -w) + 2 + 2))
 taskset -c "$SRV_CPU" "$STORMRIG" bench target --listen "127.0.0.1:$TARGET_PORT" --status 503 \
-    --threads 1 --duration "$((ROUNDS * DUR * 4 + 120))s" >"$WORK/target.out" 2>"$WORK/target.err" &
+    --threads 1 --duration "$((ROUNDS * (DUR + 5) * RUNS_PER_ROUND + 120))s" \
+    >"$WORK/target.out" 2>"$WORK/target.err" &
 TARGET_PID=$!
 for _ in $(seq 1 100); do
     grep -q listening "$WORK/target.err" 2>/dev/null && break
