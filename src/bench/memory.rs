@@ -14,8 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::{
-    config_named, one_fault_target, open_loop_run_over, rss_kib, runtime, OpenLoopOpts,
-    OpenLoopReport,
+    config_named, one_fault_target, open_loop_run_over, rss_kib, OpenLoopOpts, OpenLoopReport,
 };
 use crate::live::http::Wire;
 use crate::metrics::TargetStats;
@@ -196,7 +195,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
     }
     let protocol = opts.protocol();
     let ceiling = ceiling(opts.max_in_flight, protocol);
-    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let rt = crate::live::runtime(Some(threads)).map_err(|e| e.to_string())?;
     rt.block_on(async {
         let cfg = one_fault_target(FaultKind::Hang, opts.duration + Duration::from_secs(3600));
         let listen = Listen {

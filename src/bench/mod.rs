@@ -89,10 +89,6 @@ pub(crate) fn status_kib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-pub(crate) fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
-    crate::live::runtime(Some(threads))
-}
-
 fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
@@ -368,7 +364,7 @@ pub async fn generator_run(opts: &GeneratorOpts) -> Result<(Counted, Duration), 
 /// `bench generator`: [`generator_run`] on its own runtime of `threads` threads, with the
 /// process's CPU time around it.
 pub fn generator(opts: &GeneratorOpts, threads: usize) -> Result<GeneratorReport, String> {
-    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let rt = crate::live::runtime(Some(threads)).map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
     let (counted, elapsed) = rt.block_on(generator_run(opts))?;
     let cpu1 = cpu_seconds();
@@ -510,7 +506,7 @@ pub async fn open_loop_run_over(
         opts.pacing,
     )
     .await
-    .map_err(|e| format!("the open loop ended abnormally: {e}"))?;
+    .map_err(|e| crate::live::LiveError::from(e).to_string())?;
     let (mut tasks, lag) = (ended.tasks, ended.lag);
     let last_start = epoch.elapsed();
     let scheduled = lag.len();
@@ -543,7 +539,7 @@ pub async fn open_loop_run_over(
 
 /// `bench open-loop` on its own runtime.
 pub fn open_loop(opts: &OpenLoopOpts, threads: usize) -> Result<OpenLoopReport, String> {
-    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let rt = crate::live::runtime(Some(threads)).map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
     let sleeps0 = voluntary_switches();
     let config = config_named(&opts.config)?;
@@ -667,7 +663,7 @@ pub fn target_bench(
     if !listen.ip().is_loopback() {
         return Err(format!("--listen {listen}: loopback only"));
     }
-    let rt = runtime(threads).map_err(|e| e.to_string())?;
+    let rt = crate::live::runtime(Some(threads)).map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
     let started = Instant::now();
     let stats: TargetStats = rt.block_on(async {

@@ -43,32 +43,19 @@ where
     A: Iterator<Item = (u64, Duration)> + Send + 'static,
 {
     let tmpl = Arc::new(tmpl.clone());
-    tokio::spawn(async move {
-        let mut tasks = JoinSet::new();
-        let mut lag = crate::metrics::recorder::new_histogram(3);
-        let stopped = run(
-            arrivals, &runtimes, &tmpl, epoch, &mut tasks, &mut lag, stop, pacing,
-        )
-        .await;
-        Ended {
-            stopped,
-            tasks,
-            lag,
-        }
-    })
+    tokio::spawn(async move { run(arrivals, &runtimes, &tmpl, epoch, stop, pacing).await })
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run(
     arrivals: impl Iterator<Item = (u64, Duration)>,
     runtimes: &[Arc<ConfigRuntime>],
     tmpl: &Arc<RequestMix>,
     epoch: Epoch,
-    tasks: &mut JoinSet<()>,
-    lag: &mut Histogram<u64>,
     stop: watch::Receiver<bool>,
     pacing: Pacing,
-) -> bool {
+) -> Ended {
+    let mut tasks = JoinSet::new();
+    let mut lag = crate::metrics::recorder::new_histogram(3);
     let mut pacer = Pacer::new(pacing);
     let mut arrivals = arrivals.peekable();
     // One wait for the stop signal serves the whole run: made anew for every wake-up, it
@@ -76,50 +63,57 @@ async fn run(
     // the receiver, which starts from the same seen version, so `stop` itself stays free
     // for the quick check when an arrival is already due.
     let mut watcher = stop.clone();
-    let stopped = watcher.changed();
-    tokio::pin!(stopped);
+    let stop_signal = watcher.changed();
+    tokio::pin!(stop_signal);
     // The arrivals of one wake-up: the next one and those due within `pacing.batch` of it.
     let mut batch: Vec<(u64, Duration)> = Vec::new();
-    while let Some(first) = arrivals.next() {
-        batch.clear();
-        batch.push(first);
-        let window_end = first.1.saturating_add(pacing.batch);
-        while let Some(next) = arrivals.next_if(|&(_, t)| t <= window_end) {
-            batch.push(next);
-        }
-        let last = batch.last().map_or(first.1, |&(_, t)| t);
-        let when = epoch.at(last);
-        if tokio::time::Instant::now() < when {
-            tokio::select! {
-                _ = pacer.until(when) => {}
-                _ = &mut stopped => return true,
+    let stopped = 'run: {
+        while let Some(first) = arrivals.next() {
+            batch.clear();
+            batch.push(first);
+            let window_end = first.1.saturating_add(pacing.batch);
+            while let Some(next) = arrivals.next_if(|&(_, t)| t <= window_end) {
+                batch.push(next);
             }
-        }
-        if *stop.borrow() {
-            return true;
-        }
-        for &(id, intended) in &batch {
-            let late = epoch.elapsed().saturating_sub(intended);
-            lag.saturating_record(late.as_micros() as u64);
-            for rt in runtimes {
-                if !rt.try_claim() {
-                    rt.dropped(intended);
-                    continue;
+            let last = batch.last().map_or(first.1, |&(_, t)| t);
+            let when = epoch.at(last);
+            if tokio::time::Instant::now() < when {
+                tokio::select! {
+                    _ = pacer.until(when) => {}
+                    _ = &mut stop_signal => break 'run true,
                 }
-                let rt = Arc::clone(rt);
-                let tmpl = Arc::clone(tmpl);
-                tasks.spawn(async move {
-                    // Boxed: the task itself then stays a few words, so spawning one per
-                    // arrival does not copy the whole request future into its cell.
-                    Box::pin(rt.drive(&epoch, tmpl.pick(id), id, intended, None)).await;
-                    rt.release();
-                });
             }
+            if *stop.borrow() {
+                break 'run true;
+            }
+            for &(id, intended) in &batch {
+                let late = epoch.elapsed().saturating_sub(intended);
+                lag.saturating_record(late.as_micros() as u64);
+                for rt in runtimes {
+                    if !rt.try_claim() {
+                        rt.dropped(intended);
+                        continue;
+                    }
+                    let rt = Arc::clone(rt);
+                    let tmpl = Arc::clone(tmpl);
+                    tasks.spawn(async move {
+                        // Boxed: the task itself then stays a few words, so spawning one per
+                        // arrival does not copy the whole request future into its cell.
+                        Box::pin(rt.drive(&epoch, tmpl.pick(id), id, intended, None)).await;
+                        rt.release();
+                    });
+                }
+            }
+            // Reap finished tasks now and then so the set does not grow with the run.
+            while tasks.try_join_next().is_some() {}
         }
-        // Reap finished tasks now and then so the set does not grow with the run.
-        while tasks.try_join_next().is_some() {}
+        false
+    };
+    Ended {
+        stopped,
+        tasks,
+        lag,
     }
-    false
 }
 
 #[cfg(test)]
@@ -127,8 +121,12 @@ mod tests {
     use super::*;
     use crate::live::driver::RequestTemplate;
 
-    fn mix() -> RequestMix {
-        RequestMix::single(RequestTemplate {
+    /// The loop over `arrivals` without configs: only its schedule and its stop are left.
+    fn start(
+        arrivals: impl Iterator<Item = Duration> + Send + 'static,
+        stop: watch::Receiver<bool>,
+    ) -> JoinHandle<Ended> {
+        let mix = RequestMix::single(RequestTemplate {
             method: hyper::Method::GET,
             path: "/".into(),
             headers: hyper::HeaderMap::new(),
@@ -136,7 +134,15 @@ mod tests {
             grpc: false,
             class: None,
             tokens: None,
-        })
+        });
+        spawn(
+            (0u64..).zip(arrivals),
+            Vec::new(),
+            &mix,
+            Epoch::start(),
+            stop,
+            Pacing::DEFAULT,
+        )
     }
 
     /// Without configs the loop still keeps the schedule: every arrival's lag is recorded
@@ -144,17 +150,8 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_schedule_kept_to_its_end_records_every_arrival() {
         let (_tx, rx) = watch::channel(false);
-        let arrivals = (0u64..).zip((0..40u64).map(|k| Duration::from_micros(25 * k)));
-        let ended = spawn(
-            arrivals,
-            Vec::new(),
-            &mix(),
-            Epoch::start(),
-            rx,
-            Pacing::DEFAULT,
-        )
-        .await
-        .unwrap();
+        let arrivals = (0..40u64).map(|k| Duration::from_micros(25 * k));
+        let ended = start(arrivals, rx).await.unwrap();
         assert!(!ended.stopped);
         assert_eq!(ended.lag.len(), 40);
         assert!(ended.tasks.is_empty());
@@ -167,15 +164,8 @@ mod tests {
         let (tx, rx) = watch::channel(false);
         // 200 arrivals 100 µs apart, then one an hour later.
         let near = (0..200u64).map(|k| Duration::from_micros(100 * k));
-        let arrivals = (0u64..).zip(near.chain([Duration::from_secs(3600)]));
-        let handle = spawn(
-            arrivals,
-            Vec::new(),
-            &mix(),
-            Epoch::start(),
-            rx,
-            Pacing::DEFAULT,
-        );
+        let arrivals = near.chain([Duration::from_secs(3600)]);
+        let handle = start(arrivals, rx);
         // Long enough for the near arrivals (20 ms) on any machine but a stalled one; were
         // the loop still among them, it would stop there, which the asserts allow too.
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -194,17 +184,8 @@ mod tests {
     async fn a_stop_sent_before_the_start_starts_nothing() {
         let (tx, rx) = watch::channel(false);
         tx.send(true).unwrap();
-        let arrivals = (0u64..).zip([Duration::from_millis(5), Duration::from_millis(6)]);
-        let ended = spawn(
-            arrivals,
-            Vec::new(),
-            &mix(),
-            Epoch::start(),
-            rx,
-            Pacing::DEFAULT,
-        )
-        .await
-        .unwrap();
+        let arrivals = [Duration::from_millis(5), Duration::from_millis(6)].into_iter();
+        let ended = start(arrivals, rx).await.unwrap();
         assert!(ended.stopped);
         assert_eq!(ended.lag.len(), 0);
     }

@@ -40,24 +40,19 @@ impl RunHistogram {
         if self.run_value == value {
             self.run_len += 1;
         } else {
-            self.close_run();
+            self.flush();
             self.run_value = value;
             self.run_len = 1;
         }
     }
 
-    /// Adds the open run to the histogram.
+    /// Adds the open run to the histogram, so that [`Self::view`] borrows it without a copy.
     #[inline]
-    fn close_run(&mut self) {
+    pub fn flush(&mut self) {
         if self.run_len > 0 {
             self.hist.saturating_record_n(self.run_value, self.run_len);
             self.run_len = 0;
         }
-    }
-
-    /// Adds the open run to the histogram, so that [`Self::view`] borrows it without a copy.
-    pub fn flush(&mut self) {
-        self.close_run();
     }
 
     /// The histogram with every value recorded so far, the open run included.
@@ -73,14 +68,8 @@ impl RunHistogram {
 
     /// Adds everything `o` recorded.
     pub fn add(&mut self, o: &RunHistogram) {
-        self.close_run();
+        self.flush();
         self.hist.add(&*o.view()).expect("histograms share bounds");
-    }
-}
-
-impl From<Histogram<u64>> for RunHistogram {
-    fn from(hist: Histogram<u64>) -> Self {
-        RunHistogram::new(hist)
     }
 }
 
