@@ -268,6 +268,25 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = crate::live::pacer::Pacing::DEFAULT.batch.as_micros() as u64)]
         batch_us: u64,
     },
+    /// The cheapest load loop this machine allows, as a peer: one thread, raw epoll,
+    /// keep-alive HTTP/1.1, one fixed GET, no retry policy. Closed (no --rate) or an open
+    /// loop at --rate on a timerfd: what pacing itself costs here.
+    Floor {
+        /// http://IP:PORT/path with a loopback IP literal.
+        #[arg(long)]
+        url: String,
+        /// Arrivals per second (an open loop); without it, a closed loop.
+        #[arg(long)]
+        rate: Option<f64>,
+        #[arg(long, default_value = "10s")]
+        duration: String,
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Microseconds an arrival may start late to share a wake-up with the arrivals
+        /// after it, as the open loop's --batch-us (open loop only).
+        #[arg(long, default_value_t = crate::live::pacer::Pacing::DEFAULT.batch.as_micros() as u64)]
+        batch_us: u64,
+    },
     /// The built-in target answering every request with one status, for wrk to drive.
     Target {
         /// Loopback address, e.g. 127.0.0.1:9090.

@@ -1019,6 +1019,26 @@ fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;
             print!("{}", bench::open_loop_text(&opts, &r));
         }
+        B::Floor {
+            url,
+            rate,
+            duration,
+            connections,
+            batch_us,
+        } => {
+            use crate::bench::floor;
+            let mode = match rate {
+                Some(rate) => floor::FloorMode::Open {
+                    rate,
+                    batch: std::time::Duration::from_micros(batch_us),
+                },
+                None => floor::FloorMode::Closed,
+            };
+            let opts = floor::FloorOpts::new(&url, connections, dur("duration", &duration)?, mode)
+                .map_err(AppError::bad)?;
+            let r = floor::run(&opts).map_err(AppError::failed)?;
+            print!("{}", floor::text(&opts, &r));
+        }
         B::Target {
             listen,
             status,

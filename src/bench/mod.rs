@@ -6,6 +6,7 @@
 //! retry config's [`RetryClient`] and the [`Recorder`] behind the per-config lock, exactly as
 //! in `stormrig run` ([`ConfigRuntime::drive`]). Nothing is skipped to look faster.
 
+pub mod floor;
 pub mod hotpath;
 pub mod memory;
 pub mod sim;
@@ -202,7 +203,23 @@ pub fn split_url(url: &str) -> Result<(String, String), String> {
     if authority.is_empty() {
         return Err(format!("--url {url}: no host"));
     }
+    if !host_of(authority).is_loopback() {
+        return Err(format!(
+            "--url {url}: loopback only (127.0.0.1, [::1] or localhost)"
+        ));
+    }
     Ok((format!("http://{authority}"), path.to_string()))
+}
+
+/// The host of `host[:port]` (IPv6 in brackets), read by the loopback guard's rules: the
+/// benches drive only this machine, whatever URL they are given.
+fn host_of(authority: &str) -> crate::scenario::host::Host {
+    let host = match authority.rfind(':') {
+        // A colon inside brackets belongs to an IPv6 address, not to a port.
+        Some(i) if !authority[i..].contains(']') => &authority[..i],
+        _ => authority,
+    };
+    crate::scenario::host::Host::parse(host)
 }
 
 fn get(path: &str) -> RequestTemplate {
@@ -709,4 +726,31 @@ async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The benches' URLs pass the loopback guard or are refused before any connection.
+    #[test]
+    fn bench_urls_are_loopback_only() {
+        for ok in [
+            "http://127.0.0.1:8080/",
+            "http://[::1]:80/x",
+            "http://localhost:1",
+            "http://127.1:9/",
+        ] {
+            assert!(split_url(ok).is_ok(), "{ok}");
+        }
+        for remote in [
+            "http://10.0.0.1:80/",
+            "http://example.com/",
+            "http://[2001:db8::1]:80/",
+            "http://evil.localhost:80/",
+        ] {
+            let e = split_url(remote).unwrap_err();
+            assert!(e.contains("loopback only"), "{remote}: {e}");
+        }
+    }
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# stormrig side by side with its peers: wrk, oha and nginx on loopback.
+# stormrig side by side with its peers on loopback: wrk, oha, nginx, and the floor (the
+# cheapest load loop the machine allows: `stormrig bench floor`, raw epoll, no policy).
 #
 #   tests/bench/peers.sh            # ~9 min: 3 rounds of 10 s per tool and mode
 #   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)
@@ -12,8 +13,9 @@
 # Other knobs: ROUNDS, DUR (seconds), NGINX_PORT, NGINX_H2C_PORT (the same nginx over HTTP/2 in
 # clear, for the generator's h2c row), TARGET_PORT, CONFIG (retry preset of the
 # stormrig generator, default naive), PACINGS (the open loop's scheduler settings as
-# SPIN_US:BATCH_US, default "0:0 0:50 0:90 20:0 1000:0": the lag/CPU trade-off curve of spinning
-# before each arrival and of batching the arrivals of a window onto one wake-up), MEMORY=0
+# SPIN_US:BATCH_US, default "0:50 0:0 0:90 20:0 1000:0": the lag/CPU trade-off curve of spinning
+# before each arrival and of batching the arrivals of a window onto one wake-up; the first is
+# the row the open loop's peers are compared with: stormrig run's default), MEMORY=0
 # (skip the memory rows, ~1 min: `stormrig bench memory` at 4000 with churn, at 100,000 over
 # h2c and at the descriptor limit over HTTP/1.1, and `bench sim-memory` at 10 M),
 # OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
@@ -38,7 +40,7 @@ NGINX_PORT="${NGINX_PORT:-18480}"
 TARGET_PORT="${TARGET_PORT:-18481}"
 NGINX_H2C_PORT="${NGINX_H2C_PORT:-18482}"
 CONFIG="${CONFIG:-naive}"
-PACINGS="${PACINGS:-0:0 0:50 0:90 20:0 1000:0}"
+PACINGS="${PACINGS:-0:50 0:0 0:90 20:0 1000:0}"
 CONNS=64
 RATE=20000
 
@@ -218,6 +220,22 @@ run_open() { # round spin-us batch-us [threads]: two threads run on both cores (
         "rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms, sleeps/req $(kv "$out" sleeps_per_request)"
 }
 
+run_floor() { # section round [rate]: the cheapest loop this machine allows, closed or open
+    local out="$WORK/floor.out" cpu n mode="closed, raw epoll, 1 thread" flag=() note=""
+    if [ -n "${3:-}" ]; then
+        mode="$3/s, raw epoll, batch 50us, 1 thread" flag=(--rate "$3" --batch-us 50)
+    fi
+    timed "$out" "$STORMRIG" bench floor --url "http://127.0.0.1:$NGINX_PORT/" \
+        --connections "$CONNS" --duration "${DUR}s" "${flag[@]}" || return 0
+    n="$(kv "$out" requests)"
+    cpu="$(cpu_of "$out")"
+    if [ -n "${3:-}" ]; then
+        note="rate err $(kv "$out" achieved_rate_error_pct)%, lag p99 $(kv "$out" lag_p99_ms) ms, sleeps/req $(kv "$out" sleeps_per_request), dropped $(kv "$out" dropped)"
+    fi
+    record "$1" floor "$mode" "$2" "$(kv "$out" req_per_s)" "$(kv "$out" p50_ms)" \
+        "$(kv "$out" p99_ms)" "$(per_million "$cpu" "$n")" "$note"
+}
+
 # ---- servers -----------------------------------------------------------------------------
 log "nginx (1 worker) on 127.0.0.1:$NGINX_PORT pinned to CPU $SRV_CPU"
 NGINX_ACCESS_LOG=off taskset -c "$SRV_CPU" "$ROOT/targets/nginx/run.sh" start "$WORK/nginx" "$NGINX_PORT" - "$NGINX_H2C_PORT"
@@ -227,10 +245,10 @@ NGINX_WORKER="$(pgrep -P "$(cat "$WORK/nginx/nginx.pid")" | head -1)"
 trunc_log() { : >"$WORK/nginx/access.log"; }
 
 log "stormrig bench target (503, 1 thread) on 127.0.0.1:$TARGET_PORT pinned to CPU $SRV_CPU"
-# It serves until the last round's target runs: per round five generator runs, one open-loop
-# run per pacing plus the two-thread one and oha's, and the two target runs, with a margin
-# for the seconds between runs.
-RUNS_PER_ROUND=$((5 + $(echo $PACINGS | wc -w) + 2 + 2))
+# It serves until the last round's target runs: per round six generator runs (the floor's
+# among them), one open-loop run per pacing plus the two-thread one, oha's and the floor's,
+# and the two target runs, with a margin for the seconds between runs.
+RUNS_PER_ROUND=$((6 + $(echo $PACINGS | wc -w) + 3 + 2))
 taskset -c "$SRV_CPU" "$STORMRIG" bench target --listen "127.0.0.1:$TARGET_PORT" --status 503 \
     --threads 1 --duration "$((ROUNDS * (DUR + 5) * RUNS_PER_ROUND + 120))s" \
     >"$WORK/target.out" 2>"$WORK/target.err" &
@@ -258,6 +276,8 @@ for r in $(seq 1 "$ROUNDS"); do
     run_oha generator "closed, --worker-threads 1 -c$CONNS" "$r" \
         "http://127.0.0.1:$NGINX_PORT/" --worker-threads 1
     trunc_log
+    run_floor generator "$r"
+    trunc_log
 done
 for r in $(seq 1 "$ROUNDS"); do
     log "round $r/$ROUNDS: open loop at $RATE req/s"
@@ -269,6 +289,8 @@ for r in $(seq 1 "$ROUNDS"); do
     trunc_log
     run_oha open-loop "-q $RATE --latency-correction, 1 thread" "$r" \
         "http://127.0.0.1:$NGINX_PORT/" -q "$RATE" --latency-correction --worker-threads 1
+    trunc_log
+    run_floor open-loop "$r" "$RATE"
     trunc_log
 done
 for r in $(seq 1 "$ROUNDS"); do

@@ -393,3 +393,52 @@ fn sim_memory_storm_scales_past_the_scenario_cap() {
     let (_, scale) = stormrig::bench::sim_memory::storm(5_000).unwrap();
     assert_eq!(scale, 1.0);
 }
+
+/// The floor counts exactly, closed and open: every request it wrote reached the target and
+/// was answered, and an open schedule of 2,000/s for 0.3 s holds 600 arrivals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn floor_counts_match_target_arrivals() {
+    use stormrig::bench::floor::{self, FloorMode, FloorOpts};
+    let open = FloorMode::Open {
+        rate: 2000.0,
+        batch: Duration::from_micros(50),
+    };
+    for mode in [FloorMode::Closed, open] {
+        let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
+            .await
+            .unwrap();
+        let url = format!("http://{}/", handle.addr());
+        let opts = FloorOpts::new(&url, 8, Duration::from_millis(300), mode).unwrap();
+        let (opts, r) = tokio::task::spawn_blocking(move || {
+            let r = floor::run(&opts).unwrap();
+            (opts, r)
+        })
+        .await
+        .unwrap();
+        let stats = handle.shutdown().await;
+        assert!(r.sent > 0, "{mode:?}");
+        assert_eq!(r.abandoned, 0, "{mode:?}");
+        assert_eq!(r.received, r.sent, "{mode:?}");
+        assert_eq!(stats.arrivals, r.sent, "{mode:?}");
+        let m = kv(&floor::text(&opts, &r));
+        assert_eq!(m["requests"], stats.arrivals.to_string());
+        if mode == open {
+            assert_eq!(r.scheduled, 600);
+            assert_eq!(r.sent + r.dropped, 600);
+            let _: f64 = m["lag_p99_ms"].parse().unwrap();
+        }
+        for k in ["req_per_s", "p50_ms", "cpu_s_per_million"] {
+            let _: f64 = m[k].parse().unwrap_or_else(|_| panic!("{k} = {}", m[k]));
+        }
+    }
+}
+
+/// A URL the floor cannot read is refused with exit 2, naming the flag, before anything is
+/// sent (the loopback guard's own cases are the validation's unit tests).
+#[test]
+fn floor_refuses_a_bad_url_with_exit_2() {
+    let (code, _, stderr) =
+        bench_cli(&["floor", "--url", "https://127.0.0.1:1/", "--duration", "1s"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--url https://127.0.0.1:1/"), "{stderr}");
+}
