@@ -2,7 +2,7 @@
 # stormrig side by side with its peers on loopback: wrk, oha, nginx, and the floor (the
 # cheapest load loop the machine allows: `stormrig bench floor`, raw epoll, no policy).
 #
-#   tests/bench/peers.sh            # ~9 min: 3 rounds of 10 s per tool and mode
+#   tests/bench/peers.sh            # ~11 min: 3 rounds of 10 s per tool and mode
 #   QUICK=1 tests/bench/peers.sh    # ~1 min: 1 round of 3 s (a smoke run, not a measurement)
 #
 # Generators run pinned to CPU $GEN_CPU (default 0), servers (nginx, stormrig's target) to
