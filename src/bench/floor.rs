@@ -215,9 +215,11 @@ impl Conn {
         }
     }
 
-    /// Reads what the socket holds (edge-triggered: until it would block) and returns
-    /// whether the reply in flight is now whole. One request is in flight at a time, so
-    /// bytes beyond a whole reply are a protocol error of the target.
+    /// Reads until the reply in flight is whole (true) or the socket would block (false).
+    /// A whole reply ends the reads without the extra call that would only say "would
+    /// block": one request is in flight at a time, so nothing more can come until the next
+    /// one is sent, and Linux signals an edge-triggered socket on every arrival of data,
+    /// drained or not. Bytes beyond a whole reply are a protocol error of the target.
     fn read(&mut self) -> Result<bool, FloorError> {
         loop {
             if self.len == self.buf.len() {
@@ -229,18 +231,18 @@ impl Conn {
             match self.stream.read(&mut self.buf[self.len..]) {
                 Ok(0) => return Err(FloorError::Closed),
                 Ok(n) => self.len += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.into()),
             }
-        }
-        match reply_len(&self.buf[..self.len])? {
-            Some(n) if n == self.len => {
-                self.len = 0;
-                Ok(true)
+            match reply_len(&self.buf[..self.len])? {
+                Some(n) if n == self.len => {
+                    self.len = 0;
+                    return Ok(true);
+                }
+                Some(_) => return Err(FloorError::Reply("bytes after the reply")),
+                None => {}
             }
-            Some(_) => Err(FloorError::Reply("bytes after the reply")),
-            None => Ok(false),
         }
     }
 }
@@ -392,10 +394,12 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
                 continue;
             }
             let done = mono_ns();
-            if let Some(at) = c.sent_at.take() {
-                latency.saturating_record(done.saturating_sub(at) / 1000);
-                r.received += 1;
-            }
+            let at = c
+                .sent_at
+                .take()
+                .ok_or(FloorError::Reply("a reply to no request"))?;
+            latency.saturating_record(done.saturating_sub(at) / 1000);
+            r.received += 1;
             if gap == 0 {
                 if done < load_end {
                     c.send(&request, done)?;
