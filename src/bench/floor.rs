@@ -439,16 +439,8 @@ pub fn text(opts: &FloorOpts, r: &FloorReport) -> String {
             let _ = writeln!(out, "batch_us={}", batch.as_micros());
             let _ = writeln!(out, "scheduled={}", r.scheduled);
             let span = opts.duration.as_secs_f64().max(1e-9);
-            let achieved = r.scheduled as f64 / span;
-            let _ = writeln!(out, "achieved_rate={achieved:.1}");
-            let _ = writeln!(
-                out,
-                "achieved_rate_error_pct={:.3}",
-                (achieved / rate - 1.0) * 100.0
-            );
-            let _ = writeln!(out, "lag_p50_ms={:.3}", r.lag.p50);
-            let _ = writeln!(out, "lag_p99_ms={:.3}", r.lag.p99);
-            let _ = writeln!(out, "lag_max_ms={:.3}", super::ms(r.lag_max_us));
+            super::rate_lines(&mut out, r.scheduled as f64 / span, rate);
+            super::lag_lines(&mut out, &r.lag, r.lag_max_us);
         }
     }
     let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
@@ -464,16 +456,7 @@ pub fn text(opts: &FloorOpts, r: &FloorReport) -> String {
     let _ = writeln!(out, "p50_ms={:.3}", r.latency.p50);
     let _ = writeln!(out, "p99_ms={:.3}", r.latency.p99);
     super::cpu_lines(&mut out, r.cpu_s, r.received);
-    let _ = writeln!(
-        out,
-        "sleeps_per_request={}",
-        r.sleeps
-            .filter(|_| r.received > 0)
-            .map_or("NA".to_string(), |s| format!(
-                "{:.3}",
-                s as f64 / r.received as f64
-            ))
-    );
+    super::sleeps_line(&mut out, r.sleeps, r.received);
     out
 }
 

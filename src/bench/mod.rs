@@ -203,23 +203,15 @@ pub fn split_url(url: &str) -> Result<(String, String), String> {
     if authority.is_empty() {
         return Err(format!("--url {url}: no host"));
     }
-    if !host_of(authority).is_loopback() {
+    // The loopback guard's own reading of the host: the benches drive only this machine,
+    // whatever URL they are given.
+    let (host, _) = crate::scenario::validate::parse_url(url).map_err(|e| format!("--url {e}"))?;
+    if !crate::scenario::host::allowed(&host, None) {
         return Err(format!(
             "--url {url}: loopback only (127.0.0.1, [::1] or localhost)"
         ));
     }
     Ok((format!("http://{authority}"), path.to_string()))
-}
-
-/// The host of `host[:port]` (IPv6 in brackets), read by the loopback guard's rules: the
-/// benches drive only this machine, whatever URL they are given.
-fn host_of(authority: &str) -> crate::scenario::host::Host {
-    let host = match authority.rfind(':') {
-        // A colon inside brackets belongs to an IPv6 address, not to a port.
-        Some(i) if !authority[i..].contains(']') => &authority[..i],
-        _ => authority,
-    };
-    crate::scenario::host::Host::parse(host)
 }
 
 fn get(path: &str) -> RequestTemplate {
@@ -592,12 +584,7 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
     let _ = writeln!(out, "duration_s={:.3}", opts.duration.as_secs_f64());
     let _ = writeln!(out, "scheduled={}", r.scheduled);
     let _ = writeln!(out, "last_start_s={:.4}", r.last_start.as_secs_f64());
-    let _ = writeln!(out, "achieved_rate={:.1}", r.achieved_rate(opts));
-    let _ = writeln!(
-        out,
-        "achieved_rate_error_pct={:.3}",
-        (r.achieved_rate(opts) / opts.rate - 1.0) * 100.0
-    );
+    rate_lines(&mut out, r.achieved_rate(opts), opts.rate);
     let _ = writeln!(out, "requests={}", c.requests);
     let _ = writeln!(out, "successes={}", c.successes);
     let _ = writeln!(out, "attempts={}", c.attempts);
@@ -608,26 +595,46 @@ pub fn open_loop_text(opts: &OpenLoopOpts, r: &OpenLoopReport) -> String {
         "req_per_s={:.0}",
         c.requests as f64 / opts.duration.as_secs_f64()
     );
-    // Lag percentiles are in µs in the histogram; `Percentiles` reads them as ms/1000.
-    let _ = writeln!(out, "lag_p50_ms={:.3}", r.lag.p50);
-    let _ = writeln!(out, "lag_p99_ms={:.3}", r.lag.p99);
-    let _ = writeln!(out, "lag_max_ms={:.3}", ms(r.lag_max_us));
+    lag_lines(&mut out, &r.lag, r.lag_max_us);
     let _ = writeln!(out, "p50_ms={:.3}", c.latency.p50);
     let _ = writeln!(out, "p99_ms={:.3}", c.latency.p99);
     cpu_lines(&mut out, r.cpu_s, c.requests);
-    // Sleeps per request started: the wake-ups the pacing costs, a figure that a busy
-    // machine changes less than CPU time (a loop running behind sleeps less, though).
+    sleeps_line(&mut out, r.sleeps, r.scheduled);
+    out
+}
+
+/// The achieved rate of a schedule and its error against the rate asked for.
+fn rate_lines(out: &mut String, achieved: f64, rate: f64) {
+    let _ = writeln!(out, "achieved_rate={achieved:.1}");
+    let _ = writeln!(
+        out,
+        "achieved_rate_error_pct={:.3}",
+        (achieved / rate - 1.0) * 100.0
+    );
+}
+
+/// The schedule lag: percentiles are in µs in the histogram, and `Percentiles` reads them as
+/// ms/1000.
+fn lag_lines(out: &mut String, lag: &Percentiles, max_us: u64) {
+    let _ = writeln!(out, "lag_p50_ms={:.3}", lag.p50);
+    let _ = writeln!(out, "lag_p99_ms={:.3}", lag.p99);
+    let _ = writeln!(out, "lag_max_ms={:.3}", ms(max_us));
+}
+
+/// Sleeps per request: the wake-ups the pacing costs, a figure that a busy machine changes
+/// less than CPU time (a loop running behind sleeps less, though). NA without procfs or
+/// without requests.
+fn sleeps_line(out: &mut String, sleeps: Option<u64>, requests: u64) {
     let _ = writeln!(
         out,
         "sleeps_per_request={}",
-        r.sleeps
-            .filter(|_| r.scheduled > 0)
+        sleeps
+            .filter(|_| requests > 0)
             .map_or("NA".to_string(), |s| format!(
                 "{:.3}",
-                s as f64 / r.scheduled as f64
+                s as f64 / requests as f64
             ))
     );
-    out
 }
 
 // ---------------------------------------------------------------------------------------
