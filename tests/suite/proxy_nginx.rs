@@ -4,7 +4,7 @@
 //! nginx's own 503s (`/fail`) are relayed and their count matches nginx's log; every line
 //! of a 3-config run's log joins to exactly one row of its attempt log.
 //!
-//! Without nginx this test FAILS, saying how to install it; `STORMRIG_SKIP_NGINX=1` skips it.
+//! Without nginx this test fails, saying how to install it (`tests/run.sh` installs it first).
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -62,9 +62,7 @@ fn fields(line: &str) -> (u64, u32, u16, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_counts_match_nginx_access_log_exactly() {
-    let Some(nginx) = Nginx::start() else {
-        return;
-    };
+    let nginx = Nginx::start();
     let faults = vec![
         Fault {
             at: Duration::ZERO,
@@ -229,9 +227,7 @@ async fn proxy_counts_match_nginx_access_log_exactly() {
 
 #[tokio::test]
 async fn reset_faults_never_reach_nginx() {
-    let Some(nginx) = Nginx::start() else {
-        return;
-    };
+    let nginx = Nginx::start();
     let faults = vec![Fault {
         at: Duration::ZERO,
         length: Duration::from_secs(600),
@@ -284,9 +280,7 @@ async fn reset_faults_never_reach_nginx() {
 /// attempts.
 #[test]
 fn live_run_through_the_proxy_matches_nginx_log_per_config() {
-    let Some(nginx) = Nginx::start() else {
-        return;
-    };
+    let nginx = Nginx::start();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/connection-resets.toml");
     let base = stormrig::plan::load(&path).expect("shipped scenario plans");
     assert!(base.configs.len() >= 2);
@@ -340,9 +334,7 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
 /// of the attempt log; its time is no earlier than the attempt's send time.
 #[test]
 fn every_nginx_line_of_a_three_config_run_joins_one_attempt_log_row() {
-    let Some(nginx) = Nginx::start() else {
-        return;
-    };
+    let nginx = Nginx::start();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/downstream-503-10s.toml");
     let mut plan = stormrig::plan::load(&path).expect("shipped scenario plans");
     plan.configs.truncate(3);

@@ -235,9 +235,7 @@ fn four_shards_against_the_builtin_target_merge_into_the_single_process_run() {
 
 #[test]
 fn four_shards_against_nginx_match_its_access_log_and_one_process() {
-    let Some(nginx) = Nginx::start() else {
-        return;
-    };
+    let nginx = Nginx::start();
     let dir = tmp_dir("shards-nginx");
     let target = format!("url = \"http://127.0.0.1:{}\"", nginx.port);
     let sc = write(&dir, "s.toml", &scenario(&target));

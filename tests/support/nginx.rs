@@ -1,8 +1,8 @@
 //! A real nginx (Debian's package) as a target, started and stopped with
 //! `targets/nginx/run.sh`: plain HTTP/1.1, and on request HTTPS and HTTP/2 in clear.
 //!
-//! Without nginx a test using it FAILS, saying how to install it; `STORMRIG_SKIP_NGINX=1`
-//! skips it.
+//! Without nginx a test using it fails, saying how to install it (`tests/run.sh`, the test
+//! command, installs it first): no test passes by skipping the real target.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -23,23 +23,18 @@ pub struct Nginx {
 }
 
 impl Nginx {
-    /// Starts nginx with the shipped script, or returns `None` when the skip is asked for.
-    pub fn start() -> Option<Nginx> {
+    /// Starts nginx with the shipped script.
+    pub fn start() -> Nginx {
         Nginx::start_with(None)
     }
 
     /// [`Nginx::start`], also serving HTTPS with `tls` (certificate and key, PEM) and h2c.
-    pub fn start_with(tls: Option<(&str, &str)>) -> Option<Nginx> {
-        if !Path::new(NGINX).exists() {
-            if std::env::var("STORMRIG_SKIP_NGINX").as_deref() == Ok("1") {
-                eprintln!("SKIPPED: nginx is not installed and STORMRIG_SKIP_NGINX=1");
-                return None;
-            }
-            panic!(
-                "nginx is not installed ({NGINX} missing): install it with \
-                 `apt-get update && apt-get install -y nginx`, or set STORMRIG_SKIP_NGINX=1 to skip"
-            );
-        }
+    pub fn start_with(tls: Option<(&str, &str)>) -> Nginx {
+        assert!(
+            Path::new(NGINX).exists(),
+            "nginx is not installed ({NGINX} missing): run the tests with `bash tests/run.sh`, \
+             which installs it, or `apt-get update && apt-get install -y nginx`"
+        );
         let free_port = || {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
@@ -70,12 +65,12 @@ impl Nginx {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        Some(Nginx {
+        Nginx {
             prefix,
             port,
             tls_port,
             h2c_port,
-        })
+        }
     }
 
     /// Points `plan` at this nginx (plain HTTP/1.1), its fault windows stretched over the
