@@ -7,6 +7,7 @@
 //!
 //!     STORMRIG_BLESS=1 cargo test --release --test golden
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
@@ -22,19 +23,33 @@ fn bless() -> bool {
     std::env::var_os("STORMRIG_BLESS").is_some_and(|v| v != "0")
 }
 
-/// Simulates `scenario` and writes its data files into a fresh directory; `None` when the
-/// simulator refuses the scenario as a whole (what it cannot model yet).
-fn simulate(scenario: &Path, out: &Path) -> Option<()> {
+/// Simulates `scenario` and writes its data files into a fresh directory. Every shipped
+/// scenario is one the simulator models: a refusal fails the test, it never shrinks what is
+/// pinned.
+fn simulate(scenario: &Path, out: &Path) {
     let p = plan::load(scenario).unwrap_or_else(|e| panic!("{e}"));
     match sim::run(&p, &SimOptions::default()) {
         Ok(o) => {
             fs::create_dir_all(out).unwrap();
             write_data(out, &o.result).unwrap();
-            Some(())
         }
-        Err(SimError::Unsupported(_)) => None,
+        Err(SimError::Unsupported(why)) => panic!(
+            "{}: the simulator refuses a shipped scenario ({why}); every shipped scenario is \
+             pinned here",
+            scenario.display()
+        ),
         Err(e) => panic!("{}: {e}", scenario.display()),
     }
+}
+
+/// The folders under `tests/golden/`, by name.
+fn golden_folders() -> BTreeSet<String> {
+    fs::read_dir(repo_root().join("tests/golden"))
+        .expect("tests/golden exists")
+        .map(|e| e.expect("tests/golden is readable"))
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The first line where two texts differ, for a message a reader can act on.
@@ -55,19 +70,13 @@ fn first_difference(want: &str, got: &str) -> String {
 fn simulator_outputs_match_the_golden_files() {
     let tmp = std::env::temp_dir().join(format!("stormrig-golden-{}", std::process::id()));
     let mut drift = Vec::new();
-    let mut pinned = 0;
+    let mut pinned = BTreeSet::new();
     for scenario in shipped_scenarios() {
         let stem = scenario.file_stem().unwrap().to_str().unwrap().to_string();
         let golden = repo_root().join("tests/golden").join(&stem);
         let out = tmp.join(&stem);
-        if simulate(&scenario, &out).is_none() {
-            assert!(
-                !golden.exists(),
-                "{stem}: the simulator refuses it, but tests/golden/{stem} exists"
-            );
-            continue;
-        }
-        pinned += 1;
+        simulate(&scenario, &out);
+        pinned.insert(stem.clone());
         for name in FILES {
             let got = fs::read_to_string(out.join(name)).unwrap();
             let path = golden.join(name);
@@ -84,7 +93,13 @@ fn simulator_outputs_match_the_golden_files() {
         }
     }
     let _ = fs::remove_dir_all(&tmp);
-    assert!(pinned >= 9, "only {pinned} scenarios simulated");
+    assert!(!pinned.is_empty(), "no shipped scenario found");
+    let orphans: Vec<String> = golden_folders().difference(&pinned).cloned().collect();
+    assert!(
+        orphans.is_empty(),
+        "tests/golden has folders of no shipped scenario (remove them): {}",
+        orphans.join(", ")
+    );
     assert!(
         drift.is_empty(),
         "simulator output drifted from tests/golden (re-bless on purpose with \
