@@ -41,6 +41,25 @@ pub const GRPC_PUSHBACK_MS: &str = "grpc-retry-pushback-ms";
 /// does not look inside the message).
 pub const GRPC_CONTENT_TYPE: &str = "application/grpc";
 
+/// The one reading of an `x-stormrig-*` number (request id, attempt, amount, deadline):
+/// ASCII digits only, at most 20 of them, no sign, no overflow; spaces around it are
+/// ignored. Anything else is unreadable (`None`), and every reader falls back the same way,
+/// so the live target, the layers and the simulator take the same value from the same text
+/// (`+5` is unreadable everywhere, not 5 in one engine and 1 in the other).
+pub fn parse_u64(value: &[u8]) -> Option<u64> {
+    let b = value.trim_ascii();
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    b.iter().try_fold(0u64, |n, &c| {
+        if c.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
 // Parsed at compile time: `HeaderName::from_static` at run time validates the name on
 // every call, and these are set or read on every request.
 pub(crate) const H_REQUEST: HeaderName = HeaderName::from_static(REQUEST);
@@ -54,3 +73,26 @@ pub(crate) const H_AMOUNT: HeaderName = HeaderName::from_static(AMOUNT);
 pub(crate) const H_GRPC_STATUS: HeaderName = HeaderName::from_static(GRPC_STATUS);
 pub(crate) const H_GRPC_MESSAGE: HeaderName = HeaderName::from_static(GRPC_MESSAGE);
 pub(crate) const H_GRPC_PUSHBACK_MS: HeaderName = HeaderName::from_static(GRPC_PUSHBACK_MS);
+
+#[cfg(test)]
+mod tests {
+    use super::parse_u64;
+
+    #[test]
+    fn one_rule_for_every_stormrig_number() {
+        assert_eq!(parse_u64(b"5"), Some(5));
+        assert_eq!(parse_u64(b" 42 "), Some(42));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            &b"+5"[..],
+            b"-1",
+            b"",
+            b" ",
+            b"5x",
+            b"0x10",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(parse_u64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

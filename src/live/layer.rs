@@ -240,7 +240,7 @@ impl Drop for InFlight<'_> {
 }
 
 fn parse_u64(h: &HeaderMap, name: &str) -> Option<u64> {
-    h.get(name)?.to_str().ok()?.trim().parse().ok()
+    headers::parse_u64(h.get(name)?.as_bytes())
 }
 
 async fn handle(

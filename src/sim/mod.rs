@@ -130,7 +130,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
-            .and_then(|(_, v)| v.trim().parse().ok())
+            .and_then(|(_, v)| crate::headers::parse_u64(v.as_bytes()))
             .unwrap_or(1)
     };
     let request_classes = sc.load.request_classes();
