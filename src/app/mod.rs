@@ -665,7 +665,8 @@ fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     if let Some(warning) = local_resource_warning(&result) {
         eprintln!("{warning}");
     }
-    let tls = tls_verdict(&plan, &result, output.tls_failure.as_deref());
+    let tls = tls_verdict(&plan, &result, output.tls_failure.as_deref())
+        .or_else(|| unreached_verdict(&plan, &result));
     if let Some(TlsVerdict::Some(warning)) = &tls {
         eprintln!("{warning}");
     }
@@ -804,6 +805,34 @@ fn tls_verdict(plan: &Plan, result: &RunResult, why: Option<&str>) -> Option<Tls
         TlsVerdict::Some(format!(
             "stormrig: warning: {failed} of {attempts} attempts failed the TLS handshake \
              ({label}: {why}); they never reached the target"
+        ))
+    })
+}
+
+/// What the attempts the fault proxy could not hand to a `url` target say about a run: a
+/// dead or unreachable service must not read as a normal run whose arrivals were the
+/// proxy's own answers.
+fn unreached_verdict(plan: &Plan, result: &RunResult) -> Option<TlsVerdict> {
+    let crate::scenario::Target::Url { url, .. } = &plan.scenario.target else {
+        return None;
+    };
+    let unreached: u64 = result.configs.iter().map(|c| c.target_unreached).sum();
+    if unreached == 0 {
+        return None;
+    }
+    let attempts: u64 = result.configs.iter().map(|c| c.attempts).sum();
+    let reached: u64 = result.configs.iter().map(|c| c.target_forwarded).sum();
+    let url = printable(url);
+    Some(if reached == 0 {
+        TlsVerdict::All(format!(
+            "{reached} of {attempts} attempts reached {url}: the proxy could not connect to it \
+             ({unreached} attempts answered 502 by the proxy itself); is the service running?"
+        ))
+    } else {
+        TlsVerdict::Some(format!(
+            "stormrig: warning: {unreached} of {attempts} attempts never reached {url}: the \
+             proxy could not connect to it (they are not in downstream_arrivals; see \
+             target_unreached)"
         ))
     })
 }

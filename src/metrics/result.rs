@@ -198,6 +198,11 @@ pub struct ConfigSummary {
     /// Requests the fault proxy handed to the real server (0 for the built-in target).
     #[serde(default)]
     pub target_forwarded: u64,
+    /// Attempts the fault proxy answered itself because the real server could not be
+    /// reached (connect or TLS handshake failed); not in `downstream_arrivals`. Written only
+    /// when some were (never for the built-in target or the simulator).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub target_unreached: u64,
     /// Logical requests the target executed more than once.
     pub duplicate_executions: u64,
     /// The rest of the idempotency damage and dedup figures, flat in `summary.json`.
@@ -594,6 +599,7 @@ pub fn summarize(
         target_served_ok: target.served_ok,
         target_shed: target.shed,
         target_forwarded: target.forwarded,
+        target_unreached: target.unreached,
         duplicate_executions: target.duplicate_executions,
         idempotency: IdempotencyFigures::of(target),
         latency_curve: latency_curve(&rec.latency_us()),
@@ -679,6 +685,11 @@ fn latency_curve(h: &hdrhistogram::Histogram<u64>) -> Vec<[f64; 2]> {
     }
     out.push([100.0, h.max() as f64 / 1000.0]);
     out
+}
+
+/// Serde's test for figures written only when something happened.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -28,6 +28,11 @@ pub struct TargetStats {
     pub shed: u64,
     /// Requests forwarded to a real upstream server (fault proxy only).
     pub forwarded: u64,
+    /// Requests the fault proxy could not hand to the real server (the connect or the TLS
+    /// handshake failed): it answered them itself. They never reached the target, so
+    /// `arrivals` and its per-second series leave them out (fault proxy only).
+    #[serde(default)]
+    pub unreached: u64,
     /// Side-effecting executions of write requests (each debits the request's amount), and
     /// logical requests executed more than once (the damage non-idempotent retries do).
     pub executions: u64,
@@ -95,6 +100,7 @@ impl TargetStats {
         self.hangs += other.hangs;
         self.shed += other.shed;
         self.forwarded += other.forwarded;
+        self.unreached += other.unreached;
         self.executions += other.executions;
         self.duplicate_executions += other.duplicate_executions;
         self.extra_executions += other.extra_executions;

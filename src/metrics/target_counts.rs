@@ -83,7 +83,7 @@ impl TargetCounts {
 
     /// Counts an arrival at second `sec` and puts it in flight.
     #[inline(always)]
-    pub fn arrive(&mut self, sec: usize) {
+    pub fn arrive(&mut self, sec: usize) -> usize {
         let sec = sec.max(self.cur_sec);
         self.advance(sec);
         self.stats.arrivals += 1;
@@ -94,6 +94,18 @@ impl TargetCounts {
             self.stats.peak_in_flight = level;
         }
         raise(&mut self.stats.peak_in_flight_per_s, sec, level);
+        sec
+    }
+
+    /// The fault proxy could not reach the real server for an arrival counted at second
+    /// `arrived` (the second [`TargetCounts::arrive`] returned): it is taken out of the
+    /// arrivals, total and per second, and counted as unreached. The target never saw it.
+    pub fn unreached(&mut self, arrived: usize) {
+        self.stats.arrivals = self.stats.arrivals.saturating_sub(1);
+        if let Some(n) = self.stats.arrivals_per_s.get_mut(arrived) {
+            *n = n.saturating_sub(1);
+        }
+        self.stats.unreached += 1;
     }
 
     /// A request left flight at second `sec` (answered, or dropped with its connection).

@@ -150,6 +150,7 @@ pub const FIGURES: &[Figure] = &[
     row("target_served_ok",                    Attempts,          Higher,  OnlyGrows),
     row("target_shed",                         Attempts,          Lower,   OnlyGrows),
     row("target_forwarded",                    Attempts,          Neither, OnlyGrows),
+    row("target_unreached",                    Attempts,          Lower,   OnlyGrows),
     row("duplicate_executions",                Requests,          Lower,   OnlyGrows),
     row("executions",                          Requests,          Neither, OnlyGrows),
     row("extra_executions",                    Requests,          Lower,   OnlyGrows),

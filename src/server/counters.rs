@@ -51,9 +51,15 @@ impl Counters {
 
     /// Counts an arrival at whole second `sec` (from [`Counters::now`], read just before)
     /// and puts it in flight. A second already passed by another thread counts as that
-    /// later second, so seconds only move forward.
-    pub(crate) fn arrive_at(&self, sec: usize) {
-        self.lock().arrive(sec);
+    /// later second, so seconds only move forward: the second it was counted at is returned.
+    pub(crate) fn arrive_at(&self, sec: usize) -> usize {
+        self.lock().arrive(sec)
+    }
+
+    /// The fault proxy could not reach the real server for the arrival counted at second
+    /// `arrived`: it leaves the arrivals and is counted unreached.
+    pub(crate) fn unreached(&self, arrived: usize) {
+        self.lock().unreached(arrived);
     }
 
     /// Tokens a provider charged an arrival of class `class` (`served`: of its 200 answer).

@@ -725,18 +725,7 @@ impl Drop for InFlight<'_> {
 }
 
 fn parse_u64(v: Option<&HeaderValue>) -> Option<u64> {
-    let b = v?.as_bytes();
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    let mut n: u64 = 0;
-    for &c in b {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    Some(n)
+    crate::headers::parse_u64(v?.as_bytes())
 }
 
 pub(crate) fn respond(
@@ -832,7 +821,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         Ok(resp) => return Ok(resp),
         Err(armed) => armed,
     };
-    shared.counters.arrive_at(sec);
+    let arrived = shared.counters.arrive_at(sec);
     let _in_flight = InFlight(&shared.counters);
 
     let write = class.map_or(!matches!(*req.method(), Method::GET | Method::HEAD), |c| {
@@ -913,6 +902,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         request,
         amount,
         ticket,
+        arrived,
     };
     // If the client goes away, this future is dropped; the work task carries on.
     let worked = match spawn_tracked(&shared, work(shared.clone(), job)).await {
@@ -1094,6 +1084,9 @@ struct Job {
     request: u64,
     amount: u64,
     ticket: Option<Ticket>,
+    /// The second the arrival was counted at, to take it back out if the real server
+    /// cannot be reached (proxy mode).
+    arrived: usize,
 }
 
 /// Queue for a slot, then serve (the service model) or forward (proxy mode).
@@ -1110,6 +1103,9 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
     if let Some(upstream) = &s.upstream {
         let (resp, forwarded) = upstream.forward(&s.counters, job.parts, job.body).await;
         s.slots.release();
+        if !forwarded {
+            s.counters.unreached(job.arrived);
+        }
         if forwarded {
             if job.write {
                 s.counters.execute(job.request, job.amount);

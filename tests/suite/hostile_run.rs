@@ -36,7 +36,9 @@ fn attempts_classified(s: &serde_json::Value) -> (u64, u64) {
     (attempts, by)
 }
 
-fn against(kind: Hostile, config: &str) {
+/// Runs one config against `kind` and checks what every hostile run must hold; returns the
+/// run's `summary.json`.
+fn against(kind: Hostile, config: &str) -> serde_json::Value {
     let upstream = hostile_server(kind);
     let dir = tmp_dir(&format!("hostile-{kind:?}"));
     // Two attempts of at most 1 s each: every request ends within the drain.
@@ -82,11 +84,80 @@ fn against(kind: Hostile, config: &str) {
             "{kind:?}: every request ended within the drain"
         );
     }
+    s
 }
 
 #[test]
 fn garbage_answers_are_classified_gateway_errors() {
-    against(Hostile::Garbage, "");
+    let s = against(Hostile::Garbage, "");
+    let c = &s["configs"][0];
+    let attempts = c["attempts"].as_u64().unwrap();
+    // The proxy reached the server (forwarded), could not parse its answer and answered 502
+    // itself: the client sees a gateway error, which naive retries as transient.
+    assert_eq!(c["target_forwarded"].as_u64(), Some(attempts));
+    assert_eq!(c["downstream_arrivals"].as_u64(), Some(attempts));
+    let by = c["attempts_by_outcome"].as_object().unwrap();
+    assert_eq!(
+        by.iter()
+            .filter(|(_, n)| n.as_u64() != Some(0))
+            .map(|(k, n)| (k.as_str(), n.as_u64().unwrap()))
+            .collect::<Vec<_>>(),
+        vec![("transient", attempts)],
+        "every attempt is the proxy's 502, a transient gateway error"
+    );
+    assert!(
+        c.get("target_unreached").is_none(),
+        "the server was reached"
+    );
+}
+
+/// Nothing listens at the url: the proxy answers every attempt itself (502, connect failed).
+/// None of them is a downstream arrival, the run says nothing reached the service and exits
+/// 3, and the reports it wrote count every attempt as unreached.
+#[test]
+fn a_dead_target_is_named_not_counted_as_arrivals() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }; // dropped: nothing listens there now
+    let dir = tmp_dir("dead-target");
+    let p = write(
+        &dir,
+        "s.toml",
+        &format!(
+            "name = \"dead\"\nduration = \"1s\"\ndrain = \"2s\"\n[load]\nkind = \"constant\"\nrate = 20.0\n[target]\nurl = \"http://127.0.0.1:{port}\"\n[[configs]]\npreset = \"naive\"\n"
+        ),
+    );
+    let out = dir.join("out");
+    let mut cmd = bin();
+    cmd.args(["run", "--quiet", "--out"]).arg(&out).arg(&p);
+    let w = watch(cmd, Duration::from_secs(60));
+    assert_eq!(w.code(), 3, "{}", w.stderr);
+    let s = summary(&out);
+    let c = &s["configs"][0];
+    let attempts = c["attempts"].as_u64().unwrap();
+    assert!(attempts > 0);
+    let want = format!("0 of {attempts} attempts reached http://127.0.0.1:{port}");
+    assert!(w.stderr.contains(&want), "wanted {want:?} in: {}", w.stderr);
+    assert_eq!(c["downstream_arrivals"].as_u64(), Some(0));
+    assert_eq!(c["target_forwarded"].as_u64(), Some(0));
+    assert_eq!(c["target_unreached"].as_u64(), Some(attempts));
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let mut lines = series.lines();
+    let column = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == "downstream_arrivals")
+        .expect("timeseries.csv has downstream_arrivals");
+    let rows: Vec<u64> = lines
+        .map(|l| l.split(',').nth(column).unwrap().parse().unwrap())
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|&n| n == 0),
+        "no second of the time series has an arrival: {rows:?}"
+    );
 }
 
 #[test]
