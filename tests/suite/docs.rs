@@ -369,3 +369,46 @@ fn the_link_check_fails_on_a_missing_file_or_anchor() {
     assert!(broken[0].contains("missing.md"), "{broken:?}");
     assert!(broken[1].contains("#nowhere"), "{broken:?}");
 }
+
+/// Every repository path a doc names in backticks (`src/session.rs`, `tests/run.sh`) that
+/// does not exist: files move, and a doc that still names the old place misleads.
+fn missing_paths(root: &Path, file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join(file)).unwrap();
+    let prose = prose_lines(&text).join("\n");
+    let named = prose.split('`').skip(1).step_by(2).filter(|w| {
+        ["src/", "tests/", "scenarios/", "targets/", ".ci/"]
+            .iter()
+            .any(|p| w.starts_with(p))
+            && w.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-/".contains(&b))
+    });
+    named
+        .filter(|p| !root.join(p).exists())
+        .map(|p| format!("{file}: `{p}` does not exist"))
+        .collect()
+}
+
+#[test]
+fn every_repository_path_the_docs_name_exists() {
+    let root = support::repo_root();
+    let missing: Vec<String> = documents(&root)
+        .iter()
+        .flat_map(|f| missing_paths(&root, f))
+        .collect();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn the_path_check_fails_on_a_path_that_moved() {
+    let root = std::env::temp_dir().join(format!("stormrig-docs-paths-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/here.rs"), "").unwrap();
+    std::fs::write(
+        root.join("a.md"),
+        "`src/here.rs`, `src/gone.rs`, `targets/NAME.toml` (a placeholder)\n",
+    )
+    .unwrap();
+    let missing = missing_paths(&root, "a.md");
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!(missing, ["a.md: `src/gone.rs` does not exist"]);
+}
