@@ -16,6 +16,7 @@ mod suite {
     mod cli;
     mod connection_faults;
     mod display;
+    mod docs;
     mod fault_api;
     mod fleets;
     mod fuzz_scenarios;
