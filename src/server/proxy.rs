@@ -396,14 +396,20 @@ pub fn metrics_text(stats: &TargetStats, in_flight: u64, body_too_large: u64) ->
     metric(
         "stormrig_proxy_arrivals_total",
         "counter",
-        "Requests that arrived at the proxy.",
-        one(stats.arrivals),
+        "Requests that arrived at the proxy (unreached ones included: a counter never goes down).",
+        one(stats.arrivals + stats.unreached),
     );
     metric(
         "stormrig_proxy_forwarded_total",
         "counter",
         "Requests forwarded to the upstream server.",
         one(stats.forwarded),
+    );
+    metric(
+        "stormrig_proxy_unreached_total",
+        "counter",
+        "Requests the proxy answered itself because the upstream server could not be reached.",
+        one(stats.unreached),
     );
     metric(
         "stormrig_proxy_in_flight",
