@@ -282,7 +282,11 @@ retry_non_idempotent = false
         c.attempts, 60,
         "every POST retried: it never reached the server"
     );
-    assert_eq!(c.downstream_arrivals, 60, "arrivals at the proxy");
+    assert_eq!(c.downstream_arrivals, 0, "none reached the server");
+    assert_eq!(
+        c.target_unreached, 60,
+        "every attempt answered by the proxy itself"
+    );
     assert_eq!(c.failures_by_reason.get("max-attempts"), Some(&20));
     assert_eq!(c.duplicate_executions, 0);
     assert!(out.attempts.iter().all(|a| a.outcome == "transient"));
