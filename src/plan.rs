@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::metrics::FaultBand;
 use crate::policy::{AttemptCost, BudgetConfig, CostUnit, RetryConfig, RetryConfigSpec};
 use crate::scenario::classes::RequestClass;
-use crate::scenario::{self, ConfigEntry, Dist, Scenario};
+use crate::scenario::{self, ConfigEntry, Dist, LayerSpec, Scenario};
 
 /// A config the engines run, with its resolved policy.
 #[derive(Debug, Clone)]
@@ -90,114 +90,7 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     let classes = scenario.load.request_classes().into_owned();
     let mut configs = Vec::with_capacity(scenario.configs.len());
     for entry in &scenario.configs {
-        // A refusal of the config's field `name`, at its line.
-        let refuse = |name: &str, message: String| {
-            let field = format!("{}.{name}", entry.field_path);
-            PlanError {
-                file: scenario.path.clone(),
-                line: map.line(&field).unwrap_or(entry.line),
-                field,
-                message,
-            }
-        };
-        let mut table = entry.table.clone();
-        let class_tables = table.remove("classes");
-        let mut config = resolve(
-            &scenario.path,
-            &map,
-            &table,
-            &entry.name,
-            &entry.field_path,
-            entry.line,
-        )?;
-        let mut class_policies = match class_tables {
-            None => Vec::new(),
-            Some(t) => class_policies(&scenario, &map, entry, &table, t)?,
-        };
-        // Routes and degraded answers are reported per config, named by the config's own
-        // failover list and ladder: a class may keep them or drop them, not bring others.
-        for (ci, p) in class_policies.iter().enumerate() {
-            let Some(p) = p else { continue };
-            let name = &scenario.load.classes[ci].name;
-            let differs = |field: &str, what: &str| {
-                refuse(
-                    &format!("classes.{name}.{field}"),
-                    format!(
-                        "class {name:?} has {what} of its own: {what} is reported per config, \
-                         so give the config the {field} and let the class keep it (no preset) \
-                         or drop it (a preset of its own)"
-                    ),
-                )
-            };
-            if let Some(f) = &p.failover {
-                if config.failover.as_ref().map(|c| &c.providers) != Some(&f.providers) {
-                    return Err(differs("failover", "a failover list"));
-                }
-            }
-            if !p.ladder.is_empty() && p.ladder != config.ladder {
-                return Err(differs("ladder", "a ladder"));
-            }
-        }
-        // Every class's requests must make sense under the policy they run under: a
-        // failover rule needs a provider's path, a derived cost one figure per policy.
-        let mut shared_cost: Option<(usize, Vec<f64>)> = None;
-        for (ci, class) in classes.iter().enumerate() {
-            let own = class_policies.get(ci).is_some_and(Option::is_some);
-            let field = |name: &str| match scenario.load.classes.is_empty() || !own {
-                true => name.to_string(),
-                false => format!("classes.{}.{name}", class.name),
-            };
-            let policy = match class_policies.get_mut(ci).and_then(Option::as_mut) {
-                Some(p) => p,
-                None => &mut config,
-            };
-            let for_class = |m: String| match scenario.load.classes.is_empty() {
-                true => m,
-                false => format!("class {:?}: {m}", class.name),
-            };
-            if let Some(f) = &policy.failover {
-                check_failover(&scenario, f, &class.path)
-                    .map_err(|m| refuse(&field("failover"), for_class(m)))?;
-            }
-            for (r, rung) in policy.ladder.iter().enumerate() {
-                if let Some(name) = rung.model() {
-                    check_model(&scenario, name, &class.path)
-                        .map_err(|m| refuse(&field(&format!("ladder[{r}].model")), for_class(m)))?;
-                }
-            }
-            if let AttemptCost::Derived(unit) = policy.attempt_cost {
-                let per_slot = derived_costs(&scenario, policy, unit, class)
-                    .map_err(|m| refuse(&field("attempt_cost"), for_class(m)))?;
-                if own {
-                    policy.attempt_cost = AttemptCost::resolved(unit, per_slot);
-                    continue;
-                }
-                match &shared_cost {
-                    Some((other, costs)) if *costs != per_slot => {
-                        return Err(refuse(
-                            "attempt_cost",
-                            format!(
-                                "classes {:?} and {:?} cost differently under one policy: give \
-                                 one of them its own (classes.NAME = {{ ... }}) or a fixed number",
-                                classes[*other].name, class.name
-                            ),
-                        ))
-                    }
-                    Some(_) => {}
-                    None => shared_cost = Some((ci, per_slot)),
-                }
-            }
-        }
-        if let (Some((_, per_slot)), AttemptCost::Derived(unit)) =
-            (shared_cost, &config.attempt_cost)
-        {
-            config.attempt_cost = AttemptCost::resolved(*unit, per_slot);
-        }
-        configs.push(PlannedConfig {
-            name: entry.name.clone(),
-            config,
-            class_policies,
-        });
+        configs.push(plan_config(&scenario, &map, &classes, entry)?);
     }
     if let Some(b) = &scenario.baseline {
         if !configs.iter().any(|c| &c.name == b) {
@@ -218,58 +111,186 @@ pub fn build(scenario: Scenario, text: &str) -> Result<Plan, PlanError> {
     }
     let mut layers = Vec::with_capacity(scenario.topology.len());
     for (i, l) in scenario.topology.iter().enumerate() {
-        let (config, pass) = match &l.config {
-            None => (pass_through(&l.name), true),
-            Some(table) => {
-                let path = format!("topology[{i}].config");
-                let line = map.line(&path).unwrap_or(1);
-                let config = resolve(&scenario.path, &map, table, &l.name, &path, line)?;
-                if config.failover.is_some() {
-                    let field = format!("{path}.failover");
-                    return Err(PlanError {
-                        file: scenario.path.clone(),
-                        line: map.line(&field).unwrap_or(line),
-                        field,
-                        message: "failover routes the load generator's own attempts; \
-                                  a layer forwards to one next hop"
-                            .into(),
-                    });
-                }
-                if matches!(config.attempt_cost, AttemptCost::Derived(_)) {
-                    let field = format!("{path}.attempt_cost");
-                    return Err(PlanError {
-                        file: scenario.path.clone(),
-                        line: map.line(&field).unwrap_or(line),
-                        field,
-                        message: "a layer's attempts reach no provider: give a number".into(),
-                    });
-                }
-                if !config.ladder.is_empty() {
-                    let field = format!("{path}.ladder");
-                    return Err(PlanError {
-                        file: scenario.path.clone(),
-                        line: map.line(&field).unwrap_or(line),
-                        field,
-                        message: "the ladder answers the load generator's own users;                                   a layer passes its downstream's answer on"
-                            .into(),
-                    });
-                }
-                (config, false)
-            }
-        };
-        layers.push(PlannedLayer {
-            name: l.name.clone(),
-            config,
-            pass_through: pass,
-            propagate_deadline: l.propagate_deadline,
-            service_time: l.service_time.clone(),
-            concurrency: l.concurrency,
-        });
+        layers.push(plan_layer(&scenario, &map, i, l)?);
     }
     Ok(Plan {
         scenario,
         configs,
         layers,
+    })
+}
+
+/// One config of the scenario resolved (its table, then each request class's own policy),
+/// with the checks that need the whole load: routes and ladders per config, a derived
+/// cost per policy.
+fn plan_config(
+    scenario: &Scenario,
+    map: &Lines,
+    classes: &[RequestClass],
+    entry: &ConfigEntry,
+) -> Result<PlannedConfig, PlanError> {
+    // A refusal of the config's field `name`, at its line.
+    let refuse = |name: &str, message: String| {
+        let field = format!("{}.{name}", entry.field_path);
+        PlanError {
+            file: scenario.path.clone(),
+            line: map.line(&field).unwrap_or(entry.line),
+            field,
+            message,
+        }
+    };
+    let mut table = entry.table.clone();
+    let class_tables = table.remove("classes");
+    let mut config = resolve(
+        &scenario.path,
+        map,
+        &table,
+        &entry.name,
+        &entry.field_path,
+        entry.line,
+    )?;
+    let mut class_policies = match class_tables {
+        None => Vec::new(),
+        Some(t) => class_policies(scenario, map, entry, &table, t)?,
+    };
+    // Routes and degraded answers are reported per config, named by the config's own
+    // failover list and ladder: a class may keep them or drop them, not bring others.
+    for (ci, p) in class_policies.iter().enumerate() {
+        let Some(p) = p else { continue };
+        let name = &scenario.load.classes[ci].name;
+        let differs = |field: &str, what: &str| {
+            refuse(
+                &format!("classes.{name}.{field}"),
+                format!(
+                    "class {name:?} has {what} of its own: {what} is reported per config, \
+                     so give the config the {field} and let the class keep it (no preset) \
+                     or drop it (a preset of its own)"
+                ),
+            )
+        };
+        if let Some(f) = &p.failover {
+            if config.failover.as_ref().map(|c| &c.providers) != Some(&f.providers) {
+                return Err(differs("failover", "a failover list"));
+            }
+        }
+        if !p.ladder.is_empty() && p.ladder != config.ladder {
+            return Err(differs("ladder", "a ladder"));
+        }
+    }
+    // Every class's requests must make sense under the policy they run under: a
+    // failover rule needs a provider's path, a derived cost one figure per policy.
+    let mut shared_cost: Option<(usize, Vec<f64>)> = None;
+    for (ci, class) in classes.iter().enumerate() {
+        let own = class_policies.get(ci).is_some_and(Option::is_some);
+        let field = |name: &str| match scenario.load.classes.is_empty() || !own {
+            true => name.to_string(),
+            false => format!("classes.{}.{name}", class.name),
+        };
+        let policy = match class_policies.get_mut(ci).and_then(Option::as_mut) {
+            Some(p) => p,
+            None => &mut config,
+        };
+        let for_class = |m: String| match scenario.load.classes.is_empty() {
+            true => m,
+            false => format!("class {:?}: {m}", class.name),
+        };
+        if let Some(f) = &policy.failover {
+            check_failover(scenario, f, &class.path)
+                .map_err(|m| refuse(&field("failover"), for_class(m)))?;
+        }
+        for (r, rung) in policy.ladder.iter().enumerate() {
+            if let Some(name) = rung.model() {
+                check_model(scenario, name, &class.path)
+                    .map_err(|m| refuse(&field(&format!("ladder[{r}].model")), for_class(m)))?;
+            }
+        }
+        if let AttemptCost::Derived(unit) = policy.attempt_cost {
+            let per_slot = derived_costs(scenario, policy, unit, class)
+                .map_err(|m| refuse(&field("attempt_cost"), for_class(m)))?;
+            if own {
+                policy.attempt_cost = AttemptCost::resolved(unit, per_slot);
+                continue;
+            }
+            match &shared_cost {
+                Some((other, costs)) if *costs != per_slot => {
+                    return Err(refuse(
+                        "attempt_cost",
+                        format!(
+                            "classes {:?} and {:?} cost differently under one policy: give \
+                             one of them its own (classes.NAME = {{ ... }}) or a fixed number",
+                            classes[*other].name, class.name
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => shared_cost = Some((ci, per_slot)),
+            }
+        }
+    }
+    if let (Some((_, per_slot)), AttemptCost::Derived(unit)) = (shared_cost, &config.attempt_cost) {
+        config.attempt_cost = AttemptCost::resolved(*unit, per_slot);
+    }
+    Ok(PlannedConfig {
+        name: entry.name.clone(),
+        config,
+        class_policies,
+    })
+}
+
+/// Topology layer `i` resolved: its own config, or a pass-through; a layer's config has no
+/// failover, derived cost or ladder (those serve the load generator's own attempts).
+fn plan_layer(
+    scenario: &Scenario,
+    map: &Lines,
+    i: usize,
+    l: &LayerSpec,
+) -> Result<PlannedLayer, PlanError> {
+    let (config, pass) = match &l.config {
+        None => (pass_through(&l.name), true),
+        Some(table) => {
+            let path = format!("topology[{i}].config");
+            let line = map.line(&path).unwrap_or(1);
+            let config = resolve(&scenario.path, map, table, &l.name, &path, line)?;
+            if config.failover.is_some() {
+                let field = format!("{path}.failover");
+                return Err(PlanError {
+                    file: scenario.path.clone(),
+                    line: map.line(&field).unwrap_or(line),
+                    field,
+                    message: "failover routes the load generator's own attempts; \
+                              a layer forwards to one next hop"
+                        .into(),
+                });
+            }
+            if matches!(config.attempt_cost, AttemptCost::Derived(_)) {
+                let field = format!("{path}.attempt_cost");
+                return Err(PlanError {
+                    file: scenario.path.clone(),
+                    line: map.line(&field).unwrap_or(line),
+                    field,
+                    message: "a layer's attempts reach no provider: give a number".into(),
+                });
+            }
+            if !config.ladder.is_empty() {
+                let field = format!("{path}.ladder");
+                return Err(PlanError {
+                    file: scenario.path.clone(),
+                    line: map.line(&field).unwrap_or(line),
+                    field,
+                    message: "the ladder answers the load generator's own users;                                   a layer passes its downstream's answer on"
+                        .into(),
+                });
+            }
+            (config, false)
+        }
+    };
+    Ok(PlannedLayer {
+        name: l.name.clone(),
+        config,
+        pass_through: pass,
+        propagate_deadline: l.propagate_deadline,
+        service_time: l.service_time.clone(),
+        concurrency: l.concurrency,
     })
 }
 

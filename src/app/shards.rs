@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use super::{finish, gates_of, AppError, Exit};
+use super::reports::{finish, gates_of};
+use super::{AppError, Exit};
 use crate::cli::ShardArgs;
 use crate::plan::Plan;
 use crate::shard::dump::{self, Head};
@@ -143,7 +144,7 @@ pub fn write_dump(
             })
             .collect(),
     };
-    super::files::write_atomic(dir, dump::FILE, &d.to_bytes()).map_err(AppError::failed)
+    crate::report::files::write_atomic(dir, dump::FILE, &d.to_bytes()).map_err(AppError::failed)
 }
 
 /// `stormrig merge DIR... --out DIR`.
@@ -182,7 +183,7 @@ pub fn merge(
     let gates = gates_of(&plan, extra_gates)?;
     let mut result = merge::merge(&plan, &dumps).map_err(AppError::bad)?;
     let read_and_merged = wall.elapsed();
-    super::files::prepare_dir(out).map_err(AppError::failed)?;
+    crate::report::files::prepare_dir(out).map_err(AppError::failed)?;
     let exit = finish(out, &mut result, &gates, false)?;
     if let Some(ms) = merge::start_spread_ms(&dumps) {
         eprintln!(

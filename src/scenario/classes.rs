@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::limits;
 use super::provider::{H_COMPLETION_TOKENS, H_PROMPT_TOKENS, MAX_REQUEST_TOKENS};
-use super::validate::{check_name, refuse, Checked};
+use super::validate::check_name;
+use super::validate::refuse::{refuse, Checked};
 
 /// One `[[load.classes]]` table as written. Fields left out take the load's own value.
 #[derive(Debug, Clone, Deserialize, Serialize)]

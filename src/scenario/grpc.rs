@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::validate::{refuse, Checked, Refusal};
+use super::validate::refuse::{refuse, Checked, Refusal};
 use super::Protocol;
 
 /// The `grpc` table of `[load]`, as written.

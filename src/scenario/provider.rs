@@ -18,7 +18,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::units::duration;
-use super::validate::{check_name, Checked, Refusal};
+use super::validate::check_name;
+use super::validate::refuse::{Checked, Refusal};
 
 /// Where providers live on the built-in target: `/providers/NAME` and below.
 pub const PATH_PREFIX: &str = crate::policy::failover::PROVIDERS_PREFIX;

@@ -186,6 +186,223 @@ fn the_scanner_resolves_paths_and_ignores_comments_and_strings() {
     assert!(v[0].contains("add it to the table"), "{v:?}");
 }
 
+/// How many file-level import circles `src/` holds (see [`import_circles`]); the count may
+/// only go down. At this ceiling they are (each `a -> b` an import):
+///
+/// - scenario: classes, limits, model, provider, schedule and validate/mod.rs: model ->
+///   classes -> limits -> model (limits reads `model::LoadShape`), provider -> classes, and
+///   classes and provider take `check_name` from validate/mod.rs, which reads `limits`
+/// - policy: backoff, client, config, ladder, presets
+/// - metrics: classes, histogram_v2, recorder, runs
+/// - metrics: drain, result, verdict
+/// - report: diff, figures, gates
+/// - app/shards.rs <-> cli.rs (`ShardArgs` one way, `K8sArgs` the other)
+/// - metrics: provider, target
+/// - policy: grpc_status, outcome
+/// - sim: engine, hop
+const MAX_IMPORT_CIRCLES: usize = 9;
+
+/// Files that sit in one of those circles, at most.
+const MAX_FILES_IN_CIRCLES: usize = 29;
+
+/// Import circles between files: sets of files (strongly connected components of the graph
+/// "file A names a path into file B") in which each file reaches every other by imports,
+/// so none of them can be read, moved or tested without the others. Printed (run with
+/// `--nocapture` to see them), and held to a ceiling so that a cut can only remove one.
+#[test]
+fn import_circles_only_shrink() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let circles = import_circles(&src);
+    let files: usize = circles.iter().map(|c| c.len()).sum();
+    let shown = show_circles(&circles);
+    println!(
+        "{} import circles over {files} files:\n{shown}",
+        circles.len()
+    );
+    assert!(
+        circles.len() <= MAX_IMPORT_CIRCLES && files <= MAX_FILES_IN_CIRCLES,
+        "{} import circles over {files} files, above the ceiling of {MAX_IMPORT_CIRCLES} over \
+         {MAX_FILES_IN_CIRCLES} in tests/suite/architecture.rs:\n{shown}",
+        circles.len()
+    );
+    if circles.len() < MAX_IMPORT_CIRCLES || files < MAX_FILES_IN_CIRCLES {
+        println!(
+            "below the ceiling: lower MAX_IMPORT_CIRCLES to {} and MAX_FILES_IN_CIRCLES to {files}",
+            circles.len()
+        );
+    }
+}
+
+/// The finder on a made-up crate: a circle is found whole, a file that only imports into it
+/// is not part of it, and `mod tests { use super::*; }` is no edge.
+#[test]
+fn the_circle_finder_finds_circles_and_only_them() {
+    let files = [
+        ("a.rs", "use crate::b::X;"),
+        ("b/mod.rs", "use super::c::Y; mod tests { use super::*; }"),
+        ("c.rs", "fn f() { crate::a::g(); }"),
+        ("d.rs", "use crate::a::Z; use crate::b::inner::W;"),
+        ("b/inner.rs", "use super::super::d::V;"),
+    ];
+    let graph: Vec<(Vec<String>, String)> = files
+        .iter()
+        .map(|(f, code)| (module_path(Path::new(f)), strip(code)))
+        .collect();
+    let rels: Vec<PathBuf> = files.iter().map(|(f, _)| PathBuf::from(f)).collect();
+    let circles = circles_of(
+        &rels,
+        &graph.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>(),
+    );
+    let names: Vec<Vec<String>> = circles
+        .iter()
+        .map(|c| c.iter().map(|(f, _)| f.clone()).collect())
+        .collect();
+    assert_eq!(
+        names,
+        [vec!["a.rs", "b/mod.rs", "c.rs"], vec!["b/inner.rs", "d.rs"]]
+    );
+}
+
+/// A circle: its files (paths below `src/`, sorted), each with the files of the circle it
+/// imports from.
+type Circle = Vec<(String, Vec<String>)>;
+
+/// The import circles of the crate under `src`, largest first.
+fn import_circles(src: &Path) -> Vec<Circle> {
+    let files = rust_files(src);
+    let rels: Vec<PathBuf> = files
+        .iter()
+        .map(|f| f.strip_prefix(src).unwrap().to_path_buf())
+        .collect();
+    let codes: Vec<String> = files
+        .iter()
+        .map(|f| strip(&std::fs::read_to_string(f).unwrap()))
+        .collect();
+    circles_of(&rels, &codes)
+}
+
+/// The import circles among `rels` (paths below `src/`) with their stripped code. A path
+/// names the file whose module is its longest prefix, so `crate::scenario::Load` names
+/// `scenario/mod.rs` even where it re-exports it; paths are those the table checks
+/// (`crate::`, `super::`, `stormrig::`), so a parent's `mod x;` and `pub use x::…` of its
+/// own child, its table of contents, is no edge.
+fn circles_of(rels: &[PathBuf], codes: &[String]) -> Vec<Circle> {
+    let modules: Vec<Vec<String>> = rels.iter().map(|r| module_path(r)).collect();
+    let index: std::collections::HashMap<&[String], usize> = modules
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.as_slice(), i))
+        .collect();
+    let edges: Vec<BTreeSet<usize>> = rels
+        .iter()
+        .zip(codes)
+        .enumerate()
+        .map(|(i, (rel, code))| {
+            resolved_paths(rel, code)
+                .into_iter()
+                .filter_map(|(_, _, target)| {
+                    (0..=target.len())
+                        .rev()
+                        .find_map(|n| index.get(&target[..n]).copied())
+                })
+                .filter(|&j| j != i)
+                .collect()
+        })
+        .collect();
+    let name = |i: usize| rels[i].display().to_string();
+    let mut circles: Vec<Circle> = strongly_connected(&edges)
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .map(|c| {
+            let mut circle: Circle = c
+                .iter()
+                .map(|&i| {
+                    let mut to: Vec<String> = edges[i]
+                        .iter()
+                        .filter(|j| c.contains(j))
+                        .map(|&j| name(j))
+                        .collect();
+                    to.sort();
+                    (name(i), to)
+                })
+                .collect();
+            circle.sort();
+            circle
+        })
+        .collect();
+    circles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    circles
+}
+
+/// Tarjan's strongly connected components of a graph given as edge lists.
+fn strongly_connected(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
+    struct Walk<'a> {
+        edges: &'a [BTreeSet<usize>],
+        order: Vec<Option<usize>>,
+        low: Vec<usize>,
+        stack: Vec<usize>,
+        on_stack: Vec<bool>,
+        next: usize,
+        out: Vec<Vec<usize>>,
+    }
+    fn visit(w: &mut Walk, v: usize) {
+        w.order[v] = Some(w.next);
+        w.low[v] = w.next;
+        w.next += 1;
+        w.stack.push(v);
+        w.on_stack[v] = true;
+        for &u in w.edges[v].iter() {
+            match w.order[u] {
+                None => {
+                    visit(w, u);
+                    w.low[v] = w.low[v].min(w.low[u]);
+                }
+                Some(o) if w.on_stack[u] => w.low[v] = w.low[v].min(o),
+                Some(_) => {}
+            }
+        }
+        if Some(w.low[v]) == w.order[v] {
+            let mut component = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                w.on_stack[u] = false;
+                component.push(u);
+                if u == v {
+                    break;
+                }
+            }
+            w.out.push(component);
+        }
+    }
+    let n = edges.len();
+    let mut w = Walk {
+        edges,
+        order: vec![None; n],
+        low: vec![0; n],
+        stack: Vec::new(),
+        on_stack: vec![false; n],
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..n {
+        if w.order[v].is_none() {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+/// One line per file of each circle, with what it imports inside the circle.
+fn show_circles(circles: &[Circle]) -> String {
+    let mut out = String::new();
+    for (k, circle) in circles.iter().enumerate() {
+        out.push_str(&format!("  circle {} ({} files):\n", k + 1, circle.len()));
+        for (file, to) in circle {
+            out.push_str(&format!("    {file} → {}\n", to.join(", ")));
+        }
+    }
+    out
+}
+
 /// module, may import from the project, must not name.
 type Row = (
     &'static str,
@@ -304,6 +521,18 @@ struct Reference {
 /// `super::…::x` (resolved against the file's module and the inline `mod` blocks it sits
 /// in) and, in the binary, `stormrig::x`.
 fn references(rel: &Path, code: &str) -> Vec<Reference> {
+    resolved_paths(rel, code)
+        .into_iter()
+        .filter_map(|(line, path, target)| {
+            let top = target.first().cloned()?;
+            (top != "*" && top != "self").then_some(Reference { line, path, top })
+        })
+        .collect()
+}
+
+/// The paths of [`references`] with the module path each names, from the crate root:
+/// (line, path as written, resolved segments).
+fn resolved_paths(rel: &Path, code: &str) -> Vec<(usize, String, Vec<String>)> {
     let file_module = module_path(rel);
     let binary = rel == Path::new("main.rs");
     let mut out = Vec::new();
@@ -322,10 +551,8 @@ fn references(rel: &Path, code: &str) -> Vec<Reference> {
             }
             _ => None,
         };
-        if let Some(top) = target.and_then(|t| t.first().cloned()) {
-            if top != "*" && top != "self" {
-                out.push(Reference { line, path, top });
-            }
+        if let Some(target) = target {
+            out.push((line, path, target));
         }
     }
     out

@@ -1,0 +1,349 @@
+//! The summary table: one row per config, one column per figure (what it is, which way is
+//! better, how it is shown), and with a baseline the baseline's figure and the change
+//! beside each.
+
+use std::fmt::Write as _;
+
+use super::{escape, fixed, int, ms, over_bound, recovery_text, secs, success_ratio, swatch};
+use crate::metrics::{ConfigSummary, RunResult};
+
+/// Which way a figure is better, for marking the best config and colouring changes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Better {
+    Lower,
+    Higher,
+    Neither,
+}
+
+/// A column of the summary table.
+struct Column {
+    label: &'static str,
+    title: &'static str,
+    better: Better,
+    /// The figure compared across configs and against the baseline.
+    value: fn(&ConfigSummary) -> Option<f64>,
+    /// The figure as shown (already escaped HTML).
+    show: fn(&ConfigSummary) -> String,
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        label: "upstream",
+        title: "logical requests offered",
+        better: Better::Neither,
+        value: |c| Some(c.upstream_requests as f64),
+        show: |c| int(c.upstream_requests),
+    },
+    Column {
+        label: "attempts",
+        title: "attempts the client sent",
+        better: Better::Lower,
+        value: |c| Some(c.attempts as f64),
+        show: |c| int(c.attempts),
+    },
+    Column {
+        label: "retries",
+        title: "retries scheduled",
+        better: Better::Lower,
+        value: |c| Some(c.retries as f64),
+        show: |c| int(c.retries),
+    },
+    Column {
+        label: "arrivals",
+        title: "requests the target counted",
+        better: Better::Lower,
+        value: |c| Some(c.downstream_arrivals as f64),
+        show: |c| int(c.downstream_arrivals),
+    },
+    Column {
+        label: "amplification / bound",
+        title: "downstream arrivals ÷ upstream requests, beside the config's theoretical bound",
+        better: Better::Lower,
+        value: |c| Some(c.amplification),
+        show: |c| {
+            let b = match c.amplification_bound {
+                Some(b) => format!(" <span class=\"bound\">/ ≤{}×</span>", fixed(b, 2)),
+                None => " <span class=\"bound\">/ —</span>".into(),
+            };
+            format!("{}×{b}", fixed(c.amplification, 2))
+        },
+    },
+    Column {
+        label: "peak amp 1 s",
+        title: "worst single second of arrivals ÷ upstream starts",
+        better: Better::Lower,
+        value: |c| Some(c.peak_amplification_1s),
+        show: |c| format!("{}×", fixed(c.peak_amplification_1s, 2)),
+    },
+    Column {
+        label: "peak concurrency",
+        title: "most requests in flight at the target at once",
+        better: Better::Lower,
+        value: |c| Some(c.peak_concurrency as f64),
+        show: |c| int(c.peak_concurrency),
+    },
+    Column {
+        label: "client peak",
+        title: "most logical requests in flight at the client",
+        better: Better::Lower,
+        value: |c| Some(c.client_peak_in_flight as f64),
+        show: |c| int(c.client_peak_in_flight),
+    },
+    Column {
+        label: "success",
+        title: "successes ÷ finished requests",
+        better: Better::Higher,
+        value: success_ratio,
+        show: |c| success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
+    },
+    Column {
+        label: "failures",
+        title: "requests that finished failed",
+        better: Better::Lower,
+        value: |c| Some(c.failures as f64),
+        show: |c| int(c.failures),
+    },
+    Column {
+        label: "budget refusals",
+        title: "retries the retry budget refused (first refusal time in brackets)",
+        better: Better::Neither,
+        value: |c| Some(c.budget_refusals as f64),
+        show: |c| match c.first_budget_refusal_s {
+            Some(t) if c.budget_refusals > 0 => {
+                format!(
+                    "{} <span class=\"bound\">(@{})</span>",
+                    int(c.budget_refusals),
+                    secs(t)
+                )
+            }
+            _ => int(c.budget_refusals),
+        },
+    },
+    Column {
+        label: "breaker refusals",
+        title: "attempts the circuit breaker refused",
+        better: Better::Neither,
+        value: |c| Some(c.breaker_refusals as f64),
+        show: |c| int(c.breaker_refusals),
+    },
+    Column {
+        label: "dropped",
+        title: "arrivals refused by the in-flight cap",
+        better: Better::Lower,
+        value: |c| Some(c.dropped as f64),
+        show: |c| int(c.dropped),
+    },
+    Column {
+        label: "p50 ms",
+        title: "end-to-end latency, median",
+        better: Better::Lower,
+        value: |c| Some(c.latency_ms.p50),
+        show: |c| ms(c.latency_ms.p50),
+    },
+    Column {
+        label: "p99 ms",
+        title: "end-to-end latency, 99th percentile",
+        better: Better::Lower,
+        value: |c| Some(c.latency_ms.p99),
+        show: |c| ms(c.latency_ms.p99),
+    },
+    Column {
+        label: "p99.9 ms",
+        title: "end-to-end latency, 99.9th percentile",
+        better: Better::Lower,
+        value: |c| Some(c.latency_ms.p999),
+        show: |c| ms(c.latency_ms.p999),
+    },
+    Column {
+        label: "max ms",
+        title: "end-to-end latency, maximum",
+        better: Better::Lower,
+        value: |c| Some(c.latency_ms.max),
+        show: |c| ms(c.latency_ms.max),
+    },
+    Column {
+        label: "recovery",
+        title: "seconds from the end of the last fault until goodput was back",
+        better: Better::Lower,
+        value: |c| match c.recovered {
+            Some(true) => c.recovery_time_s.or(Some(0.0)),
+            Some(false) => Some(f64::INFINITY),
+            None => None,
+        },
+        show: recovery_text,
+    },
+    Column {
+        label: "idempotency",
+        title: "the config's rule for non-idempotent methods (POST, PATCH): not retried once \
+possibly sent, retried without a key, or retried with an Idempotency-Key; idempotent methods \
+are retried under every rule",
+        better: Better::Neither,
+        value: |_| None,
+        show: |c| escape(&c.idempotency_rules),
+    },
+    Column {
+        label: "duplicates",
+        title: "logical requests the target executed more than once",
+        better: Better::Lower,
+        value: |c| Some(c.duplicate_executions as f64),
+        show: |c| int(c.duplicate_executions),
+    },
+    Column {
+        label: "extra side effects",
+        title: "executions beyond the first per logical request (amount debited twice)",
+        better: Better::Lower,
+        value: |c| Some(c.idempotency.extra_executions as f64),
+        show: |c| {
+            format!(
+                "{} <span class=\"bound\">/ {} debited</span>",
+                int(c.idempotency.extra_executions),
+                int(c.idempotency.extra_debited)
+            )
+        },
+    },
+    Column {
+        label: "dedup replay / 409 / 422",
+        title: "Idempotency-Key dedup at the target: replays of a stored response, \
+duplicates while executing (409), keys reused with another body (422)",
+        better: Better::Neither,
+        value: |_| None,
+        show: |c| {
+            let i = &c.idempotency;
+            format!(
+                "{} / {} / {}",
+                int(i.dedup_replays),
+                int(i.dedup_conflicts),
+                int(i.dedup_mismatches)
+            )
+        },
+    },
+    Column {
+        label: "shed",
+        title: "requests the target shed",
+        better: Better::Lower,
+        value: |c| Some(c.target_shed as f64),
+        show: |c| int(c.target_shed),
+    },
+];
+
+/// The change from `base` to `now`, coloured by whether it is an improvement.
+pub(super) fn change(now: f64, base: f64, better: Better) -> String {
+    if !(now.is_finite() && base.is_finite()) {
+        return if now == base {
+            "<span class=\"flat\">±0%</span>".into()
+        } else {
+            "<span class=\"flat\">—</span>".into()
+        };
+    }
+    if now == base {
+        return "<span class=\"flat\">±0%</span>".into();
+    }
+    let class = match (better, now < base) {
+        (Better::Neither, _) => "flat",
+        (Better::Lower, true) | (Better::Higher, false) => "down",
+        _ => "up",
+    };
+    if base == 0.0 {
+        return format!("<span class=\"{class}\">new</span>");
+    }
+    let pct = (now - base) / base.abs() * 100.0;
+    format!(
+        "<span class=\"{class}\">{}{}%</span>",
+        if pct > 0.0 { "+" } else { "" },
+        fixed(pct, 1)
+    )
+}
+
+/// The summary table: a row per config, and with a `baseline` the baseline's figure and
+/// the change under each.
+pub(super) fn table(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
+    p.push_str(
+        "<section id=\"summary\">\n<h2><a href=\"#summary\">Summary table</a></h2>\n\
+<p class=\"k\">Amplification is shown beside its theoretical bound. Which config is \
+better depends on the question: the verdicts above weigh the load each config added \
+against the successes it bought.</p>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>config</th>",
+    );
+    for col in COLUMNS {
+        let _ = write!(p, "<th title=\"{}\">{}</th>", escape(col.title), col.label);
+    }
+    p.push_str("</tr></thead>\n<tbody>\n");
+    for (i, c) in run.configs.iter().enumerate() {
+        let _ = write!(p, "<tr><td>{}{}</td>", swatch(i), escape(&c.name));
+        for col in COLUMNS {
+            let mut class = Vec::new();
+            if col.label.starts_with("amplification") && over_bound(c) {
+                class.push("over");
+            }
+            let title = if class.contains(&"over") {
+                " title=\"above the config's theoretical bound\""
+            } else {
+                ""
+            };
+            if class.is_empty() {
+                let _ = write!(p, "<td>{}</td>", (col.show)(c));
+            } else {
+                let _ = write!(
+                    p,
+                    "<td class=\"{}\"{title}>{}</td>",
+                    class.join(" "),
+                    (col.show)(c)
+                );
+            }
+        }
+        p.push_str("</tr>\n");
+        if let Some(b) = baseline {
+            match b.configs.iter().find(|bc| bc.name == c.name) {
+                Some(bc) => {
+                    p.push_str("<tr class=\"base\"><td>baseline</td>");
+                    for col in COLUMNS {
+                        let d = match ((col.value)(c), (col.value)(bc)) {
+                            (Some(now), Some(base)) => change(now, base, col.better),
+                            _ => String::new(),
+                        };
+                        let _ = write!(p, "<td>{} {d}</td>", (col.show)(bc));
+                    }
+                    p.push_str("</tr>\n");
+                }
+                None => {
+                    let _ = writeln!(
+                        p,
+                        "<tr class=\"base\"><td>baseline</td><td colspan=\"{}\" style=\"text-align:left\">\
+not in the baseline</td></tr>",
+                        COLUMNS.len()
+                    );
+                }
+            }
+        }
+    }
+    p.push_str("</tbody></table></div>\n");
+    if let Some(b) = baseline {
+        let missing: Vec<String> = b
+            .configs
+            .iter()
+            .filter(|bc| !run.configs.iter().any(|c| c.name == bc.name))
+            .map(|bc| escape(&bc.name))
+            .collect();
+        if !missing.is_empty() {
+            let _ = writeln!(
+                p,
+                "<p class=\"k\">In the baseline only: {}.</p>",
+                missing.join(", ")
+            );
+        }
+    }
+    p.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn change_colours_by_direction() {
+        assert!(change(2.0, 1.0, Better::Lower).contains("up"));
+        assert!(change(2.0, 1.0, Better::Lower).contains("+100.0%"));
+        assert!(change(0.5, 1.0, Better::Lower).contains("down"));
+        assert!(change(1.0, 1.0, Better::Lower).contains("±0%"));
+        assert!(change(1.0, 0.0, Better::Lower).contains("new"));
+    }
+}
