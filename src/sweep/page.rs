@@ -50,7 +50,7 @@ const LINE_FIGURES: &[(&str, &str)] = &[
     ("latency_ms.p99", "Latency p99, ms"),
     (
         "recovery_time_s",
-        "Recovery time, s (gap = never recovered)",
+        "Recovery time, s (gap = never recovered, or overloaded before the fault)",
     ),
     ("peak_concurrency", "Peak concurrency at the target"),
 ];
@@ -59,6 +59,9 @@ const RECOVERED: RGBColor = RGBColor(120, 190, 130);
 const LATE: RGBColor = RGBColor(240, 190, 80);
 const NEVER: RGBColor = RGBColor(214, 70, 60);
 const NO_FAULT: RGBColor = RGBColor(200, 200, 205);
+/// Overloaded before the fault: a cool colour apart from the traffic-light classes, since
+/// it is neither a recovery nor a failure to recover.
+const OVERLOADED: RGBColor = RGBColor(118, 86, 170);
 const LABEL: RGBColor = RGBColor(70, 70, 80);
 
 type Draw = Result<(), String>;
@@ -180,11 +183,16 @@ pub fn sweep(r: &SweepResult) -> Result<String, String> {
         }
         p.push_str("</div>\n");
     } else {
-        p.push_str(
-            "<h2>Metastability map</h2>\n<p>Each cell one simulator run: green recovered, amber \
-recovered late, red never recovered (goodput not back before the load ended), grey no fault. \
-The black line is the edge of never-recovered cells.</p>\n<div class=\"grid\">\n",
+        let _ = write!(
+            p,
+            "<h2>Metastability map</h2>\n<p>Each cell one simulator run. The black line is the \
+edge of never-recovered cells. Overloaded: goodput was already more than {} % below the \
+offered load before the fault, so there was no normal to recover to; such a point meets no \
+objective.</p>\n",
+            fmt_num(crate::metrics::OVERLOAD_TOLERANCE * 100.0)
         );
+        recovery_legend(&mut p);
+        p.push_str("<div class=\"grid\">\n");
         for (ci, name) in r.configs.iter().enumerate() {
             let svg = heat_map(r, ci, None)?;
             figure(&mut p, &format!("{name}: recovery"), &svg, "");
@@ -209,13 +217,7 @@ The black line is the edge of never-recovered cells.</p>\n<div class=\"grid\">\n
     for pt in &r.points {
         let _ = write!(p, "<tr><td>{}</td>", escape(&pt.label));
         for c in &pt.cells {
-            let t = c
-                .figures
-                .get("recovery_time_s")
-                .copied()
-                .flatten()
-                .map_or(String::new(), |t| format!(" ({} s)", fmt_num(t)));
-            let _ = write!(p, "<td>{}{t}</td>", c.recovery.as_str());
+            let _ = write!(p, "<td>{}</td>", escape(&recovery_words(c)));
         }
         p.push_str("</tr>\n");
     }
@@ -306,7 +308,57 @@ fn recovery_color(r: Recovery) -> RGBColor {
         Recovery::Recovered => RECOVERED,
         Recovery::Late => LATE,
         Recovery::Never => NEVER,
+        Recovery::Overloaded => OVERLOADED,
         Recovery::NoFault => NO_FAULT,
+    }
+}
+
+/// `#rrggbb`.
+fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// The legend of the recovery maps: one swatch per class.
+fn recovery_legend(p: &mut String) {
+    p.push_str("<p class=\"legend\">");
+    for (class, words) in [
+        (Recovery::Recovered, "recovered"),
+        (Recovery::Late, "recovered late"),
+        (
+            Recovery::Never,
+            "never recovered (goodput not back before the load ended)",
+        ),
+        (Recovery::Overloaded, "overloaded before the fault"),
+        (Recovery::NoFault, "no fault"),
+    ] {
+        let _ = write!(
+            p,
+            "<span><span class=\"sw\" style=\"background:{}\"></span>{}</span>",
+            hex(recovery_color(class)),
+            escape(words)
+        );
+    }
+    p.push_str("</p>\n");
+}
+
+/// A cell's recovery in words: the class, its time, or what overloaded it.
+fn recovery_words(c: &super::run::Cell) -> String {
+    let fig = |k: &str| c.figures.get(k).copied().flatten();
+    match c.recovery {
+        Recovery::Overloaded => {
+            match (fig("pre_fault_goodput_rps"), fig("pre_fault_offered_rps")) {
+                (Some(g), Some(o)) => format!(
+                    "overloaded before the fault: goodput {} of {} req/s",
+                    fmt_num(g.round()),
+                    fmt_num(o.round())
+                ),
+                _ => "overloaded before the fault".into(),
+            }
+        }
+        class => match fig("recovery_time_s") {
+            Some(t) => format!("{} ({} s)", class.as_str(), fmt_num(t)),
+            None => class.as_str().into(),
+        },
     }
 }
 
@@ -408,7 +460,7 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         escape(&r.axis.label(r.resolution)),
         r.seed
     );
-    p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th></tr></thead>\n<tbody>\n");
+    p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th><th>overloaded before the fault</th></tr></thead>\n<tbody>\n");
     for c in &r.configs {
         let found = match c.outcome {
             Outcome::Found { limit, beyond } => format!(
@@ -426,13 +478,15 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
             }
             Outcome::HoldsNowhere => "none in range".into(),
         };
+        let overloaded = c.overloaded.map_or("-".into(), |o| o.describe(&r.axis));
         let _ = writeln!(
             p,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.config),
             escape(&found),
             c.headroom.map_or("-".into(), |h| format!("{:.2}×", h)),
-            escape(&c.binding.join("; "))
+            escape(&c.binding.join("; ")),
+            escape(&overloaded)
         );
     }
     p.push_str("</tbody></table>\n");
@@ -457,7 +511,9 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         &mut p,
         "Every simulated value, per config",
         &svg,
-        "green dot: every objective holds; red cross: one fails; black bar: the limit found",
+        "green dot: every objective holds; red cross: one fails; purple cross: overloaded \
+before the fault (goodput already below the offered load), so every objective fails; \
+black bar: the limit found",
     );
     let _ = write!(
         p,
@@ -504,11 +560,16 @@ fn probe_chart(r: &CapacityResult) -> Result<String, String> {
                         )))
                         .map_err(err)?;
                 } else {
+                    let c = if pr.overloaded.is_some() {
+                        OVERLOADED
+                    } else {
+                        NEVER
+                    };
                     chart
                         .draw_series(std::iter::once(Cross::new(
                             (pr.value, y),
                             4,
-                            NEVER.stroke_width(2),
+                            c.stroke_width(2),
                         )))
                         .map_err(err)?;
                 }

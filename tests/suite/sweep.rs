@@ -400,3 +400,212 @@ fn confirm_reruns_the_limit_live_and_agrees() {
     assert!(line.contains("500: fails"), "{line}");
     assert!(line.trim_end().ends_with("yes"), "{line}");
 }
+
+/// A scaled-down capacity drop on the small target (8 slots x 10 ms = 800 req/s): half
+/// the slots for 2 s from 4 s. The sweeps set the load.
+const OVERLOAD_SMALL: &str = r#"name = "overload-small"
+description = "The small target (800 req/s) loses half its slots for 2 s from 4 s."
+seed = 1
+duration = "12s"
+
+[load]
+kind = "constant"
+rate = 600.0
+
+[target]
+builtin = "small"
+
+[[faults]]
+kind = "capacity"
+concurrency = 4
+at = "4s"
+for = "2s"
+
+[[configs]]
+name = "aws-standard-timeout"
+preset = "aws-standard"
+per_try_timeout = "100ms"
+
+[[configs]]
+name = "naive-timeout"
+preset = "naive"
+per_try_timeout = "100ms"
+"#;
+
+/// Successes per started request over `seconds` of one config's timeline.
+fn goodput_ratio(
+    run: &stormrig::metrics::RunResult,
+    config: &str,
+    seconds: std::ops::Range<u64>,
+) -> f64 {
+    let (ok, started) = run
+        .timeseries
+        .iter()
+        .filter(|r| r.config == config && seconds.contains(&r.second))
+        .fold((0, 0), |(ok, st), r| {
+            (ok + r.successes, st + r.upstream_started)
+        });
+    ok as f64 / started as f64
+}
+
+#[test]
+fn a_load_beyond_capacity_is_overloaded_before_the_fault_and_never_recovered() {
+    let dir = support::scratch("sweep-overload");
+    let path = write(&dir, "overload-small.toml", OVERLOAD_SMALL);
+    let (base, _) = Base::read(&path).unwrap();
+    let axis = Axis::parse("load.rate=400..1200:800").unwrap();
+    let at = |rate: f64| {
+        let plan = base.point(std::slice::from_ref(&axis), &[rate]).unwrap();
+        run::simulate(&plan, 1, &format!("load.rate={rate}")).unwrap()
+    };
+    let tolerance = stormrig::metrics::OVERLOAD_TOLERANCE;
+    let objective = capacity::parse_objective("recovery_time_s <= 5").unwrap();
+
+    // 1.5x the capacity: saturated before the fault.
+    let over = at(1200.0);
+    for c in &over.configs {
+        let (offered, goodput) = (
+            c.pre_fault_offered_rps.unwrap(),
+            c.pre_fault_goodput_rps.unwrap(),
+        );
+        assert!(
+            (offered - 1200.0).abs() < 1.0,
+            "{}: offered {offered}",
+            c.name
+        );
+        assert!(
+            goodput < (1.0 - tolerance) * offered,
+            "{}: {goodput}",
+            c.name
+        );
+        assert_eq!(c.overloaded, Some(true), "{}", c.name);
+        assert_eq!((c.recovered, c.recovery_time_s), (None, None), "{}", c.name);
+    }
+    // The trap the overload verdict closes: measured against its own saturated pre-fault
+    // level, goodput is "back" within seconds of the fault's end.
+    let trapped = over.configs.iter().any(|c| {
+        let before = goodput_ratio(&over, &c.name, 2..4);
+        goodput_ratio(&over, &c.name, 6..9) >= 0.9 * before
+    });
+    assert!(
+        trapped,
+        "no config looks recovered against its saturated baseline"
+    );
+    // Judged one config at a time, as a capacity probe: every objective fails.
+    for ci in 0..over.configs.len() {
+        let mut one = over.clone();
+        one.configs = vec![over.configs[ci].clone()];
+        let p = capacity::judge(&one, 1200.0, std::slice::from_ref(&objective)).unwrap();
+        assert!(!p.passed && p.overloaded.is_some(), "{p:?}");
+        assert!(p.verdicts.iter().all(|v| !v.passed), "{p:?}");
+    }
+
+    // 0.5x the capacity: healthy before the fault, and it recovers.
+    let under = at(400.0);
+    for c in &under.configs {
+        assert_eq!(c.overloaded, Some(false), "{}", c.name);
+        let goodput = c.pre_fault_goodput_rps.unwrap();
+        assert!(goodput >= (1.0 - tolerance) * c.pre_fault_offered_rps.unwrap());
+        assert_eq!(c.recovered, Some(true), "{}", c.name);
+        let mut one = under.clone();
+        one.configs = vec![c.clone()];
+        let p = capacity::judge(&one, 400.0, std::slice::from_ref(&objective)).unwrap();
+        assert!(p.passed && p.overloaded.is_none(), "{p:?}");
+    }
+
+    // The sweep marks the overloaded cells as their own class, in sweep.csv too.
+    let (base, plan) = Base::read(&path).unwrap();
+    let r = run::sweep(&base, &plan, &[axis], &SweepOptions::default()).unwrap();
+    for (point, want) in r.points.iter().zip([false, true]) {
+        for c in &point.cells {
+            assert_eq!(
+                c.recovery == Recovery::Overloaded,
+                want,
+                "{}: {c:?}",
+                point.label
+            );
+        }
+    }
+    let csv = String::from_utf8(stormrig::sweep::files::csv(&r).unwrap()).unwrap();
+    let col = |name: &str| {
+        csv.lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .position(|c| c == name)
+            .unwrap()
+    };
+    let (recovery, flag) = (col("recovery"), col("overloaded"));
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    for (i, row) in rows.iter().enumerate() {
+        // Rows: 400 then 1200, each config in turn.
+        let want = i >= 2;
+        assert_eq!(row[recovery] == "overloaded", want, "{csv}");
+        assert_eq!(row[flag], if want { "1" } else { "0" }, "{csv}");
+    }
+}
+
+#[test]
+fn capacity_never_picks_a_load_that_was_overloaded_before_the_fault() {
+    let dir = support::scratch("capacity-overload");
+    let path = write(&dir, "overload-small.toml", OVERLOAD_SMALL);
+    let out = dir.join("out");
+    // Grid points only: 400 (0.5x the capacity), 800 (1x), 1200 (1.5x).
+    let o = stormrig(&[
+        "capacity",
+        path.to_str().unwrap(),
+        "--vary",
+        "load.rate=400..1200:400",
+        "--resolution",
+        "400",
+        "--objective",
+        "recovery_time_s <= 5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
+    for c in json["configs"].as_array().unwrap() {
+        let name = c["config"].as_str().unwrap();
+        let limit = c["limit"].as_f64().unwrap_or(0.0);
+        assert!(limit < 1200.0, "{name}: limit {limit}");
+        let probe = c["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["value"] == 1200.0)
+            .unwrap();
+        assert_eq!(probe["passed"], false, "{name}");
+        let o = &probe["overloaded"];
+        let (offered, goodput) = (
+            o["offered_rps"].as_f64().unwrap(),
+            o["goodput_rps"].as_f64().unwrap(),
+        );
+        assert!(goodput < offered, "{name}: {o}");
+        // The config's overload point is the easiest overloaded probe: 1200 or below.
+        let first = c["overloaded"]["value"].as_f64().unwrap();
+        assert!(first <= 1200.0 && first > limit, "{name}: {c}");
+        let sentence = format!(
+            "{name}: overloaded before the fault at load.rate = {}: pre-fault goodput ",
+            stormrig::report::gates::fmt_num(first)
+        );
+        assert!(stdout.contains(&sentence), "{sentence} in {stdout}");
+    }
+    let csv = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().contains("overloaded_at"),
+        "{csv}"
+    );
+}
