@@ -609,3 +609,127 @@ fn capacity_never_picks_a_load_that_was_overloaded_before_the_fault() {
         "{csv}"
     );
 }
+
+/// A 503 fault at a swept failure rate and load, a config that never retries and one that
+/// retries up to 4 times: equal amplification (no failures, or no retries) at some cells of
+/// each, different maxima.
+const AMP_MAP: &str = r#"name = "amp-map"
+description = "A 503 fault of swept probability and load."
+seed = 1
+duration = "6s"
+
+[load]
+kind = "constant"
+rate = 100.0
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "status"
+status = 503
+at = "2s"
+for = "2s"
+probability = 0.5
+
+[[configs]]
+preset = "no-retry"
+
+[[configs]]
+preset = "naive"
+"#;
+
+/// Every map cell of a sweep page: (config, point label) → (fill, title text).
+fn map_cells(
+    page: &str,
+    what: &str,
+) -> std::collections::BTreeMap<(String, String), (String, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    for chunk in page.split("<rect class=\"cell\"").skip(1) {
+        let fill = chunk
+            .split("fill=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let title = chunk
+            .split("<title>")
+            .nth(1)
+            .unwrap()
+            .split("</title>")
+            .next()
+            .unwrap();
+        if !title.contains(what) {
+            continue;
+        }
+        let (config, rest) = title.split_once(" · ").unwrap();
+        let (label, value) = rest.rsplit_once(": ").unwrap();
+        out.insert(
+            (config.to_string(), label.to_string()),
+            (fill.to_string(), value.to_string()),
+        );
+    }
+    out
+}
+
+#[test]
+fn amplification_maps_share_one_colour_scale_with_a_colour_bar() {
+    let dir = support::scratch("sweep-amp-scale");
+    let path = write(&dir, "amp-map.toml", AMP_MAP);
+    let (base, plan) = Base::read(&path).unwrap();
+    let axes = [
+        Axis::parse("faults[0].probability=0..0.5:0.5").unwrap(),
+        Axis::parse("load.rate=100..200:100").unwrap(),
+    ];
+    let r = run::sweep(&base, &plan, &axes, &SweepOptions::default()).unwrap();
+    let page = stormrig::sweep::page::sweep(&r).unwrap();
+    let cells = map_cells(&page, "amplification");
+    assert_eq!(cells.len(), 2 * 4, "{cells:?}");
+    let amp = |config: &str, label: &str| {
+        let ci = r.configs.iter().position(|c| c == config).unwrap();
+        r.points.iter().find(|p| p.label == label).unwrap().cells[ci].figures["amplification"]
+            .unwrap()
+    };
+    let quiet = "faults[0].probability=0, load.rate=100";
+    let stormy = "faults[0].probability=0.5, load.rate=100";
+    // Without failures both configs send each request once; with them only naive retries.
+    assert_eq!(amp("no-retry", stormy), amp("naive", quiet));
+    assert!(amp("naive", stormy) > amp("naive", quiet));
+    let cell = |config: &str, label: &str| cells[&(config.to_string(), label.to_string())].clone();
+    // Equal amplification, equal colour, in the maps of two configs (no-retry's map is
+    // all 1.0, its own maximum: a per-config scale draws it darkest).
+    assert_eq!(cell("no-retry", stormy).0, cell("naive", quiet).0);
+    assert_eq!(cell("no-retry", quiet).0, cell("naive", quiet).0);
+    assert_ne!(cell("naive", stormy).0, cell("naive", quiet).0);
+    // Each cell's value is in its title.
+    assert_eq!(cell("naive", quiet).1, "amplification 1×");
+    let top = amp("naive", stormy);
+    assert_eq!(
+        cell("naive", stormy).1,
+        format!(
+            "amplification {}×",
+            stormrig::report::gates::fmt_num((top * 100.0).round() / 100.0)
+        )
+    );
+    // One colour bar per map, all with the page's minimum and maximum.
+    let (lo, hi) = r
+        .points
+        .iter()
+        .flat_map(|p| &p.cells)
+        .map(|c| c.figures["amplification"].unwrap())
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    let bar = format!("<g class=\"colorbar\" data-min=\"{lo}\" data-max=\"{hi}\">");
+    assert_eq!(page.matches(&bar).count(), 2, "{bar}");
+    // The recovery maps' legend names every class, the overloaded one included.
+    for words in [
+        "recovered late",
+        "never recovered",
+        "overloaded before the fault",
+        "no fault",
+    ] {
+        assert!(page.contains(&format!("</span>{words}")), "{words}");
+    }
+}
