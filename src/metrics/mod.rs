@@ -19,5 +19,5 @@ pub use recorder::{Percentiles, Recorder, RetryReason};
 pub use result::{
     summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,
 };
-pub use result::{AttemptRow, LayerSummary, RunMeta};
+pub use result::{AttemptRow, LayerSummary, RunMeta, OVERLOAD_TOLERANCE};
 pub use target::TargetStats;

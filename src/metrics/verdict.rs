@@ -122,7 +122,18 @@ pub fn judge(run: &mut RunResult, named: Option<&str>) {
                     "; {load} for {} successes over {name}",
                     signed(extra)
                 ));
-                if let Some(t) = c.recovery_time_s {
+                if let (Some(true), Some(offered), Some(goodput)) = (
+                    c.overloaded,
+                    c.pre_fault_offered_rps,
+                    c.pre_fault_goodput_rps,
+                ) {
+                    sentence.push_str(&format!(
+                        "; overloaded before the faults (goodput {} of {} req/s), \
+                         so recovery is not measured",
+                        thousands(goodput.round() as u64),
+                        thousands(offered.round() as u64)
+                    ));
+                } else if let Some(t) = c.recovery_time_s {
                     sentence.push_str(&format!("; recovered {t:.0} s after the faults"));
                 } else if c.recovered == Some(false) {
                     sentence.push_str("; never recovered");

@@ -20,6 +20,8 @@ pub enum Unit {
     Attempts,
     /// Attempts in one second.
     AttemptsPerSecond,
+    /// Logical requests in one second (offered load, goodput).
+    RequestsPerSecond,
     /// One count over another: 2.0 = twice as many.
     Ratio,
     /// A part of a whole, 0 to 1.
@@ -49,6 +51,7 @@ impl Unit {
             Requests => "a count of requests",
             Attempts => "a count of attempts",
             AttemptsPerSecond => "attempts per second",
+            RequestsPerSecond => "requests per second",
             Ratio => "a ratio",
             Share => "a share",
             Percent => "percent",
@@ -146,6 +149,9 @@ pub const FIGURES: &[Figure] = &[
     row("attempt_latency_ms.max",              Milliseconds,      Lower,   OnlyGrows),
     row("recovery_time_s",                     Seconds,           Lower,   Varies),
     row("recovered",                           Flag,              Higher,  Varies),
+    row("overloaded",                          Flag,              Lower,   Varies),
+    row("pre_fault_offered_rps",               RequestsPerSecond, Neither, Varies),
+    row("pre_fault_goodput_rps",               RequestsPerSecond, Higher,  Varies),
     row("amplification_bound",                 Ratio,             Neither, Fixed),
     row("target_served_ok",                    Attempts,          Higher,  OnlyGrows),
     row("target_shed",                         Attempts,          Lower,   OnlyGrows),

@@ -125,6 +125,7 @@ pub fn summary(run: &RunResult) -> String {
             "-".into()
         };
         let recovery = match (c.recovered, c.recovery_time_s) {
+            _ if c.overloaded == Some(true) => "overloaded".to_string(),
             (None, _) => "-".to_string(),
             (Some(true), Some(t)) => format!("{t:.0} s"),
             (Some(_), _) => "never".to_string(),
@@ -137,6 +138,11 @@ pub fn summary(run: &RunResult) -> String {
                 c.budget_refusals, success, c.latency_ms.p99, recovery
             ),
         );
+    }
+    for c in &run.configs {
+        if let Some(line) = overload_line(c) {
+            prose(&mut out, &line);
+        }
     }
     for c in &run.configs {
         if let Some(line) = drain_line(c) {
@@ -399,4 +405,20 @@ pub fn drain_line(c: &ConfigSummary) -> Option<String> {
         None => line.push_str("; no retry refused"),
     }
     Some(line)
+}
+
+/// "CONFIG: overloaded before the fault: ...", for a config whose goodput was already
+/// below its offered load (its recovery is not measured, so the table says no more).
+fn overload_line(c: &ConfigSummary) -> Option<String> {
+    if c.overloaded != Some(true) {
+        return None;
+    }
+    let (offered, goodput) = (c.pre_fault_offered_rps?, c.pre_fault_goodput_rps?);
+    Some(format!(
+        "{}: overloaded before the fault: goodput {} of {} req/s offered; recovery is not \
+         measured against a saturated baseline",
+        c.name,
+        crate::metrics::verdict::thousands(goodput.round() as u64),
+        crate::metrics::verdict::thousands(offered.round() as u64)
+    ))
 }

@@ -18,6 +18,11 @@
 //!
 //! The scan catches a reversal only at grid resolution; bisection assumes monotony within
 //! one step.
+//!
+//! A probe whose run was overloaded before the fault (goodput already below the offered
+//! load, see `ConfigSummary::overloaded`) fails every objective, whatever it measured: its
+//! recovery was measured against a saturated baseline, and capacity is never a load the
+//! service could not carry before anything went wrong.
 
 use serde::Serialize;
 
@@ -61,15 +66,55 @@ impl Direction {
     }
 }
 
+/// What [`ConfigCapacity::binding`] says when the probe beyond the limit was overloaded.
+pub const OVERLOADED: &str = "overloaded before the fault";
+
+/// Offered load and goodput before the fault of a run that was overloaded there.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Overload {
+    /// The field's value (for a probe: its own).
+    pub value: f64,
+    pub offered_rps: f64,
+    pub goodput_rps: f64,
+}
+
+impl Overload {
+    /// "overloaded before the fault at load.rate = 1200: pre-fault goodput 812 of 1,200
+    /// req/s".
+    pub fn describe(&self, axis: &Axis) -> String {
+        let n = |v: f64| crate::metrics::verdict::thousands(v.round().max(0.0) as u64);
+        format!(
+            "{OVERLOADED} at {} = {}: pre-fault goodput {} of {} req/s",
+            axis.path,
+            axis.label(self.value),
+            n(self.goodput_rps),
+            n(self.offered_rps)
+        )
+    }
+}
+
 /// One simulated value of the field for one config.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Probe {
     pub value: f64,
     pub passed: bool,
-    /// The objectives that failed there (as written).
+    /// The objectives that failed there (as written); every one when `overloaded`.
     pub failed: Vec<String>,
-    /// The gate verdicts, with what was measured.
+    /// The gate verdicts, with what was measured (an overloaded probe fails each one).
     pub verdicts: Vec<GateVerdict>,
+    /// Set when the run was overloaded before the fault: why every objective failed.
+    pub overloaded: Option<Overload>,
+}
+
+impl Probe {
+    /// What made this probe fail: its failed objectives, or [`OVERLOADED`].
+    fn binding(&self) -> Vec<String> {
+        if self.overloaded.is_some() {
+            vec![OVERLOADED.to_string()]
+        } else {
+            self.failed.clone()
+        }
+    }
 }
 
 /// What the search found for one config.
@@ -98,8 +143,12 @@ pub struct ConfigCapacity {
     /// limit / the scenario's value (largest), or the scenario's value / limit (smallest):
     /// how many times the scenario's load fits, or its capacity exceeds what is needed.
     pub headroom: Option<f64>,
-    /// The objectives that failed just beyond the limit.
+    /// The objectives that failed just beyond the limit, or [`OVERLOADED`] when the run
+    /// there was overloaded before the fault.
     pub binding: Vec<String>,
+    /// The probe nearest the easy end that was overloaded before the fault, if any: from
+    /// there on the service could not carry the load even without a fault.
+    pub overloaded: Option<Overload>,
     /// Every simulated probe, in the order run.
     pub probes: Vec<Probe>,
 }
@@ -268,15 +317,33 @@ pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, 
         };
         verdicts.push(verdict(g, &summary.name, measured));
     }
+    let overloaded = match (
+        summary.overloaded,
+        summary.pre_fault_offered_rps,
+        summary.pre_fault_goodput_rps,
+    ) {
+        (Some(true), Some(offered_rps), Some(goodput_rps)) => Some(Overload {
+            value,
+            offered_rps,
+            goodput_rps,
+        }),
+        _ => None,
+    };
+    if overloaded.is_some() {
+        for v in &mut verdicts {
+            v.passed = false;
+        }
+    }
     Ok(Probe {
         value,
-        passed: gates::all_passed(&verdicts),
+        passed: overloaded.is_none() && gates::all_passed(&verdicts),
         failed: verdicts
             .iter()
             .filter(|v| !v.passed)
             .map(|v| v.gate.clone())
             .collect(),
         verdicts,
+        overloaded,
     })
 }
 
@@ -340,11 +407,11 @@ fn refine(
     let (outcome, binding) = match read_scan(grid, &passed) {
         Scan::Done(o) => {
             let first_fail = scan.iter().find(|p| !p.passed);
-            (o, first_fail.map(|p| p.failed.clone()).unwrap_or_default())
+            (o, first_fail.map(Probe::binding).unwrap_or_default())
         }
         Scan::Bracket { ok, bad, index } => {
             let (mut ok, mut bad) = (ok, bad);
-            let mut binding = scan[index].failed.clone();
+            let mut binding = scan[index].binding();
             let integer_field = base.is_integer_field(axis);
             let step_min = if integer_field {
                 opts.resolution.max(1.0)
@@ -365,7 +432,7 @@ fn refine(
                     ok = mid;
                 } else {
                     bad = mid;
-                    binding = p.failed.clone();
+                    binding = p.binding();
                 }
                 probes.push(p);
             }
@@ -389,12 +456,26 @@ fn refine(
         (Some(l), Some(s), Direction::Smallest) if l > 0.0 => Some(s / l),
         _ => None,
     };
+    // Nearest the easy end: the largest load searches run upwards, the smallest
+    // capacity searches downwards.
+    let overloaded = probes.iter().filter_map(|p| p.overloaded).reduce(|a, b| {
+        let easier = match opts.direction {
+            Direction::Largest => b.value < a.value,
+            Direction::Smallest => b.value > a.value,
+        };
+        if easier {
+            b
+        } else {
+            a
+        }
+    });
     Ok(ConfigCapacity {
         config,
         outcome,
         limit,
         headroom,
         binding,
+        overloaded,
         probes,
     })
 }
@@ -498,6 +579,15 @@ pub fn table(r: &CapacityResult) -> String {
             unit(s)
         ));
     }
+    for c in &r.configs {
+        if let Some(o) = &c.overloaded {
+            out.push_str(&format!(
+                "{}: {}; every objective fails there\n",
+                c.config,
+                o.describe(&r.axis)
+            ));
+        }
+    }
     out
 }
 
@@ -514,6 +604,10 @@ struct Row<'a> {
     scenario_value: Option<f64>,
     headroom: Option<f64>,
     binding: String,
+    /// The overloaded probe nearest the easy end, and its pre-fault rates.
+    overloaded_at: Option<f64>,
+    overloaded_offered_rps: Option<f64>,
+    overloaded_goodput_rps: Option<f64>,
     probes: usize,
 }
 
@@ -538,6 +632,9 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
             scenario_value: r.axis.scenario_value,
             headroom: c.headroom,
             binding: c.binding.join("; "),
+            overloaded_at: c.overloaded.map(|o| o.value),
+            overloaded_offered_rps: c.overloaded.map(|o| o.offered_rps),
+            overloaded_goodput_rps: c.overloaded.map(|o| o.goodput_rps),
             probes: c.probes.len(),
         })
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))?;

@@ -4,8 +4,13 @@
 //!
 //! One varied field: each headline figure against it, one line per config, the computed
 //! drain thresholds as dashed verticals when the field is a failure rate. Two fields: per
-//! config, the metastability map (each cell recovered / recovered late / never recovered,
-//! the edge of "never" drawn as a line) and a heat map of amplification.
+//! config, the metastability map (each cell recovered / recovered late / never recovered /
+//! overloaded before the fault, the edge of "never" drawn as a line) and a heat map of
+//! amplification. The maps are drawn as plain SVG rectangles, each with its value in a
+//! `<title>` (the browser shows it on hover); every amplification map of a page shares one
+//! colour scale, shown as a colour bar with its minimum and maximum, so equal values are
+//! equal colours across configs and a light map means little amplification, not merely
+//! the least of its own config.
 
 use std::fmt::Write as _;
 
@@ -50,7 +55,7 @@ const LINE_FIGURES: &[(&str, &str)] = &[
     ("latency_ms.p99", "Latency p99, ms"),
     (
         "recovery_time_s",
-        "Recovery time, s (gap = never recovered)",
+        "Recovery time, s (gap = never recovered, or overloaded before the fault)",
     ),
     ("peak_concurrency", "Peak concurrency at the target"),
 ];
@@ -59,6 +64,13 @@ const RECOVERED: RGBColor = RGBColor(120, 190, 130);
 const LATE: RGBColor = RGBColor(240, 190, 80);
 const NEVER: RGBColor = RGBColor(214, 70, 60);
 const NO_FAULT: RGBColor = RGBColor(200, 200, 205);
+/// Overloaded before the fault: a cool colour apart from the traffic-light classes, since
+/// it is neither a recovery nor a failure to recover.
+const OVERLOADED: RGBColor = RGBColor(118, 86, 170);
+/// The amplification scale's ends: the page's smallest value is drawn in `SCALE_LOW`, its
+/// largest in `SCALE_HIGH`.
+const SCALE_LOW: RGBColor = RGBColor(245, 246, 250);
+const SCALE_HIGH: RGBColor = RGBColor(31, 60, 140);
 const LABEL: RGBColor = RGBColor(70, 70, 80);
 
 type Draw = Result<(), String>;
@@ -180,23 +192,36 @@ pub fn sweep(r: &SweepResult) -> Result<String, String> {
         }
         p.push_str("</div>\n");
     } else {
-        p.push_str(
-            "<h2>Metastability map</h2>\n<p>Each cell one simulator run: green recovered, amber \
-recovered late, red never recovered (goodput not back before the load ended), grey no fault. \
-The black line is the edge of never-recovered cells.</p>\n<div class=\"grid\">\n",
+        let _ = write!(
+            p,
+            "<h2>Metastability map</h2>\n<p>Each cell one simulator run (hover for its \
+figures). The black line is the edge of never-recovered cells. Overloaded: goodput was \
+already more than {} % below the offered load before the fault, so there was no normal \
+to recover to; such a point meets no objective.</p>\n",
+            fmt_num(crate::metrics::OVERLOAD_TOLERANCE * 100.0)
         );
+        recovery_legend(&mut p);
+        p.push_str("<div class=\"grid\">\n");
         for (ci, name) in r.configs.iter().enumerate() {
-            let svg = heat_map(r, ci, None)?;
+            let svg = map_svg(r, ci, &MapKind::Recovery);
             figure(&mut p, &format!("{name}: recovery"), &svg, "");
         }
-        p.push_str("</div>\n<h2>Amplification</h2>\n<div class=\"grid\">\n");
+        let scale = Scale::of(r, "amplification");
+        let _ = write!(
+            p,
+            "</div>\n<h2>Amplification</h2>\n<p>Downstream arrivals per upstream request, \
+one colour scale for every config of the page: {} (lightest) to {} (darkest).</p>\n\
+<div class=\"grid\">\n",
+            times(scale.min),
+            times(scale.max)
+        );
         for (ci, name) in r.configs.iter().enumerate() {
-            let svg = heat_map(r, ci, Some("amplification"))?;
+            let svg = map_svg(r, ci, &MapKind::Figure("amplification", scale));
             figure(
                 &mut p,
                 &format!("{name}: amplification"),
                 &svg,
-                "darker = more downstream load per upstream request",
+                "darker = more downstream load per upstream request, on the colour bar's scale",
             );
         }
         p.push_str("</div>\n");
@@ -209,13 +234,7 @@ The black line is the edge of never-recovered cells.</p>\n<div class=\"grid\">\n
     for pt in &r.points {
         let _ = write!(p, "<tr><td>{}</td>", escape(&pt.label));
         for c in &pt.cells {
-            let t = c
-                .figures
-                .get("recovery_time_s")
-                .copied()
-                .flatten()
-                .map_or(String::new(), |t| format!(" ({} s)", fmt_num(t)));
-            let _ = write!(p, "<td>{}{t}</td>", c.recovery.as_str());
+            let _ = write!(p, "<td>{}</td>", escape(&recovery_words(c)));
         }
         p.push_str("</tr>\n");
     }
@@ -306,84 +325,279 @@ fn recovery_color(r: Recovery) -> RGBColor {
         Recovery::Recovered => RECOVERED,
         Recovery::Late => LATE,
         Recovery::Never => NEVER,
+        Recovery::Overloaded => OVERLOADED,
         Recovery::NoFault => NO_FAULT,
     }
 }
 
-/// One config's map over two fields: recovery class, or a figure's intensity.
-fn heat_map(r: &SweepResult, ci: usize, fig: Option<&str>) -> Result<String, String> {
-    let (ax, ay) = (&r.axes[0], &r.axes[1]);
-    let (nx, ny) = (ax.values.len(), ay.values.len());
-    let max = r
-        .points
-        .iter()
-        .filter_map(|p| fig.and_then(|f| p.cells[ci].figures.get(f).copied().flatten()))
-        .fold(0.0_f64, f64::max);
-    svg_chart(0.0..nx as f64, 0.0..ny as f64, 58, |chart| {
-        let xf = |v: &f64| label_at(ax, *v);
-        let yf = |v: &f64| label_at(ay, *v);
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .label_style((FONT, 12).into_font().color(&LABEL))
-            .x_desc(ax.path.as_str())
-            .y_desc(ay.path.as_str())
-            .x_labels(nx.min(12))
-            .y_labels(ny.min(10))
-            .x_label_formatter(&xf)
-            .y_label_formatter(&yf)
-            .draw()
-            .map_err(err)?;
-        let class = |i: usize, j: usize| r.points[i * ny + j].cells[ci].recovery;
-        for i in 0..nx {
-            for j in 0..ny {
-                let cell = &r.points[i * ny + j].cells[ci];
-                let fill = match fig {
-                    None => recovery_color(cell.recovery),
-                    Some(f) => {
-                        let v = cell.figures.get(f).copied().flatten().unwrap_or(0.0);
-                        let k = if max > 0.0 { v / max } else { 0.0 };
-                        let c = |base: u8, dark: u8| {
-                            (f64::from(base) - k * (f64::from(base) - f64::from(dark))) as u8
-                        };
-                        RGBColor(c(245, 31), c(246, 60), c(250, 140))
-                    }
-                };
-                let (x, y) = (i as f64, j as f64);
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x, y), (x + 1.0, y + 1.0)],
-                        fill.filled(),
-                    )))
-                    .map_err(err)?;
-            }
-        }
-        // The edge of never-recovered cells.
-        let edge = BLACK.stroke_width(3);
-        let never = |i: usize, j: usize| class(i, j) == Recovery::Never;
-        for i in 0..nx {
-            for j in 0..ny {
-                let (x, y) = (i as f64, j as f64);
-                if i + 1 < nx && never(i, j) != never(i + 1, j) {
-                    chart
-                        .draw_series(LineSeries::new([(x + 1.0, y), (x + 1.0, y + 1.0)], edge))
-                        .map_err(err)?;
-                }
-                if j + 1 < ny && never(i, j) != never(i, j + 1) {
-                    chart
-                        .draw_series(LineSeries::new([(x, y + 1.0), (x + 1.0, y + 1.0)], edge))
-                        .map_err(err)?;
-                }
-            }
-        }
-        Ok(())
-    })
+/// `#rrggbb`.
+fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
-/// The axis value of the cell whose band holds coordinate `v` (cell i spans [i, i+1)).
-fn label_at(axis: &super::Axis, v: f64) -> String {
-    let i = v.floor().max(0.0) as usize;
-    axis.values.get(i).map_or(String::new(), |x| axis.label(*x))
+/// The legend of the recovery maps: one swatch per class.
+fn recovery_legend(p: &mut String) {
+    p.push_str("<p class=\"legend\">");
+    for (class, words) in [
+        (Recovery::Recovered, "recovered"),
+        (Recovery::Late, "recovered late"),
+        (
+            Recovery::Never,
+            "never recovered (goodput not back before the load ended)",
+        ),
+        (Recovery::Overloaded, "overloaded before the fault"),
+        (Recovery::NoFault, "no fault"),
+    ] {
+        let _ = write!(
+            p,
+            "<span><span class=\"sw\" style=\"background:{}\"></span>{}</span>",
+            hex(recovery_color(class)),
+            escape(words)
+        );
+    }
+    p.push_str("</p>\n");
+}
+
+/// A cell's recovery in words: the class, its time, or what overloaded it.
+fn recovery_words(c: &super::run::Cell) -> String {
+    let fig = |k: &str| c.figures.get(k).copied().flatten();
+    match c.recovery {
+        Recovery::Overloaded => {
+            match (fig("pre_fault_goodput_rps"), fig("pre_fault_offered_rps")) {
+                (Some(g), Some(o)) => format!(
+                    "overloaded before the fault: goodput {} of {} req/s",
+                    fmt_num(g.round()),
+                    fmt_num(o.round())
+                ),
+                _ => "overloaded before the fault".into(),
+            }
+        }
+        class => match fig("recovery_time_s") {
+            Some(t) => format!("{} ({} s)", class.as_str(), fmt_num(t)),
+            None => class.as_str().into(),
+        },
+    }
+}
+
+/// An amplification-like value as a multiple: "1.04×".
+fn times(v: f64) -> String {
+    format!("{}×", fmt_num((v * 100.0).round() / 100.0))
+}
+
+/// One colour scale shared by every map of a figure on a page.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scale {
+    min: f64,
+    max: f64,
+}
+
+impl Scale {
+    /// The smallest and largest value of `fig` over every point and config of the sweep
+    /// (0..0 when it has none).
+    fn of(r: &SweepResult, fig: &str) -> Scale {
+        let values = r
+            .points
+            .iter()
+            .flat_map(|p| &p.cells)
+            .filter_map(|c| c.figures.get(fig).copied().flatten())
+            .filter(|v| v.is_finite());
+        let (min, max) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+        if min > max {
+            Scale { min: 0.0, max: 0.0 }
+        } else {
+            Scale { min, max }
+        }
+    }
+
+    /// The colour of `v`: linear from `SCALE_LOW` at `min` to `SCALE_HIGH` at `max`.
+    fn color(self, v: f64) -> RGBColor {
+        let k = if self.max > self.min {
+            ((v - self.min) / (self.max - self.min)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let mix = |a: u8, b: u8| (f64::from(a) + k * (f64::from(b) - f64::from(a))).round() as u8;
+        RGBColor(
+            mix(SCALE_LOW.0, SCALE_HIGH.0),
+            mix(SCALE_LOW.1, SCALE_HIGH.1),
+            mix(SCALE_LOW.2, SCALE_HIGH.2),
+        )
+    }
+}
+
+/// What a map over two fields colours its cells by.
+enum MapKind<'a> {
+    /// The cell's recovery class.
+    Recovery,
+    /// A figure, on a scale shared across the page.
+    Figure(&'a str, Scale),
+}
+
+// The map's geometry inside the page's W × H chart box.
+const MAP_LEFT: f64 = 70.0;
+const MAP_TOP: f64 = 12.0;
+const MAP_RIGHT: f64 = W as f64 - 96.0;
+const MAP_BOTTOM: f64 = H as f64 - 48.0;
+
+/// One config's map over two fields as SVG: a rectangle per point with its value in a
+/// `<title>`, the axes' values, the edge of never-recovered cells, and for a figure the
+/// colour bar of its scale.
+fn map_svg(r: &SweepResult, ci: usize, kind: &MapKind<'_>) -> String {
+    let (ax, ay) = (&r.axes[0], &r.axes[1]);
+    let (nx, ny) = (ax.values.len().max(1), ay.values.len().max(1));
+    let (cw, ch) = (
+        (MAP_RIGHT - MAP_LEFT) / nx as f64,
+        (MAP_BOTTOM - MAP_TOP) / ny as f64,
+    );
+    // Cell (i, j) of the grid: x grows with the first field, y upwards with the second.
+    let x_of = |i: usize| MAP_LEFT + i as f64 * cw;
+    let y_of = |j: usize| MAP_BOTTOM - (j + 1) as f64 * ch;
+    let mut svg = String::with_capacity(256 * nx * ny + 4096);
+    let _ = write!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" \
+viewBox=\"0 0 {W} {H}\" font-family=\"{FONT}\" font-size=\"12\">\n\
+<rect x=\"0\" y=\"0\" width=\"{W}\" height=\"{H}\" fill=\"#ffffff\"/>\n"
+    );
+    let config = &r.configs[ci];
+    for (pi, pt) in r.points.iter().enumerate() {
+        let (i, j) = (pi / ny, pi % ny);
+        let Some(cell) = pt.cells.get(ci) else {
+            continue;
+        };
+        let (fill, what) = match kind {
+            MapKind::Recovery => (recovery_color(cell.recovery), recovery_words(cell)),
+            MapKind::Figure(fig, scale) => match cell.figures.get(*fig).copied().flatten() {
+                Some(v) => (scale.color(v), format!("{fig} {}", times(v))),
+                None => (NO_FAULT, format!("{fig}: none")),
+            },
+        };
+        let _ = writeln!(
+            svg,
+            "<rect class=\"cell\" x=\"{:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{:.2}\" \
+fill=\"{}\"><title>{} · {}: {}</title></rect>",
+            x_of(i),
+            y_of(j),
+            cw,
+            ch,
+            hex(fill),
+            escape(config),
+            escape(&pt.label),
+            escape(&what)
+        );
+    }
+    // The edge of never-recovered cells.
+    let class = |i: usize, j: usize| {
+        r.points
+            .get(i * ny + j)
+            .and_then(|p| p.cells.get(ci))
+            .map(|c| c.recovery)
+    };
+    let never = |i: usize, j: usize| class(i, j) == Some(Recovery::Never);
+    let mut edge = String::new();
+    for i in 0..nx {
+        for j in 0..ny {
+            if i + 1 < nx && never(i, j) != never(i + 1, j) {
+                let x = x_of(i + 1);
+                let _ = write!(edge, "M{x:.2} {:.2}V{:.2}", y_of(j) + ch, y_of(j));
+            }
+            if j + 1 < ny && never(i, j) != never(i, j + 1) {
+                let y = y_of(j);
+                let _ = write!(edge, "M{:.2} {y:.2}H{:.2}", x_of(i), x_of(i) + cw);
+            }
+        }
+    }
+    if !edge.is_empty() {
+        let _ = writeln!(
+            svg,
+            "<path d=\"{edge}\" fill=\"none\" stroke=\"#000000\" stroke-width=\"3\"/>"
+        );
+    }
+    // Axis values, at most 12 across and 10 up.
+    let label = hex(LABEL);
+    let every_x = nx.div_ceil(12);
+    for (i, v) in ax.values.iter().enumerate().step_by(every_x) {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.2}\" y=\"{:.2}\" text-anchor=\"middle\" fill=\"{label}\">{}</text>",
+            x_of(i) + cw / 2.0,
+            MAP_BOTTOM + 16.0,
+            escape(&ax.label(*v))
+        );
+    }
+    let every_y = ny.div_ceil(10);
+    for (j, v) in ay.values.iter().enumerate().step_by(every_y) {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.2}\" y=\"{:.2}\" text-anchor=\"end\" fill=\"{label}\">{}</text>",
+            MAP_LEFT - 6.0,
+            y_of(j) + ch / 2.0 + 4.0,
+            escape(&ay.label(*v))
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{:.2}\" y=\"{:.2}\" text-anchor=\"middle\" fill=\"{label}\">{}</text>",
+        (MAP_LEFT + MAP_RIGHT) / 2.0,
+        MAP_BOTTOM + 36.0,
+        escape(&ax.path)
+    );
+    let (yx, yy) = (14.0, (MAP_TOP + MAP_BOTTOM) / 2.0);
+    let _ = writeln!(
+        svg,
+        "<text x=\"{yx:.2}\" y=\"{yy:.2}\" text-anchor=\"middle\" fill=\"{label}\" \
+transform=\"rotate(-90 {yx:.2} {yy:.2})\">{}</text>",
+        escape(&ay.path)
+    );
+    if let MapKind::Figure(fig, scale) = kind {
+        color_bar(&mut svg, fig, *scale);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Steps of the colour bar.
+const BAR_STEPS: usize = 32;
+
+/// The colour bar of `scale` right of the map: its maximum on top, its minimum below.
+fn color_bar(svg: &mut String, fig: &str, scale: Scale) {
+    let (x, w) = (MAP_RIGHT + 18.0, 14.0);
+    let step = (MAP_BOTTOM - MAP_TOP) / BAR_STEPS as f64;
+    let _ = writeln!(
+        svg,
+        "<g class=\"colorbar\" data-min=\"{}\" data-max=\"{}\"><title>{} scale: {} to {}</title>",
+        scale.min,
+        scale.max,
+        escape(fig),
+        times(scale.min),
+        times(scale.max)
+    );
+    for k in 0..BAR_STEPS {
+        // Step k from the bottom, coloured at its middle.
+        let v = scale.min + (scale.max - scale.min) * (k as f64 + 0.5) / BAR_STEPS as f64;
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{w:.2}\" height=\"{:.2}\" fill=\"{}\"/>",
+            MAP_BOTTOM - (k + 1) as f64 * step,
+            step + 0.5,
+            hex(scale.color(v))
+        );
+    }
+    let label = hex(LABEL);
+    for (y, v, class) in [
+        (MAP_TOP + 4.0, scale.max, "max"),
+        (MAP_BOTTOM, scale.min, "min"),
+    ] {
+        let _ = writeln!(
+            svg,
+            "<text class=\"{class}\" x=\"{:.2}\" y=\"{y:.2}\" fill=\"{label}\">{}</text>",
+            x + w + 4.0,
+            times(v)
+        );
+    }
+    svg.push_str("</g>\n");
 }
 
 /// Renders the capacity page.
@@ -408,7 +622,7 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         escape(&r.axis.label(r.resolution)),
         r.seed
     );
-    p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th></tr></thead>\n<tbody>\n");
+    p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th><th>overloaded before the fault</th></tr></thead>\n<tbody>\n");
     for c in &r.configs {
         let found = match c.outcome {
             Outcome::Found { limit, beyond } => format!(
@@ -426,13 +640,15 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
             }
             Outcome::HoldsNowhere => "none in range".into(),
         };
+        let overloaded = c.overloaded.map_or("-".into(), |o| o.describe(&r.axis));
         let _ = writeln!(
             p,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.config),
             escape(&found),
             c.headroom.map_or("-".into(), |h| format!("{:.2}×", h)),
-            escape(&c.binding.join("; "))
+            escape(&c.binding.join("; ")),
+            escape(&overloaded)
         );
     }
     p.push_str("</tbody></table>\n");
@@ -457,7 +673,9 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         &mut p,
         "Every simulated value, per config",
         &svg,
-        "green dot: every objective holds; red cross: one fails; black bar: the limit found",
+        "green dot: every objective holds; red cross: one fails; purple cross: overloaded \
+before the fault (goodput already below the offered load), so every objective fails; \
+black bar: the limit found",
     );
     let _ = write!(
         p,
@@ -504,11 +722,16 @@ fn probe_chart(r: &CapacityResult) -> Result<String, String> {
                         )))
                         .map_err(err)?;
                 } else {
+                    let c = if pr.overloaded.is_some() {
+                        OVERLOADED
+                    } else {
+                        NEVER
+                    };
                     chart
                         .draw_series(std::iter::once(Cross::new(
                             (pr.value, y),
                             4,
-                            NEVER.stroke_width(2),
+                            c.stroke_width(2),
                         )))
                         .map_err(err)?;
                 }

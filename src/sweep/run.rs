@@ -69,10 +69,17 @@ pub enum Recovery {
     Late,
     /// Never recovered before the load ended (metastable).
     Never,
+    /// Goodput was already below the offered load before the fault (the run's
+    /// `overloaded`): neither recovered nor metastable, and no recovery time is measured.
+    /// Last, so that a cell is overloaded when any seed was.
+    Overloaded,
 }
 
 impl Recovery {
     pub fn of(c: &ConfigSummary, late_after_s: f64) -> Recovery {
+        if c.overloaded == Some(true) {
+            return Recovery::Overloaded;
+        }
         match (c.recovered, c.recovery_time_s) {
             (None, _) => Recovery::NoFault,
             (Some(true), Some(t)) if t > late_after_s => Recovery::Late,
@@ -87,6 +94,7 @@ impl Recovery {
             Recovery::Recovered => "recovered",
             Recovery::Late => "late",
             Recovery::Never => "never",
+            Recovery::Overloaded => "overloaded",
         }
     }
 }

@@ -400,3 +400,336 @@ fn confirm_reruns_the_limit_live_and_agrees() {
     assert!(line.contains("500: fails"), "{line}");
     assert!(line.trim_end().ends_with("yes"), "{line}");
 }
+
+/// A scaled-down capacity drop on the small target (8 slots x 10 ms = 800 req/s): half
+/// the slots for 2 s from 4 s. The sweeps set the load.
+const OVERLOAD_SMALL: &str = r#"name = "overload-small"
+description = "The small target (800 req/s) loses half its slots for 2 s from 4 s."
+seed = 1
+duration = "12s"
+
+[load]
+kind = "constant"
+rate = 600.0
+
+[target]
+builtin = "small"
+
+[[faults]]
+kind = "capacity"
+concurrency = 4
+at = "4s"
+for = "2s"
+
+[[configs]]
+name = "aws-standard-timeout"
+preset = "aws-standard"
+per_try_timeout = "100ms"
+
+[[configs]]
+name = "naive-timeout"
+preset = "naive"
+per_try_timeout = "100ms"
+"#;
+
+/// Successes per started request over `seconds` of one config's timeline.
+fn goodput_ratio(
+    run: &stormrig::metrics::RunResult,
+    config: &str,
+    seconds: std::ops::Range<u64>,
+) -> f64 {
+    let (ok, started) = run
+        .timeseries
+        .iter()
+        .filter(|r| r.config == config && seconds.contains(&r.second))
+        .fold((0, 0), |(ok, st), r| {
+            (ok + r.successes, st + r.upstream_started)
+        });
+    ok as f64 / started as f64
+}
+
+#[test]
+fn a_load_beyond_capacity_is_overloaded_before_the_fault_and_never_recovered() {
+    let dir = support::scratch("sweep-overload");
+    let path = write(&dir, "overload-small.toml", OVERLOAD_SMALL);
+    let (base, _) = Base::read(&path).unwrap();
+    let axis = Axis::parse("load.rate=400..1200:800").unwrap();
+    let at = |rate: f64| {
+        let plan = base.point(std::slice::from_ref(&axis), &[rate]).unwrap();
+        run::simulate(&plan, 1, &format!("load.rate={rate}")).unwrap()
+    };
+    let tolerance = stormrig::metrics::OVERLOAD_TOLERANCE;
+    let objective = capacity::parse_objective("recovery_time_s <= 5").unwrap();
+
+    // 1.5x the capacity: saturated before the fault.
+    let over = at(1200.0);
+    for c in &over.configs {
+        let (offered, goodput) = (
+            c.pre_fault_offered_rps.unwrap(),
+            c.pre_fault_goodput_rps.unwrap(),
+        );
+        assert!(
+            (offered - 1200.0).abs() < 1.0,
+            "{}: offered {offered}",
+            c.name
+        );
+        assert!(
+            goodput < (1.0 - tolerance) * offered,
+            "{}: {goodput}",
+            c.name
+        );
+        assert_eq!(c.overloaded, Some(true), "{}", c.name);
+        assert_eq!((c.recovered, c.recovery_time_s), (None, None), "{}", c.name);
+    }
+    // The trap the overload verdict closes: measured against its own saturated pre-fault
+    // level, goodput is "back" within seconds of the fault's end.
+    let trapped = over.configs.iter().any(|c| {
+        let before = goodput_ratio(&over, &c.name, 2..4);
+        goodput_ratio(&over, &c.name, 6..9) >= 0.9 * before
+    });
+    assert!(
+        trapped,
+        "no config looks recovered against its saturated baseline"
+    );
+    // Judged one config at a time, as a capacity probe: every objective fails.
+    for ci in 0..over.configs.len() {
+        let mut one = over.clone();
+        one.configs = vec![over.configs[ci].clone()];
+        let p = capacity::judge(&one, 1200.0, std::slice::from_ref(&objective)).unwrap();
+        assert!(!p.passed && p.overloaded.is_some(), "{p:?}");
+        assert!(p.verdicts.iter().all(|v| !v.passed), "{p:?}");
+    }
+
+    // 0.5x the capacity: healthy before the fault, and it recovers.
+    let under = at(400.0);
+    for c in &under.configs {
+        assert_eq!(c.overloaded, Some(false), "{}", c.name);
+        let goodput = c.pre_fault_goodput_rps.unwrap();
+        assert!(goodput >= (1.0 - tolerance) * c.pre_fault_offered_rps.unwrap());
+        assert_eq!(c.recovered, Some(true), "{}", c.name);
+        let mut one = under.clone();
+        one.configs = vec![c.clone()];
+        let p = capacity::judge(&one, 400.0, std::slice::from_ref(&objective)).unwrap();
+        assert!(p.passed && p.overloaded.is_none(), "{p:?}");
+    }
+
+    // The sweep marks the overloaded cells as their own class, in sweep.csv too.
+    let (base, plan) = Base::read(&path).unwrap();
+    let r = run::sweep(&base, &plan, &[axis], &SweepOptions::default()).unwrap();
+    for (point, want) in r.points.iter().zip([false, true]) {
+        for c in &point.cells {
+            assert_eq!(
+                c.recovery == Recovery::Overloaded,
+                want,
+                "{}: {c:?}",
+                point.label
+            );
+        }
+    }
+    let csv = String::from_utf8(stormrig::sweep::files::csv(&r).unwrap()).unwrap();
+    let col = |name: &str| {
+        csv.lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .position(|c| c == name)
+            .unwrap()
+    };
+    let (recovery, flag) = (col("recovery"), col("overloaded"));
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    for (i, row) in rows.iter().enumerate() {
+        // Rows: 400 then 1200, each config in turn.
+        let want = i >= 2;
+        assert_eq!(row[recovery] == "overloaded", want, "{csv}");
+        assert_eq!(row[flag], if want { "1" } else { "0" }, "{csv}");
+    }
+}
+
+#[test]
+fn capacity_never_picks_a_load_that_was_overloaded_before_the_fault() {
+    let dir = support::scratch("capacity-overload");
+    let path = write(&dir, "overload-small.toml", OVERLOAD_SMALL);
+    let out = dir.join("out");
+    // Grid points only: 400 (0.5x the capacity), 800 (1x), 1200 (1.5x).
+    let o = stormrig(&[
+        "capacity",
+        path.to_str().unwrap(),
+        "--vary",
+        "load.rate=400..1200:400",
+        "--resolution",
+        "400",
+        "--objective",
+        "recovery_time_s <= 5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
+    for c in json["configs"].as_array().unwrap() {
+        let name = c["config"].as_str().unwrap();
+        let limit = c["limit"].as_f64().unwrap_or(0.0);
+        assert!(limit < 1200.0, "{name}: limit {limit}");
+        let probe = c["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["value"] == 1200.0)
+            .unwrap();
+        assert_eq!(probe["passed"], false, "{name}");
+        let o = &probe["overloaded"];
+        let (offered, goodput) = (
+            o["offered_rps"].as_f64().unwrap(),
+            o["goodput_rps"].as_f64().unwrap(),
+        );
+        assert!(goodput < offered, "{name}: {o}");
+        // The config's overload point is the easiest overloaded probe: 1200 or below.
+        let first = c["overloaded"]["value"].as_f64().unwrap();
+        assert!(first <= 1200.0 && first > limit, "{name}: {c}");
+        let sentence = format!(
+            "{name}: overloaded before the fault at load.rate = {}: pre-fault goodput ",
+            stormrig::report::gates::fmt_num(first)
+        );
+        assert!(stdout.contains(&sentence), "{sentence} in {stdout}");
+    }
+    let csv = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().contains("overloaded_at"),
+        "{csv}"
+    );
+}
+
+/// A 503 fault at a swept failure rate and load, a config that never retries and one that
+/// retries up to 4 times: equal amplification (no failures, or no retries) at some cells of
+/// each, different maxima.
+const AMP_MAP: &str = r#"name = "amp-map"
+description = "A 503 fault of swept probability and load."
+seed = 1
+duration = "6s"
+
+[load]
+kind = "constant"
+rate = 100.0
+
+[target]
+builtin = "default"
+
+[[faults]]
+kind = "status"
+status = 503
+at = "2s"
+for = "2s"
+probability = 0.5
+
+[[configs]]
+preset = "no-retry"
+
+[[configs]]
+preset = "naive"
+"#;
+
+/// Every map cell of a sweep page: (config, point label) → (fill, title text).
+fn map_cells(
+    page: &str,
+    what: &str,
+) -> std::collections::BTreeMap<(String, String), (String, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    for chunk in page.split("<rect class=\"cell\"").skip(1) {
+        let fill = chunk
+            .split("fill=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let title = chunk
+            .split("<title>")
+            .nth(1)
+            .unwrap()
+            .split("</title>")
+            .next()
+            .unwrap();
+        if !title.contains(what) {
+            continue;
+        }
+        let (config, rest) = title.split_once(" · ").unwrap();
+        let (label, value) = rest.rsplit_once(": ").unwrap();
+        out.insert(
+            (config.to_string(), label.to_string()),
+            (fill.to_string(), value.to_string()),
+        );
+    }
+    out
+}
+
+#[test]
+fn amplification_maps_share_one_colour_scale_with_a_colour_bar() {
+    let dir = support::scratch("sweep-amp-scale");
+    let path = write(&dir, "amp-map.toml", AMP_MAP);
+    let (base, plan) = Base::read(&path).unwrap();
+    let axes = [
+        Axis::parse("faults[0].probability=0..0.5:0.5").unwrap(),
+        Axis::parse("load.rate=100..200:100").unwrap(),
+    ];
+    let r = run::sweep(&base, &plan, &axes, &SweepOptions::default()).unwrap();
+    let page = stormrig::sweep::page::sweep(&r).unwrap();
+    let cells = map_cells(&page, "amplification");
+    assert_eq!(cells.len(), 2 * 4, "{cells:?}");
+    let amp = |config: &str, label: &str| {
+        let ci = r.configs.iter().position(|c| c == config).unwrap();
+        r.points.iter().find(|p| p.label == label).unwrap().cells[ci].figures["amplification"]
+            .unwrap()
+    };
+    let quiet = "faults[0].probability=0, load.rate=100";
+    let stormy = "faults[0].probability=0.5, load.rate=100";
+    // Without failures both configs send each request once; with them only naive retries.
+    assert_eq!(amp("no-retry", stormy), amp("naive", quiet));
+    assert!(amp("naive", stormy) > amp("naive", quiet));
+    let cell = |config: &str, label: &str| cells[&(config.to_string(), label.to_string())].clone();
+    // Equal amplification, equal colour, in the maps of two configs (no-retry's map is
+    // all 1.0, its own maximum: a per-config scale draws it darkest).
+    assert_eq!(cell("no-retry", stormy).0, cell("naive", quiet).0);
+    assert_eq!(cell("no-retry", quiet).0, cell("naive", quiet).0);
+    assert_ne!(cell("naive", stormy).0, cell("naive", quiet).0);
+    // Each cell's value is in its title.
+    assert_eq!(cell("naive", quiet).1, "amplification 1×");
+    let top = amp("naive", stormy);
+    assert_eq!(
+        cell("naive", stormy).1,
+        format!(
+            "amplification {}×",
+            stormrig::report::gates::fmt_num((top * 100.0).round() / 100.0)
+        )
+    );
+    // One colour bar per map, all with the page's minimum and maximum.
+    let (lo, hi) = r
+        .points
+        .iter()
+        .flat_map(|p| &p.cells)
+        .map(|c| c.figures["amplification"].unwrap())
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    let bar = format!("<g class=\"colorbar\" data-min=\"{lo}\" data-max=\"{hi}\">");
+    assert_eq!(page.matches(&bar).count(), 2, "{bar}");
+    // The recovery maps' legend names every class, the overloaded one included.
+    for words in [
+        "recovered late",
+        "never recovered",
+        "overloaded before the fault",
+        "no fault",
+    ] {
+        assert!(page.contains(&format!("</span>{words}")), "{words}");
+    }
+}
