@@ -284,6 +284,9 @@ fn success_ratio(c: &ConfigSummary) -> Option<f64> {
 }
 
 fn recovery_text(c: &ConfigSummary) -> String {
+    if c.overloaded == Some(true) {
+        return "overloaded".into();
+    }
     match (c.recovered, c.recovery_time_s) {
         (None, _) => "n/a".into(),
         (Some(false), _) => "never".into(),
