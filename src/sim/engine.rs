@@ -823,6 +823,8 @@ impl Sim<'_> {
                 AttemptOutcome::Response(Response {
                     status: s,
                     retry_after: p.and_then(|p| p.retry_after.as_deref()),
+                    retry_after_ms: None,
+                    should_retry: None,
                     amz_retry_after: None,
                     grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
                     error_code: p.and_then(|p| p.error_code.as_deref()),
