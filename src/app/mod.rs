@@ -128,8 +128,14 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
         } => shards::merge(&dirs, &out, scenario.as_deref(), &gates),
         Command::K8s(args) => shards::k8s(&args),
         Command::Bench(b) => bench(b),
-        Command::Presets => {
-            print!("{}", presets_table());
+        Command::Presets { json } => {
+            if json {
+                let list = serde_json::to_string_pretty(crate::policy::presets::PRESETS)
+                    .expect("the preset table serializes");
+                println!("{list}");
+            } else {
+                print!("{}", presets_table());
+            }
             Ok(Exit::Ok)
         }
         Command::Report { dir } => {
@@ -373,8 +379,8 @@ fn presets_table() -> String {
     for p in crate::policy::presets::PRESETS {
         let _ = writeln!(
             out,
-            "{:<22} {}\n{:<22} source: {}",
-            p.name, p.summary, "", p.source
+            "{:<22} {}\n{:<22} source: {}\n{:<22} library: {}; checked against: {}",
+            p.name, p.summary, "", p.source, "", p.library, p.checked_against
         );
     }
     out
