@@ -29,6 +29,7 @@ mod suite {
     mod idempotency_dedup;
     mod idempotency_live;
     mod live_run;
+    mod llm_sdk_conformance;
     mod policy_api;
     mod protocols;
     mod provider_breakers;
