@@ -59,4 +59,6 @@ pub(crate) const H_ERROR_TYPE: HeaderName = HeaderName::from_static(ERROR_TYPE);
 pub(crate) const H_AMOUNT: HeaderName = HeaderName::from_static(AMOUNT);
 pub(crate) const H_GRPC_STATUS: HeaderName = HeaderName::from_static(GRPC_STATUS);
 pub(crate) const H_GRPC_MESSAGE: HeaderName = HeaderName::from_static(GRPC_MESSAGE);
+pub(crate) const H_RETRY_AFTER_MS: HeaderName = HeaderName::from_static(RETRY_AFTER_MS);
+pub(crate) const H_SHOULD_RETRY: HeaderName = HeaderName::from_static(SHOULD_RETRY);
 pub(crate) const H_GRPC_PUSHBACK_MS: HeaderName = HeaderName::from_static(GRPC_PUSHBACK_MS);

@@ -61,7 +61,10 @@ use crate::scenario::provider::Provider;
 use crate::scenario::timeline::{Action, FaultTimeline};
 use crate::scenario::{DedupSpec, Fault, FaultKind, Protocol, ServiceModel};
 
-use crate::headers::{H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST};
+use crate::headers::{
+    H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST, H_RETRY_AFTER_MS,
+    H_SHOULD_RETRY,
+};
 use counters::Counters;
 use dedup::{Begin, Dedup, Ticket};
 use delivery::{CloseHold, Delivered, HeldClose};
@@ -150,6 +153,8 @@ pub enum TargetError {
 struct StatusParts {
     status: StatusCode,
     retry_after: Option<HeaderValue>,
+    retry_after_ms: Option<HeaderValue>,
+    should_retry: Option<HeaderValue>,
     error_type: Option<HeaderValue>,
 }
 
@@ -202,6 +207,8 @@ impl ArmedFaults {
                 FaultKind::Status {
                     status,
                     retry_after,
+                    retry_after_ms,
+                    should_retry,
                     error_code,
                 } => {
                     Some(StatusParts {
@@ -212,6 +219,14 @@ impl ArmedFaults {
                             let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
                             HeaderValue::from(s)
                         }),
+                        // Whole milliseconds, rounded up likewise.
+                        retry_after_ms: retry_after_ms.map(|d| {
+                            let up = u128::from(d.subsec_nanos() % 1_000_000 > 0);
+                            HeaderValue::from_str(&(d.as_millis() + up).to_string())
+                                .expect("digits are a header value")
+                        }),
+                        should_retry: should_retry
+                            .map(|b| HeaderValue::from_static(if b { "true" } else { "false" })),
                         error_type: match error_code {
                             Some(c) => Some(HeaderValue::from_str(c).map_err(|_| {
                                 err(format!("error_code {c:?} is not a header value"))
@@ -757,6 +772,12 @@ fn status_response(parts: &StatusParts) -> Resp {
     *r.status_mut() = parts.status;
     if let Some(ra) = &parts.retry_after {
         r.headers_mut().insert(RETRY_AFTER, ra.clone());
+    }
+    if let Some(ms) = &parts.retry_after_ms {
+        r.headers_mut().insert(H_RETRY_AFTER_MS, ms.clone());
+    }
+    if let Some(s) = &parts.should_retry {
+        r.headers_mut().insert(H_SHOULD_RETRY, s.clone());
     }
     if let Some(et) = &parts.error_type {
         r.headers_mut().insert(H_ERROR_TYPE, et.clone());
