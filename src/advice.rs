@@ -42,8 +42,15 @@ fn outcome_of<'a>(fault: &'a Fault, config: &RetryConfig) -> Option<AttemptOutco
         FaultKind::Status {
             status: s,
             error_code,
+            should_retry,
             ..
-        } => Some(status(*s, error_code.as_deref())),
+        } => Some(AttemptOutcome::Response(Response {
+            status: *s,
+            error_code: error_code.as_deref(),
+            // What a config obeying `x-should-retry` makes of the answer depends on it.
+            should_retry: should_retry.map(|b| if b { "true" } else { "false" }),
+            ..Response::default()
+        })),
         FaultKind::GrpcStatus { status, .. } => Some(AttemptOutcome::Response(Response {
             status: 200,
             grpc_status: Some(*status),

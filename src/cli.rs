@@ -55,8 +55,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the retry presets with their sources.
-    Presets,
+    /// List the retry presets with their sources, the library each stands for and what it
+    /// was checked against.
+    Presets {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the counting fault proxy on its own in front of a real HTTP server, until
     /// SIGINT/SIGTERM. Control: GET|POST /_stormrig/faults (JSON), DELETE
     /// /_stormrig/faults/ID, POST /_stormrig/faults/ID/enable|disable,

@@ -31,6 +31,12 @@ pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
 pub const UPSTREAM_TLS_HANDSHAKE: &str = "tls-handshake";
 /// The value of [`UPSTREAM`] for "the real server's body was longer than the proxy relays".
 pub const UPSTREAM_BODY_TOO_LARGE: &str = "body-too-large";
+/// Retry-After in milliseconds, which LLM APIs send beside `Retry-After` and their SDKs
+/// read first.
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+/// The server's own word on whether a failed request is worth retrying (`true` /
+/// `false`), which the Stainless-generated LLM SDKs obey over the status.
+pub const SHOULD_RETRY: &str = "x-should-retry";
 /// gRPC's status of a call: in the trailers, or in the headers of a trailers-only answer.
 pub const GRPC_STATUS: &str = "grpc-status";
 /// gRPC's human-readable reason beside [`GRPC_STATUS`].
@@ -72,6 +78,8 @@ pub(crate) const H_ERROR_TYPE: HeaderName = HeaderName::from_static(ERROR_TYPE);
 pub(crate) const H_AMOUNT: HeaderName = HeaderName::from_static(AMOUNT);
 pub(crate) const H_GRPC_STATUS: HeaderName = HeaderName::from_static(GRPC_STATUS);
 pub(crate) const H_GRPC_MESSAGE: HeaderName = HeaderName::from_static(GRPC_MESSAGE);
+pub(crate) const H_RETRY_AFTER_MS: HeaderName = HeaderName::from_static(RETRY_AFTER_MS);
+pub(crate) const H_SHOULD_RETRY: HeaderName = HeaderName::from_static(SHOULD_RETRY);
 pub(crate) const H_GRPC_PUSHBACK_MS: HeaderName = HeaderName::from_static(GRPC_PUSHBACK_MS);
 
 #[cfg(test)]

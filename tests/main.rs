@@ -30,6 +30,8 @@ mod suite {
     mod idempotency_dedup;
     mod idempotency_live;
     mod live_run;
+    mod llm_sdk_conformance;
+    mod llm_sdk_hints;
     mod policy_api;
     mod protocols;
     mod provider_breakers;

@@ -165,8 +165,8 @@ pub(super) fn presets_table() -> String {
     for p in crate::policy::presets::PRESETS {
         let _ = writeln!(
             out,
-            "{:<22} {}\n{:<22} source: {}",
-            p.name, p.summary, "", p.source
+            "{:<22} {}\n{:<22} source: {}\n{:<22} library: {}; checked against: {}",
+            p.name, p.summary, "", p.source, "", p.library, p.checked_against
         );
     }
     out

@@ -52,8 +52,14 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
         } => shards::merge(&dirs, &out, scenario.as_deref(), &gates),
         Command::K8s(args) => shards::k8s(&args),
         Command::Bench(b) => super::bench::bench(b),
-        Command::Presets => {
-            print!("{}", super::check::presets_table());
+        Command::Presets { json } => {
+            if json {
+                let list = serde_json::to_string_pretty(crate::policy::presets::PRESETS)
+                    .expect("the preset table serializes");
+                println!("{list}");
+            } else {
+                print!("{}", super::check::presets_table());
+            }
             Ok(Exit::Ok)
         }
         Command::Report { dir } => {

@@ -648,6 +648,8 @@ pub fn status_target_config(status: u16, length: Duration) -> TargetConfig {
         FaultKind::Status {
             status,
             retry_after: None,
+            retry_after_ms: None,
+            should_retry: None,
             error_code: None,
         },
         length,

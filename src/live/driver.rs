@@ -449,6 +449,8 @@ pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
         Reply::Response { status, .. } => AttemptOutcome::Response(Response {
             status: *status,
             retry_after: reply.header(ReplyHeader::RetryAfter),
+            retry_after_ms: reply.header(ReplyHeader::RetryAfterMs),
+            should_retry: reply.header(ReplyHeader::ShouldRetry),
             amz_retry_after: reply.header(ReplyHeader::AmzRetryAfter),
             grpc_pushback_ms: reply.header(ReplyHeader::GrpcPushbackMs),
             error_code: reply.header(ReplyHeader::ErrorType),

@@ -24,7 +24,9 @@
 //! retry that would not happen anyway costs nothing, except for gRPC, whose throttle counts
 //! every retryable failure — it is told `final_attempt = true`):
 //! 1. non-retryable class → `GiveUp(NonRetryable)`;
-//! 2. gRPC pushback "do not retry" → `GiveUp(ServerPushback)`;
+//! 2. the server said not to retry → `GiveUp(ServerPushback)`: a gRPC pushback "do not
+//!    retry", a `retry-after` longer than the config's `refuse_above`, or
+//!    `x-should-retry: false` where the config obeys it;
 //! 3. non-idempotent method, request may have reached the server, no idempotency key, and
 //!    `retry_non_idempotent = false` → `GiveUp(NotIdempotent)`;
 //! 4. `attempts ≥ max_attempts` → `GiveUp(MaxAttempts)`;
@@ -41,7 +43,7 @@ use super::config::RetryConfig;
 use super::cost::{CostLedger, CostScope};
 use super::deadline;
 use super::duration;
-use super::outcome::{is_idempotent_method, AttemptOutcome, OutcomeClass};
+use super::outcome::{is_idempotent_method, server_says_retry, AttemptOutcome, OutcomeClass};
 use super::provider_breakers::ProviderRouter;
 use super::retry_after::Hint;
 use super::status_classes::StatusClasses;
@@ -94,7 +96,8 @@ pub enum GiveUpReason {
     CostCap,
     /// The method is not idempotent and the request may have reached the server.
     NotIdempotent,
-    /// The server said not to retry (negative/malformed `grpc-retry-pushback-ms`).
+    /// The server said not to retry: a negative/malformed `grpc-retry-pushback-ms`, a
+    /// `retry-after` above the config's `refuse_above`, or `x-should-retry: false`.
     ServerPushback,
     /// The load generator's machine ran out of a local resource (see
     /// [`OutcomeClass::LocalResource`]).
@@ -543,6 +546,13 @@ impl RetryClient {
             CostKind::Transient
         };
         let hint = match outcome {
+            AttemptOutcome::Response(r)
+                if self.config.retry_on.x_should_retry
+                    && r.grpc_status.is_none()
+                    && server_says_retry(r.should_retry) == Some(false) =>
+            {
+                Hint::DoNotRetry
+            }
             AttemptOutcome::Response(r) => self.config.retry_after.hint(r, || now.wall()),
             AttemptOutcome::Transport(_) => Hint::Absent,
         };

@@ -75,6 +75,11 @@ pub struct Response<'a> {
     pub status: u16,
     /// Raw `Retry-After` header value.
     pub retry_after: Option<&'a str>,
+    /// Raw `retry-after-ms` header value (milliseconds; the LLM APIs' finer Retry-After).
+    pub retry_after_ms: Option<&'a str>,
+    /// Raw `x-should-retry` header value: the server's own word on whether to retry
+    /// (`true` / `false`), which the Stainless-generated LLM SDKs obey over the status.
+    pub should_retry: Option<&'a str>,
     /// Raw `x-amz-retry-after` header value (milliseconds).
     pub amz_retry_after: Option<&'a str>,
     /// Raw `grpc-retry-pushback-ms` value (milliseconds, negative = do not retry).
@@ -229,6 +234,23 @@ pub struct RetryOn {
     /// gRPC statuses retried as throttling (e.g. `resource-exhausted`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grpc_throttling_statuses: Vec<GrpcStatus>,
+    /// Obey the server's `x-should-retry` header on a failed answer (status >= 400), as the
+    /// Stainless-generated LLM SDKs do (`_base_client.py` `_should_retry`): exactly `true`
+    /// makes any failure retryable (a 400 included), exactly `false` stops the retries of
+    /// any (a 503 included; the request ends as `server-pushback`). Any other value, or
+    /// none: the lists above decide.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub x_should_retry: bool,
+}
+
+/// What a server's `x-should-retry` value says: `Some(true)` / `Some(false)` for exactly
+/// `true` / `false` (the SDKs compare the string as it is, case included), else `None`.
+pub fn server_says_retry(value: Option<&str>) -> Option<bool> {
+    match value.map(str::trim) {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    }
 }
 
 /// The classification of one outcome, with the details budgets and logs need.
@@ -259,7 +281,8 @@ impl RetryOn {
     ///
     /// Otherwise, order (first match wins): status < 400 → success; throttling error code → throttling;
     /// throttling status → throttling; transient error code or transient status → transient;
-    /// otherwise non-retryable. Transport failures are transient when listed, else non-retryable.
+    /// `x-should-retry: true` (with [`RetryOn::x_should_retry`]) → transient; otherwise
+    /// non-retryable. Transport failures are transient when listed, else non-retryable.
     pub fn classify(&self, outcome: &AttemptOutcome<'_>) -> Classified {
         match outcome {
             AttemptOutcome::Transport(TransportError::LocalResource) => Classified {
@@ -301,6 +324,10 @@ impl RetryOn {
                 } else if has(&self.throttling_codes) || any(&self.throttling_statuses) {
                     OutcomeClass::Throttling
                 } else if has(&self.transient_codes) || any(&self.statuses) {
+                    OutcomeClass::Transient
+                } else if self.x_should_retry && server_says_retry(r.should_retry) == Some(true) {
+                    // The server says this failure is worth another try. (Its `false` is
+                    // not a class: a 503 stays transient, and the client stops the retries.)
                     OutcomeClass::Transient
                 } else {
                     OutcomeClass::NonRetryable
@@ -419,6 +446,7 @@ mod tests {
             transient_codes: vec!["RequestTimeout".into()],
             grpc_statuses: vec![GrpcStatus::Unavailable],
             grpc_throttling_statuses: vec![GrpcStatus::ResourceExhausted],
+            x_should_retry: false,
         }
     }
 

@@ -23,23 +23,37 @@ pub struct PresetInfo {
     pub summary: &'static str,
     /// Where the constants come from.
     pub source: &'static str,
+    /// The real client or specification the preset stands for.
+    pub library: &'static str,
+    /// How it was checked: the version of the real library a test runs side by side with
+    /// the preset (`"openai 3.57.0"`), or `"source"` where the preset rests on reading the
+    /// library's source and documents alone.
+    pub checked_against: &'static str,
 }
+
+/// The version of the openai SDK `tests/suite/llm_sdk_conformance.rs` runs against
+/// `openai-python` (pinned in `tests/python/requirements.txt`).
+pub const OPENAI_PYTHON_CHECKED: &str = "openai 3.57.0";
+/// The version of the anthropic SDK the same test runs against `anthropic-python`.
+pub const ANTHROPIC_PYTHON_CHECKED: &str = "anthropic 2.16.0";
 
 /// Every preset, in display order.
 pub const PRESETS: &[PresetInfo] = &[
-    PresetInfo { name: "no-retry", summary: "1 attempt, never retries", source: "baseline" },
-    PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client" },
-    PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement" },
-    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)" },
-    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)" },
-    PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69" },
-    PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto" },
-    PresetInfo { name: "istio", summary: "3 attempts, Envoy backoff, connect-failure/refused-stream/unavailable/cancelled/503, no retry limit", source: "istio/api virtual_service.proto; istio pilot retry.go" },
-    PresetInfo { name: "finagle", summary: "requeues only never-sent failures, zero backoff, RetryBudget 20 % / 10 s + 10/s", source: "finagle RetryBudget.scala, RequeueFilter.scala" },
-    PresetInfo { name: "polly", summary: "4 attempts, constant 2 s, no jitter", source: "Polly v8 RetryStrategyOptions defaults (RetryConstants.cs)" },
-    PresetInfo { name: "resilience4j", summary: "3 attempts, fixed 500 ms", source: "resilience4j RetryConfig.ofDefaults()" },
-    PresetInfo { name: "openai-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, Retry-After followed when 0 < ra <= 60 s, per-try timeout 600 s", source: "openai-python _constants.py (DEFAULT_MAX_RETRIES, INITIAL_RETRY_DELAY, MAX_RETRY_DELAY, DEFAULT_TIMEOUT), _base_client.py (_calculate_retry_timeout, _should_retry)" },
-    PresetInfo { name: "anthropic-python", summary: "as openai-python (the same generated client): 3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx, Retry-After 0 < ra <= 60 s", source: "anthropic-sdk-python _constants.py, _base_client.py" },
+    PresetInfo { name: "no-retry", summary: "1 attempt, never retries", source: "baseline", library: "none", checked_against: "source" },
+    PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client", library: "none", checked_against: "source" },
+    PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement", library: "botocore >= 1.44", checked_against: "source" },
+    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: "source" },
+    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: "source" },
+    PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },
+    PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto", library: "Envoy", checked_against: "source" },
+    PresetInfo { name: "istio", summary: "3 attempts, Envoy backoff, connect-failure/refused-stream/unavailable/cancelled/503, no retry limit", source: "istio/api virtual_service.proto; istio pilot retry.go", library: "Istio", checked_against: "source" },
+    PresetInfo { name: "finagle", summary: "requeues only never-sent failures, zero backoff, RetryBudget 20 % / 10 s + 10/s", source: "finagle RetryBudget.scala, RequeueFilter.scala", library: "Finagle", checked_against: "source" },
+    PresetInfo { name: "polly", summary: "4 attempts, constant 2 s, no jitter", source: "Polly v8 RetryStrategyOptions defaults (RetryConstants.cs)", library: "Polly v8", checked_against: "source" },
+    PresetInfo { name: "resilience4j", summary: "3 attempts, fixed 500 ms", source: "resilience4j RetryConfig.ofDefaults()", library: "resilience4j", checked_against: "source" },
+    PresetInfo { name: "openai-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, x-should-retry obeyed; retry-after-ms then Retry-After (fractional s or HTTP-date) followed when 0 < ra <= 120 s, above 120 s no retry; per-try timeout 600 s", source: "openai-python >= 2 _constants.py (DEFAULT_MAX_RETRIES, INITIAL_RETRY_DELAY, MAX_RETRY_DELAY, MAX_RETRY_AFTER_DELAY, DEFAULT_TIMEOUT), _base_client.py (_parse_retry_after_header, _calculate_retry_timeout, _should_retry)", library: "openai (Python) >= 2", checked_against: OPENAI_PYTHON_CHECKED },
+    PresetInfo { name: "openai-python-v1", summary: "as openai-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "openai-python 1.x (1.109.1) _base_client.py (_calculate_retry_timeout, _should_retry)", library: "openai (Python) 1.x", checked_against: "source" },
+    PresetInfo { name: "anthropic-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, x-should-retry obeyed; retry-after-ms then Retry-After followed whenever > 0 (no upper window; stormrig clamps hints at 300 s)", source: "anthropic-sdk-python >= 1 _constants.py, _base_client.py (_parse_retry_after_header, _calculate_retry_timeout, _should_retry)", library: "anthropic (Python) >= 1", checked_against: ANTHROPIC_PYTHON_CHECKED },
+    PresetInfo { name: "anthropic-python-v0", summary: "as anthropic-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "anthropic-sdk-python 0.x (0.125.0) _base_client.py (_calculate_retry_timeout)", library: "anthropic (Python) 0.x", checked_against: "source" },
 ];
 
 /// The names of every preset.
@@ -57,7 +71,9 @@ pub fn preset_names() -> &'static [&'static str] {
         "polly",
         "resilience4j",
         "openai-python",
+        "openai-python-v1",
         "anthropic-python",
+        "anthropic-python-v0",
     ];
     NAMES
 }
@@ -76,7 +92,10 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "finagle" => finagle(),
         "polly" => polly(),
         "resilience4j" => resilience4j(),
-        "openai-python" | "anthropic-python" => stainless_llm_sdk(),
+        "openai-python" => openai_python(),
+        "openai-python-v1" => openai_python_v1(),
+        "anthropic-python" => anthropic_python(),
+        "anthropic-python-v0" => anthropic_python_v0(),
         _ => {
             let suggestion = preset_names()
                 .iter()
@@ -207,6 +226,7 @@ pub fn aws_standard() -> RetryConfig {
         jitter: Jitter::Full,
         retry_after: RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::XAmzRetryAfter,
             cap: Some(Duration::from_secs(5)),
         },
@@ -311,6 +331,7 @@ pub fn grpc() -> RetryConfig {
         jitter: Jitter::Proportional { pct: 20.0 },
         retry_after: RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::GrpcRetryPushbackMs,
             cap: None,
         },
@@ -447,22 +468,24 @@ pub fn resilience4j() -> RetryConfig {
     }
 }
 
-/// `openai-python` and `anthropic-python`: the defaults of the two LLM SDKs, which are
-/// generated from one template (Stainless) and share their retry code and constants:
+/// What the Stainless-generated LLM SDKs share, whatever the version (openai-python,
+/// anthropic-python; one template, one retry loop in `_base_client.py`):
 /// * `_constants.py`: `DEFAULT_MAX_RETRIES = 2` → 3 attempts; `INITIAL_RETRY_DELAY = 0.5`,
-///   `MAX_RETRY_DELAY = 8.0`; `DEFAULT_TIMEOUT` 600 s (read), taken as the per-try timeout;
-/// * `_base_client.py` `_calculate_retry_timeout`: `min(0.5·2^k, 8)` for the k-th retry
-///   (k from 0), times `1 − 0.25·random()` (jitter downward, `U(0.75, 1]`); a
-///   `retry-after` hint is followed instead when `0 < ra <= 60` s, otherwise ignored;
-/// * `_should_retry`: 408, 409, 429 and every status >= 500, plus connection errors and
-///   timeouts (`APIConnectionError`, `APITimeoutError`), whatever the method (the SDKs POST
-///   every inference call);
+///   `MAX_RETRY_DELAY = 8.0`; `DEFAULT_TIMEOUT = Timeout(600, connect=5.0)`, of which the
+///   600 s read timeout is taken as the per-try timeout (stormrig has no per-config connect
+///   timeout);
+/// * `_calculate_retry_timeout`: `min(0.5·2^k, 8)` for the k-th retry (k from 0), times
+///   `1 − 0.25·random()` (jitter downward, `U(0.75, 1]`), unless the server's hint is
+///   followed (each preset says when);
+/// * `_parse_retry_after_header`: `retry-after-ms` first, then `retry-after` as a float
+///   (fractions allowed), then as an HTTP-date ([`HintHeader::RetryAfterMs`]);
+/// * `_should_retry`: `x-should-retry: true|false` wins over the status; then 408, 409, 429
+///   and every status >= 500; `_request`/`_retry_request` also retry connection errors and
+///   timeouts (`APIConnectionError`, `APITimeoutError`), whatever the method (every
+///   inference call is a POST; the SDK sends an `Idempotency-Key` only where a client sets
+///   `idempotency_header`, which neither does);
 /// * no retry budget, no circuit breaker.
-///
-/// Not modelled: the `x-should-retry: true|false` header that overrides the status rule, the
-/// `retry-after-ms` header read before `retry-after`, and fractional `retry-after` seconds
-/// (stormrig's targets send whole seconds).
-pub fn stainless_llm_sdk() -> RetryConfig {
+fn stainless_llm_sdk(retry_after: RetryAfterConfig) -> RetryConfig {
     RetryConfig {
         max_attempts: 3,
         per_try_timeout: Some(Duration::from_secs(600)),
@@ -470,6 +493,7 @@ pub fn stainless_llm_sdk() -> RetryConfig {
             statuses: vec![Exact(408), Exact(409), Class(5)],
             throttling_statuses: vec![Exact(429)],
             transport: ALL_TRANSPORT.to_vec(),
+            x_should_retry: true,
             ..RetryOn::default()
         },
         retry_non_idempotent: true,
@@ -480,13 +504,64 @@ pub fn stainless_llm_sdk() -> RetryConfig {
             throttling_base: None,
         },
         jitter: Jitter::Downward { pct: 25.0 },
-        retry_after: RetryAfterConfig {
-            header: HintHeader::RetryAfter,
-            cap: None,
-            honour_up_to: Some(Duration::from_secs(60)),
-        },
+        retry_after,
         ..base()
     }
+}
+
+/// `openai-python`: the openai SDK for Python as of 2.x and 3.x (read in 3.57.0 and
+/// 2.54.0; `tests/suite/llm_sdk_conformance.rs` runs 3.57.0 beside it). On top of
+/// [`stainless_llm_sdk`]'s shared behaviour:
+/// * `_constants.py` `MAX_RETRY_AFTER_DELAY = 2 * 60`: `_calculate_retry_timeout` follows a
+///   finite hint when `0 < ra <= 120` s, else the computed backoff (negative, zero, a past
+///   HTTP-date, garbage, NaN, an `inf` literal);
+/// * `_should_retry` first of all: a finite hint above 120 s means **no retry at all**
+///   (the request fails with that answer), even with `x-should-retry: true`;
+/// * 3.x `_parse_retry_after_header`: a number too large for a float (`1e400`) counts as
+///   above 120 s (2.x let it fall back to the backoff; not modelled).
+pub fn openai_python() -> RetryConfig {
+    stainless_llm_sdk(RetryAfterConfig {
+        header: HintHeader::RetryAfterMs,
+        cap: None,
+        honour_up_to: Some(Duration::from_secs(120)),
+        refuse_above: Some(Duration::from_secs(120)),
+    })
+}
+
+/// `openai-python-v1`: the openai SDK for Python 1.x (read in 1.109.1), which the
+/// `openai-python` preset stood for until 2.x: as [`openai_python`] but
+/// `_calculate_retry_timeout` follows a hint only when `0 < ra <= 60` s, and a longer one
+/// is ignored (the computed backoff, still retried: `_should_retry` has no window).
+pub fn openai_python_v1() -> RetryConfig {
+    stainless_llm_sdk(RetryAfterConfig {
+        header: HintHeader::RetryAfterMs,
+        cap: None,
+        honour_up_to: Some(Duration::from_secs(60)),
+        refuse_above: None,
+    })
+}
+
+/// `anthropic-python`: the anthropic SDK for Python as of 1.x and 2.x (read in 2.16.0,
+/// 2.10.0 and 1.17.0; the conformance test runs 2.16.0). It differs from openai-python in
+/// the hint alone: `_calculate_retry_timeout` follows **any** hint above zero
+/// (`min(retry_after, 4_294_967.0)`, a `time.sleep` limit), with no 120 s window and no
+/// refusal in `_should_retry`; an `inf` hint is followed too. stormrig clamps every hint to
+/// its 300 s ceiling ([`super::retry_after::HINT_CEILING`]), so a hint above 300 s waits
+/// 300 s here where the SDK would wait longer.
+pub fn anthropic_python() -> RetryConfig {
+    stainless_llm_sdk(RetryAfterConfig {
+        header: HintHeader::RetryAfterMs,
+        cap: None,
+        honour_up_to: None,
+        refuse_above: None,
+    })
+}
+
+/// `anthropic-python-v0`: the anthropic SDK for Python 0.x (read in 0.125.0), which the
+/// `anthropic-python` preset stood for before 1.x: `_calculate_retry_timeout` follows a
+/// hint only when `0 < ra <= 60` s, as openai-python 1.x does.
+pub fn anthropic_python_v0() -> RetryConfig {
+    openai_python_v1()
 }
 
 #[cfg(test)]

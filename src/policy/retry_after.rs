@@ -1,4 +1,5 @@
-//! Server delay hints: `Retry-After`, `x-amz-retry-after`, `grpc-retry-pushback-ms`.
+//! Server delay hints: `Retry-After`, `retry-after-ms`, `x-amz-retry-after`,
+//! `grpc-retry-pushback-ms`.
 //!
 //! A config honours at most one header ([`RetryAfterConfig::header`]); each has its own units
 //! and its own rule for combining with the computed backoff, copied from the client that uses
@@ -9,6 +10,14 @@
 //!   means the condition the server announced is over: the hint is **0** (retry immediately),
 //!   not a fallback. Unparseable values (garbage, negative, decimals) fall back to the computed
 //!   backoff.
+//! * `retry-after-ms` (the Stainless-generated LLM SDKs, openai-python and anthropic-python,
+//!   `_base_client.py` `_parse_retry_after_header`): `retry-after-ms` in milliseconds is read
+//!   first, then `retry-after` in seconds, both as Python's `float()` reads them (fractions,
+//!   exponents, signs); then `retry-after` as an HTTP-date, relative to now (a past date is a
+//!   negative hint). A hint is followed only when it is above zero (and within
+//!   `honour_up_to`, if set); anything else, an unreadable value included, leaves the
+//!   computed backoff in force. With `refuse_above`, a hint longer than that means no retry
+//!   at all (openai-python >= 2 `_should_retry`: above 120 s).
 //! * `x-amz-retry-after` (AWS 2026 rules): integer milliseconds `ra`;
 //!   `delay = max(t, min(ra, t + cap))` where `t` is the computed (jittered) backoff and `cap`
 //!   defaults to 5 s. Unparseable/negative values are ignored (delay = `t`).
@@ -38,6 +47,9 @@ pub enum HintHeader {
     None,
     /// Standard `Retry-After` (seconds or HTTP-date).
     RetryAfter,
+    /// `retry-after-ms` (milliseconds), else `retry-after` (seconds, fractions allowed, or
+    /// an HTTP-date), as the Stainless-generated LLM SDKs read them.
+    RetryAfterMs,
     /// AWS `x-amz-retry-after` (milliseconds), clamped to `[t, t + cap]`.
     XAmzRetryAfter,
     /// gRPC `grpc-retry-pushback-ms` (milliseconds; negative = do not retry).
@@ -59,15 +71,26 @@ pub struct RetryAfterConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub cap: Option<Duration>,
-    /// Honour a `retry-after` hint only when it is above zero and at most this long; any
-    /// other hint leaves the computed backoff in force (the Stainless-generated LLM SDKs
-    /// follow a hint only when `0 < ra <= 60 s`). Unset: every hint is honoured (capped).
+    /// Honour a `retry-after` (or `retry-after-ms`) hint only when it is above zero and at
+    /// most this long; any other hint leaves the computed backoff in force (openai-python 1.x
+    /// follows a hint only when `0 < ra <= 60 s`, 2.x and later when `0 < ra <= 120 s`).
+    /// Unset: every hint is honoured (capped).
     #[serde(
         default,
         with = "duration::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub honour_up_to: Option<Duration>,
+    /// A `retry-after` (or `retry-after-ms`) hint longer than this means the server asked
+    /// for more than the client will wait: no retry at all (openai-python >= 2 refuses to
+    /// retry above 120 s rather than retry sooner than the server asked). Unset: a long hint
+    /// is capped or ignored, never a reason to stop.
+    #[serde(
+        default,
+        with = "duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub refuse_above: Option<Duration>,
 }
 
 /// What the honoured header says for one response.
@@ -100,6 +123,75 @@ pub fn parse_retry_after(value: &str, now_wall: SystemTime) -> Option<Duration> 
     Some(date.duration_since(now_wall).unwrap_or(Duration::ZERO))
 }
 
+/// A number as Python's `float()` reads a header value: surrounding whitespace, a sign,
+/// digits with single underscores between them, a fraction, an exponent, `inf`,
+/// `infinity` and `nan` in any case. `None` where `float()` raises `ValueError`.
+pub fn parse_python_float(value: &str) -> Option<f64> {
+    let v = value.trim();
+    if v.is_empty() {
+        return None;
+    }
+    let b = v.as_bytes();
+    let mut cleaned = String::with_capacity(v.len());
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'_' {
+            // Only between two digits, as in a Python numeric literal.
+            let around = i > 0 && i + 1 < b.len();
+            if !(around && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit()) {
+                return None;
+            }
+            continue;
+        }
+        cleaned.push(c as char);
+    }
+    // Rust accepts what Python does but for underscores (removed above); it also takes
+    // nothing Python refuses among ASCII number forms.
+    cleaned.parse::<f64>().ok()
+}
+
+/// The hint of `retry-after-ms` / `retry-after` in seconds, as the Stainless-generated LLM
+/// SDKs compute it (openai-python `_base_client.py` `_parse_retry_after_header`; the same
+/// function in anthropic-python): `retry-after-ms` / 1000 when `float()` reads it, else
+/// `retry-after` when `float()` reads it, else `retry-after` as an HTTP-date minus now (a
+/// past date is negative). May be negative, zero, NaN or infinite. A finite value too large
+/// for `float()` (`1e400`) gives `f64::MAX` rather than infinity: openai-python >= 3 maps
+/// such an overflow to "more than the client waits" and an `inf` literal to "no usable
+/// hint", and `f64::MAX` is finite and huge, as the first needs.
+pub fn parse_sdk_retry_after(
+    ms: Option<&str>,
+    seconds: Option<&str>,
+    now_wall: impl FnOnce() -> SystemTime,
+) -> Option<f64> {
+    let read = |v: &str| {
+        parse_python_float(v).map(|f| {
+            let literal = v.trim().trim_start_matches('+').to_ascii_lowercase();
+            if f == f64::INFINITY && literal != "inf" && literal != "infinity" {
+                f64::MAX
+            } else {
+                f
+            }
+        })
+    };
+    if let Some(f) = ms.and_then(read) {
+        return Some(if f == f64::MAX { f } else { f / 1000.0 });
+    }
+    let seconds = seconds?;
+    if let Some(f) = read(seconds) {
+        return Some(f);
+    }
+    let date = httpdate::parse_http_date(seconds.trim()).ok()?;
+    let now = now_wall();
+    Some(match date.duration_since(now) {
+        Ok(ahead) => ahead.as_secs_f64(),
+        Err(behind) => -behind.duration().as_secs_f64(),
+    })
+}
+
+/// A positive number of seconds as a delay (`f64::MAX` and infinity: the longest one).
+fn secs_delay(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(duration::MAX_DURATION)
+}
+
 /// Parse `x-amz-retry-after`: a non-negative integer of milliseconds.
 pub fn parse_amz_retry_after(value: &str) -> Option<Duration> {
     let v = value.trim();
@@ -128,14 +220,40 @@ impl RetryAfterConfig {
         }
     }
 
-    /// The honoured header as the server wrote it, before the [`HINT_CEILING`].
+    /// The honoured header as the server wrote it, before the [`HINT_CEILING`]: the
+    /// `refuse_above` and `honour_up_to` windows judge what the server asked for, not what
+    /// stormrig would clamp it to.
     fn raw_hint(&self, resp: &Response<'_>, now_wall: impl FnOnce() -> SystemTime) -> Hint {
         let opt = |d: Option<Duration>| d.map_or(Hint::Absent, Hint::Delay);
+        let windowed = |h: Hint| match h {
+            Hint::Delay(d) if self.refuse_above.is_some_and(|r| d > r) => Hint::DoNotRetry,
+            Hint::Delay(d) if self.honour_up_to.is_some_and(|u| d.is_zero() || d > u) => {
+                Hint::Absent
+            }
+            other => other,
+        };
         match self.header {
             HintHeader::None => Hint::Absent,
-            HintHeader::RetryAfter => opt(resp
+            HintHeader::RetryAfter => windowed(opt(resp
                 .retry_after
-                .and_then(|v| parse_retry_after(v, now_wall()))),
+                .and_then(|v| parse_retry_after(v, now_wall())))),
+            HintHeader::RetryAfterMs => {
+                match parse_sdk_retry_after(resp.retry_after_ms, resp.retry_after, now_wall) {
+                    // openai-python's windows take finite hints only (`math.isfinite`): an
+                    // `inf` literal is no hint there; without windows (anthropic-python)
+                    // any hint above zero is followed, capped.
+                    Some(s) if s.is_infinite() && s > 0.0 => {
+                        if self.refuse_above.is_some() || self.honour_up_to.is_some() {
+                            Hint::Absent
+                        } else {
+                            Hint::Delay(duration::MAX_DURATION)
+                        }
+                    }
+                    // Zero, negative and NaN hints: the computed backoff.
+                    Some(s) if s > 0.0 => windowed(Hint::Delay(secs_delay(s))),
+                    _ => Hint::Absent,
+                }
+            }
             HintHeader::XAmzRetryAfter => opt(resp.amz_retry_after.and_then(parse_amz_retry_after)),
             HintHeader::GrpcRetryPushbackMs => resp
                 .grpc_pushback_ms
@@ -153,7 +271,7 @@ impl RetryAfterConfig {
         match self.header {
             HintHeader::None => (computed, false),
             // Replaces the backoff, capped.
-            HintHeader::RetryAfter => match self.honour_up_to {
+            HintHeader::RetryAfter | HintHeader::RetryAfterMs => match self.honour_up_to {
                 Some(up_to) if h.is_zero() || h > up_to => (computed, false),
                 _ => (self.cap.map_or(h, |c| h.min(c)), false),
             },
@@ -209,6 +327,8 @@ mod tests {
         for (header, value) in [
             (HintHeader::RetryAfter, "99999999"),
             (HintHeader::RetryAfter, "Fri, 31 Dec 9999 23:59:59 GMT"),
+            (HintHeader::RetryAfterMs, "99999999999"),
+            (HintHeader::RetryAfterMs, "Fri, 31 Dec 9999 23:59:59 GMT"),
             (HintHeader::XAmzRetryAfter, "99999999999"),
             (HintHeader::GrpcRetryPushbackMs, "2147483647"),
         ] {
@@ -216,10 +336,13 @@ mod tests {
                 header,
                 cap: None,
                 honour_up_to: None,
+                refuse_above: None,
             };
             let r = Response {
                 status: 503,
                 retry_after: Some(value),
+                retry_after_ms: Some(value),
+                should_retry: None,
                 amz_retry_after: Some(value),
                 grpc_pushback_ms: Some(value),
                 error_code: None,
@@ -236,6 +359,7 @@ mod tests {
         // Below the ceiling, hints are as the server wrote them.
         let c = RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::RetryAfter,
             cap: None,
         };
@@ -251,6 +375,7 @@ mod tests {
     fn retry_after_replaces_and_caps() {
         let c = RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::RetryAfter,
             cap: Some(Duration::from_secs(30)),
         };
@@ -296,6 +421,7 @@ mod tests {
     fn amz_clamps_to_t_plus_5s() {
         let c = RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::XAmzRetryAfter,
             cap: None,
         };
@@ -327,6 +453,7 @@ mod tests {
         assert_eq!(parse_grpc_pushback("99999999999"), Hint::DoNotRetry);
         let c = RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::GrpcRetryPushbackMs,
             cap: None,
         };
@@ -345,6 +472,7 @@ mod tests {
             header: HintHeader::RetryAfter,
             cap: None,
             honour_up_to: Some(Duration::from_secs(60)),
+            refuse_above: None,
         };
         let t = Duration::from_millis(500);
         let s = Duration::from_secs;
@@ -353,5 +481,117 @@ mod tests {
         assert_eq!(c.combine(t, Hint::Delay(s(61))).0, t, "above the window");
         assert_eq!(c.combine(t, Hint::Delay(Duration::ZERO)).0, t, "zero");
         assert_eq!(c.combine(t, Hint::Absent).0, t);
+    }
+
+    fn sdk(ms: Option<&str>, secs: Option<&str>) -> Option<f64> {
+        parse_sdk_retry_after(ms, secs, wall)
+    }
+
+    #[test]
+    fn python_floats_are_read_as_python_reads_them() {
+        for (v, want) in [
+            ("1.5", Some(1.5)),
+            (" 2 ", Some(2.0)),
+            ("-3", Some(-3.0)),
+            ("+4", Some(4.0)),
+            ("1e3", Some(1000.0)),
+            (".5", Some(0.5)),
+            ("5.", Some(5.0)),
+            ("1_000", Some(1000.0)),
+            ("1__0", None),
+            ("_1", None),
+            ("1_", None),
+            ("", None),
+            ("soon", None),
+            ("1.5s", None),
+            ("0x10", None),
+        ] {
+            assert_eq!(parse_python_float(v), want, "{v:?}");
+        }
+        assert!(parse_python_float("NaN").unwrap().is_nan());
+        assert_eq!(parse_python_float("-Infinity"), Some(f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn sdk_hint_reads_ms_first_then_seconds_then_a_date() {
+        assert_eq!(sdk(Some("1500"), Some("9")), Some(1.5));
+        // An unreadable retry-after-ms falls through to retry-after.
+        assert_eq!(sdk(Some("soon"), Some("2.5")), Some(2.5));
+        // A readable one wins even when it is negative (no fall-through).
+        assert_eq!(sdk(Some("-5"), Some("9")), Some(-0.005));
+        assert_eq!(sdk(None, Some("Sun, 06 Nov 1994 08:50:07 GMT")), Some(30.0));
+        assert_eq!(
+            sdk(None, Some("Sun, 06 Nov 1994 08:49:07 GMT")),
+            Some(-30.0),
+            "a past date is negative, not zero"
+        );
+        assert_eq!(sdk(None, Some("garbage")), None);
+        assert_eq!(sdk(None, None), None);
+        // Overflow is finite and huge; an infinity literal stays infinite.
+        assert_eq!(sdk(None, Some("1e400")), Some(f64::MAX));
+        assert_eq!(sdk(Some("1e400"), None), Some(f64::MAX));
+        assert_eq!(sdk(None, Some("inf")), Some(f64::INFINITY));
+    }
+
+    fn hint_of(c: &RetryAfterConfig, ms: Option<&str>, secs: Option<&str>) -> Hint {
+        let r = Response {
+            status: 429,
+            retry_after: secs,
+            retry_after_ms: ms,
+            ..Response::default()
+        };
+        c.hint(&r, wall)
+    }
+
+    #[test]
+    fn openai_windows_follow_refuse_and_fall_back() {
+        let c = RetryAfterConfig {
+            header: HintHeader::RetryAfterMs,
+            cap: None,
+            honour_up_to: Some(Duration::from_secs(120)),
+            refuse_above: Some(Duration::from_secs(120)),
+        };
+        let d = |s: f64| Hint::Delay(Duration::from_secs_f64(s));
+        assert_eq!(hint_of(&c, None, Some("1.5")), d(1.5));
+        assert_eq!(hint_of(&c, None, Some("120")), d(120.0));
+        assert_eq!(hint_of(&c, None, Some("120.001")), Hint::DoNotRetry);
+        assert_eq!(hint_of(&c, Some("121000"), None), Hint::DoNotRetry);
+        assert_eq!(hint_of(&c, None, Some("1e400")), Hint::DoNotRetry);
+        assert_eq!(hint_of(&c, Some("250"), Some("30")), d(0.25));
+        for fallback in ["0", "-1", "nan", "inf", "later"] {
+            assert_eq!(
+                hint_of(&c, None, Some(fallback)),
+                Hint::Absent,
+                "{fallback}"
+            );
+        }
+        assert_eq!(
+            hint_of(&c, None, Some("Sun, 06 Nov 1994 08:49:00 GMT")),
+            Hint::Absent,
+            "a past date: the computed backoff"
+        );
+        assert_eq!(
+            hint_of(&c, None, Some("Sun, 06 Nov 1994 08:49:47 GMT")),
+            d(10.0)
+        );
+        let t = Duration::from_millis(400);
+        assert_eq!(c.combine(t, d(1.5)).0, Duration::from_millis(1500));
+        assert_eq!(c.combine(t, Hint::Absent).0, t);
+    }
+
+    #[test]
+    fn anthropic_follows_every_positive_hint_up_to_the_ceiling() {
+        let c = RetryAfterConfig {
+            header: HintHeader::RetryAfterMs,
+            ..RetryAfterConfig::default()
+        };
+        assert_eq!(
+            hint_of(&c, None, Some("121")),
+            Hint::Delay(Duration::from_secs(121))
+        );
+        assert_eq!(hint_of(&c, None, Some("inf")), Hint::Delay(HINT_CEILING));
+        assert_eq!(hint_of(&c, None, Some("1e400")), Hint::Delay(HINT_CEILING));
+        assert_eq!(hint_of(&c, None, Some("-1")), Hint::Absent);
+        assert_eq!(hint_of(&c, None, Some("0")), Hint::Absent);
     }
 }

@@ -17,7 +17,9 @@
 //! idempotency_key = false      # ...unless an Idempotency-Key header is attached
 //! backoff = { kind = "exponential", base = "50ms", multiplier = 2.0, cap = "20s", throttling_base = "1s" }
 //! jitter = { kind = "full" }   # none | full | equal | decorrelated | proportional (pct = 20)
-//! retry_after = { header = "x-amz-retry-after", cap = "5s" }  # retry-after | grpc-retry-pushback-ms | none
+//! retry_after = { header = "x-amz-retry-after", cap = "5s" }  # retry-after | retry-after-ms | grpc-retry-pushback-ms | none
+//! # retry_after = { header = "retry-after-ms", honour_up_to = "120s", refuse_above = "120s" }  # openai-python
+//! # retry_on = { statuses = [408, 409, "5xx"], throttling_statuses = [429], x_should_retry = true }
 //! budget = { kind = "aws-quota", capacity = 500, transient_cost = 14, throttling_cost = 5, timeout_cost = 14, success_increment = 1 }
 //! # budget = { kind = "ratio", ratio = 0.2, ttl = "10s", min_per_sec = 10 }   # deposit = "request" | "success"
 //! # budget = { kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1 }

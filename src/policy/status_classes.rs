@@ -37,6 +37,7 @@ impl StatusClasses {
             status,
             error_code: None,
             grpc_status: None,
+            should_retry: None,
             ..
         }) = outcome
         {

@@ -276,6 +276,7 @@ fn retry_after_through_the_client_respects_cap_and_deadline() {
     let cfg = RetryConfig {
         retry_after: RetryAfterConfig {
             honour_up_to: None,
+            refuse_above: None,
             header: HintHeader::RetryAfter,
             cap: Some(Duration::from_secs(30)),
         },
@@ -1148,7 +1149,7 @@ mod props {
                 backoff: b.clone(),
                 jitter: j.clone(),
                 retry_after: if honour_retry_after {
-                    RetryAfterConfig { header: HintHeader::RetryAfter, cap: Some(Duration::from_secs(10)), honour_up_to: None }
+                    RetryAfterConfig { header: HintHeader::RetryAfter, cap: Some(Duration::from_secs(10)), honour_up_to: None, refuse_above: None }
                 } else {
                     RetryAfterConfig::default()
                 },
@@ -1243,7 +1244,13 @@ mod props {
 #[test]
 fn llm_sdk_presets_back_off_in_the_sdk_band_and_follow_short_retry_after_hints() {
     let mut r = rng(19);
-    for name in ["openai-python", "anthropic-python"] {
+    let names = [
+        "openai-python",
+        "openai-python-v1",
+        "anthropic-python",
+        "anthropic-python-v0",
+    ];
+    for name in names {
         let mut c = RetryClient::new(&preset(name).unwrap());
         // POST like every inference call; 500 then 500 then give up after 3 attempts.
         let (n, res, delays) = run(&mut c, Duration::ZERO, "POST", &[status(500)], &mut r);
@@ -1263,24 +1270,89 @@ fn llm_sdk_presets_back_off_in_the_sdk_band_and_follow_short_retry_after_hints()
             let (n, _, _) = run(&mut c, Duration::ZERO, "POST", &[status(st)], &mut r);
             assert_eq!(n > 1, retried, "{name} status {st}");
         }
-        let hinted = |v: &'static str| {
+        let hinted = |ra: Option<&'static str>, ra_ms: Option<&'static str>| {
             AttemptOutcome::Response(Response {
                 status: 429,
-                retry_after: Some(v),
+                retry_after: ra,
+                retry_after_ms: ra_ms,
                 ..Response::default()
             })
         };
-        let (_, _, d) = run(&mut c, Duration::ZERO, "POST", &[hinted("7")], &mut r);
+        let first_delay = |c: &mut RetryClient, o, r: &mut ChaCha8Rng| {
+            let (n, res, d) = run(c, Duration::ZERO, "POST", &[o, status(200)], r);
+            (n, res, d.first().copied())
+        };
+        let (_, _, d) = first_delay(&mut c, hinted(Some("7"), None), &mut r);
+        assert_eq!(d, Some(Duration::from_secs(7)), "{name}: 7 s is followed");
+        let (_, _, d) = first_delay(&mut c, hinted(Some("1.5"), None), &mut r);
+        assert_eq!(d, Some(ms(1500)), "{name}: fractional seconds");
+        let (_, _, d) = first_delay(&mut c, hinted(Some("9"), Some("250")), &mut r);
+        assert_eq!(d, Some(ms(250)), "{name}: retry-after-ms first");
+        let (_, _, d) = first_delay(&mut c, hinted(Some("-3"), None), &mut r);
+        assert!(d.unwrap() <= ms(500), "{name}: negative falls back, {d:?}");
+        // The window differs by version.
+        let (n, res, d) = first_delay(&mut c, hinted(Some("90"), None), &mut r);
+        let (n121, res121, d121) = first_delay(&mut c, hinted(Some("121"), None), &mut r);
+        match name {
+            "openai-python" => {
+                assert_eq!(d, Some(Duration::from_secs(90)), "{name}");
+                assert_eq!(
+                    (n121, res121, d121),
+                    (1, Err(GiveUpReason::ServerPushback), None)
+                );
+            }
+            "anthropic-python" => {
+                assert_eq!(d, Some(Duration::from_secs(90)), "{name}");
+                assert_eq!(d121, Some(Duration::from_secs(121)), "{name}");
+            }
+            _ => {
+                assert!(d.unwrap() <= ms(500), "{name}: 90 s is ignored, {d:?}");
+                assert!(d121.unwrap() <= ms(500), "{name}: 121 s is ignored");
+                assert_eq!((n, res, n121, res121), (2, Ok(()), 2, Ok(())), "{name}");
+            }
+        }
+        // x-should-retry wins over the status, both ways.
+        let said = |st: u16, v: &'static str| {
+            AttemptOutcome::Response(Response {
+                status: st,
+                should_retry: Some(v),
+                ..Response::default()
+            })
+        };
+        let (n, res, _) = run(
+            &mut c,
+            Duration::ZERO,
+            "POST",
+            &[said(400, "true"), status(200)],
+            &mut r,
+        );
         assert_eq!(
-            d[0],
-            Duration::from_secs(7),
-            "{name}: a 7 s hint is followed"
+            (n, res),
+            (2, Ok(())),
+            "{name}: x-should-retry true on a 400"
         );
-        let (_, _, d) = run(&mut c, Duration::ZERO, "POST", &[hinted("120")], &mut r);
-        assert!(
-            d[0] <= ms(500),
-            "{name}: a 120 s hint is ignored, got {:?}",
-            d[0]
+        let (n, res, _) = run(
+            &mut c,
+            Duration::ZERO,
+            "POST",
+            &[said(503, "false")],
+            &mut r,
         );
+        assert_eq!(
+            (n, res),
+            (1, Err(GiveUpReason::ServerPushback)),
+            "{name}: false on a 503"
+        );
+        let (n, _, _) = run(&mut c, Duration::ZERO, "POST", &[said(400, "True")], &mut r);
+        assert_eq!(n, 1, "{name}: only the exact string counts");
     }
+    // A config that does not obey the header ignores it.
+    let mut plain = RetryClient::new(&RetryConfig::default());
+    let o = AttemptOutcome::Response(Response {
+        status: 503,
+        should_retry: Some("false"),
+        ..Response::default()
+    });
+    let (n, _, _) = run(&mut plain, Duration::ZERO, "GET", &[o], &mut r);
+    assert_eq!(n, 3);
 }

@@ -376,6 +376,11 @@ pub struct FaultSection {
     pub status: Option<u16>,
     #[serde(default, with = "duration::option")]
     pub retry_after: Option<Duration>,
+    /// `status`: a `retry-after-ms` header to send (whole milliseconds, rounded up).
+    #[serde(default, with = "duration::option")]
+    pub retry_after_ms: Option<Duration>,
+    /// `status`: an `x-should-retry: true|false` header to send.
+    pub should_retry: Option<bool>,
     pub error_code: Option<String>,
     pub add: Option<Dist>,
     pub concurrency: Option<u32>,
@@ -421,10 +426,20 @@ impl Fault {
 pub enum FaultKind {
     /// Answer with `status` at once, without service. `retry_after` adds a `Retry-After`
     /// header (whole seconds, as RFC 9110 delay-seconds); `error_code` adds
-    /// `x-amzn-errortype` so AWS-style classifiers see a throttling code.
+    /// `x-amzn-errortype` so AWS-style classifiers see a throttling code. `retry_after_ms`
+    /// adds `retry-after-ms` (whole milliseconds, rounded up) and `should_retry` adds
+    /// `x-should-retry: true|false`, the two hints LLM APIs send and their SDKs obey.
     Status {
         status: u16,
         retry_after: Option<Duration>,
+        #[serde(
+            default,
+            with = "duration::option",
+            skip_serializing_if = "Option::is_none"
+        )]
+        retry_after_ms: Option<Duration>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        should_retry: Option<bool>,
         error_code: Option<String>,
     },
     /// Answer a gRPC call at once with `status` (trailers-only, HTTP 200, as gRPC servers

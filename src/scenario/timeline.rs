@@ -213,6 +213,7 @@ impl FaultTimeline {
                     status,
                     retry_after,
                     error_code,
+                    ..
                 } => Action::Status {
                     status: *status,
                     retry_after: *retry_after,
@@ -309,6 +310,8 @@ mod tests {
         FaultKind::Status {
             status: s,
             retry_after: None,
+            retry_after_ms: None,
+            should_retry: None,
             error_code: None,
         }
     }
@@ -409,6 +412,8 @@ mod tests {
                 FaultKind::Status {
                     status: 429,
                     retry_after: Some(Duration::from_secs(2)),
+                    retry_after_ms: None,
+                    should_retry: None,
                     error_code: Some("ThrottlingException".into()),
                 },
             )],

@@ -150,6 +150,8 @@ pub enum TargetError {
 struct StatusParts {
     status: StatusCode,
     retry_after: Option<HeaderValue>,
+    retry_after_ms: Option<HeaderValue>,
+    should_retry: Option<HeaderValue>,
     error_type: Option<HeaderValue>,
 }
 
@@ -202,6 +204,8 @@ impl ArmedFaults {
                 FaultKind::Status {
                     status,
                     retry_after,
+                    retry_after_ms,
+                    should_retry,
                     error_code,
                 } => {
                     Some(StatusParts {
@@ -212,6 +216,14 @@ impl ArmedFaults {
                             let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
                             HeaderValue::from(s)
                         }),
+                        // Whole milliseconds, rounded up likewise.
+                        retry_after_ms: retry_after_ms.map(|d| {
+                            let up = u128::from(d.subsec_nanos() % 1_000_000 > 0);
+                            HeaderValue::from_str(&(d.as_millis() + up).to_string())
+                                .expect("digits are a header value")
+                        }),
+                        should_retry: should_retry
+                            .map(|b| HeaderValue::from_static(if b { "true" } else { "false" })),
                         error_type: match error_code {
                             Some(c) => Some(HeaderValue::from_str(c).map_err(|_| {
                                 err(format!("error_code {c:?} is not a header value"))

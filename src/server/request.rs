@@ -23,7 +23,10 @@ use super::{
     grpc, parse_u64, proxy, shutdown_signal, spawn_tracked, ArmedFaults, CloseConnection, InFlight,
     Resp, Shared, StatusParts,
 };
-use crate::headers::{H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST};
+use crate::headers::{
+    H_AMOUNT, H_ATTEMPT, H_ERROR_TYPE, H_IDEMPOTENCY_KEY, H_REQUEST, H_RETRY_AFTER_MS,
+    H_SHOULD_RETRY,
+};
 use crate::scenario::timeline::Action;
 
 pub(crate) fn respond(
@@ -44,6 +47,12 @@ fn status_response(parts: &StatusParts) -> Resp {
     *r.status_mut() = parts.status;
     if let Some(ra) = &parts.retry_after {
         r.headers_mut().insert(RETRY_AFTER, ra.clone());
+    }
+    if let Some(ms) = &parts.retry_after_ms {
+        r.headers_mut().insert(H_RETRY_AFTER_MS, ms.clone());
+    }
+    if let Some(s) = &parts.should_retry {
+        r.headers_mut().insert(H_SHOULD_RETRY, s.clone());
     }
     if let Some(et) = &parts.error_type {
         r.headers_mut().insert(H_ERROR_TYPE, et.clone());

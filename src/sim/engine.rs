@@ -176,6 +176,10 @@ impl Att {
 struct FaultParts {
     /// `Retry-After` as whole seconds text, rounded up as the live target sends it.
     retry_after: Option<String>,
+    /// `retry-after-ms` as whole milliseconds text, rounded up as the live target sends it.
+    retry_after_ms: Option<String>,
+    /// `x-should-retry` as the live target sends it.
+    should_retry: Option<&'static str>,
     error_code: Option<String>,
     lost_status: Option<u16>,
     /// A `grpc-status` fault's status and `grpc-retry-pushback-ms` text.
@@ -326,29 +330,41 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         .map(|f| match &f.kind {
             FaultKind::Status {
                 retry_after,
+                retry_after_ms,
+                should_retry,
                 error_code,
                 ..
             } => FaultParts {
                 retry_after: retry_after
                     .map(|d| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).to_string()),
+                retry_after_ms: retry_after_ms.map(|d| {
+                    (d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 > 0)).to_string()
+                }),
+                should_retry: should_retry.map(|b| if b { "true" } else { "false" }),
                 error_code: error_code.clone(),
                 lost_status: None,
                 grpc: None,
             },
             FaultKind::GrpcStatus { status, pushback } => FaultParts {
                 retry_after: None,
+                retry_after_ms: None,
+                should_retry: None,
                 error_code: None,
                 lost_status: None,
                 grpc: Some((*status, pushback.map(|p| p.as_millis().to_string()))),
             },
             FaultKind::LostResponse { status } => FaultParts {
                 retry_after: None,
+                retry_after_ms: None,
+                should_retry: None,
                 error_code: None,
                 lost_status: *status,
                 grpc: None,
             },
             _ => FaultParts {
                 retry_after: None,
+                retry_after_ms: None,
+                should_retry: None,
                 error_code: None,
                 lost_status: None,
                 grpc: None,
@@ -823,6 +839,8 @@ impl Sim<'_> {
                 AttemptOutcome::Response(Response {
                     status: s,
                     retry_after: p.and_then(|p| p.retry_after.as_deref()),
+                    retry_after_ms: p.and_then(|p| p.retry_after_ms.as_deref()),
+                    should_retry: p.and_then(|p| p.should_retry),
                     amz_retry_after: None,
                     grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
                     error_code: p.and_then(|p| p.error_code.as_deref()),
@@ -999,12 +1017,16 @@ impl Sim<'_> {
             p.lost_status.is_none()
                 && p.grpc.is_none()
                 && p.error_code.is_none()
+                && p.retry_after_ms.is_none()
+                && p.should_retry.is_none()
                 && p.retry_after.as_deref() == Some(value.as_str())
         }) {
             Some(i) => i,
             None => {
                 self.parts.push(FaultParts {
                     retry_after: Some(value),
+                    retry_after_ms: None,
+                    should_retry: None,
                     error_code: None,
                     lost_status: None,
                     grpc: None,

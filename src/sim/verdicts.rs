@@ -114,6 +114,8 @@ mod tests {
             (500u16..504).prop_map(|status| FaultKind::Status {
                 status,
                 retry_after: None,
+                retry_after_ms: None,
+                should_retry: None,
                 error_code: None,
             }),
             Just(FaultKind::Reset),

@@ -357,6 +357,62 @@ fn thresholds_json_for_aws_standard() {
     );
 }
 
+#[test]
+fn presets_json_names_each_library_and_what_it_was_checked_against() {
+    let o = run(&["presets", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v.as_array().unwrap();
+    let names: Vec<&str> = list.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, stormrig::policy::preset_names());
+    // A version claimed is the one the comparison tests pin, so that bumping either
+    // without the other fails here.
+    let pins = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt"),
+    )
+    .unwrap();
+    let mut versioned = 0;
+    for p in list {
+        let name = p["name"].as_str().unwrap();
+        for field in ["summary", "source", "library", "checked_against"] {
+            assert!(
+                p[field].as_str().is_some_and(|s| !s.is_empty()),
+                "{name}: {field}"
+            );
+        }
+        let checked = p["checked_against"].as_str().unwrap();
+        if checked != "source" {
+            let (lib, version) = checked.split_once(' ').expect("LIBRARY VERSION");
+            assert!(
+                pins.lines()
+                    .any(|l| l.trim() == format!("{lib}=={version}")),
+                "{name}: {checked} is not pinned in tests/python/requirements.txt"
+            );
+            versioned += 1;
+        }
+    }
+    for (name, lib) in [
+        ("openai-python", "openai "),
+        ("anthropic-python", "anthropic "),
+        ("grpc", "grpcio "),
+    ] {
+        let p = list.iter().find(|p| p["name"] == name).unwrap();
+        assert!(
+            p["checked_against"].as_str().unwrap().starts_with(lib),
+            "{name}: {p}"
+        );
+    }
+    assert!(versioned >= 3, "{versioned}");
+    for name in ["openai-python-v1", "anthropic-python-v0"] {
+        let p = list.iter().find(|p| p["name"] == name).unwrap();
+        assert_eq!(p["checked_against"], "source", "{name}");
+    }
+    let text = run(&["presets"]);
+    assert_eq!(code(&text), 0);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("checked against: openai 3."), "{text}");
+}
+
 /// Runs SMALL stretched to a 30 s outage live with `--abort-on-fail` and one gate; returns
 /// the process output and the run's summary.json.
 fn run_aborting(name: &str, gate: &str) -> (std::process::Output, serde_json::Value) {

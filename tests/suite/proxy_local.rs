@@ -144,6 +144,8 @@ async fn relays_upstream_answers_passes_headers_and_keeps_faults_at_the_proxy() 
             FaultKind::Status {
                 status: 503,
                 retry_after: Some(Duration::from_secs(2)),
+                retry_after_ms: None,
+                should_retry: None,
                 error_code: None,
             },
         ),
@@ -286,6 +288,8 @@ async fn standalone_control_starts_and_stops_faults_and_serves_metrics() {
         kind: FaultKind::Status {
             status: 503,
             retry_after: None,
+            retry_after_ms: None,
+            should_retry: None,
             error_code: None,
         },
     }];

@@ -72,6 +72,8 @@ async fn proxy_counts_match_nginx_access_log_exactly() {
             kind: FaultKind::Status {
                 status: 503,
                 retry_after: None,
+                retry_after_ms: None,
+                should_retry: None,
                 error_code: None,
             },
         },

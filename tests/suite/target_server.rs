@@ -177,6 +177,8 @@ async fn status_window_is_half_open_and_carries_retry_after_and_error_type() {
     let kind = FaultKind::Status {
         status: 429,
         retry_after: Some(ms(1_500)),
+        retry_after_ms: None,
+        should_retry: None,
         error_code: Some("ThrottlingException".into()),
     };
     let (t, epoch) = start(model(8, 8, None, 0), vec![fault(150, 300, kind)], None).await;

@@ -16,6 +16,10 @@ use crate::headers;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyHeader {
     RetryAfter,
+    /// The LLM APIs' Retry-After in milliseconds.
+    RetryAfterMs,
+    /// The server's own word on whether to retry (`true` / `false`).
+    ShouldRetry,
     AmzRetryAfter,
     ErrorType,
     GrpcPushbackMs,
@@ -26,8 +30,10 @@ pub enum ReplyHeader {
 }
 
 impl ReplyHeader {
-    const ALL: [ReplyHeader; 7] = [
+    const ALL: [ReplyHeader; 9] = [
         ReplyHeader::RetryAfter,
+        ReplyHeader::RetryAfterMs,
+        ReplyHeader::ShouldRetry,
         ReplyHeader::AmzRetryAfter,
         ReplyHeader::ErrorType,
         ReplyHeader::GrpcPushbackMs,
@@ -40,6 +46,8 @@ impl ReplyHeader {
     pub const fn name(self) -> &'static str {
         match self {
             ReplyHeader::RetryAfter => "retry-after",
+            ReplyHeader::RetryAfterMs => headers::RETRY_AFTER_MS,
+            ReplyHeader::ShouldRetry => headers::SHOULD_RETRY,
             ReplyHeader::AmzRetryAfter => "x-amz-retry-after",
             ReplyHeader::ErrorType => headers::ERROR_TYPE,
             ReplyHeader::GrpcPushbackMs => headers::GRPC_PUSHBACK_MS,
@@ -56,6 +64,7 @@ impl ReplyHeader {
         let candidates: &[ReplyHeader] = match name.len() {
             11 => &[ReplyHeader::RetryAfter, ReplyHeader::GrpcStatus],
             12 => &[ReplyHeader::ContentType],
+            14 => &[ReplyHeader::RetryAfterMs, ReplyHeader::ShouldRetry],
             16 => &[ReplyHeader::ErrorType],
             17 => &[ReplyHeader::AmzRetryAfter],
             19 => &[ReplyHeader::Upstream],

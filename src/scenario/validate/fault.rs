@@ -109,6 +109,8 @@ fn takes_only(
         ("path", f.path.is_some()),
         ("status", f.status.is_some()),
         ("retry_after", f.retry_after.is_some()),
+        ("retry_after_ms", f.retry_after_ms.is_some()),
+        ("should_retry", f.should_retry.is_some()),
         ("error_code", f.error_code.is_some()),
         ("add", f.add.is_some()),
         ("concurrency", f.concurrency.is_some()),
@@ -170,8 +172,16 @@ fn status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
         p,
         f,
         "a status fault",
-        "`status`, `retry_after` and `error_code`",
-        &["probability", "path", "status", "retry_after", "error_code"],
+        "`status`, `retry_after`, `retry_after_ms`, `should_retry` and `error_code`",
+        &[
+            "probability",
+            "path",
+            "status",
+            "retry_after",
+            "retry_after_ms",
+            "should_retry",
+            "error_code",
+        ],
     )?;
     let status = require(
         format!("{p}.status"),
@@ -196,6 +206,8 @@ fn status_fault(p: &str, f: &FaultSection) -> Checked<FaultKind> {
     Ok(FaultKind::Status {
         status,
         retry_after: f.retry_after,
+        retry_after_ms: f.retry_after_ms,
+        should_retry: f.should_retry,
         error_code: f.error_code.clone(),
     })
 }

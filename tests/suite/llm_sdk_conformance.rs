@@ -1,0 +1,923 @@
+//! The `openai-python` and `anthropic-python` presets held against the real SDKs (openai and
+//! anthropic for Python, pinned in `tests/python/requirements.txt`), as the conformance of
+//! a preset means: the same calls against the same loopback server timeline, compared per
+//! call.
+//!
+//! The server (here, on raw loopback sockets) answers each call by the attempts it has seen
+//! of that call's path: a call's timeline is a list of answers (a status with headers, or a
+//! connection reset), then 200. It records when each attempt arrived; the gaps between a
+//! call's arrivals are the delays each client really waited, plus its own work between
+//! reading an answer and sending the next attempt (a new connection included). The SDKs
+//! also report each delay they decided (their "Retrying request ... in %f seconds" log line,
+//! written just before they sleep it), which is free of that work: the Python interpreter
+//! on a loaded machine adds tens of milliseconds of it, stormrig a few.
+//!
+//! What is checked, and how:
+//! * by timing, both SDKs and stormrig side by side, all calls at once: attempts per call
+//!   and the call's end (ok, final status, connection error) must be equal, and as the
+//!   case expects. Where a hint fixes the delay (`Retry-After: 1`, `1.5`, an HTTP-date 2 s
+//!   ahead, `retry-after-ms: 300`, both headers) the SDK's decided delay must be the hint
+//!   (within 1 ms; 20 ms for the date, which the SDK measures from its own later now),
+//!   stormrig's measured gap must lie within [hint - 2 ms, hint + 20 ms] and within 20 ms
+//!   of the SDK's decided delay, and the SDK's measured gap must be no shorter than what it
+//!   decided (it really waited). Where the delay is jittered (408, 409, 429 and 5xx
+//!   without a hint, a reset, a negative Retry-After, `x-should-retry: true` on a 400) the
+//!   SDK's decided delays must lie in its formula's range `[0.75, 1] x 0.5 s x 2^k`, and
+//!   so must stormrig's (replayed from the policy with the live run's per-request seeds),
+//!   stormrig's measured gaps must lie within [decided - 2 ms, decided + 20 ms], and the
+//!   two samples of decided delays, each divided by its nominal delay, must pass a
+//!   two-sample Kolmogorov-Smirnov test (p > 0.01) and have means within 0.05 of each
+//!   other;
+//! * by calling the SDK's own functions (`_should_retry`, `_calculate_retry_timeout`) with a
+//!   response's headers, no waiting, beside stormrig's policy deciding on the same answer:
+//!   hints too long to wait for in a test (65 s, 120 s, 121 s, `1e400`, `inf`, a date 65 s
+//!   ahead) and `x-should-retry` against a long hint. Whether to retry must be equal; a
+//!   hinted delay equal (within 1 ms, or the time between the two computations for a date),
+//!   except that stormrig clamps every hint at its 300 s ceiling where anthropic waits up
+//!   to 4,294,967 s; an unhinted one in the jitter range for both.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use hyper::header::HeaderMap;
+use hyper::Method;
+use rand::SeedableRng;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support;
+use stormrig::live::clock::Epoch;
+use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
+use stormrig::live::http::{self, Reply};
+use stormrig::policy::{
+    preset, AttemptOutcome, Decision, Now, Permit, Response, RetryClient, TransportError,
+};
+use stormrig::scenario::Protocol;
+
+/// What the server answers to one attempt.
+#[derive(Clone, Debug)]
+enum Answer {
+    /// A status with extra headers.
+    Status(u16, Vec<(&'static str, &'static str)>),
+    /// A status with `Retry-After` an HTTP-date this far ahead of the moment it is sent.
+    DateAhead(u16, Duration),
+    /// Close the connection with a TCP reset, no answer.
+    Reset,
+}
+
+/// How long a call's delays are: fixed by a hint, or drawn by the SDK's jitter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Delays {
+    /// No retry: nothing to time.
+    None,
+    /// Every retry waits this hint.
+    Hinted(f64),
+    /// The hint is an HTTP-date: the server notes, per answer, how far ahead it was.
+    HintedByDate,
+    /// `[0.75, 1] x 0.5 s x 2^k` before retry k.
+    Jittered,
+}
+
+struct Case {
+    name: &'static str,
+    answers: Vec<Answer>,
+    /// Attempts a client of the SDK's defaults makes, and how the call ends.
+    attempts: usize,
+    end: &'static str,
+    delays: Delays,
+    /// Timed with the SDK in this list only (anthropic would wait 121 s where openai stops).
+    sdks: &'static [&'static str],
+}
+
+const BOTH: &[&str] = &["openai", "anthropic"];
+/// Jittered calls are repeated so that each client gives enough delays to compare as
+/// distributions.
+const REPEATS: usize = 3;
+
+fn cases() -> Vec<Case> {
+    use Answer::*;
+    let s = |code, h: &[(&'static str, &'static str)]| Status(code, h.to_vec());
+    let case = |name, answers, attempts, end, delays| Case {
+        name,
+        answers,
+        attempts,
+        end,
+        delays,
+        sdks: BOTH,
+    };
+    let mut v = vec![
+        case(
+            "ra-1",
+            vec![s(429, &[("retry-after", "1")])],
+            2,
+            "ok",
+            Delays::Hinted(1.0),
+        ),
+        case(
+            "ra-1.5",
+            vec![s(429, &[("retry-after", "1.5")])],
+            2,
+            "ok",
+            Delays::Hinted(1.5),
+        ),
+        Case {
+            sdks: &["openai"],
+            ..case(
+                "ra-121",
+                vec![s(429, &[("retry-after", "121")])],
+                1,
+                "status 429",
+                Delays::None,
+            )
+        },
+        case(
+            "ra-date",
+            vec![DateAhead(503, Duration::from_secs(2))],
+            2,
+            "ok",
+            Delays::HintedByDate,
+        ),
+        case(
+            "ra-ms",
+            vec![s(429, &[("retry-after-ms", "300")])],
+            2,
+            "ok",
+            Delays::Hinted(0.3),
+        ),
+        case(
+            "ra-both",
+            vec![s(429, &[("retry-after-ms", "200"), ("retry-after", "3")])],
+            2,
+            "ok",
+            Delays::Hinted(0.2),
+        ),
+        case(
+            "xsr-false-503",
+            vec![s(503, &[("x-should-retry", "false")])],
+            1,
+            "status 503",
+            Delays::None,
+        ),
+        case("s400", vec![s(400, &[])], 1, "status 400", Delays::None),
+    ];
+    for r in 0..REPEATS {
+        let name = |n: &str| -> &'static str { format!("{n}.{r}").leak() };
+        v.push(case(
+            name("ra-neg"),
+            vec![s(503, &[("retry-after", "-1")])],
+            2,
+            "ok",
+            Delays::Jittered,
+        ));
+        v.push(case(
+            name("xsr-true-400"),
+            vec![s(400, &[("x-should-retry", "true")])],
+            2,
+            "ok",
+            Delays::Jittered,
+        ));
+        for code in [408, 409, 429, 500, 503] {
+            v.push(case(
+                name(&format!("s{code}")),
+                vec![s(code, &[]); 3],
+                3,
+                format!("status {code}").leak(),
+                Delays::Jittered,
+            ));
+        }
+        v.push(case(
+            name("reset"),
+            vec![Reset; 3],
+            3,
+            "connection-error",
+            Delays::Jittered,
+        ));
+    }
+    v
+}
+
+fn case_of<'a>(cases: &'a [Case], name: &str) -> &'a Case {
+    cases.iter().find(|c| c.name == name).expect("a known case")
+}
+
+/// What the server saw of one call (keyed by `CLIENT/CALL`): arrival instants, and for
+/// HTTP-date hints how far ahead each sent date was.
+#[derive(Default, Debug)]
+struct Seen {
+    arrivals: Vec<Instant>,
+    date_ahead: Vec<f64>,
+}
+
+type Log = Arc<Mutex<BTreeMap<String, Seen>>>;
+
+/// The loopback server: one request per connection (`Connection: close`), answered by the
+/// call's timeline.
+async fn serve(listener: TcpListener, log: Log, timelines: Arc<BTreeMap<String, Vec<Answer>>>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            return;
+        };
+        let (log, timelines) = (log.clone(), timelines.clone());
+        tokio::spawn(async move {
+            let _ = answer(stream, log, timelines).await;
+        });
+    }
+}
+
+async fn answer(
+    mut stream: TcpStream,
+    log: Log,
+    timelines: Arc<BTreeMap<String, Vec<Answer>>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let arrived = Instant::now();
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut parts = path.trim_start_matches('/').split('/');
+    let key = format!(
+        "{}/{}",
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("")
+    );
+    let case = key.split('/').nth(1).unwrap_or("").to_string();
+    let attempt = {
+        let mut log = log.lock().unwrap();
+        let seen = log.entry(key.clone()).or_default();
+        seen.arrivals.push(arrived);
+        seen.arrivals.len()
+    };
+    let planned = timelines
+        .get(&case)
+        .and_then(|t| t.get(attempt - 1))
+        .cloned();
+    let (status, headers) = match planned {
+        None => (200, vec![]),
+        Some(Answer::Reset) => {
+            // A zero linger makes the close a TCP reset (RST), as a crashed server's; it
+            // does not block the thread (the deprecation's concern is a non-zero linger).
+            #[allow(deprecated)]
+            stream.set_linger(Some(Duration::ZERO))?;
+            drop(stream);
+            return Ok(());
+        }
+        Some(Answer::Status(code, h)) => (
+            code,
+            h.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        Some(Answer::DateAhead(code, ahead)) => {
+            let now = SystemTime::now();
+            let date = httpdate::fmt_http_date(now + ahead);
+            // The date has whole seconds: what it really asks for is measured from now.
+            let at = httpdate::parse_http_date(&date).unwrap();
+            let ahead = at.duration_since(now).unwrap_or_default().as_secs_f64();
+            log.lock()
+                .unwrap()
+                .get_mut(&key)
+                .unwrap()
+                .date_ahead
+                .push(ahead);
+            (code, vec![("retry-after".to_string(), date)])
+        }
+    };
+    let body: &[u8] = if status == 200 {
+        b"{}"
+    } else {
+        br#"{"error":{"message":"conformance test","type":"test"}}"#
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    stream.write_all(out.as_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.shutdown().await
+}
+
+/// The SDK makes `calls` at once against `base`; each call's end and the delays it decided.
+fn sdk_calls(sdk: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String, Vec<f64>)> {
+    let script = support::repo_root().join("tests/python/llm_sdk_client.py");
+    let out = Command::new(support::python::python())
+        .arg(script)
+        .args(["calls", sdk, base, &calls.join(",")])
+        .output()
+        .expect("the Python client runs");
+    assert!(
+        out.status.success(),
+        "llm_sdk_client.py {sdk} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let delays = v["delays"].as_array().unwrap();
+            (
+                v["call"].as_str().unwrap().to_string(),
+                (
+                    v["outcome"].as_str().unwrap().to_string(),
+                    delays.iter().map(|d| d.as_f64().unwrap()).collect(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// stormrig's preset makes `calls` at once against `base` through the live engine's
+/// client; each call's end, named as the SDK script names it.
+async fn stormrig_calls(
+    preset_name: &str,
+    sdk: &str,
+    base: &str,
+    epoch: &Epoch,
+    calls: &[&str],
+) -> BTreeMap<String, String> {
+    let config = preset(preset_name).unwrap();
+    let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
+        draw_key: stormrig::draws::config_key(preset_name),
+        name: preset_name,
+        config: &config,
+        clients: NonZeroU32::MIN,
+        base_uri: base.to_string(),
+        max_in_flight: calls.len() as u64,
+        max_connections: None,
+        seed: SEED,
+        propagate_deadline: false,
+        attempt_log: false,
+        wire: http::Wire {
+            protocol: Protocol::Http1,
+            tls: None,
+        },
+        trace: None,
+        classes: &[],
+        class_policies: &[],
+    }));
+    let tasks: Vec<_> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let rt = rt.clone();
+            let epoch = *epoch;
+            let tmpl = RequestTemplate {
+                method: Method::POST,
+                path: format!("/stormrig-{sdk}/{call}/v1/chat"),
+                headers: HeaderMap::new(),
+                body: Bytes::from_static(b"{}"),
+                grpc: false,
+                class: None,
+                tokens: None,
+            };
+            let call = call.to_string();
+            tokio::spawn(async move {
+                let done = rt
+                    .drive(&epoch, &tmpl, i as u64 + 1, epoch.elapsed(), None)
+                    .await;
+                let end = match (&done.reply, done.ok) {
+                    (_, true) => "ok".to_string(),
+                    (Some(Reply::Response { status, .. }), false) => format!("status {status}"),
+                    (Some(Reply::Failed(TransportError::Reset)), false) => {
+                        "connection-error".to_string()
+                    }
+                    (other, _) => format!("{other:?}"),
+                };
+                (call, end)
+            })
+        })
+        .collect();
+    let mut ends = BTreeMap::new();
+    for t in tasks {
+        let (call, end) = t.await.unwrap();
+        ends.insert(call, end);
+    }
+    ends
+}
+
+/// The request id [`stormrig_calls`] gave `call`.
+fn request_of(calls: &[&str], call: &str) -> u64 {
+    calls.iter().position(|c| *c == call).expect("a call") as u64 + 1
+}
+
+/// The delays stormrig's live client decided for request `request` of `preset_name`, as
+/// the policy draws them: the live driver seeds each request's jitter from (seed, config,
+/// request) alone, so the same policy with the same seed decides the same delays. (A
+/// jittered call's delays do not depend on its answer's status; its hint-free answers
+/// draw one number per retry.) The live gaps are then held to these, and these, not the
+/// gaps, are compared with the SDK's own as distributions: the gaps carry each client's
+/// own timer and scheduling lateness, which is no part of the retry policy.
+fn replayed_delays(preset_name: &str, request: u64, retries: usize) -> Vec<f64> {
+    let mut client = RetryClient::new(&preset(preset_name).unwrap());
+    let mut rng = stormrig::draws::LazyRng::new(stormrig::draws::request_seed(
+        SEED,
+        stormrig::draws::config_key(preset_name),
+        request,
+    ));
+    let now = Now::virtual_at(Duration::ZERO);
+    let mut req = client.start(now, "POST", None);
+    let mut delays = Vec::new();
+    while delays.len() < retries {
+        assert!(matches!(
+            client.before_attempt(now, &mut req),
+            Permit::Send { .. }
+        ));
+        let failed = AttemptOutcome::Response(Response::status(503));
+        match client.on_outcome(now, &mut req, &failed, &mut rng) {
+            Decision::Retry { after, .. } => delays.push(after.as_secs_f64()),
+            other => panic!("{preset_name}: {other:?} before {retries} retries"),
+        }
+    }
+    delays
+}
+
+/// The seed of stormrig's calls.
+const SEED: u64 = 11;
+
+/// The gaps between a call's arrivals, in seconds.
+fn gaps(seen: &Seen) -> Vec<f64> {
+    seen.arrivals
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect()
+}
+
+/// Two-sample Kolmogorov-Smirnov: the statistic D and its asymptotic p-value (Stephens'
+/// correction, as scipy's `ks_2samp(method="asymp")` and Numerical Recipes' `kstwo`).
+fn ks_two_sample(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let (n, m) = (a.len() as f64, b.len() as f64);
+    let (mut i, mut j, mut d) = (0, 0, 0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / n - j as f64 / m).abs());
+    }
+    let en = (n * m / (n + m)).sqrt();
+    let lambda = (en + 0.12 + 0.11 / en) * d;
+    let mut p = 0.0;
+    for k in 1..=100 {
+        let term = 2.0 * (-1f64).powi(k - 1) * (-2.0 * (k as f64).powi(2) * lambda * lambda).exp();
+        p += term;
+        if term.abs() < 1e-12 {
+            break;
+        }
+    }
+    (d, p.clamp(0.0, 1.0))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Allowance for stormrig's own work between reading an answer and sending the next
+/// attempt (new connection included), above the delay it waited.
+const WORK: f64 = 0.020;
+/// The most the SDK may spend between the server sending an HTTP-date and the SDK
+/// reading its clock to compute the delay (Python, on a machine other builds load).
+const SDK_WORK: f64 = 0.25;
+
+#[test]
+fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
+    let cases = cases();
+    let timelines: Arc<BTreeMap<String, Vec<Answer>>> = Arc::new(
+        cases
+            .iter()
+            .map(|c| (c.name.to_string(), c.answers.clone()))
+            .collect(),
+    );
+    let log: Log = Arc::default();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(serve(listener, log.clone(), timelines));
+    let epoch = Epoch::start();
+
+    let started = Instant::now();
+    let pairs = [
+        ("openai", "openai-python"),
+        ("anthropic", "anthropic-python"),
+    ];
+    let calls_of = |sdk: &str| -> Vec<&'static str> {
+        cases
+            .iter()
+            .filter(|c| c.sdks.contains(&sdk))
+            .map(|c| c.name)
+            .collect()
+    };
+    // The two SDKs in their own processes at once, then stormrig: its client would
+    // otherwise share two cores with two Python interpreters importing the SDKs, and its
+    // timers would fire late by that much.
+    let python: Vec<_> = pairs
+        .iter()
+        .map(|(sdk, _)| {
+            let (sdk, base, calls) = (sdk.to_string(), base.clone(), calls_of(sdk));
+            std::thread::spawn(move || sdk_calls(&sdk, &base, &calls))
+        })
+        .collect();
+    let theirs: Vec<BTreeMap<String, (String, Vec<f64>)>> =
+        python.into_iter().map(|t| t.join().unwrap()).collect();
+    let ours: Vec<BTreeMap<String, String>> = rt.block_on(async {
+        let mut v = Vec::new();
+        for (sdk, name) in pairs {
+            v.push(stormrig_calls(name, sdk, &base, &epoch, &calls_of(sdk)).await);
+        }
+        v
+    });
+    eprintln!("calls made in {:.1} s", started.elapsed().as_secs_f64());
+
+    let log = log.lock().unwrap();
+    for (((sdk, name), theirs), ours) in pairs.iter().zip(&theirs).zip(&ours) {
+        let mut jitter = (Vec::new(), Vec::new());
+        eprintln!(
+            "{sdk} vs {name}: call, attempts and end; delays (s): SDK decided / SDK measured \
+             at the server | stormrig measured"
+        );
+        for call in calls_of(sdk) {
+            let case = case_of(&cases, call);
+            let seen_sdk = &log[&format!("{sdk}/{call}")];
+            let seen_ours = &log[&format!("stormrig-{sdk}/{call}")];
+            let (g_sdk, g_ours) = (gaps(seen_sdk), gaps(seen_ours));
+            let (end_sdk, decided) = &theirs[call];
+            let fmt = |g: &[f64]| {
+                g.iter()
+                    .map(|x| format!("{x:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            eprintln!(
+                "  {call:<16} {} {end_sdk} | {} {}   [{}] / [{}] | [{}]",
+                seen_sdk.arrivals.len(),
+                seen_ours.arrivals.len(),
+                ours[call],
+                fmt(decided),
+                fmt(&g_sdk),
+                fmt(&g_ours)
+            );
+            assert_eq!(
+                (seen_sdk.arrivals.len(), end_sdk.as_str()),
+                (case.attempts, case.end),
+                "{sdk} {call}: the SDK's attempts and end"
+            );
+            assert_eq!(
+                (seen_ours.arrivals.len(), ours[call].as_str()),
+                (case.attempts, case.end),
+                "{name} {call}: stormrig's attempts and end, as the SDK's"
+            );
+            assert_eq!(
+                decided.len(),
+                g_sdk.len(),
+                "{sdk} {call}: a decided delay per retry"
+            );
+            for (k, (d, gap)) in decided.iter().zip(&g_sdk).enumerate() {
+                assert!(
+                    gap >= &(d - 0.002),
+                    "{sdk} {call} retry {k}: decided {d}, waited {gap}"
+                );
+            }
+            let ours_decided =
+                replayed_delays(name, request_of(&calls_of(sdk), call), g_ours.len());
+            for (k, (d, ours)) in decided.iter().zip(&g_ours).enumerate() {
+                let nominal = 0.5 * 2f64.powi(k as i32);
+                // The hint each client was given: an HTTP-date is its own per call, whole
+                // seconds ahead of when the server sent it.
+                let hints = match case.delays {
+                    Delays::None => unreachable!("{call} has no retry"),
+                    Delays::Hinted(h) => Some((h, h)),
+                    Delays::HintedByDate => Some((seen_sdk.date_ahead[k], seen_ours.date_ahead[k])),
+                    Delays::Jittered => None,
+                };
+                match hints {
+                    Some((theirs, h)) => {
+                        if case.delays == Delays::HintedByDate {
+                            // Measured from the SDK's own now, after it read the answer.
+                            assert!(
+                                *d <= theirs + 0.002 && *d >= theirs - SDK_WORK,
+                                "{sdk} {call} retry {k}: decided {d:.4} s for a date \
+                                 {theirs:.4} s ahead"
+                            );
+                        } else {
+                            assert!(
+                                (d - theirs).abs() <= 0.001,
+                                "{sdk} {call} retry {k}: decided {d:.4} s for a hint of \
+                                 {theirs:.4} s"
+                            );
+                            assert!(
+                                (ours - d).abs() <= WORK,
+                                "{name} {call} retry {k}: waited {ours:.4} s, the SDK \
+                                 decided {d:.4} s"
+                            );
+                        }
+                        assert!(
+                            *ours >= h - 0.002 && *ours <= h + WORK,
+                            "{name} {call} retry {k}: waited {ours:.4} s for a hint of {h:.4} s"
+                        );
+                    }
+                    None => {
+                        assert!(
+                            *d >= 0.75 * nominal && *d <= nominal,
+                            "{sdk} {call} retry {k}: decided {d:.4} s, outside its own formula"
+                        );
+                        let mine = ours_decided[k];
+                        assert!(
+                            mine >= 0.75 * nominal && mine <= nominal,
+                            "{name} {call} retry {k}: decided {mine:.4} s, outside the SDK's \
+                             [{:.3}, {nominal:.3}] s",
+                            0.75 * nominal
+                        );
+                        assert!(
+                            *ours >= mine - 0.002 && *ours <= mine + WORK,
+                            "{name} {call} retry {k}: waited {ours:.4} s, decided {mine:.4} s"
+                        );
+                        jitter.0.push(d / nominal);
+                        jitter.1.push(mine / nominal);
+                    }
+                }
+            }
+        }
+        let (d, p) = ks_two_sample(&jitter.0, &jitter.1);
+        let (m_sdk, m_ours) = (mean(&jitter.0), mean(&jitter.1));
+        eprintln!(
+            "  jittered delays / nominal: {} decided by {sdk}, mean {m_sdk:.4}; {} decided by \
+             {name}, mean {m_ours:.4}; KS D = {d:.3}, p = {p:.3}",
+            jitter.0.len(),
+            jitter.1.len()
+        );
+        assert!(jitter.0.len() >= 30 && jitter.0.len() == jitter.1.len());
+        assert!(
+            p > 0.01,
+            "{sdk} and {name} jitter differ: KS D = {d:.3}, p = {p:.4}"
+        );
+        assert!(
+            (m_sdk - m_ours).abs() < 0.05,
+            "{sdk} mean {m_sdk:.4} vs {name} mean {m_ours:.4}"
+        );
+    }
+    eprintln!("whole test {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// One answer's headers, for the SDK's functions and for stormrig's policy.
+struct Decide {
+    name: &'static str,
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+}
+
+/// What the SDK's `_should_retry` and `_calculate_retry_timeout` say of each answer.
+fn sdk_decisions(sdk: &str, cases: &[Decide]) -> Vec<(bool, f64, f64)> {
+    let json: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|c| {
+            let headers: serde_json::Map<String, serde_json::Value> = c
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(v.clone())))
+                .collect();
+            serde_json::json!({"name": c.name, "status": c.status, "headers": headers})
+        })
+        .collect();
+    let script = support::repo_root().join("tests/python/llm_sdk_client.py");
+    let out = Command::new(support::python::python())
+        .arg(script)
+        .args(["decide", sdk, &serde_json::Value::from(json).to_string()])
+        .output()
+        .expect("the Python client runs");
+    assert!(
+        out.status.success(),
+        "llm_sdk_client.py decide {sdk} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["retry"].as_bool().unwrap(),
+                v["delay_s"].as_f64().unwrap(),
+                v["now"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// stormrig's policy deciding on a first attempt's answer: Some(delay) or None (no retry),
+/// and the wall clock it decided at (seconds since the Unix epoch).
+fn stormrig_decision(preset_name: &str, c: &Decide) -> (Option<f64>, f64) {
+    let mut client = RetryClient::new(&preset(preset_name).unwrap());
+    let wall = SystemTime::now();
+    let now = Now {
+        mono: Duration::ZERO,
+        epoch_wall: wall,
+    };
+    let mut req = client.start(now, "POST", None);
+    assert!(matches!(
+        client.before_attempt(now, &mut req),
+        Permit::Send { .. }
+    ));
+    let get = |name: &str| {
+        c.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let outcome = AttemptOutcome::Response(Response {
+        status: c.status,
+        retry_after: get("retry-after"),
+        retry_after_ms: get("retry-after-ms"),
+        should_retry: get("x-should-retry"),
+        ..Response::default()
+    });
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let delay = match client.on_outcome(now, &mut req, &outcome, &mut rng) {
+        Decision::Retry { after, .. } => Some(after.as_secs_f64()),
+        _ => None,
+    };
+    let at = wall
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    (delay, at)
+}
+
+#[test]
+fn hints_too_long_to_wait_for_are_decided_as_the_sdks_own_functions_decide() {
+    let ra = |v: &str| vec![("retry-after", v.to_string())];
+    let in_65s = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(65));
+    let cases = vec![
+        Decide {
+            name: "ra-65",
+            status: 429,
+            headers: ra("65"),
+        },
+        Decide {
+            name: "ra-120",
+            status: 429,
+            headers: ra("120"),
+        },
+        Decide {
+            name: "ra-121",
+            status: 429,
+            headers: ra("121"),
+        },
+        Decide {
+            name: "ra-121-on-503",
+            status: 503,
+            headers: ra("121"),
+        },
+        Decide {
+            name: "ra-ms-121000",
+            status: 429,
+            headers: vec![("retry-after-ms", "121000".into())],
+        },
+        Decide {
+            name: "ra-0",
+            status: 429,
+            headers: ra("0"),
+        },
+        Decide {
+            name: "ra-nan",
+            status: 429,
+            headers: ra("nan"),
+        },
+        Decide {
+            name: "ra-inf",
+            status: 429,
+            headers: ra("inf"),
+        },
+        Decide {
+            name: "ra-1e400",
+            status: 429,
+            headers: ra("1e400"),
+        },
+        Decide {
+            name: "ra-garbage",
+            status: 503,
+            headers: ra("soon"),
+        },
+        Decide {
+            name: "date-65",
+            status: 503,
+            headers: ra(&in_65s),
+        },
+        Decide {
+            name: "xsr-true-ra-121",
+            status: 400,
+            headers: vec![
+                ("x-should-retry", "true".into()),
+                ("retry-after", "121".into()),
+            ],
+        },
+        Decide {
+            name: "xsr-false-ra-1",
+            status: 503,
+            headers: vec![
+                ("x-should-retry", "false".into()),
+                ("retry-after", "1".into()),
+            ],
+        },
+        Decide {
+            name: "xsr-True-400",
+            status: 400,
+            headers: vec![("x-should-retry", "True".into())],
+        },
+        Decide {
+            name: "s400",
+            status: 400,
+            headers: vec![],
+        },
+    ];
+    const CEILING: f64 = 300.0;
+    for (sdk, name) in [
+        ("openai", "openai-python"),
+        ("anthropic", "anthropic-python"),
+    ] {
+        let theirs = sdk_decisions(sdk, &cases);
+        assert_eq!(theirs.len(), cases.len());
+        eprintln!("{sdk} vs {name}: answer, SDK retry/delay | stormrig");
+        for (c, (retry, delay, at)) in cases.iter().zip(theirs) {
+            let (ours, our_at) = stormrig_decision(name, c);
+            eprintln!("  {:<16} {retry} {delay:.3} | {ours:?}", c.name);
+            assert_eq!(ours.is_some(), retry, "{sdk} {}: whether to retry", c.name);
+            let Some(ours) = ours else { continue };
+            let jittered = |d: f64| (0.375..=0.5).contains(&d);
+            if jittered(delay) {
+                assert!(
+                    jittered(ours),
+                    "{name} {}: {ours} outside the jitter range",
+                    c.name
+                );
+            } else if c.name.starts_with("date") {
+                let skew = (at - our_at).abs() + 0.001;
+                assert!(
+                    (ours - delay).abs() <= skew,
+                    "{name} {}: {ours} vs the SDK's {delay} (computed {skew:.3} s apart)",
+                    c.name
+                );
+            } else {
+                assert!(
+                    (ours - delay.min(CEILING)).abs() <= 0.001,
+                    "{name} {}: {ours} vs the SDK's {delay} (stormrig's ceiling {CEILING} s)",
+                    c.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_ks_test_tells_the_sdk_jitter_from_full_jitter() {
+    // Without power the distribution check above would prove nothing: 42 draws of the
+    // SDK's U(0.75, 1] against 42 of full jitter U(0, 1] must be told apart.
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    use rand::Rng;
+    let sdk: Vec<f64> = (0..42).map(|_| 1.0 - 0.25 * r.gen::<f64>()).collect();
+    let full: Vec<f64> = (0..42).map(|_| r.gen::<f64>()).collect();
+    let same: Vec<f64> = (0..42).map(|_| 1.0 - 0.25 * r.gen::<f64>()).collect();
+    assert!(ks_two_sample(&sdk, &full).1 < 0.01);
+    assert!(ks_two_sample(&sdk, &same).1 > 0.01);
+}
