@@ -15,6 +15,7 @@ mod suite {
     mod check_advice;
     mod cli;
     mod connection_faults;
+    mod csv_cells;
     mod display;
     mod docs;
     mod fault_api;
