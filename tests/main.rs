@@ -28,6 +28,7 @@ mod suite {
     mod grpc_real_client;
     mod hostile_input;
     mod hostile_run;
+    mod hostile_shards;
     mod idempotency_dedup;
     mod idempotency_live;
     mod live_run;
