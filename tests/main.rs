@@ -15,6 +15,7 @@ mod suite {
     mod check_advice;
     mod cli;
     mod connection_faults;
+    mod csv_cells;
     mod display;
     mod docs;
     mod fault_api;
@@ -27,6 +28,7 @@ mod suite {
     mod grpc_real_client;
     mod hostile_input;
     mod hostile_run;
+    mod hostile_shards;
     mod idempotency_dedup;
     mod idempotency_live;
     mod live_run;

@@ -258,12 +258,16 @@ pub fn k8s(args: &K8sArgs) -> Result<Exit, AppError> {
             MAX_AHEAD.as_secs() / 3600
         )));
     }
-    for (flag, value) in [("--image", &args.image), ("--namespace", &args.namespace)] {
-        if value.is_empty() || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(AppError::bad(format!(
-                "{flag} {value:?}: must be non-empty, without spaces"
-            )));
-        }
+    let image = &args.image;
+    if image.is_empty() || image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(AppError::bad(format!(
+            "--image {image:?}: must be non-empty, without spaces"
+        )));
+    }
+    k8s::namespace("--namespace", &args.namespace).map_err(AppError::bad)?;
+    k8s::storage("--storage", &args.storage).map_err(AppError::bad)?;
+    if let Some(class) = &args.storage_class {
+        k8s::storage_class("--storage-class", class).map_err(AppError::bad)?;
     }
     let text = std::fs::read_to_string(&args.scenario).map_err(AppError::bad)?;
     let mean_rate =

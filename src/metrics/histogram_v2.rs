@@ -18,11 +18,55 @@ pub fn encode(h: &Histogram<u64>) -> String {
     B64.encode(bytes)
 }
 
-/// The histogram [`encode`] wrote.
+/// The cookie of the (uncompressed) V2 form [`encode`] writes, and the size of its header
+/// before the counts: cookie, payload length, normalizing offset, significant digits,
+/// lowest and highest trackable value, integer-to-double ratio.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_HEADER: usize = 40;
+
+/// The histogram [`encode`] wrote. The text comes from a file another machine wrote, so the
+/// header is checked before anything is allocated from it: the V2 reader allocates the
+/// payload length the header declares (2^31 declared in a few bytes took 2.1 GB), and a
+/// counts array as wide as the declared value range and precision. So the declared payload
+/// must be the bytes actually present, and the range and precision those of a stormrig
+/// latency histogram (1 µs to 1 h, 2 or 3 significant digits), which also keeps every
+/// histogram addable to the others. The compressed V2 form, which stormrig never writes and
+/// whose size is unknown until inflated, is refused.
 pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     let bytes = B64
         .decode(text)
         .map_err(|e| format!("histogram: not base64: {e}"))?;
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let long = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+    };
+    if bytes.len() < V2_HEADER || word(0) != Some(V2_COOKIE) {
+        return Err("histogram: not an uncompressed HdrHistogram V2 serialization".into());
+    }
+    let declared = word(4).unwrap_or(0) as usize;
+    if declared != bytes.len() - V2_HEADER {
+        return Err(format!(
+            "histogram: declares {declared} bytes of counts but holds {}",
+            bytes.len() - V2_HEADER
+        ));
+    }
+    let (digits, low, high) = (word(12), long(16), long(24));
+    if low != Some(1)
+        || high != Some(super::recorder::MAX_LATENCY_US)
+        || !matches!(digits, Some(2 | 3))
+    {
+        return Err(format!(
+            "histogram: range {low:?}..{high:?} at {digits:?} significant digits; stormrig \
+             writes 1..{} at 2 or 3",
+            super::recorder::MAX_LATENCY_US
+        ));
+    }
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("histogram: not an HdrHistogram V2 serialization: {e:?}"))
@@ -51,5 +95,16 @@ mod tests {
         assert_eq!(back, h);
         assert_eq!(back.value_at_quantile(0.99), h.value_at_quantile(0.99));
         assert!(decode("not base64!").is_err());
+    }
+
+    #[test]
+    fn refuses_declared_sizes_it_does_not_hold() {
+        let h = crate::metrics::recorder::new_histogram(3);
+        let mut bytes = B64.decode(encode(&h)).unwrap();
+        bytes[4..8].copy_from_slice(&(1u32 << 31).to_be_bytes());
+        let err = decode(&B64.encode(&bytes)).unwrap_err();
+        assert!(err.contains("declares 2147483648 bytes"), "{err}");
+        let wide = Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, 5).unwrap();
+        assert!(decode(&encode(&wide)).unwrap_err().contains("range"));
     }
 }

@@ -18,7 +18,7 @@ use super::runs::RunHistogram;
 use crate::policy::{AttemptLabel, GiveUpReason};
 
 /// Highest latency a histogram tracks: one hour. Longer values are clamped (and still counted).
-const MAX_LATENCY_US: u64 = 3_600_000_000;
+pub(crate) const MAX_LATENCY_US: u64 = 3_600_000_000;
 
 /// Why a retry was scheduled, for the per-reason counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

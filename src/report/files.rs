@@ -4,6 +4,9 @@
 //! sees a half-written file presented as complete; a temporary file is removed when its write
 //! fails (a full disk leaves nothing behind).
 //!
+//! Every CSV cell goes through [`safe_cell`], so a name from the user's file is never run
+//! as a formula by the spreadsheet it is opened in.
+//!
 //! `summary.json` marks a finished run directory: [`prepare_dir`] removes a stale one before
 //! anything else is written, and [`write_summary`] is the last write of a run. A directory
 //! without it is unfinished, and [`read_data`] says so.
@@ -211,16 +214,52 @@ fn csv_finish(path: &Path, w: csv::Writer<Vec<u8>>) -> Result<Vec<u8>, FilesErro
     })
 }
 
+/// A cell made safe to open in a spreadsheet (CSV or formula injection): text starting
+/// with `=`, `+`, `-`, `@`, a tab or a carriage return is read as a formula by Excel,
+/// LibreOffice and Google Sheets, so it gets a leading `'` as OWASP recommends, which they
+/// show as text. Config names and scenario strings come from the user's file, and a file
+/// passed around can carry `-cmd|...` or `@SUM(...)`. A number stays as it is (`-3.5` is a
+/// number to every reader, and changing it would change the figure), and so does every
+/// other cell: the files of ordinary runs are byte for byte what they were.
+pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
+    let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && cell.parse::<f64>().is_err() {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
+}
+
+/// What [`safe_cell`] did, undone: for reading back a file stormrig wrote.
+pub fn unsafe_cell(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if safe_cell(rest).starts_with('\'') => rest,
+        _ => cell,
+    }
+}
+
+/// The CSV bytes of `rows` (their header first), every cell passed through [`safe_cell`].
 fn csv_bytes<T: Serialize>(
     path: &Path,
     rows: impl IntoIterator<Item = T>,
 ) -> Result<Vec<u8>, FilesError> {
+    let csv_err = |source| FilesError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
-        w.serialize(r).map_err(|source| FilesError::Csv {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        w.serialize(r).map_err(csv_err)?;
+    }
+    let raw = csv_finish(path, w)?;
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(raw.as_slice());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for record in r.records() {
+        let record = record.map_err(csv_err)?;
+        w.write_record(record.iter().map(safe_cell).map(|c| c.into_owned()))
+            .map_err(csv_err)?;
     }
     csv_finish(path, w)
 }
@@ -279,7 +318,11 @@ fn summary_csv(path: &Path, configs: &[ConfigSummary]) -> Result<Vec<u8>, FilesE
     w.write_record(&header).map_err(csv_err)?;
     for (record, c) in r.records().zip(configs) {
         let mut record = record.map_err(csv_err)?;
-        record.extend(extras.iter().map(|(_, get)| get(c).unwrap_or_default()));
+        record.extend(
+            extras
+                .iter()
+                .map(|(_, get)| safe_cell(&get(c).unwrap_or_default()).into_owned()),
+        );
         w.write_record(&record).map_err(csv_err)?;
     }
     csv_finish(path, w)
@@ -330,5 +373,34 @@ pub fn read_data(dir: &Path) -> Result<RunResult, FilesError> {
         .deserialize::<SecondRow>()
         .collect::<Result<_, _>>()
         .map_err(|source| FilesError::Csv { path, source })?;
+    for row in &mut run.timeseries {
+        row.config = unsafe_cell(&row.config).to_string();
+    }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formula_text_is_neutralised_and_numbers_are_not() {
+        for (cell, safe) in [
+            ("=HYPERLINK(\"x\")", "'=HYPERLINK(\"x\")"),
+            ("@SUM(1)", "'@SUM(1)"),
+            ("+A1", "'+A1"),
+            ("-A1", "'-A1"),
+            ("\tx", "'\tx"),
+            ("\rx", "'\rx"),
+            ("-3.5", "-3.5"),
+            ("+2", "+2"),
+            ("-1e-3", "-1e-3"),
+            ("naive", "naive"),
+            ("", ""),
+        ] {
+            assert_eq!(safe_cell(cell), safe, "{cell:?}");
+            assert_eq!(unsafe_cell(&safe_cell(cell)), cell, "{cell:?}");
+        }
+        assert_eq!(unsafe_cell("'plain"), "'plain");
+    }
 }

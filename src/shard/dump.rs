@@ -83,6 +83,57 @@ pub enum DumpError {
     Malformed { path: PathBuf, message: String },
     #[error("{}: version: {found}; this stormrig reads version {VERSION}", .path.display())]
     Version { path: PathBuf, found: u32 },
+    #[error("{}: not a regular file ({kind}); a shard run writes {FILE} as one", .path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{}: size: more than {MAX_BYTES} bytes (1 GiB); no shard run writes a dump that large", .path.display())]
+    TooLarge { path: PathBuf },
+}
+
+/// The largest `shard.json` read: 1 GiB. A dump holds a few hundred bytes per config per
+/// second (a 24 h shard of 16 configs is well under it), and it is read whole, so a larger
+/// file is refused before a byte of it is read rather than taking the merge's memory.
+pub const MAX_BYTES: u64 = 1 << 30;
+
+/// Reads `path` whole if it is a regular file of at most [`MAX_BYTES`]: a FIFO would block
+/// the merge forever and a device (`/dev/zero`) never ends, so neither is opened for reading.
+/// The read is bounded too, in case the file grows after it was measured.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, DumpError> {
+    use std::io::Read;
+    let io = |error| DumpError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_symlink() {
+            "a symbolic link"
+        } else {
+            "a FIFO, socket or device"
+        };
+        return Err(DumpError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(DumpError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(DumpError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(bytes)
 }
 
 impl<C: Serialize + serde::de::DeserializeOwned> Dump<C> {
@@ -94,13 +145,12 @@ impl<C: Serialize + serde::de::DeserializeOwned> Dump<C> {
     /// Reads `dir/shard.json`.
     pub fn read(dir: &Path) -> Result<Dump<C>, DumpError> {
         let path = dir.join(FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(DumpError::Missing(dir.to_path_buf()))
+        let bytes = read_bounded(&path).map_err(|e| match e {
+            DumpError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
+                DumpError::Missing(dir.to_path_buf())
             }
-            Err(error) => return Err(DumpError::Io { path, error }),
-        };
+            e => e,
+        })?;
         // The header first, so a dump of another version says so rather than failing on a
         // field it has no more.
         #[derive(Deserialize)]

@@ -61,6 +61,125 @@ pub fn dns_label(text: &str, max: usize) -> String {
     }
 }
 
+/// A flag value the Kubernetes API server would refuse, caught before the manifests are
+/// printed: `kubectl apply` would otherwise fail on it after the common start was fixed,
+/// or, worse, apply some objects and not others.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error(
+        "{flag} {value:?}: not a DNS-1123 label, as Kubernetes requires of a {what}: at most \
+         63 characters, lowercase letters, digits and '-', starting and ending with a letter \
+         or digit"
+    )]
+    Label {
+        flag: &'static str,
+        what: &'static str,
+        value: String,
+    },
+    #[error(
+        "{flag} {value:?}: not a DNS-1123 subdomain, as Kubernetes requires of a {what}: at \
+         most 253 characters, DNS-1123 labels (lowercase letters, digits and '-', starting \
+         and ending with a letter or digit) joined by '.'"
+    )]
+    Subdomain {
+        flag: &'static str,
+        what: &'static str,
+        value: String,
+    },
+    #[error(
+        "{flag} {value:?}: not a Kubernetes quantity: digits with an optional decimal part, \
+         then an optional suffix among Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or an exponent \
+         such as e9 (e.g. 10Gi)"
+    )]
+    Quantity { flag: &'static str, value: String },
+    #[error(
+        "{flag} {value:?}: a storage request must be greater than zero, as Kubernetes requires"
+    )]
+    Zero { flag: &'static str, value: String },
+}
+
+/// Whether `s` is a DNS-1123 label: what Kubernetes requires of a namespace's name.
+pub fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
+    let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    (1..=63).contains(&b.len())
+        && b.iter().all(inner)
+        && b.first().is_some_and(end)
+        && b.last().is_some_and(end)
+}
+
+/// Whether `s` is a DNS-1123 subdomain: what Kubernetes requires of most object names (a
+/// StorageClass's among them).
+pub fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+/// Checks `value` of `flag` as a namespace name.
+pub fn namespace(flag: &'static str, value: &str) -> Result<(), ValueError> {
+    if is_dns_label(value) {
+        Ok(())
+    } else {
+        Err(ValueError::Label {
+            flag,
+            what: "namespace",
+            value: value.to_string(),
+        })
+    }
+}
+
+/// Checks `value` of `flag` as a StorageClass name.
+pub fn storage_class(flag: &'static str, value: &str) -> Result<(), ValueError> {
+    if is_dns_subdomain(value) {
+        Ok(())
+    } else {
+        Err(ValueError::Subdomain {
+            flag,
+            what: "StorageClass name",
+            value: value.to_string(),
+        })
+    }
+}
+
+/// Checks `value` of `flag` as a storage request: a Kubernetes resource quantity (the
+/// grammar of `k8s.io/apimachinery`'s `resource.Quantity`) above zero, which is what a
+/// PersistentVolumeClaim's `resources.requests.storage` must be. A sign is refused: a
+/// negative size is never valid, and `+` only invites doubt.
+pub fn storage(flag: &'static str, value: &str) -> Result<(), ValueError> {
+    let bad = || ValueError::Quantity {
+        flag,
+        value: value.to_string(),
+    };
+    let split = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let (number, suffix) = value.split_at(split);
+    let digits: String = number.chars().filter(|c| *c != '.').collect();
+    if digits.is_empty() || number.matches('.').count() > 1 {
+        return Err(bad());
+    }
+    let suffix_ok = match suffix {
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => true,
+        "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
+        _ => {
+            // An exponent: e or E, an optional sign, then digits.
+            let rest = suffix.strip_prefix(['e', 'E']).unwrap_or("");
+            let rest = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+            suffix.len() > 1 && !rest.is_empty() && rest.bytes().all(|c| c.is_ascii_digit())
+        }
+    };
+    if !suffix_ok {
+        return Err(bad());
+    }
+    if digits.bytes().all(|c| c == b'0') {
+        return Err(ValueError::Zero {
+            flag,
+            value: value.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// CPU (millicores) and memory (MiB) one shard requests for `attempts_per_s`: a quarter of
 /// a core at least, one core per [`REQUESTS_PER_CORE`]; 256 MiB plus 64 MiB per 10k
 /// attempts per second (in-flight requests, connections, per-second histograms).
@@ -217,5 +336,42 @@ mod tests {
         assert_eq!(dns_label("---", 40), "storm");
         assert_eq!(resources(0.0), (250, 256));
         assert_eq!(resources(120_000.0), (2000, 256 + 12 * 64));
+    }
+
+    #[test]
+    fn values_as_the_api_server_checks_them() {
+        for ok in ["default", "storm", "a", "team-7", &"a".repeat(63)] {
+            assert_eq!(namespace("--namespace", ok), Ok(()), "{ok}");
+        }
+        for bad in ["Prod", "", "-a", "a-", "a.b", "a_b", &"a".repeat(64)] {
+            assert!(namespace("--namespace", bad).is_err(), "{bad:?}");
+        }
+        for ok in ["nfs", "efs.csi.aws.com", "fast-1"] {
+            assert_eq!(storage_class("--storage-class", ok), Ok(()), "{ok}");
+        }
+        for bad in ["NFS", "a..b", ".a", "a.", &"a".repeat(254)] {
+            assert!(storage_class("--storage-class", bad).is_err(), "{bad:?}");
+        }
+        for ok in [
+            "1Gi", "10", "1.5Gi", "500M", ".5Ti", "1.", "1e3", "2E+2", "100m", "1E",
+        ] {
+            assert_eq!(storage("--storage", ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "lots", "", "Gi", "1GB", "1gi", "1 Gi", "-1Gi", "+1Gi", "1e", "1e+", "1..2",
+        ] {
+            assert!(
+                matches!(storage("--storage", bad), Err(ValueError::Quantity { .. })),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            storage("--storage", "0Gi"),
+            Err(ValueError::Zero { .. })
+        ));
+        assert!(matches!(
+            storage("--storage", "0.0"),
+            Err(ValueError::Zero { .. })
+        ));
     }
 }

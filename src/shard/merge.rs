@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use super::dump::{DumpError, Head};
+use super::tally::{Tally, TallyError};
 use crate::metrics::{Recorder, RunMeta, RunResult, TargetStats};
 use crate::plan::Plan;
 use crate::run_result::ResultBuilder;
@@ -44,6 +45,15 @@ pub enum MergeError {
         scenario: PathBuf,
         name: String,
     },
+}
+
+/// Why a shard's dump could not be merged: unreadable, or counts no shard run writes.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Dump(#[from] DumpError),
+    #[error(transparent)]
+    Counts(#[from] TallyError),
 }
 
 /// The figures of a merged result that are sums of per-shard peaks, with why.
@@ -163,13 +173,17 @@ pub fn plan_of(mut plan: Plan, dir: &std::path::Path, d: &Head) -> Result<Plan, 
 
 /// One result from every shard (as [`check_set`] returned their heads) of `plan`, reading
 /// each shard's whole dump in turn and adding it in before the next is read.
-pub fn merge(plan: &Plan, dumps: &[(PathBuf, Head)]) -> Result<RunResult, DumpError> {
+/// Every count is checked ([`super::tally`]) before it is added, so a forged or corrupt
+/// dump is refused rather than wrapping a sum.
+pub fn merge(plan: &Plan, dumps: &[(PathBuf, Head)]) -> Result<RunResult, ReadError> {
     let first = &dumps[0].1;
     let mut sums: Vec<(Recorder, TargetStats)> = vec![Default::default(); plan.configs.len()];
+    let mut tally = Tally::default();
     for (dir, _) in dumps {
         let dump: super::Dump = super::Dump::read(dir)?;
         for (planned, (rec, target)) in plan.configs.iter().zip(&mut sums) {
             if let Some(c) = dump.configs.iter().find(|c| c.name == planned.name) {
+                tally.add(dir, c)?;
                 rec.merge(&c.recorder);
                 target.merge(&c.target);
             }
