@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
-use std::process::Command;
 use std::time::Duration;
 
 use hyper::header::HeaderMap;
@@ -106,27 +105,15 @@ fn per_call(t: &TargetHandle, first: u64, n: usize) -> Vec<Vec<Duration>> {
 
 /// The gRPC client makes `methods` in order against `t`; the codes it reports.
 fn python_calls(t: &TargetHandle, first: u64, methods: &[&str]) -> Vec<String> {
-    let script = support::repo_root().join("tests/python/grpc_client.py");
-    let out = Command::new(support::python::python())
-        .arg(script)
-        .arg(t.addr().to_string())
-        .arg(first.to_string())
-        .arg(SERVICE)
-        .arg(methods.join(","))
-        .output()
-        .expect("the Python client runs");
-    assert!(
-        out.status.success(),
-        "grpc_client.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["code"].as_str().unwrap().to_string()
-        })
+    let args = [
+        t.addr().to_string(),
+        first.to_string(),
+        SERVICE.to_string(),
+        methods.join(","),
+    ];
+    support::python::json_lines("grpc_client.py", &args)
+        .into_iter()
+        .map(|v| v["code"].as_str().unwrap().to_string())
         .collect()
 }
 

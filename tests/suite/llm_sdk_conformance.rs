@@ -38,7 +38,6 @@
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -331,22 +330,9 @@ async fn answer(
 
 /// The SDK makes `calls` at once against `base`; each call's end and the delays it decided.
 fn sdk_calls(sdk: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String, Vec<f64>)> {
-    let script = support::repo_root().join("tests/python/llm_sdk_client.py");
-    let out = Command::new(support::python::python())
-        .arg(script)
-        .args(["calls", sdk, base, &calls.join(",")])
-        .output()
-        .expect("the Python client runs");
-    assert!(
-        out.status.success(),
-        "llm_sdk_client.py {sdk} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+    support::python::json_lines("llm_sdk_client.py", &["calls", sdk, base, &calls.join(",")])
+        .into_iter()
+        .map(|v| {
             let delays = v["delays"].as_array().unwrap();
             (
                 v["call"].as_str().unwrap().to_string(),
@@ -720,22 +706,10 @@ fn sdk_decisions(sdk: &str, cases: &[Decide]) -> Vec<(bool, f64, f64)> {
             serde_json::json!({"name": c.name, "status": c.status, "headers": headers})
         })
         .collect();
-    let script = support::repo_root().join("tests/python/llm_sdk_client.py");
-    let out = Command::new(support::python::python())
-        .arg(script)
-        .args(["decide", sdk, &serde_json::Value::from(json).to_string()])
-        .output()
-        .expect("the Python client runs");
-    assert!(
-        out.status.success(),
-        "llm_sdk_client.py decide {sdk} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+    let json = serde_json::Value::from(json).to_string();
+    support::python::json_lines("llm_sdk_client.py", &["decide", sdk, &json])
+        .into_iter()
+        .map(|v| {
             (
                 v["retry"].as_bool().unwrap(),
                 v["delay_s"].as_f64().unwrap(),

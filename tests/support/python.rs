@@ -27,3 +27,23 @@ pub fn python() -> PathBuf {
         })
         .clone()
 }
+
+/// Runs `tests/python/SCRIPT` with `args` in the environment and returns what it printed,
+/// one JSON value per line. Panics with the script's own message when it fails.
+pub fn json_lines<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Vec<serde_json::Value> {
+    let out = Command::new(python())
+        .arg(super::repo_root().join("tests/python").join(script))
+        .args(args)
+        .output()
+        .expect("the Python script runs");
+    assert!(
+        out.status.success(),
+        "{script} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("the script prints UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{script} printed {l:?}: {e}")))
+        .collect()
+}
