@@ -1,6 +1,7 @@
 //! Named retry configs that behave as real clients do. Each function's doc comment cites its
-//! source (the client's own code or specification) and every constant; "§" numbers point to
-//! the sections of the project's retry-semantics reference notes that quote those sources.
+//! source (the client's own code or specification, by upstream file) and every constant.
+//! Which presets a test runs beside the real library and which rest on reading its source is
+//! in `docs/presets.md`.
 
 use super::backoff::{Backoff, Jitter};
 use super::budget::{BudgetConfig, DepositOn};
@@ -139,8 +140,8 @@ fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// botocore `ThrottledRetryableChecker` codes (reference §1.3). `PriorRequestNotComplete` is in
-/// both botocore lists; as in botocore 2.1 it counts as throttling.
+/// botocore `ThrottledRetryableChecker` codes (`botocore/retries/standard.py`).
+/// `PriorRequestNotComplete` is in both botocore lists; as in botocore 2.1 it counts as throttling.
 const AWS_THROTTLING_CODES: &[&str] = &[
     "Throttling",
     "ThrottlingException",
@@ -192,8 +193,8 @@ pub fn naive() -> RetryConfig {
     }
 }
 
-/// `aws-standard`: botocore ≥ 1.44 default (standard mode with the 2026 rules, reference
-/// correction note, §1.2–1.4):
+/// `aws-standard`: botocore ≥ 1.44 default (standard mode with the 2026 rules:
+/// `botocore/retries/standard.py`, `botocore/retries/quota.py`; botocore `CHANGELOG.rst`):
 /// * max attempts 3 (`DEFAULT_MAX_ATTEMPTS`);
 /// * retryable: HTTP 500/502/503/504; connection errors and timeouts (`ConnectionError`,
 ///   `HTTPClientError`); transient codes `RequestTimeout`, `RequestTimeoutException`; the 14
@@ -241,7 +242,8 @@ pub fn aws_standard() -> RetryConfig {
     }
 }
 
-/// `aws-standard-classic`: botocore ≤ 1.43 standard mode ("Retry Behavior 2.0", §1.2):
+/// `aws-standard-classic`: botocore ≤ 1.43 standard mode ("Retry Behavior 2.0";
+/// `botocore/retries/standard.py`, `botocore/retries/quota.py`):
 /// as `aws-standard` but base delay 1 s for both kinds, cost 5 per retry and 10 for
 /// connect/read timeouts (`_RETRY_COST`, `_TIMEOUT_RETRY_REQUEST`), a bare 429 is **not**
 /// retried (only 429 with a throttling code, trap T3), and no server hint is honoured.
@@ -265,7 +267,7 @@ pub fn aws_standard_classic() -> RetryConfig {
     c
 }
 
-/// `aws-legacy`: botocore legacy mode (§1.5; `data/_retry.json`, `retryhandler.py`):
+/// `aws-legacy`: botocore legacy mode (`botocore/data/_retry.json`, `botocore/retryhandler.py`):
 /// 5 attempts (`__default__.max_attempts`); delay `rand()·2^(n−1)` s, **no cap**
 /// (`delay_exponential` with base "rand", growth 2); no quota; retries HTTP 429, 500, 502,
 /// 503, 504, 509, socket errors, and the five throttling codes. Simplification: botocore only
@@ -300,8 +302,8 @@ pub fn aws_legacy() -> RetryConfig {
 }
 
 /// `grpc`: gRFC A6 (2024 revision, grpc-go ≥ 1.69) with A6's example policy, since gRPC has no
-/// default policy (T10): `maxAttempts 4`, `initialBackoff 0.1s`, `maxBackoff 1s`,
-/// `backoffMultiplier 2`, `retryableStatusCodes [UNAVAILABLE]`; delay
+/// default policy (grpc/proposal `A6-client-retries.md`): `maxAttempts 4`,
+/// `initialBackoff 0.1s`, `maxBackoff 1s`, `backoffMultiplier 2`, `retryableStatusCodes [UNAVAILABLE]`; delay
 /// `min(0.1 s·2^(n−1), 1 s)·U[0.8, 1.2)`; `retryThrottling { maxTokens 10, tokenRatio 0.1 }`
 /// (A6's example); `grpc-retry-pushback-ms` honoured (negative = do not retry).
 ///
@@ -355,10 +357,11 @@ fn envoy_backoff() -> (Backoff, Jitter) {
     )
 }
 
-/// `envoy`: a route `retry_policy` with only `retry_on: 5xx,connect-failure,reset` set (§3.1,
-/// T12–T14): `num_retries` 1 → 2 attempts; back-off `U[0, min(25 ms·2^(n−1), 250 ms))`
-/// (`backoff_strategy.cc`; base 25 ms, max 10×base); route timeout 15 s covering all attempts;
-/// retry circuit breaker `max_retries` 3 concurrent retries (`circuit_breaker.proto`);
+/// `envoy`: a route `retry_policy` with only `retry_on: 5xx,connect-failure,reset` set (Envoy
+/// `api/envoy/config/route/v3/route_components.proto` `RetryPolicy`): `num_retries` 1 → 2
+/// attempts; back-off `U[0, min(25 ms·2^(n−1), 250 ms))`
+/// (`source/common/common/backoff_strategy.cc`; base 25 ms, max 10×base); route timeout
+/// 15 s covering all attempts; retry circuit breaker `max_retries` 3 concurrent retries (`circuit_breaker.proto`);
 /// `5xx` covers any 5xx and no-response failures (reset, timeouts); no Retry-After
 /// (`rate_limited_retry_back_off` unset); methods are not checked.
 pub fn envoy() -> RetryConfig {
@@ -383,7 +386,9 @@ pub fn envoy() -> RetryConfig {
     }
 }
 
-/// `istio`: a VirtualService without `retries` (§3.3): `attempts` 2 → 3 attempts; retryOn
+/// `istio`: a VirtualService without `retries` (istio/api
+/// `networking/v1alpha3/virtual_service.proto` `HTTPRetry`; istio/istio
+/// `pilot/pkg/networking/core/route/retry/retry.go`): `attempts` 2 → 3 attempts; retryOn
 /// `connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes` with the
 /// retriable status 503 of older istiod. Over HTTP/1.1 that is: connect refused/timeout and
 /// 503; `refused-stream` (HTTP/2 only) has no HTTP/1.1 equivalent, so a generic reset is not
@@ -407,7 +412,8 @@ pub fn istio() -> RetryConfig {
     }
 }
 
-/// `finagle`: the default client stack's `RequeueFilter` (§4.1, T17): only failures known
+/// `finagle`: the default client stack's `RequeueFilter` (finagle-core
+/// `com/twitter/finagle/service/RequeueFilter.scala`, `RetryBudget.scala`): only failures known
 /// never to have been sent (connect refused/timeout) are requeued, immediately (`Backoff.const(0)`),
 /// against `RetryBudget(ttl = 10 s, minRetriesPerSec = 10, percentCanRetry = 0.2)` with deposits
 /// on success only (since 2020). Finagle has no fixed attempt cap but allows at most
@@ -439,8 +445,9 @@ fn throws_on_failure() -> RetryOn {
     }
 }
 
-/// `polly`: Polly v8 `RetryStrategyOptions` defaults (§5.1, T19): `MaxRetryAttempts` 3 → 4
-/// attempts, `Delay` 2 s, `BackoffType` Constant, `UseJitter` false, no cap. `ShouldHandle`
+/// `polly`: Polly v8 `RetryStrategyOptions` defaults
+/// (`src/Polly.Core/Retry/RetryConstants.cs`, `RetryStrategyOptions.TResult.cs`):
+/// `MaxRetryAttempts` 3 → 4 attempts, `Delay` 2 s, `BackoffType` Constant, `UseJitter` false, no cap. `ShouldHandle`
 /// retries every exception; we assume the common HttpClient usage that throws on 5xx/429
 /// (`EnsureSuccessStatusCode`) plus every transport error, for every method.
 pub fn polly() -> RetryConfig {
@@ -455,8 +462,9 @@ pub fn polly() -> RetryConfig {
     }
 }
 
-/// `resilience4j`: `RetryConfig.ofDefaults()` (§5.2, T20): `maxAttempts` 3 (counts the first
-/// call), `waitDuration` 500 ms fixed, every exception retried; as for `polly` we assume a
+/// `resilience4j`: `RetryConfig.ofDefaults()`
+/// (`resilience4j-retry/src/main/java/io/github/resilience4j/retry/RetryConfig.java`):
+/// `maxAttempts` 3 (counts the first call), `waitDuration` 500 ms fixed, every exception retried; as for `polly` we assume a
 /// client that throws on 5xx/429 (e.g. Spring `RestTemplate`) plus every transport error.
 pub fn resilience4j() -> RetryConfig {
     RetryConfig {
