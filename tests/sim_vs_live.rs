@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use stormrig::live::{self, RunOptions};
 use stormrig::metrics::RunResult;
 use stormrig::plan;
+use stormrig::report::diff;
 use stormrig::sim::{self, SimOptions};
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -98,10 +99,13 @@ fn live_and_sim_agree_on_the_503_storm() {
                 a_diff * 100.0
             ));
         }
-        // Peak concurrency at loopback is tiny (a handful of requests in flight), so 20 % of
-        // it is less than one request: compare with 20 % or an absolute slack of ±2,
-        // whichever is larger.
-        let slack = (0.2 * l.peak_concurrency.max(s.peak_concurrency) as f64).max(2.0);
+        // Peak concurrency is not fixed by the seed: a live peak is the simulator's plus
+        // whatever a host stall piles up (the main job's live peaks range 3 to 14 between
+        // runs). It is held to the tolerance `stormrig diff` gives that class of figure
+        // between two live runs, one definition of its noise.
+        let tol = diff::live_default(diff::Class::Volatile);
+        let slack =
+            (tol.relative * l.peak_concurrency.max(s.peak_concurrency) as f64).max(tol.absolute);
         if (l.peak_concurrency as f64 - s.peak_concurrency as f64).abs() > slack {
             failures.push(format!(
                 "{}: peak concurrency live {} vs sim {}",

@@ -213,9 +213,9 @@ pub struct ConfigSummary {
     #[serde(default)]
     pub target_forwarded: u64,
     /// Attempts the fault proxy answered itself because the real server could not be
-    /// reached (connect or TLS handshake failed); not in `downstream_arrivals`. Written only
-    /// when some were (never for the built-in target or the simulator).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// reached (connect or TLS handshake failed); not in `downstream_arrivals` (0 for the
+    /// built-in target and the simulator).
+    #[serde(default)]
     pub target_unreached: u64,
     /// Logical requests the target executed more than once.
     pub duplicate_executions: u64,
@@ -756,11 +756,6 @@ fn latency_curve(h: &hdrhistogram::Histogram<u64>) -> Vec<[f64; 2]> {
     }
     out.push([100.0, h.max() as f64 / 1000.0]);
     out
-}
-
-/// Serde's test for figures written only when something happened.
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[cfg(test)]
