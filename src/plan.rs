@@ -277,7 +277,8 @@ fn plan_layer(
                     file: scenario.path.clone(),
                     line: map.line(&field).unwrap_or(line),
                     field,
-                    message: "the ladder answers the load generator's own users;                                   a layer passes its downstream's answer on"
+                    message: "the ladder answers the load generator's own users; a layer passes its downstream's \
+                              answer on"
                         .into(),
                 });
             }

@@ -150,3 +150,22 @@ fn a_model_rung_must_name_a_provider() {
         e.message
     );
 }
+
+#[test]
+fn a_ladder_in_a_layer_is_refused_naming_the_field_in_plain_words() {
+    let path = support::repo_root().join("scenarios/layers-3x3-no-budget.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replacen(
+        "config = { preset = \"naive\" }",
+        "config = { preset = \"naive\", ladder = [{ static = true }] }",
+        1,
+    );
+    let sc = stormrig::scenario::parse(&path, &text).unwrap();
+    let e = stormrig::plan::build(sc, &text).unwrap_err();
+    assert!(e.field.ends_with(".ladder"), "{}", e.field);
+    assert!(e.message.contains("a layer passes"), "{}", e.message);
+    assert!(
+        !e.message.contains("  "),
+        "one space between words: {:?}",
+        e.message
+    );
+}
