@@ -591,11 +591,75 @@ pub enum LoadError {
     Scenario(#[from] scenario::ScenarioError),
     #[error(transparent)]
     Config(#[from] PlanError),
+    /// `--only` named a config the scenario does not have.
+    #[error("--only {name}: the scenario has no config of that name (it has: {have})")]
+    UnknownConfig { name: String, have: String },
+    /// `--duration` outside what a scenario may last.
+    #[error("--duration: {0}")]
+    Duration(String),
+}
+
+/// What the command line changes in a scenario (`--seed`, `--only`, `--duration`), applied
+/// while the plan is made so that no caller edits a plan after it is built: a plan is
+/// always one the checks have seen whole.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub seed: Option<u64>,
+    /// Configs to keep by name (empty: all). The baseline stays, so every verdict is judged
+    /// against the same config with or without the filter.
+    pub only: Vec<String>,
+    /// A new duration; faults that would start after it are dropped.
+    pub duration: Option<Duration>,
 }
 
 /// Loads and plans a scenario file in one step.
 pub fn load(path: &Path) -> Result<Plan, LoadError> {
+    load_with(path, &Overrides::default())
+}
+
+/// Loads and plans a scenario file with the command line's overrides.
+pub fn load_with(path: &Path, overrides: &Overrides) -> Result<Plan, LoadError> {
     let text = scenario::load::read_text(path)?;
-    let scenario = scenario::parse(path, &text)?;
-    Ok(build(scenario, &text)?)
+    let mut scenario = scenario::parse(path, &text)?;
+    if let Some(seed) = overrides.seed {
+        scenario.seed = seed;
+    }
+    if let Some(d) = overrides.duration {
+        scenario::validate::check_duration("--duration", d)
+            .map_err(|r| LoadError::Duration(r.message))?;
+        scenario.faults.retain(|f| f.at < d);
+        scenario.duration = d;
+    }
+    let mut plan = build(scenario, &text)?;
+    if !overrides.only.is_empty() {
+        keep_only(&mut plan, &overrides.only)?;
+    }
+    Ok(plan)
+}
+
+/// `--only`: the named configs and the baseline.
+fn keep_only(plan: &mut Plan, only: &[String]) -> Result<(), LoadError> {
+    if let Some(name) = only
+        .iter()
+        .find(|n| !plan.configs.iter().any(|c| &c.name == *n))
+    {
+        return Err(LoadError::UnknownConfig {
+            name: name.clone(),
+            have: plan
+                .configs
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let baseline = plan.scenario.baseline.clone().or_else(|| {
+        plan.configs
+            .iter()
+            .any(|c| c.name == "no-retry")
+            .then(|| "no-retry".to_string())
+    });
+    plan.configs
+        .retain(|c| only.contains(&c.name) || baseline.as_ref() == Some(&c.name));
+    Ok(())
 }

@@ -54,7 +54,7 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 drain: std::time::Duration::from_secs(2),
                 pacing: crate::live::pacer::Pacing {
                     spin: std::time::Duration::from_micros(spin_us),
-                    batch: std::time::Duration::from_micros(batch_us),
+                    batch: batch(batch_us),
                 },
             };
             let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;
@@ -104,15 +104,27 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             print!("{}", bench::memory_text(&opts, &r));
         }
         B::SimMemory { population } => {
-            let r = crate::bench::sim_memory::run(population).map_err(AppError::bad)?;
+            let r = crate::bench::sim_memory::run(
+                population.unwrap_or(crate::bench::sim_memory::DEFAULT_POPULATION),
+            )
+            .map_err(AppError::bad)?;
             print!("{}", crate::bench::sim_memory::text(&r));
         }
         B::Sim { scale } => {
-            let r = crate::bench::sim::run(scale).map_err(AppError::bad)?;
+            let r = crate::bench::sim::run(scale.unwrap_or(crate::bench::sim::DEFAULT_SCALE))
+                .map_err(AppError::bad)?;
             print!("{}", crate::bench::sim::text(&r));
         }
     }
     Ok(Exit::Ok)
+}
+
+/// `--batch-us`, or the batching `stormrig run` paces with.
+fn batch(batch_us: Option<u64>) -> std::time::Duration {
+    batch_us.map_or(
+        crate::live::pacer::Pacing::DEFAULT.batch,
+        std::time::Duration::from_micros,
+    )
 }
 
 /// A `--duration`-like flag's value, or a refusal naming the flag.
@@ -126,13 +138,13 @@ fn floor(
     rate: Option<f64>,
     duration: &str,
     connections: usize,
-    batch_us: u64,
+    batch_us: Option<u64>,
 ) -> Result<(), AppError> {
     use crate::bench::floor;
     let mode = match rate {
         Some(rate) => floor::FloorMode::Open {
             rate,
-            batch: std::time::Duration::from_micros(batch_us),
+            batch: batch(batch_us),
         },
         None => floor::FloorMode::Closed,
     };

@@ -22,44 +22,20 @@ fn check_work(plan: &Plan, scale: f64) -> Result<(), AppError> {
         .map_err(|r| AppError::bad(format!("{}: {}: {}", sc.path.display(), r.field, r.message)))
 }
 
-/// Applies the command-line overrides shared by `run` and `sim`.
+/// The plan of `run` and `sim`, made with the command line's overrides.
 fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
-    let mut plan = plan::load(&common.scenario).map_err(AppError::bad)?;
-    if let Some(seed) = common.seed {
-        plan.scenario.seed = seed;
-    }
-    if !common.only.is_empty() {
-        for name in &common.only {
-            if !plan.configs.iter().any(|c| &c.name == name) {
-                return Err(AppError::bad(format!(
-                    "--only {name}: the scenario has no config of that name (it has: {})",
-                    plan.configs
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
-        // The baseline every verdict is judged against stays in the run, so a config's
-        // verdict (like every other figure of it) is the same with or without `--only`.
-        let baseline = plan.scenario.baseline.clone().or_else(|| {
-            plan.configs
-                .iter()
-                .any(|c| c.name == "no-retry")
-                .then(|| "no-retry".to_string())
-        });
-        plan.configs
-            .retain(|c| common.only.contains(&c.name) || baseline.as_ref() == Some(&c.name));
-    }
-    if let Some(d) = &common.duration {
-        let d = duration::parse(d).map_err(|e| AppError::bad(format!("--duration: {e}")))?;
-        crate::scenario::validate::check_duration("--duration", d)
-            .map_err(|r| AppError::bad(format!("{}: {}", r.field, r.message)))?;
-        plan.scenario.faults.retain(|f| f.at < d);
-        plan.scenario.duration = d;
-    }
-    Ok(plan)
+    let duration = common
+        .duration
+        .as_deref()
+        .map(duration::parse)
+        .transpose()
+        .map_err(|e| AppError::bad(format!("--duration: {e}")))?;
+    let overrides = plan::Overrides {
+        seed: common.seed,
+        only: common.only.clone(),
+        duration,
+    };
+    plan::load_with(&common.scenario, &overrides).map_err(AppError::bad)
 }
 
 /// Where a run writes: `--out`, or `reports/<scenario>/<UTC timestamp>/`.

@@ -5,11 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use clap::Args;
-
 use super::reports::{finish, gates_of};
 use super::{AppError, Exit};
-use crate::cli::ShardArgs;
+use crate::cli::{K8sArgs, ShardArgs};
 use crate::plan::Plan;
 use crate::shard::dump::{self, Head};
 use crate::shard::{merge, Dump, Shard};
@@ -204,35 +202,6 @@ pub fn merge(
             .join(", ")
     );
     Ok(exit)
-}
-
-/// `stormrig k8s`: see [`crate::shard::k8s`].
-#[derive(Debug, Args)]
-pub struct K8sArgs {
-    /// The scenario file; it goes into the ConfigMap whole.
-    pub scenario: PathBuf,
-    /// Shards: pods of the Indexed Job, each running the client instances whose index is
-    /// its JOB_COMPLETION_INDEX mod N (at most the scenario's load.clients).
-    #[arg(long)]
-    pub shards: u32,
-    /// Container image holding the stormrig binary (on its PATH).
-    #[arg(long)]
-    pub image: String,
-    /// Namespace of every object.
-    #[arg(long, default_value = "default")]
-    pub namespace: String,
-    /// The common start, this long after the manifests are printed: apply them within it
-    /// (a pod that starts more than 5 s after it refuses to run, exit 2).
-    #[arg(long, default_value = "60s")]
-    pub start_delay: String,
-    /// Size of the PersistentVolumeClaim the shards write their run directories to and
-    /// the merge Job reads them from.
-    #[arg(long, default_value = "1Gi")]
-    pub storage: String,
-    /// StorageClass of that claim; it must offer ReadWriteMany (e.g. NFS, CephFS, EFS).
-    /// Default: the cluster's default class.
-    #[arg(long)]
-    pub storage_class: Option<String>,
 }
 
 /// `stormrig k8s`: prints the manifests of [`crate::shard::k8s`].

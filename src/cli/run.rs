@@ -1,0 +1,86 @@
+//! `stormrig run` and `stormrig sim`: the options both share, and each one's own.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// Options shared by `run` and `sim`.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Output directory (default: reports/<scenario>/<timestamp>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Extra gate, e.g. 'aws-standard: amplification <= 1.3' or '*: latency_ms.p99 < 800'.
+    #[arg(long = "gate")]
+    pub gates: Vec<String>,
+    /// Only run these configs (by name); repeatable.
+    #[arg(long = "only")]
+    pub only: Vec<String>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write attempts.csv: one row per attempt (request, attempt, outcome, budget_after).
+    #[arg(long)]
+    pub attempt_log: bool,
+    /// No progress display.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Override the scenario's duration (e.g. "5s"): a quick rehearsal live, a longer storm
+    /// in the simulator. Faults that would start after it are dropped.
+    #[arg(long)]
+    pub duration: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Stop the run as soon as a gate can no longer pass (reports are still written).
+    #[arg(long)]
+    pub abort_on_fail: bool,
+    /// Serve Prometheus text at http://ADDR/metrics while the run goes (per config:
+    /// upstream, attempts, retries, refusals, arrivals, in flight, budget level); loopback
+    /// addresses only, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Write one JSON line per config per second while the run goes, to FILE or `-`
+    /// (standard output).
+    #[arg(long, value_name = "FILE|-")]
+    pub events: Option<PathBuf>,
+    /// Threads of the live engine (default: the cores available; 1: the load, the
+    /// connections and any in-process target share one thread). Configs side by side and
+    /// their requests spread over them; no count and no seeded draw depends on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// Which part of the fleet a live run drives, and when it starts.
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// Run shard I of N: the client instances whose index is I mod N, over the same seeded
+    /// schedule (N at most load.clients; not with a closed loop or a topology). Writes
+    /// shard.json for `stormrig merge`.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Run shard $JOB_COMPLETION_INDEX of N, as a Kubernetes Indexed Job numbers its pods.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Start the load at this instant, RFC 3339 in UTC (e.g. 2026-12-01T05:00:00Z), so that
+    /// shards share second 0; at most 24 h ahead, refused when more than 5 s past.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Multiply arrival rate and target capacity by N (simulator only: a live run's load
+    /// and target are what this machine really drives).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}
