@@ -6,20 +6,17 @@ use std::fmt::Write as _;
 
 use super::{escape, fixed, int, ms, over_bound, recovery_text, secs, success_ratio, swatch};
 use crate::metrics::{ConfigSummary, RunResult};
-
-/// Which way a figure is better, for marking the best config and colouring changes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Better {
-    Lower,
-    Higher,
-    Neither,
-}
+use crate::report::figures::{self, Better};
 
 /// A column of the summary table.
 struct Column {
     label: &'static str,
     title: &'static str,
-    better: Better,
+    /// The figure of the summary's table (`report::figures`) the column shows, whose
+    /// direction colours a change: the page and `stormrig diff` never disagree on which way
+    /// is better. The success column shows the share of `successes`, which improves the
+    /// same way.
+    figure: Option<&'static str>,
     /// The figure compared across configs and against the baseline.
     value: fn(&ConfigSummary) -> Option<f64>,
     /// The figure as shown (already escaped HTML).
@@ -30,35 +27,35 @@ const COLUMNS: &[Column] = &[
     Column {
         label: "upstream",
         title: "logical requests offered",
-        better: Better::Neither,
+        figure: Some("upstream_requests"),
         value: |c| Some(c.upstream_requests as f64),
         show: |c| int(c.upstream_requests),
     },
     Column {
         label: "attempts",
         title: "attempts the client sent",
-        better: Better::Lower,
+        figure: Some("attempts"),
         value: |c| Some(c.attempts as f64),
         show: |c| int(c.attempts),
     },
     Column {
         label: "retries",
         title: "retries scheduled",
-        better: Better::Lower,
+        figure: Some("retries"),
         value: |c| Some(c.retries as f64),
         show: |c| int(c.retries),
     },
     Column {
         label: "arrivals",
         title: "requests the target counted",
-        better: Better::Lower,
+        figure: Some("downstream_arrivals"),
         value: |c| Some(c.downstream_arrivals as f64),
         show: |c| int(c.downstream_arrivals),
     },
     Column {
         label: "amplification / bound",
         title: "downstream arrivals ÷ upstream requests, beside the config's theoretical bound",
-        better: Better::Lower,
+        figure: Some("amplification"),
         value: |c| Some(c.amplification),
         show: |c| {
             let b = match c.amplification_bound {
@@ -71,42 +68,42 @@ const COLUMNS: &[Column] = &[
     Column {
         label: "peak amp 1 s",
         title: "worst single second of arrivals ÷ upstream starts",
-        better: Better::Lower,
+        figure: Some("peak_amplification_1s"),
         value: |c| Some(c.peak_amplification_1s),
         show: |c| format!("{}×", fixed(c.peak_amplification_1s, 2)),
     },
     Column {
         label: "peak concurrency",
         title: "most requests in flight at the target at once",
-        better: Better::Lower,
+        figure: Some("peak_concurrency"),
         value: |c| Some(c.peak_concurrency as f64),
         show: |c| int(c.peak_concurrency),
     },
     Column {
         label: "client peak",
         title: "most logical requests in flight at the client",
-        better: Better::Lower,
+        figure: Some("client_peak_in_flight"),
         value: |c| Some(c.client_peak_in_flight as f64),
         show: |c| int(c.client_peak_in_flight),
     },
     Column {
         label: "success",
         title: "successes ÷ finished requests",
-        better: Better::Higher,
+        figure: Some("successes"),
         value: success_ratio,
         show: |c| success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
     },
     Column {
         label: "failures",
         title: "requests that finished failed",
-        better: Better::Lower,
+        figure: Some("failures"),
         value: |c| Some(c.failures as f64),
         show: |c| int(c.failures),
     },
     Column {
         label: "budget refusals",
         title: "retries the retry budget refused (first refusal time in brackets)",
-        better: Better::Neither,
+        figure: Some("budget_refusals"),
         value: |c| Some(c.budget_refusals as f64),
         show: |c| match c.first_budget_refusal_s {
             Some(t) if c.budget_refusals > 0 => {
@@ -122,49 +119,49 @@ const COLUMNS: &[Column] = &[
     Column {
         label: "breaker refusals",
         title: "attempts the circuit breaker refused",
-        better: Better::Neither,
+        figure: Some("breaker_refusals"),
         value: |c| Some(c.breaker_refusals as f64),
         show: |c| int(c.breaker_refusals),
     },
     Column {
         label: "dropped",
         title: "arrivals refused by the in-flight cap",
-        better: Better::Lower,
+        figure: Some("dropped"),
         value: |c| Some(c.dropped as f64),
         show: |c| int(c.dropped),
     },
     Column {
         label: "p50 ms",
         title: "end-to-end latency, median",
-        better: Better::Lower,
+        figure: Some("latency_ms.p50"),
         value: |c| Some(c.latency_ms.p50),
         show: |c| ms(c.latency_ms.p50),
     },
     Column {
         label: "p99 ms",
         title: "end-to-end latency, 99th percentile",
-        better: Better::Lower,
+        figure: Some("latency_ms.p99"),
         value: |c| Some(c.latency_ms.p99),
         show: |c| ms(c.latency_ms.p99),
     },
     Column {
         label: "p99.9 ms",
         title: "end-to-end latency, 99.9th percentile",
-        better: Better::Lower,
+        figure: Some("latency_ms.p999"),
         value: |c| Some(c.latency_ms.p999),
         show: |c| ms(c.latency_ms.p999),
     },
     Column {
         label: "max ms",
         title: "end-to-end latency, maximum",
-        better: Better::Lower,
+        figure: Some("latency_ms.max"),
         value: |c| Some(c.latency_ms.max),
         show: |c| ms(c.latency_ms.max),
     },
     Column {
         label: "recovery",
         title: "seconds from the end of the last fault until goodput was back",
-        better: Better::Lower,
+        figure: Some("recovery_time_s"),
         value: |c| match c.recovered {
             Some(true) => c.recovery_time_s.or(Some(0.0)),
             Some(false) => Some(f64::INFINITY),
@@ -177,21 +174,21 @@ const COLUMNS: &[Column] = &[
         title: "the config's rule for non-idempotent methods (POST, PATCH): not retried once \
 possibly sent, retried without a key, or retried with an Idempotency-Key; idempotent methods \
 are retried under every rule",
-        better: Better::Neither,
+        figure: None,
         value: |_| None,
         show: |c| escape(&c.idempotency_rules),
     },
     Column {
         label: "duplicates",
         title: "logical requests the target executed more than once",
-        better: Better::Lower,
+        figure: Some("duplicate_executions"),
         value: |c| Some(c.duplicate_executions as f64),
         show: |c| int(c.duplicate_executions),
     },
     Column {
         label: "extra side effects",
         title: "executions beyond the first per logical request (amount debited twice)",
-        better: Better::Lower,
+        figure: Some("extra_executions"),
         value: |c| Some(c.idempotency.extra_executions as f64),
         show: |c| {
             format!(
@@ -205,7 +202,7 @@ are retried under every rule",
         label: "dedup replay / 409 / 422",
         title: "Idempotency-Key dedup at the target: replays of a stored response, \
 duplicates while executing (409), keys reused with another body (422)",
-        better: Better::Neither,
+        figure: None,
         value: |_| None,
         show: |c| {
             let i = &c.idempotency;
@@ -220,11 +217,19 @@ duplicates while executing (409), keys reused with another body (422)",
     Column {
         label: "shed",
         title: "requests the target shed",
-        better: Better::Lower,
+        figure: Some("target_shed"),
         value: |c| Some(c.target_shed as f64),
         show: |c| int(c.target_shed),
     },
 ];
+
+impl Column {
+    fn better(&self) -> Better {
+        self.figure
+            .and_then(figures::find)
+            .map_or(Better::Neither, |f| f.better)
+    }
+}
 
 /// The change from `base` to `now`, coloured by whether it is an improvement.
 pub(super) fn change(now: f64, base: f64, better: Better) -> String {
@@ -297,7 +302,7 @@ against the successes it bought.</p>\n<div class=\"tablewrap\"><table>\n<thead><
                     p.push_str("<tr class=\"base\"><td>baseline</td>");
                     for col in COLUMNS {
                         let d = match ((col.value)(c), (col.value)(bc)) {
-                            (Some(now), Some(base)) => change(now, base, col.better),
+                            (Some(now), Some(base)) => change(now, base, col.better()),
                             _ => String::new(),
                         };
                         let _ = write!(p, "<td>{} {d}</td>", (col.show)(bc));
@@ -345,5 +350,26 @@ mod tests {
         assert!(change(0.5, 1.0, Better::Lower).contains("down"));
         assert!(change(1.0, 1.0, Better::Lower).contains("±0%"));
         assert!(change(1.0, 0.0, Better::Lower).contains("new"));
+    }
+
+    /// A column that names a figure the table does not hold would silently lose its
+    /// direction (and colour every change grey).
+    #[test]
+    fn every_column_names_a_figure_of_the_table() {
+        for col in COLUMNS {
+            if let Some(f) = col.figure {
+                assert!(
+                    figures::find(f).is_some(),
+                    "{}: {f} is no figure",
+                    col.label
+                );
+            } else {
+                assert!(
+                    ["idempotency", "dedup replay / 409 / 422"].contains(&col.label),
+                    "{}: a column with a value to compare needs a figure",
+                    col.label
+                );
+            }
+        }
     }
 }

@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 
 use crate::metrics::result::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
+use crate::report::figures::Better;
 use crate::report::files::{self, FilesError};
-use columns::{change, Better};
+use columns::change;
 
 /// The page's file name in a run directory.
 pub const INDEX_HTML: &str = "index.html";
