@@ -73,6 +73,7 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             run,
             tolerance,
             force,
-        } => super::reports::diff(&baseline, &run, &tolerance, force),
+            changed_only,
+        } => super::reports::diff(&baseline, &run, &tolerance, force, changed_only),
     }
 }

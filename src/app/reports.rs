@@ -156,6 +156,7 @@ pub(super) fn diff(
     run: &Path,
     tolerance: &[String],
     force: bool,
+    changed_only: bool,
 ) -> Result<Exit, AppError> {
     let opts = report::diff::parse_options(tolerance).map_err(AppError::bad)?;
     let a = files::read_data(baseline).map_err(AppError::bad)?;
@@ -170,9 +171,26 @@ pub(super) fn diff(
     for w in m.fatal.iter().chain(&m.warnings) {
         eprintln!("warning: the runs differ in {w}");
     }
-    let rows = report::diff::diff(&a, &b, &opts);
+    let changes = report::diff::scenario_changes(&a, &b);
+    if !changes.is_empty() {
+        println!("what the runs were runs of changed:");
+        for c in &changes {
+            println!("  {c}");
+        }
+        println!();
+    }
+    let mut rows = report::diff::diff(&a, &b, &opts);
+    let regressed = report::diff::has_regression(&rows);
+    if changed_only {
+        let all = rows.len();
+        rows.retain(report::diff::DiffRow::changed);
+        eprintln!(
+            "stormrig: {} of {all} rows changed (--changed-only)",
+            rows.len()
+        );
+    }
     print!("{}", report::diff::table(&rows));
-    Ok(if report::diff::has_regression(&rows) {
+    Ok(if regressed {
         Exit::GateFailed
     } else {
         Exit::Ok

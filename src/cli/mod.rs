@@ -133,7 +133,9 @@ pub enum Command {
     /// Each figure has a default tolerance for its noise between two live runs (exact for
     /// two simulator runs); the ALLOWED column shows it.
     Diff {
+        /// The run directory compared against (holds summary.json), e.g. main's last run.
         baseline: PathBuf,
+        /// The run directory judged (holds summary.json).
         run: PathBuf,
         /// "10%" sets the relative tolerance of every figure (absolute floors kept);
         /// "FIGURE=20%" or "FIGURE=20%,5" (share, absolute floor in the figure's unit) one
@@ -143,5 +145,8 @@ pub enum Command {
         /// Compare even runs of different scenarios or engines.
         #[arg(long)]
         force: bool,
+        /// Show only rows that moved, regressed, or whose config is on one side only.
+        #[arg(long)]
+        changed_only: bool,
     },
 }

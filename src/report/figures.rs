@@ -289,19 +289,6 @@ mod tests {
     }
 
     #[test]
-    fn diff_headlines_are_listed_with_a_direction() {
-        for h in crate::report::diff::HEADLINES {
-            let f = find(h.name).unwrap_or_else(|| panic!("{} is not in the table", h.name));
-            // Only the upstream count has no better side: diff flags any change of it.
-            assert!(
-                f.better != Better::Neither || h.name == "upstream_requests",
-                "{}: diff needs a better direction",
-                h.name
-            );
-        }
-    }
-
-    #[test]
     fn paths_are_unique() {
         for (i, f) in FIGURES.iter().enumerate() {
             assert!(

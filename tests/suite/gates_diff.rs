@@ -379,3 +379,52 @@ fn cli_refuses_different_scenarios_unless_forced() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: the runs differ in scenario"));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A diff names what changed in what was run (a policy field, the scenario file) beside
+/// the figures, and `--changed-only` keeps the rows that moved and only those.
+#[test]
+fn cli_names_the_edit_and_keeps_only_changed_rows() {
+    let root = std::env::temp_dir().join(format!("stormrig-diff-edit-{}", std::process::id()));
+    let (bdir, ndir) = (root.join("a"), root.join("b"));
+    std::fs::create_dir_all(&bdir).unwrap();
+    std::fs::create_dir_all(&ndir).unwrap();
+    let mut base = baseline();
+    base.configs[0].policy = serde_json::json!({"max_attempts": 3, "backoff": {"base_ms": 50}});
+    let mut now = base.clone();
+    now.configs[0].policy = serde_json::json!({"max_attempts": 5, "backoff": {"base_ms": 50}});
+    now.configs[0].attempts += 100;
+    files::write_data(&bdir, &base).unwrap();
+    files::write_data(&ndir, &now).unwrap();
+    let bin = env!("CARGO_BIN_EXE_stormrig");
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(["diff".as_ref(), bdir.as_os_str(), ndir.as_os_str()])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let all = run(&[]);
+    assert!(
+        all.contains("aws-standard: policy.max_attempts 3 → 5"),
+        "{all}"
+    );
+    assert!(!all.contains("policy.backoff.base_ms"), "{all}");
+    let changed = run(&["--changed-only"]);
+    let rows = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("aws-standard") || l.starts_with("naive"))
+            .count()
+    };
+    let moved: Vec<&str> = changed
+        .lines()
+        .filter(|l| l.starts_with("aws-standard") || l.starts_with("naive"))
+        .collect();
+    assert!(!moved.is_empty() && rows(&changed) < rows(&all), "{changed}");
+    assert!(
+        moved.iter().all(|l| l.starts_with("aws-standard")),
+        "naive did not move: {changed}"
+    );
+    assert!(moved.iter().any(|l| l.contains("attempts")), "{changed}");
+    std::fs::remove_dir_all(&root).unwrap();
+}

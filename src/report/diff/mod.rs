@@ -19,6 +19,9 @@
 
 use std::collections::BTreeMap;
 
+mod scenario;
+pub use scenario::changes as scenario_changes;
+
 use super::figures::{self, Better};
 use super::gates::{fmt_num, measure, text_table};
 use crate::metrics::{ConfigSummary, Engine, RunResult};
@@ -455,6 +458,19 @@ pub fn diff(baseline: &RunResult, run: &RunResult, opts: &DiffOptions) -> Vec<Di
     out
 }
 
+impl DiffRow {
+    /// Whether the row shows a change worth reading: a regression, a config on one side
+    /// only, or a figure that moved at all (`--changed-only` keeps these).
+    pub fn changed(&self) -> bool {
+        self.regression
+            || self.status != RowStatus::Compared
+            || match (self.baseline, self.now) {
+                (Some(b), Some(n)) => (n - b).abs() > ABS_EPSILON,
+                (b, n) => b.is_some() != n.is_some(),
+            }
+    }
+}
+
 /// True when any row is a regression.
 pub fn has_regression(rows: &[DiffRow]) -> bool {
     rows.iter().any(|r| r.regression)
@@ -505,4 +521,23 @@ pub fn table(rows: &[DiffRow]) -> String {
         if n == 1 { "" } else { "s" }
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headlines_are_figures_with_a_direction() {
+        for h in HEADLINES {
+            let f = figures::find(h.name)
+                .unwrap_or_else(|| panic!("{} is not in the figure table", h.name));
+            // Only the upstream count has no better side: diff flags any change of it.
+            assert!(
+                f.better != Better::Neither || h.name == "upstream_requests",
+                "{}: diff needs a better direction",
+                h.name
+            );
+        }
+    }
 }
