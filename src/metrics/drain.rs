@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::result::{FaultBand, SecondRow};
+use super::series::{FaultBand, SecondRow};
 use crate::policy::thresholds::{run_threshold, Kind};
 use crate::policy::{BudgetConfig, RetryConfig};
 

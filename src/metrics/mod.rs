@@ -10,6 +10,7 @@ pub mod provider;
 pub mod recorder;
 pub mod result;
 pub mod runs;
+pub mod series;
 pub mod target;
 pub mod target_counts;
 pub mod verdict;

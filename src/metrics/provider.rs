@@ -124,7 +124,7 @@ impl ProviderStats {
         self.tokens_served += o.tokens_served;
         self.retry_after_honoured += o.retry_after_honoured;
         self.retry_after_early += o.retry_after_early;
-        super::target::add_series(&mut self.arrivals_per_s, &o.arrivals_per_s);
+        super::series::add_series(&mut self.arrivals_per_s, &o.arrivals_per_s);
         match (&mut self.money_nano, &o.money_nano) {
             (Some(m), Some(om)) => m.merge(om),
             (None, Some(om)) => self.money_nano = Some(*om),

@@ -88,11 +88,11 @@ impl TargetStats {
     /// adding gives the bound, which is what one machine's share of a split storm needs).
     pub fn merge(&mut self, other: &TargetStats) {
         self.arrivals += other.arrivals;
-        add_series(&mut self.arrivals_per_s, &other.arrivals_per_s);
+        super::series::add_series(&mut self.arrivals_per_s, &other.arrivals_per_s);
         self.peak_in_flight += other.peak_in_flight;
-        add_series(&mut self.peak_in_flight_per_s, &other.peak_in_flight_per_s);
+        super::series::add_series(&mut self.peak_in_flight_per_s, &other.peak_in_flight_per_s);
         self.served_ok += other.served_ok;
-        add_series(&mut self.served_ok_per_s, &other.served_ok_per_s);
+        super::series::add_series(&mut self.served_ok_per_s, &other.served_ok_per_s);
         for (status, n) in &other.responses_by_status {
             *self.responses_by_status.entry(*status).or_default() += n;
         }
@@ -111,7 +111,7 @@ impl TargetStats {
         self.dedup_mismatches += other.dedup_mismatches;
         self.peak_serving += other.peak_serving;
         self.lost_responses += other.lost_responses;
-        add_series(&mut self.arrivals_by_class, &other.arrivals_by_class);
+        super::series::add_series(&mut self.arrivals_by_class, &other.arrivals_by_class);
         if self.tokens_by_class.len() < other.tokens_by_class.len() {
             self.tokens_by_class
                 .resize(other.tokens_by_class.len(), ClassTokens::default());
@@ -126,15 +126,5 @@ impl TargetStats {
                 None => self.providers.push(o.clone()),
             }
         }
-    }
-}
-
-/// Adds `b` into `a` element-wise, growing `a` as needed.
-pub fn add_series(a: &mut Vec<u64>, b: &[u64]) {
-    if a.len() < b.len() {
-        a.resize(b.len(), 0);
-    }
-    for (x, y) in a.iter_mut().zip(b) {
-        *x += y;
     }
 }

@@ -420,7 +420,10 @@ fn cli_names_the_edit_and_keeps_only_changed_rows() {
         .lines()
         .filter(|l| l.starts_with("aws-standard") || l.starts_with("naive"))
         .collect();
-    assert!(!moved.is_empty() && rows(&changed) < rows(&all), "{changed}");
+    assert!(
+        !moved.is_empty() && rows(&changed) < rows(&all),
+        "{changed}"
+    );
     assert!(
         moved.iter().all(|l| l.starts_with("aws-standard")),
         "naive did not move: {changed}"
