@@ -294,8 +294,8 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
         timerfd_settime(&timer, TimerfdTimerFlags::ABSTIME, &spec)
     };
 
-    let mut latency = crate::metrics::recorder::new_histogram(3);
-    let mut lag = crate::metrics::recorder::new_histogram(3);
+    let mut latency = crate::metrics::latency::new_histogram(3);
+    let mut lag = crate::metrics::latency::new_histogram(3);
     let mut r = FloorReport {
         sent: 0,
         received: 0,

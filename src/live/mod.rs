@@ -179,7 +179,7 @@ pub async fn run(
     });
 
     let mut tasks = JoinSet::new();
-    let mut lag = crate::metrics::recorder::new_histogram(3);
+    let mut lag = crate::metrics::latency::new_histogram(3);
     // The load, open or closed loop, for the scenario's duration or until stopped.
     let interrupted = match &sc.load.shape {
         LoadShape::Closed { users, think_time } => {

@@ -55,7 +55,7 @@ async fn run(
     pacing: Pacing,
 ) -> Ended {
     let mut tasks = JoinSet::new();
-    let mut lag = crate::metrics::recorder::new_histogram(3);
+    let mut lag = crate::metrics::latency::new_histogram(3);
     let mut pacer = Pacer::new(pacing);
     let mut arrivals = arrivals.peekable();
     // One wait for the stop signal serves the whole run: made anew for every wake-up, it

@@ -5,7 +5,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::recorder::{new_histogram, Percentiles};
+use super::latency::{new_histogram, Percentiles};
 
 /// How a request ended, as its class counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

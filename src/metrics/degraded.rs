@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::recorder::{Percentiles, Recorder};
+use super::latency::Percentiles;
+use super::recorder::Recorder;
 use crate::policy::Rung;
 
 /// How many requests one rung answered.

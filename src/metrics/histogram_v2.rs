@@ -58,13 +58,13 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     }
     let (digits, low, high) = (word(12), long(16), long(24));
     if low != Some(1)
-        || high != Some(super::recorder::MAX_LATENCY_US)
+        || high != Some(super::latency::MAX_LATENCY_US)
         || !matches!(digits, Some(2 | 3))
     {
         return Err(format!(
             "histogram: range {low:?}..{high:?} at {digits:?} significant digits; stormrig \
              writes 1..{} at 2 or 3",
-            super::recorder::MAX_LATENCY_US
+            super::latency::MAX_LATENCY_US
         ));
     }
     Deserializer::new()
@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn round_trips_exactly() {
-        let mut h = crate::metrics::recorder::new_histogram(3);
+        let mut h = crate::metrics::latency::new_histogram(3);
         for v in [1u64, 7, 999, 12_345, 3_600_000_000] {
             h.record_n(v, v % 7 + 1).unwrap();
         }
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn refuses_declared_sizes_it_does_not_hold() {
-        let h = crate::metrics::recorder::new_histogram(3);
+        let h = crate::metrics::latency::new_histogram(3);
         let mut bytes = B64.decode(encode(&h)).unwrap();
         bytes[4..8].copy_from_slice(&(1u32 << 31).to_be_bytes());
         let err = decode(&B64.encode(&bytes)).unwrap_err();

@@ -6,6 +6,7 @@ pub mod degraded;
 pub mod drain;
 pub mod histogram_v2;
 pub mod labels;
+pub mod latency;
 pub mod provider;
 pub mod recorder;
 pub mod result;
@@ -16,7 +17,8 @@ pub mod target_counts;
 pub mod verdict;
 
 pub use classes::{ClassCounts, ClassEnding, ClassSummary};
-pub use recorder::{Percentiles, Recorder, RetryReason};
+pub use latency::Percentiles;
+pub use recorder::{Recorder, RetryReason};
 pub use result::{
     summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,
 };

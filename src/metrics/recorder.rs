@@ -14,11 +14,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::labels::LabelCounts;
+use super::latency::{new_histogram, MAX_LATENCY_US};
 use super::runs::RunHistogram;
 use crate::policy::{AttemptLabel, GiveUpReason};
-
-/// Highest latency a histogram tracks: one hour. Longer values are clamped (and still counted).
-pub(crate) const MAX_LATENCY_US: u64 = 3_600_000_000;
 
 /// Why a retry was scheduled, for the per-reason counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,11 +146,6 @@ impl Second {
         self.breaker = self.breaker.max(o.breaker);
         self.latency_us.add(&o.latency_us);
     }
-}
-
-pub(crate) fn new_histogram(sigfig: u8) -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig)
-        .expect("static histogram bounds are valid")
 }
 
 fn micros(d: Duration) -> u64 {
@@ -489,33 +482,6 @@ impl Recorder {
     }
 }
 
-/// Latency percentiles in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
-
-impl Percentiles {
-    /// Reads percentiles from a microsecond histogram; all zero when it is empty.
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Percentiles::default();
-        }
-        let ms = |us: u64| us as f64 / 1000.0;
-        Percentiles {
-            p50: ms(h.value_at_quantile(0.5)),
-            p90: ms(h.value_at_quantile(0.9)),
-            p99: ms(h.value_at_quantile(0.99)),
-            p999: ms(h.value_at_quantile(0.999)),
-            max: ms(h.max()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,10 +570,5 @@ mod tests {
         r.sample_policy(s(0.3), Some(300.0), None);
         assert_eq!(r.seconds()[0].budget_level, Some(300.0));
         assert_eq!(r.seconds()[0].budget_low, Some(100.0));
-    }
-
-    #[test]
-    fn percentiles_of_empty_are_zero() {
-        assert_eq!(Percentiles::of(&new_histogram(3)), Percentiles::default());
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::drain::{budget_drain, window_rates, BudgetDrain, WindowRates};
-use super::recorder::{Percentiles, Recorder};
+use super::latency::Percentiles;
+use super::recorder::Recorder;
 pub use super::series::{fmt_pct, FaultBand, SecondRow};
 use super::target::TargetStats;
 use super::verdict::Verdict;

@@ -88,7 +88,7 @@ impl<'de> serde::Deserialize<'de> for RunHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::recorder::new_histogram;
+    use crate::metrics::latency::new_histogram;
 
     /// Values with runs, repeats after other values, and values out of range at both ends.
     const VALUES: [u64; 14] = [
