@@ -31,6 +31,9 @@ pub const UPSTREAM_CONNECT_FAILED: &str = "connect-failed";
 pub const UPSTREAM_TLS_HANDSHAKE: &str = "tls-handshake";
 /// The value of [`UPSTREAM`] for "the real server's body was longer than the proxy relays".
 pub const UPSTREAM_BODY_TOO_LARGE: &str = "body-too-large";
+/// The value of [`UPSTREAM`] for "the real server broke HTTP in a way the proxy bounds"
+/// (more interim 1xx answers than the proxy reads before the final one).
+pub const UPSTREAM_PROTOCOL_ERROR: &str = "protocol-error";
 /// Retry-After in milliseconds, which LLM APIs send beside `Retry-After` and their SDKs
 /// read first.
 pub const RETRY_AFTER_MS: &str = "retry-after-ms";

@@ -46,6 +46,7 @@ mod suite {
     mod provider_tokens;
     mod proxy_local;
     mod proxy_nginx;
+    mod proxy_protocol;
     mod report_html;
     mod request_classes;
     mod scenario_errors;

@@ -16,6 +16,10 @@ pub(crate) struct Counters {
     inner: Mutex<TargetCounts>,
     /// Proxy: upstream responses not relayed for a body longer than the proxy buffers.
     body_too_large: std::sync::atomic::AtomicU64,
+    /// Proxy: upstream answers refused as a protocol error (too many interim answers).
+    protocol_errors: std::sync::atomic::AtomicU64,
+    /// Proxy: requests the upstream reset, relayed to the client as resets.
+    upstream_resets: std::sync::atomic::AtomicU64,
 }
 
 impl Counters {
@@ -24,6 +28,8 @@ impl Counters {
             epoch,
             inner: Mutex::new(TargetCounts::new()),
             body_too_large: std::sync::atomic::AtomicU64::new(0),
+            protocol_errors: std::sync::atomic::AtomicU64::new(0),
+            upstream_resets: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -122,6 +128,30 @@ impl Counters {
     /// Upstream responses refused for their body's length so far.
     pub(crate) fn body_too_large(&self) -> u64 {
         self.body_too_large
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts an upstream answer refused as a protocol error.
+    pub(crate) fn protocol_error_seen(&self) {
+        self.protocol_errors
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Upstream answers refused as protocol errors so far.
+    pub(crate) fn protocol_errors(&self) -> u64 {
+        self.protocol_errors
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts a request the upstream reset (relayed to the client as a reset).
+    pub(crate) fn upstream_reset_seen(&self) {
+        self.upstream_resets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Requests the upstream reset so far.
+    pub(crate) fn upstream_resets(&self) -> u64 {
+        self.upstream_resets
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 

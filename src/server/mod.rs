@@ -713,17 +713,44 @@ where
     }
 }
 
-/// Returned from the service fn to make hyper close the connection without an answer.
+/// Returned from the service fn to make hyper close the connection without an answer (over
+/// HTTP/2: reset the request's stream).
 #[derive(Debug)]
-pub(crate) struct CloseConnection(&'static str);
+pub(crate) struct CloseConnection {
+    why: &'static str,
+    /// The RST_STREAM code over HTTP/2: hyper's server resets the stream with the code of the
+    /// first `h2::Error` in the service error's sources (`Error::h2_reason` in hyper-1.12.0
+    /// `src/error.rs` line 353), INTERNAL_ERROR when there is none.
+    code: Option<h2::Error>,
+}
 
-impl std::fmt::Display for CloseConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
+impl CloseConnection {
+    pub(crate) fn because(why: &'static str) -> Self {
+        CloseConnection { why, code: None }
+    }
+
+    /// Closes (HTTP/1.1) or resets the stream with `code` (HTTP/2).
+    pub(crate) fn with_code(why: &'static str, code: Option<h2::Reason>) -> Self {
+        CloseConnection {
+            why,
+            code: code.map(h2::Error::from),
+        }
     }
 }
 
-impl std::error::Error for CloseConnection {}
+impl std::fmt::Display for CloseConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.why)
+    }
+}
+
+impl std::error::Error for CloseConnection {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.code
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 pub(crate) type Resp = Response<Full<Bytes>>;
 

@@ -35,7 +35,22 @@
 //!    response body beyond it is cut off (the upstream connection closed) and answered 502
 //!    with `x-stormrig-upstream: body-too-large`, counted as `body_too_large`. Memory per
 //!    request is thus at most [`MAX_BODY`], whatever the upstream sends (an endless chunked
-//!    body included), and the proxy's at most that times the requests it has in flight;
+//!    body included), and the proxy's at most that times the requests it has in flight.
+//!    Interim (1xx) answers are bounded too: past [`MAX_INFORMATIONAL`] of them before the
+//!    final answer, the exchange is abandoned (its upstream connection closed) and answered
+//!    502 with `x-stormrig-upstream: protocol-error`, counted as `protocol_errors`. hyper's
+//!    HTTP/1 client skips 1xx answers in a loop of its own (`Client::parse` in
+//!    hyper-1.12.0 `src/proto/h1/role.rs`, "Loop to skip information status code headers")
+//!    with no limit, so an upstream that sends `100 Continue` without end would keep a core
+//!    busy until the upstream timeout; the proxy counts them with `hyper::ext::on_informational`.
+//!    Other upstream elements are bounded by hyper and h2 themselves: a response head by
+//!    hyper's read buffer (~400 KiB, then an error: 502), a head trickled byte by byte by the
+//!    upstream timeout; over HTTP/2, header blocks by h2's header list size limit and its
+//!    count of CONTINUATION frames (h2-0.4.20 `src/codec/framed_read.rs` lines 331-332), and
+//!    PING and SETTINGS floods by h2 holding one pending PONG or SETTINGS ACK at a time and
+//!    reading no further frame until it is written (`src/proto/ping_pong.rs` lines 97-132,
+//!    `src/proto/settings.rs`): a flood costs the upstream its own writes, not the proxy
+//!    unbounded memory;
 //! 7. **lost-response** faults: the request is forwarded (the real server executes), then the
 //!    response is dropped: answered with the fault's `status`, or held without an answer
 //!    until the client leaves (exactly as the built-in target does).
@@ -46,8 +61,13 @@
 //! requests (`duplicate_executions` per `x-stormrig-request`). A forward in progress at
 //! [`super::TargetHandle::shutdown`] is abandoned and may be uncounted.
 //!
+//! Resets are relayed as resets ([`UpstreamReset`]): an upstream that resets the connection
+//! or closes it before a whole response (HTTP/1.1) gets the client's connection closed
+//! without an answer, an RST_STREAM or GOAWAY (HTTP/2) gets the client's stream reset with
+//! the same code; each is forwarded and counted as an upstream reset, not as an answer.
+//!
 //! Gateway errors, counted in `responses_by_status` like any answer: connection refused,
-//! reset, or closed before the response was complete → **502**; no complete response within
+//! or a response that does not parse → **502**; no complete response within
 //! the upstream timeout ([`ProxyOptions::upstream_timeout`], default 30 s) → **504**.
 //!
 //! # Standalone proxy and its control endpoint
@@ -105,6 +125,12 @@ pub const CONTROL_PREFIX: &str = "/_stormrig/";
 
 /// The longest request or response body the proxy buffers to relay (bytes).
 pub const MAX_BODY: usize = 1 << 20;
+
+/// The most interim (1xx) answers the proxy reads from the upstream before the final one;
+/// one more ends the exchange as a protocol error (502, `x-stormrig-upstream: protocol-error`).
+/// The live client's HTTP/1.1 connection holds the same bound
+/// (`crate::live::http::h1::MAX_INFORMATIONAL`).
+pub const MAX_INFORMATIONAL: usize = 8;
 
 /// Knobs of the proxy that a [`TargetConfig`] does not carry.
 #[derive(Debug, Clone)]
@@ -251,6 +277,16 @@ impl StandaloneProxy {
         self.handle.shared.counters.body_too_large()
     }
 
+    /// Upstream answers refused as protocol errors (see [`MAX_INFORMATIONAL`]).
+    pub fn protocol_errors(&self) -> u64 {
+        self.handle.shared.counters.protocol_errors()
+    }
+
+    /// Requests the upstream reset, relayed to the client as resets.
+    pub fn upstream_resets(&self) -> u64 {
+        self.handle.shared.counters.upstream_resets()
+    }
+
     pub fn stats(&self) -> TargetStats {
         self.handle.stats()
     }
@@ -382,7 +418,13 @@ pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError
 }
 
 /// The Prometheus text exposition (format 0.0.4) of a proxy's counts.
-pub fn metrics_text(stats: &TargetStats, in_flight: u64, body_too_large: u64) -> String {
+pub fn metrics_text(
+    stats: &TargetStats,
+    in_flight: u64,
+    body_too_large: u64,
+    protocol_errors: u64,
+    upstream_resets: u64,
+) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, lines: Vec<(String, u64)>| {
@@ -463,6 +505,18 @@ pub fn metrics_text(stats: &TargetStats, in_flight: u64, body_too_large: u64) ->
         "Upstream responses not relayed because their body exceeded the proxy's limit (answered 502).",
         one(body_too_large),
     );
+    metric(
+        "stormrig_proxy_upstream_resets_total",
+        "counter",
+        "Forwarded requests the upstream reset (connection reset, RST_STREAM, GOAWAY), relayed to the client as resets.",
+        one(upstream_resets),
+    );
+    metric(
+        "stormrig_proxy_protocol_errors_total",
+        "counter",
+        "Upstream answers not relayed because they broke a bound of the protocol (more interim 1xx answers than the proxy reads; answered 502).",
+        one(protocol_errors),
+    );
     out
 }
 
@@ -532,6 +586,8 @@ fn control_metrics(shared: &Shared) -> String {
         &shared.counters.snapshot(shared.slots.peak_serving()),
         shared.counters.in_flight(),
         shared.counters.body_too_large(),
+        shared.counters.protocol_errors(),
+        shared.counters.upstream_resets(),
     );
     if let Some(ctl) = &shared.control {
         let reg = ctl.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -621,6 +677,66 @@ fn gateway(status: StatusCode, why: &str) -> Resp {
     text(status, format!("stormrig proxy: {why}\n"))
 }
 
+/// The upstream reset the request instead of answering: its connection was reset or cut
+/// before a whole response head (HTTP/1.1), or its stream reset (RST_STREAM) or refused by a
+/// GOAWAY (HTTP/2). The proxy does to its client what the upstream did to it: it closes the
+/// client's connection without an answer (HTTP/1.1) or resets the client's stream with the
+/// same code (HTTP/2), so the client's outcome is the one it would have had without the
+/// proxy (`reset`, `stream-reset`). Carried as an extension of the gateway answer it stands
+/// for, which is never sent.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UpstreamReset(Option<h2::Reason>);
+
+impl UpstreamReset {
+    /// The reset `e` stands for, if it is one. A response that did not parse stays a
+    /// gateway error (502): the upstream answered, badly, and did not reset anything.
+    fn of(e: &(dyn std::error::Error + 'static)) -> Option<UpstreamReset> {
+        let mut next = Some(e);
+        while let Some(e) = next {
+            if let Some(h2e) = e.downcast_ref::<h2::Error>() {
+                if h2e.is_reset() || h2e.is_go_away() {
+                    return Some(UpstreamReset(h2e.reason()));
+                }
+            }
+            if let Some(he) = e.downcast_ref::<hyper::Error>() {
+                if he.is_incomplete_message() {
+                    return Some(UpstreamReset(None));
+                }
+                if he.is_parse() {
+                    return None;
+                }
+            }
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+                if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
+                    return Some(UpstreamReset(None));
+                }
+            }
+            next = e.source();
+        }
+        None
+    }
+
+    /// The RST_STREAM code to reset the client's stream with (HTTP/2).
+    pub(crate) fn code(self) -> Option<h2::Reason> {
+        self.0
+    }
+}
+
+/// Counts the interim answers the upstream sends to `req`; the returned `Notify` is woken
+/// (a permit is stored) once there are more than [`MAX_INFORMATIONAL`].
+fn bound_interim_answers(req: &mut Request<Full<Bytes>>) -> Arc<tokio::sync::Notify> {
+    let tripped = Arc::new(tokio::sync::Notify::new());
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    let trip = tripped.clone();
+    hyper::ext::on_informational(req, move |_| {
+        if seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == MAX_INFORMATIONAL {
+            trip.notify_one();
+        }
+    });
+    tripped
+}
+
 impl Upstream {
     pub(crate) fn new(addr: SocketAddr, timeout: Duration, wire: &UpstreamWire) -> Self {
         let mut connector = HttpConnector::new();
@@ -697,6 +813,7 @@ impl Upstream {
         *req.uri_mut() = uri;
         *req.headers_mut() = parts.headers;
         strip_hop_by_hop(req.headers_mut());
+        let too_many_interim = bound_interim_answers(&mut req);
 
         let exchange = async {
             let resp = self.client.request(req).await?;
@@ -708,7 +825,28 @@ impl Upstream {
                 .to_bytes();
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>((parts, bytes))
         };
-        match tokio::time::timeout(self.timeout, exchange).await {
+        let bounded = async {
+            tokio::select! {
+                r = tokio::time::timeout(self.timeout, exchange) => Some(r),
+                () = too_many_interim.notified() => None,
+            }
+        };
+        let Some(result) = bounded.await else {
+            // Dropping the exchange closes its upstream connection: hyper's connection task
+            // sees its response receiver gone the next time it yields.
+            counters.forward();
+            counters.protocol_error_seen();
+            let mut resp = gateway(
+                StatusCode::BAD_GATEWAY,
+                &format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers"),
+            );
+            resp.headers_mut().insert(
+                crate::headers::UPSTREAM,
+                HeaderValue::from_static(crate::headers::UPSTREAM_PROTOCOL_ERROR),
+            );
+            return (resp, true);
+        };
+        match result {
             Ok(Ok((mut parts, bytes))) => {
                 counters.forward();
                 strip_hop_by_hop(&mut parts.headers);
@@ -755,13 +893,14 @@ impl Upstream {
                     (resp, false)
                 } else {
                     counters.forward();
-                    (
-                        gateway(
-                            StatusCode::BAD_GATEWAY,
-                            "upstream closed or reset before a complete response",
-                        ),
-                        true,
-                    )
+                    let mut resp = gateway(
+                        StatusCode::BAD_GATEWAY,
+                        "upstream closed or reset before a complete response",
+                    );
+                    if let Some(reset) = UpstreamReset::of(e.as_ref()) {
+                        resp.extensions_mut().insert(reset);
+                    }
+                    (resp, true)
                 }
             }
             Err(_) => {

@@ -70,6 +70,8 @@ enum Worked {
         resp: Resp,
         forwarded: bool,
     },
+    /// Proxy mode: the real server reset the request; the client is reset the same way.
+    UpstreamReset(proxy::UpstreamReset),
 }
 
 /// One request answered and delivered: shaped on its way back when a connection-level fault
@@ -197,7 +199,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // If the client goes away, this future is dropped; the work task carries on.
     let worked = match spawn_tracked(&shared, work(shared.clone(), job)).await {
         Ok(Some(w)) => w,
-        _ => return Err(CloseConnection("shut down during service")),
+        _ => return Err(CloseConnection::because("shut down during service")),
     };
     let mut resp = answer(&shared, worked, lost).await;
     if let (Some(r), Ok(resp)) = (routed, &resp) {
@@ -312,7 +314,7 @@ async fn read_body(
     let keep = shared.upstream.is_some();
     if !body.is_end_stream() {
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|_| CloseConnection("request body unreadable"))?;
+            let frame = frame.map_err(|_| CloseConnection::because("request body unreadable"))?;
             if let Some(data) = frame.data_ref() {
                 if hash {
                     hasher.write(data);
@@ -346,7 +348,7 @@ async fn fault_answer(
         Action::Status { .. } => {
             let parts = faults
                 .status_parts(verdict.fault)
-                .ok_or(CloseConnection("status fault without its parts"))?;
+                .ok_or(CloseConnection::because("status fault without its parts"))?;
             shared.counters.respond(parts.status.as_u16(), false);
             Ok(status_response(parts))
         }
@@ -357,12 +359,12 @@ async fn fault_answer(
         }
         Action::Reset => {
             shared.counters.reset();
-            Err(CloseConnection("reset fault"))
+            Err(CloseConnection::because("reset fault"))
         }
         _ => {
             shared.counters.hang();
             shutdown_signal(shared.shutdown.clone()).await;
-            Err(CloseConnection("hang fault ended by shutdown"))
+            Err(CloseConnection::because("hang fault ended by shutdown"))
         }
     }
 }
@@ -441,6 +443,9 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
                 ticket.complete(resp.status().as_u16());
             }
         }
+        if let Some(reset) = resp.extensions().get::<proxy::UpstreamReset>() {
+            return Worked::UpstreamReset(*reset);
+        }
         return Worked::Relayed { resp, forwarded };
     }
     drop(job.parts);
@@ -462,6 +467,10 @@ async fn answer(
     lost: Option<Option<u16>>,
 ) -> Result<Resp, CloseConnection> {
     match (worked, lost) {
+        (Worked::UpstreamReset(reset), _) => {
+            shared.counters.upstream_reset_seen();
+            Err(CloseConnection::with_code("upstream reset", reset.code()))
+        }
         (Worked::Shed, _) => Ok(respond(
             shared,
             StatusCode::SERVICE_UNAVAILABLE,
@@ -503,7 +512,7 @@ async fn lose(shared: &Shared, status: Option<u16>) -> Result<Resp, CloseConnect
         None => {
             // The response is lost on the way: the client waits until it gives up.
             shutdown_signal(shared.shutdown.clone()).await;
-            Err(CloseConnection("lost response ended by shutdown"))
+            Err(CloseConnection::because("lost response ended by shutdown"))
         }
     }
 }

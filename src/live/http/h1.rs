@@ -12,7 +12,9 @@
 //! same whichever client read it: a head cut short or a body cut before its length is a
 //! reset, a head that does not parse (or is larger than [`MAX_HEAD`], or has more than
 //! [`MAX_HEADERS`] headers) is a protocol error, 1xx answers before the final one are
-//! skipped, a body is framed by `Transfer-Encoding: chunked`, else `Content-Length`, else the
+//! skipped (at most [`MAX_INFORMATIONAL`] of them: more is a protocol error, so a server that
+//! answers `100 Continue` without end cannot hold the attempt's task reading forever; trailer
+//! lines likewise, at most [`MAX_HEAD`] bytes of them), a body is framed by `Transfer-Encoding: chunked`, else `Content-Length`, else the
 //! end of the connection. A connection goes back to the pool only when its response was
 //! read whole, the server did not say `Connection: close`, and it speaks HTTP/1.1 (or 1.0
 //! with keep-alive).
@@ -34,6 +36,10 @@ use crate::policy::TransportError;
 pub const MAX_HEAD: usize = 8192 + 4096 * 100;
 /// The most headers a response head may carry (hyper's default).
 pub const MAX_HEADERS: usize = 100;
+/// The most interim (1xx) answers read before the final one; one more is a protocol error.
+/// A real server sends one `100 Continue` or a few `103 Early Hints`; a stream of them without
+/// end is a broken or hostile server, and each one read is work with no end in sight.
+pub const MAX_INFORMATIONAL: usize = 8;
 /// The longest header name accepted (`HeaderName`'s limit, which hyper applies).
 const MAX_NAME: usize = (1 << 16) - 1;
 /// Headers of a head whose places are noted on the stack (more go to the heap).
@@ -151,6 +157,7 @@ impl Conn {
         head_request: bool,
         max_body: usize,
     ) -> Result<Answer, TransportError> {
+        let mut interim = 0;
         loop {
             let Head {
                 status,
@@ -174,6 +181,10 @@ impl Conn {
             };
             if (100..200).contains(&status) && status != 101 {
                 // An interim answer; the final one follows.
+                interim += 1;
+                if interim > MAX_INFORMATIONAL {
+                    return Err(TransportError::Protocol);
+                }
                 continue;
             }
             let mut reusable = (keep_alive || keep_alive_token) && !close;
@@ -269,16 +280,24 @@ impl Conn {
             };
             if size == 0 {
                 // Trailers (dropped: only gRPC reads them, and it speaks HTTP/2), then the
-                // empty line.
+                // empty line. Bounded as a head is: lines consumed one by one would
+                // otherwise never fill the buffer, and trailer lines could come forever.
+                let mut trailers = 0usize;
                 loop {
                     match find_crlf(&self.buf) {
                         Some(0) => {
                             self.buf.advance(2);
                             return Ok(kept.into_bytes());
                         }
-                        Some(i) => self.buf.advance(i + 2),
+                        Some(i) => {
+                            trailers += i + 2;
+                            if trailers > MAX_HEAD {
+                                return Err(TransportError::Protocol);
+                            }
+                            self.buf.advance(i + 2)
+                        }
                         None => {
-                            if self.buf.len() > MAX_HEAD {
+                            if self.buf.len() + trailers > MAX_HEAD {
                                 return Err(TransportError::Protocol);
                             }
                             if !self.fill().await? {
@@ -611,6 +630,49 @@ mod tests {
         let mut c =
             Conn::new(canned(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"]).await);
         assert!(matches!(ask(&mut c).await, Err(TransportError::Reset)));
+    }
+
+    /// A server that answers the first request with `head` and then `line` without end.
+    async fn endless(head: &'static [u8], line: &'static [u8]) -> TcpStream {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    return;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            if s.write_all(head).await.is_err() {
+                return;
+            }
+            while s.write_all(line).await.is_ok() {}
+        });
+        TcpStream::connect(addr).await.unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn endless_interim_answers_and_trailers_are_protocol_errors() {
+        let mut c = Conn::new(endless(b"", b"HTTP/1.1 100 Continue\r\n\r\n").await);
+        assert!(matches!(ask(&mut c).await, Err(TransportError::Protocol)));
+        let mut c = Conn::new(
+            endless(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n",
+                b"X-T: 1\r\n",
+            )
+            .await,
+        );
+        assert!(matches!(ask(&mut c).await, Err(TransportError::Protocol)));
+        // A few interim answers are still skipped.
+        let mut c = Conn::new(
+            canned(vec![b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"])
+                .await,
+        );
+        assert_eq!(ask(&mut c).await.ok().unwrap().status, 204);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -1,0 +1,309 @@
+//! Upstreams that break HTTP without end, met by the fault proxy: each protocol element the
+//! proxy reads from the upstream is bounded, the request gets a classified answer, and every
+//! attempt is counted at both ends. All servers are raw sockets on 127.0.0.1, bounded in time.
+
+use std::time::Duration;
+
+use hyper::StatusCode;
+use stormrig::headers;
+use stormrig::server::proxy::{serve_standalone, MAX_INFORMATIONAL};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::support::http::{local, send};
+use crate::support::process::{bin, cost, tmp_dir, write};
+
+/// A raw server that reads each request head and answers `100 Continue` without end (until
+/// its peer leaves). Returns its address.
+async fn endless_continue() -> std::net::SocketAddr {
+    let listener = TcpListener::bind(local()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let many = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(64);
+                while s.write_all(&many).await.is_ok() {}
+            });
+        }
+    });
+    addr
+}
+
+/// The proxy stops reading interim answers past its bound and answers 502 itself, marked as
+/// a protocol error; the request reached the upstream, so it is forwarded.
+#[tokio::test]
+async fn endless_interim_answers_are_a_marked_502() {
+    let upstream = endless_continue().await;
+    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
+        .await
+        .unwrap();
+    for i in 1..=3 {
+        let (status, h, body) = tokio::time::timeout(
+            Duration::from_secs(20),
+            send(proxy.addr(), "GET", "/x", i, 1, &[]),
+        )
+        .await
+        .expect("the proxy answers before the upstream timeout")
+        .unwrap();
+        assert_eq!(status, StatusCode::BAD_GATEWAY);
+        assert_eq!(
+            h.get(headers::UPSTREAM).and_then(|v| v.to_str().ok()),
+            Some(headers::UPSTREAM_PROTOCOL_ERROR)
+        );
+        let why = String::from_utf8_lossy(&body);
+        assert!(
+            why.contains(&format!("more than {MAX_INFORMATIONAL} interim")),
+            "{why}"
+        );
+    }
+    assert_eq!(proxy.protocol_errors(), 3);
+    let text = proxy.metrics_text();
+    assert!(
+        text.contains("stormrig_proxy_protocol_errors_total 3"),
+        "{text}"
+    );
+    let stats = proxy.shutdown().await;
+    assert_eq!((stats.arrivals, stats.forwarded), (3, 3));
+}
+
+/// A whole run against the endless-100 server as a `url` target: it ends on time, every
+/// attempt has an outcome, attempts equal the arrivals counted at the proxy (none lost), and
+/// the process's CPU time stays far below a core pinned for the run.
+#[test]
+fn a_run_against_endless_interim_answers_ends_on_time_with_exact_counts() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(endless_continue());
+    let dir = tmp_dir("endless-continue");
+    let (duration, drain) = (3u64, 5u64);
+    let p = write(
+        &dir,
+        "s.toml",
+        &format!(
+            "name = \"endless-100\"\nduration = \"{duration}s\"\ndrain = \"{drain}s\"\n[load]\nkind = \"constant\"\nrate = 20.0\n[target]\nurl = \"http://{upstream}\"\n[[configs]]\npreset = \"naive\"\n"
+        ),
+    );
+    let out = dir.join("out");
+    let mut cmd = bin();
+    cmd.args(["run", "--quiet", "--out"]).arg(&out).arg(&p);
+    let c = cost(cmd);
+    eprintln!(
+        "endless 100: exit {}, wall {:.2} s, cpu {:.2} s",
+        c.code,
+        c.wall.as_secs_f64(),
+        c.cpu.as_secs_f64()
+    );
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    // The wall time only as a generous bound (the machine is shared; process start and
+    // report writing are in it): before the bound, requests pinned cores past the drain.
+    assert!(
+        c.wall < Duration::from_secs(duration + drain + 10),
+        "took {:?}",
+        c.wall
+    );
+    // A core pinned by the run would be about duration + drain seconds of CPU.
+    assert!(
+        c.cpu < Duration::from_secs(2),
+        "the run used {:?} of CPU",
+        c.cpu
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // The run's own timings: its load and its drain ended within duration + drain + 1 s.
+    let ran = s["duration_s"].as_f64().unwrap() + s["drain_s"].as_f64().unwrap();
+    assert!(ran <= (duration + drain + 1) as f64, "the run took {ran} s");
+    let cfg = &s["configs"][0];
+    let attempts = cfg["attempts"].as_u64().unwrap();
+    assert!(attempts > 0);
+    let by: u64 = cfg["attempts_by_outcome"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(attempts, by, "every attempt has an outcome");
+    let arrivals = cfg["downstream_arrivals"].as_u64().unwrap();
+    let unreached = cfg["target_unreached"].as_u64().unwrap();
+    assert_eq!(
+        attempts,
+        arrivals + unreached,
+        "no attempt lost between the ends"
+    );
+    assert_eq!(cfg["target_forwarded"].as_u64(), Some(attempts));
+    assert_eq!(unreached, 0);
+    assert_eq!(cfg["unfinished"].as_u64(), Some(0));
+}
+
+/// A raw server that reads each request head and resets the connection (SO_LINGER 0, then
+/// close: an RST, no answer).
+async fn resetting() -> std::net::SocketAddr {
+    let listener = TcpListener::bind(local()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = socket_linger_zero(&s);
+                drop(s);
+            });
+        }
+    });
+    addr
+}
+
+/// SO_LINGER with a zero timeout: the close that follows sends an RST.
+fn socket_linger_zero(s: &tokio::net::TcpStream) -> std::io::Result<()> {
+    #[allow(deprecated)]
+    s.set_linger(Some(Duration::ZERO))
+}
+
+/// An upstream reset is no answer: the proxy closes the client's connection without one,
+/// counts the request forwarded and reset, and answers nothing with a status.
+#[tokio::test]
+async fn an_upstream_reset_is_relayed_as_a_reset() {
+    let upstream = resetting().await;
+    let proxy = serve_standalone(local(), upstream, Vec::new(), 1)
+        .await
+        .unwrap();
+    for i in 1..=3 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(20),
+            send(proxy.addr(), "GET", "/x", i, 1, &[]),
+        )
+        .await
+        .expect("the proxy ends the exchange before the upstream timeout");
+        assert!(r.is_err(), "no answer through the proxy: {r:?}");
+    }
+    assert_eq!(proxy.upstream_resets(), 3);
+    let stats = proxy.shutdown().await;
+    assert_eq!((stats.arrivals, stats.forwarded), (3, 3));
+    assert!(
+        stats.responses_by_status.is_empty(),
+        "{:?}",
+        stats.responses_by_status
+    );
+}
+
+/// The live client through the proxy in front of the resetting server: every attempt's
+/// outcome is `reset`, as it is against the server directly, and each one was forwarded.
+#[test]
+#[ignore = "known gap: in a live run the proxy still answers these 502 (seen as transient, \
+            and against a Python resetting server as connect-failed), although the same proxy \
+            relays the reset to a lone client (an_upstream_reset_is_relayed_as_a_reset)"]
+fn a_run_through_the_proxy_sees_the_upstreams_resets_as_resets() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(resetting());
+    let dir = tmp_dir("upstream-reset");
+    let p = write(
+        &dir,
+        "s.toml",
+        &format!(
+            "name = \"upstream-reset\"\nduration = \"1s\"\ndrain = \"2s\"\n[load]\nkind = \"constant\"\nrate = 20.0\n[target]\nurl = \"http://{upstream}\"\n[[configs]]\npreset = \"naive\"\n"
+        ),
+    );
+    let out = dir.join("out");
+    let mut cmd = bin();
+    cmd.args(["run", "--quiet", "--out"]).arg(&out).arg(&p);
+    let c = cost(cmd);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let cfg = &s["configs"][0];
+    let attempts = cfg["attempts"].as_u64().unwrap();
+    assert!(attempts > 0);
+    assert_eq!(
+        cfg["attempts_by_outcome"]["reset"].as_u64(),
+        Some(attempts),
+        "{cfg}"
+    );
+    assert_eq!(cfg["target_forwarded"].as_u64(), Some(attempts));
+    assert_eq!(cfg["downstream_arrivals"].as_u64(), Some(attempts));
+}
+
+/// A raw HTTP/2 server (the `h2` crate) that resets every stream with ENHANCE_YOUR_CALM.
+async fn h2_resetting() -> std::net::SocketAddr {
+    let listener = TcpListener::bind(local()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(s).await else {
+                    return;
+                };
+                while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                    respond.send_reset(h2::Reason::ENHANCE_YOUR_CALM);
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Over HTTP/2 the upstream's RST_STREAM reaches the client as an RST_STREAM with the same
+/// code (not the INTERNAL_ERROR a failing service gets by default).
+#[tokio::test]
+async fn an_upstream_rst_stream_is_relayed_with_its_code() {
+    use stormrig::scenario::Protocol;
+    use stormrig::server::proxy::{ProxyOptions, UpstreamWire};
+    let upstream = h2_resetting().await;
+    let options = ProxyOptions {
+        upstream: UpstreamWire {
+            protocol: Protocol::H2c,
+            tls: None,
+        },
+        listen: stormrig::server::Listen {
+            protocol: Protocol::H2c,
+            tls: None,
+        },
+        ..ProxyOptions::default()
+    };
+    let proxy =
+        stormrig::server::proxy::serve_standalone_with(local(), upstream, Vec::new(), 1, options)
+            .await
+            .unwrap();
+    let stream = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
+    let (mut tx, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    for i in 1..=3u64 {
+        let req = hyper::Request::builder()
+            .uri(format!("http://{}/x", proxy.addr()))
+            .header(headers::REQUEST, i)
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(20), tx.send_request(req))
+            .await
+            .expect("answered before the upstream timeout")
+            .expect_err("the stream is reset");
+        let mut code = None;
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = next {
+            if let Some(h) = err.downcast_ref::<h2::Error>() {
+                code = h.reason();
+            }
+            next = err.source();
+        }
+        assert_eq!(code, Some(h2::Reason::ENHANCE_YOUR_CALM), "{e:?}");
+    }
+    assert_eq!(proxy.upstream_resets(), 3);
+    let stats = proxy.shutdown().await;
+    assert_eq!((stats.arrivals, stats.forwarded), (3, 3));
+}
