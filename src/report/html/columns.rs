@@ -8,6 +8,34 @@ use super::{escape, fixed, int, ms, over_bound, recovery_text, secs, success_rat
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::report::figures::{self, Better};
 
+/// When a column is shown at first; the others are one click away ("show all columns"), so
+/// the table fits a laptop screen and a GET-only run is not padded with write figures.
+#[derive(Clone, Copy)]
+enum Shown {
+    Always,
+    /// A tail figure: detail, one click away.
+    Detail,
+    /// Shown when any config of the run makes it say something.
+    When(fn(&ConfigSummary) -> bool),
+}
+
+fn has_budget(c: &ConfigSummary) -> bool {
+    c.budget_refusals > 0
+        || c.policy["budget"]["kind"]
+            .as_str()
+            .is_some_and(|k| k != "none")
+}
+
+fn has_breaker(c: &ConfigSummary) -> bool {
+    c.breaker_refusals > 0 || !c.policy["breaker"].is_null()
+}
+
+/// A run with write requests (executions counted) or a dedup store at work.
+fn has_writes(c: &ConfigSummary) -> bool {
+    let i = &c.idempotency;
+    i.executions > 0 || i.dedup_replays + i.dedup_conflicts + i.dedup_mismatches > 0
+}
+
 /// A column of the summary table.
 struct Column {
     label: &'static str,
@@ -17,6 +45,8 @@ struct Column {
     /// is better. The success column shows the share of `successes`, which improves the
     /// same way.
     figure: Option<&'static str>,
+    /// When the column is worth its width (see [`Shown`]).
+    shown: Shown,
     /// The figure compared across configs and against the baseline.
     value: fn(&ConfigSummary) -> Option<f64>,
     /// The figure as shown (already escaped HTML).
@@ -28,6 +58,7 @@ const COLUMNS: &[Column] = &[
         label: "upstream",
         title: "logical requests offered",
         figure: Some("upstream_requests"),
+        shown: Shown::Always,
         value: |c| Some(c.upstream_requests as f64),
         show: |c| int(c.upstream_requests),
     },
@@ -35,6 +66,7 @@ const COLUMNS: &[Column] = &[
         label: "attempts",
         title: "attempts the client sent",
         figure: Some("attempts"),
+        shown: Shown::Always,
         value: |c| Some(c.attempts as f64),
         show: |c| int(c.attempts),
     },
@@ -42,6 +74,7 @@ const COLUMNS: &[Column] = &[
         label: "retries",
         title: "retries scheduled",
         figure: Some("retries"),
+        shown: Shown::Always,
         value: |c| Some(c.retries as f64),
         show: |c| int(c.retries),
     },
@@ -49,6 +82,7 @@ const COLUMNS: &[Column] = &[
         label: "arrivals",
         title: "requests the target counted",
         figure: Some("downstream_arrivals"),
+        shown: Shown::Always,
         value: |c| Some(c.downstream_arrivals as f64),
         show: |c| int(c.downstream_arrivals),
     },
@@ -56,6 +90,7 @@ const COLUMNS: &[Column] = &[
         label: "amplification / bound",
         title: "downstream arrivals ÷ upstream requests, beside the config's theoretical bound",
         figure: Some("amplification"),
+        shown: Shown::Always,
         value: |c| Some(c.amplification),
         show: |c| {
             let b = match c.amplification_bound {
@@ -69,6 +104,7 @@ const COLUMNS: &[Column] = &[
         label: "peak amp 1 s",
         title: "worst single second of arrivals ÷ upstream starts",
         figure: Some("peak_amplification_1s"),
+        shown: Shown::Always,
         value: |c| Some(c.peak_amplification_1s),
         show: |c| format!("{}×", fixed(c.peak_amplification_1s, 2)),
     },
@@ -76,6 +112,7 @@ const COLUMNS: &[Column] = &[
         label: "peak concurrency",
         title: "most requests in flight at the target at once",
         figure: Some("peak_concurrency"),
+        shown: Shown::Always,
         value: |c| Some(c.peak_concurrency as f64),
         show: |c| int(c.peak_concurrency),
     },
@@ -83,6 +120,7 @@ const COLUMNS: &[Column] = &[
         label: "client peak",
         title: "most logical requests in flight at the client",
         figure: Some("client_peak_in_flight"),
+        shown: Shown::Always,
         value: |c| Some(c.client_peak_in_flight as f64),
         show: |c| int(c.client_peak_in_flight),
     },
@@ -90,6 +128,7 @@ const COLUMNS: &[Column] = &[
         label: "success",
         title: "successes ÷ finished requests",
         figure: Some("successes"),
+        shown: Shown::Always,
         value: success_ratio,
         show: |c| success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
     },
@@ -97,6 +136,7 @@ const COLUMNS: &[Column] = &[
         label: "failures",
         title: "requests that finished failed",
         figure: Some("failures"),
+        shown: Shown::Always,
         value: |c| Some(c.failures as f64),
         show: |c| int(c.failures),
     },
@@ -104,6 +144,7 @@ const COLUMNS: &[Column] = &[
         label: "budget refusals",
         title: "retries the retry budget refused (first refusal time in brackets)",
         figure: Some("budget_refusals"),
+        shown: Shown::When(has_budget),
         value: |c| Some(c.budget_refusals as f64),
         show: |c| match c.first_budget_refusal_s {
             Some(t) if c.budget_refusals > 0 => {
@@ -120,6 +161,7 @@ const COLUMNS: &[Column] = &[
         label: "breaker refusals",
         title: "attempts the circuit breaker refused",
         figure: Some("breaker_refusals"),
+        shown: Shown::When(has_breaker),
         value: |c| Some(c.breaker_refusals as f64),
         show: |c| int(c.breaker_refusals),
     },
@@ -127,6 +169,7 @@ const COLUMNS: &[Column] = &[
         label: "dropped",
         title: "arrivals refused by the in-flight cap",
         figure: Some("dropped"),
+        shown: Shown::When(|c| c.dropped > 0),
         value: |c| Some(c.dropped as f64),
         show: |c| int(c.dropped),
     },
@@ -134,6 +177,7 @@ const COLUMNS: &[Column] = &[
         label: "p50 ms",
         title: "end-to-end latency, median",
         figure: Some("latency_ms.p50"),
+        shown: Shown::Always,
         value: |c| Some(c.latency_ms.p50),
         show: |c| ms(c.latency_ms.p50),
     },
@@ -141,6 +185,7 @@ const COLUMNS: &[Column] = &[
         label: "p99 ms",
         title: "end-to-end latency, 99th percentile",
         figure: Some("latency_ms.p99"),
+        shown: Shown::Always,
         value: |c| Some(c.latency_ms.p99),
         show: |c| ms(c.latency_ms.p99),
     },
@@ -148,6 +193,7 @@ const COLUMNS: &[Column] = &[
         label: "p99.9 ms",
         title: "end-to-end latency, 99.9th percentile",
         figure: Some("latency_ms.p999"),
+        shown: Shown::Detail,
         value: |c| Some(c.latency_ms.p999),
         show: |c| ms(c.latency_ms.p999),
     },
@@ -155,6 +201,7 @@ const COLUMNS: &[Column] = &[
         label: "max ms",
         title: "end-to-end latency, maximum",
         figure: Some("latency_ms.max"),
+        shown: Shown::Detail,
         value: |c| Some(c.latency_ms.max),
         show: |c| ms(c.latency_ms.max),
     },
@@ -162,6 +209,7 @@ const COLUMNS: &[Column] = &[
         label: "recovery",
         title: "seconds from the end of the last fault until goodput was back",
         figure: Some("recovery_time_s"),
+        shown: Shown::Always,
         value: |c| match c.recovered {
             Some(true) => c.recovery_time_s.or(Some(0.0)),
             Some(false) => Some(f64::INFINITY),
@@ -175,6 +223,7 @@ const COLUMNS: &[Column] = &[
 possibly sent, retried without a key, or retried with an Idempotency-Key; idempotent methods \
 are retried under every rule",
         figure: None,
+        shown: Shown::When(has_writes),
         value: |_| None,
         show: |c| escape(&c.idempotency_rules),
     },
@@ -182,6 +231,7 @@ are retried under every rule",
         label: "duplicates",
         title: "logical requests the target executed more than once",
         figure: Some("duplicate_executions"),
+        shown: Shown::When(has_writes),
         value: |c| Some(c.duplicate_executions as f64),
         show: |c| int(c.duplicate_executions),
     },
@@ -189,6 +239,7 @@ are retried under every rule",
         label: "extra side effects",
         title: "executions beyond the first per logical request (amount debited twice)",
         figure: Some("extra_executions"),
+        shown: Shown::When(has_writes),
         value: |c| Some(c.idempotency.extra_executions as f64),
         show: |c| {
             format!(
@@ -203,6 +254,7 @@ are retried under every rule",
         title: "Idempotency-Key dedup at the target: replays of a stored response, \
 duplicates while executing (409), keys reused with another body (422)",
         figure: None,
+        shown: Shown::When(has_writes),
         value: |_| None,
         show: |c| {
             let i = &c.idempotency;
@@ -218,6 +270,7 @@ duplicates while executing (409), keys reused with another body (422)",
         label: "shed",
         title: "requests the target shed",
         figure: Some("target_shed"),
+        shown: Shown::When(|c| c.target_shed > 0),
         value: |c| Some(c.target_shed as f64),
         show: |c| int(c.target_shed),
     },
@@ -266,18 +319,52 @@ pub(super) fn table(p: &mut String, run: &RunResult, baseline: Option<&RunResult
         "<section id=\"summary\">\n<h2><a href=\"#summary\">Summary table</a></h2>\n\
 <p class=\"k\">Amplification is shown beside its theoretical bound. Which config is \
 better depends on the question: the verdicts above weigh the load each config added \
-against the successes it bought.</p>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>config</th>",
+against the successes it bought.</p>\n",
     );
-    for col in COLUMNS {
-        let _ = write!(p, "<th title=\"{}\">{}</th>", escape(col.title), col.label);
+    let hidden: Vec<bool> = COLUMNS
+        .iter()
+        .map(|col| match col.shown {
+            Shown::Always => false,
+            Shown::Detail => true,
+            Shown::When(says) => !run.configs.iter().any(says),
+        })
+        .collect();
+    let names: Vec<&str> = COLUMNS
+        .iter()
+        .zip(&hidden)
+        .filter(|(_, h)| **h)
+        .map(|(c, _)| c.label)
+        .collect();
+    if !names.is_empty() {
+        let _ = write!(
+            p,
+            "<input type=\"checkbox\" id=\"allcols\" class=\"allcols\">\
+<label for=\"allcols\" class=\"k\"> show all columns ({} more: {})</label>\n",
+            names.len(),
+            escape(&names.join(", "))
+        );
+    }
+    p.push_str("<div class=\"tablewrap\"><table>\n<thead><tr><th>config</th>");
+    let opt = |i: usize| if hidden[i] { " class=\"opt\"" } else { "" };
+    for (i, col) in COLUMNS.iter().enumerate() {
+        let _ = write!(
+            p,
+            "<th title=\"{}\"{}>{}</th>",
+            escape(col.title),
+            opt(i),
+            col.label
+        );
     }
     p.push_str("</tr></thead>\n<tbody>\n");
     for (i, c) in run.configs.iter().enumerate() {
         let _ = write!(p, "<tr><td>{}{}</td>", swatch(i), escape(&c.name));
-        for col in COLUMNS {
+        for (i, col) in COLUMNS.iter().enumerate() {
             let mut class = Vec::new();
             if col.label.starts_with("amplification") && over_bound(c) {
                 class.push("over");
+            }
+            if hidden[i] {
+                class.push("opt");
             }
             let title = if class.contains(&"over") {
                 " title=\"above the config's theoretical bound\""
@@ -300,12 +387,12 @@ against the successes it bought.</p>\n<div class=\"tablewrap\"><table>\n<thead><
             match b.configs.iter().find(|bc| bc.name == c.name) {
                 Some(bc) => {
                     p.push_str("<tr class=\"base\"><td>baseline</td>");
-                    for col in COLUMNS {
+                    for (i, col) in COLUMNS.iter().enumerate() {
                         let d = match ((col.value)(c), (col.value)(bc)) {
                             (Some(now), Some(base)) => change(now, base, col.better()),
                             _ => String::new(),
                         };
-                        let _ = write!(p, "<td>{} {d}</td>", (col.show)(bc));
+                        let _ = write!(p, "<td{}>{} {d}</td>", opt(i), (col.show)(bc));
                     }
                     p.push_str("</tr>\n");
                 }
