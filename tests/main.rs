@@ -51,6 +51,7 @@ mod suite {
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;
+    mod shape_errors;
     mod shards;
     mod sim_core;
     mod sim_topology;
