@@ -23,25 +23,14 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     parse(path, &text)
 }
 
-/// Reads a scenario, target or faults file of at most [`limits::MAX_FILE_BYTES`] as text.
+/// Reads a scenario, target or faults file through the one bounded reader
+/// ([`crate::input`]): a regular file of at most [`limits::MAX_FILE_BYTES`], as text.
 pub fn read_text(path: &Path) -> Result<String, ScenarioError> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| ScenarioError::unreadable(path, e))?;
-    let mut bytes = Vec::new();
-    file.take(limits::MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ScenarioError::unreadable(path, e))?;
-    if bytes.len() as u64 > limits::MAX_FILE_BYTES {
-        return Err(ScenarioError::new(
-            path,
-            Some(1),
-            None,
-            ErrorKind::Invalid(format!(
-                "the file is larger than {} MiB, the limit for a scenario",
-                limits::MAX_FILE_BYTES >> 20
-            )),
-        ));
-    }
+    use crate::input::{self, InputError};
+    let bytes = input::read(path, input::Kind::Scenario).map_err(|e| match e {
+        InputError::Io { error, .. } => ScenarioError::unreadable(path, error),
+        other => ScenarioError::new(path, Some(1), None, ErrorKind::Invalid(other.reason())),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let line = line_of_bytes(e.as_bytes(), e.utf8_error().valid_up_to());
         ScenarioError::new(
