@@ -480,14 +480,8 @@ fn resolve(
     table
         .entry("name")
         .or_insert_with(|| toml::Value::String(default_name.to_string()));
-    let spec: RetryConfigSpec =
-        toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                let msg = e.message().to_string();
-                let field = unknown_field(&msg).unwrap_or_default();
-                located(field, msg)
-            })?;
+    let spec: RetryConfigSpec = scenario::shape::from_table(&table)
+        .map_err(|shape| located(shape.field, shape.kind.to_string()))?;
     spec.resolve().map_err(|e| {
         let field = match (&e, e.field()) {
             (_, Some(f)) => f.to_string(),
@@ -576,12 +570,6 @@ impl<'a> Lines<'a> {
             .get_or_init(|| scenario::source::SourceMap::new(self.text))
             .line(path)
     }
-}
-
-/// The key serde named in an "unknown field `x`" message, so the error can point at it.
-fn unknown_field(msg: &str) -> Option<String> {
-    let rest = msg.strip_prefix("unknown field `")?;
-    Some(rest[..rest.find('`')?].to_string())
 }
 
 /// Why a scenario file could not be planned.

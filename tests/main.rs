@@ -26,6 +26,7 @@ mod suite {
     mod gates_junit;
     mod grpc_calls;
     mod grpc_real_client;
+    mod hostile_files;
     mod hostile_input;
     mod hostile_run;
     mod hostile_shards;
@@ -52,6 +53,7 @@ mod suite {
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;
+    mod shape_errors;
     mod shards;
     mod sim_core;
     mod sim_topology;

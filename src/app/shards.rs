@@ -160,11 +160,11 @@ pub fn merge(
     let dumps = merge::check_set(dumps).map_err(AppError::bad)?;
     let (first_dir, first) = &dumps[0];
     let path = scenario.unwrap_or(&first.scenario_path);
-    let bytes = std::fs::read(path).map_err(|e| {
+    // The path comes from a dump, which is input: read it as any scenario, bounded.
+    let bytes = crate::input::read(path, crate::input::Kind::Scenario).map_err(|e| {
         AppError::bad(format!(
-            "{}: scenario_path: {}: {e} (give the scenario file with --scenario)",
+            "{}: scenario_path: {e} (give the scenario file with --scenario)",
             first_dir.display(),
-            path.display()
         ))
     })?;
     let sha = crate::live::telemetry::scenario_sha256(&bytes);

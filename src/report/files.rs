@@ -36,6 +36,9 @@ pub enum FilesError {
     },
     #[error("{path}: {source}")]
     Csv { path: PathBuf, source: csv::Error },
+    /// A run directory's file refused by the bounded reader (not a regular file, too large).
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
 }
 
 /// A `summary.csv` row: the flat headline figures of one config.
@@ -347,28 +350,30 @@ pub fn write_summary(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
 
 /// Reads a run directory back (summary.json plus timeseries.csv).
 pub fn read_data(dir: &Path) -> Result<RunResult, FilesError> {
+    use crate::input::{self, InputError};
+    // Through the one bounded reader: a summary.json or timeseries.csv that is a FIFO or
+    // /dev/zero is refused before reading, and a file above the ceiling before it fills memory.
+    let read = |path: &Path| {
+        input::read(path, input::Kind::RunFile).map_err(|e| match e {
+            InputError::Io { path, error } if error.kind() == io::ErrorKind::NotFound => {
+                FilesError::Io {
+                    path,
+                    source: io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "missing: not a finished run directory (a run writes summary.json last)",
+                    ),
+                }
+            }
+            other => FilesError::Input(other),
+        })
+    };
     let path = dir.join(SUMMARY_JSON);
-    let text = fs::read(&path).map_err(|source| {
-        let source = if source.kind() == io::ErrorKind::NotFound {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "missing: not a finished run directory (a run writes summary.json last)",
-            )
-        } else {
-            source
-        };
-        FilesError::Io {
-            path: path.clone(),
-            source,
-        }
-    })?;
+    let text = read(&path)?;
     let mut run: RunResult =
         serde_json::from_slice(&text).map_err(|source| FilesError::Json { path, source })?;
     let path = dir.join(TIMESERIES_CSV);
-    let mut r = csv::Reader::from_path(&path).map_err(|source| FilesError::Csv {
-        path: path.clone(),
-        source,
-    })?;
+    let bytes = read(&path)?;
+    let mut r = csv::Reader::from_reader(bytes.as_slice());
     run.timeseries = r
         .deserialize::<SecondRow>()
         .collect::<Result<_, _>>()

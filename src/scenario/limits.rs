@@ -10,7 +10,7 @@ use super::model::LoadShape;
 use super::schedule;
 
 /// Largest scenario, target or faults file read (bytes).
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+pub const MAX_FILE_BYTES: u64 = crate::input::Kind::Scenario.max_bytes();
 /// Longest scenario, config, layer or target name (it names report folders).
 pub const MAX_NAME_LEN: usize = 64;
 /// Longest description.

@@ -10,7 +10,7 @@ use super::error::{ErrorKind, ScenarioError};
 use super::limits;
 use super::model::{ScenarioFile, ServiceModel, TargetFile};
 use super::source::SourceMap;
-use super::validate::{self, suggest, Refusal, TargetChoice};
+use super::validate::{self, Refusal, TargetChoice};
 use super::{ConfigEntry, Scenario, Target};
 
 /// `targets/default.toml`, compiled in so that `builtin = "default"` (or no target at all)
@@ -23,25 +23,14 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     parse(path, &text)
 }
 
-/// Reads a scenario, target or faults file of at most [`limits::MAX_FILE_BYTES`] as text.
+/// Reads a scenario, target or faults file through the one bounded reader
+/// ([`crate::input`]): a regular file of at most [`limits::MAX_FILE_BYTES`], as text.
 pub fn read_text(path: &Path) -> Result<String, ScenarioError> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| ScenarioError::unreadable(path, e))?;
-    let mut bytes = Vec::new();
-    file.take(limits::MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ScenarioError::unreadable(path, e))?;
-    if bytes.len() as u64 > limits::MAX_FILE_BYTES {
-        return Err(ScenarioError::new(
-            path,
-            Some(1),
-            None,
-            ErrorKind::Invalid(format!(
-                "the file is larger than {} MiB, the limit for a scenario",
-                limits::MAX_FILE_BYTES >> 20
-            )),
-        ));
-    }
+    use crate::input::{self, InputError};
+    let bytes = input::read(path, input::Kind::Scenario).map_err(|e| match e {
+        InputError::Io { error, .. } => ScenarioError::unreadable(path, error),
+        other => ScenarioError::new(path, Some(1), None, ErrorKind::Invalid(other.reason())),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let line = line_of_bytes(e.as_bytes(), e.utf8_error().valid_up_to());
         ScenarioError::new(
@@ -303,76 +292,14 @@ pub fn deserialize<T: DeserializeOwned>(
         )
     })?;
     let map = SourceMap::of(text, &doc);
-    let value = toml_edit::de::from_document::<T>(doc).map_err(|e| shape_error(path, &map, &e))?;
+    let value = super::shape::from_document::<T>(doc, &map).map_err(|s| {
+        // The field's own line when it is written, else where serde pointed, else its table.
+        let line = map
+            .line_exact(&s.field)
+            .or(s.span.as_ref().map(|span| map.line_at(span.start)))
+            .or(map.line(&s.field))
+            .unwrap_or(1);
+        ScenarioError::new(path, Some(line), Some(s.field), s.kind)
+    })?;
     Ok((value, map))
-}
-
-/// Turns serde's error (message + span, no path) into a located error with a field path.
-fn shape_error(path: &Path, map: &SourceMap, e: &toml_edit::de::Error) -> ScenarioError {
-    let msg = e.message().trim().to_string();
-    let span = e.span();
-    let line = span.as_ref().map(|s| map.line_at(s.start)).unwrap_or(1);
-    let at = span.as_ref().and_then(|s| map.path_covering(s.clone()));
-    let at = at.map(str::to_string).unwrap_or_default();
-
-    if let Some(rest) = msg.strip_prefix("unknown field `") {
-        let key = rest.split('`').next().unwrap_or("").to_string();
-        let expected = backticked(rest.split_once(',').map(|(_, r)| r).unwrap_or(""));
-        let suggestion = suggest(&key, expected.iter().map(String::as_str));
-        // The span is the key's; `at` is then the unknown key's own path.
-        return ScenarioError::new(
-            path,
-            Some(line),
-            Some(at),
-            ErrorKind::UnknownKey {
-                key,
-                suggestion,
-                expected,
-            },
-        );
-    }
-    if let Some(rest) = msg.strip_prefix("unknown variant `") {
-        let value = rest.split('`').next().unwrap_or("");
-        let expected = backticked(rest.split_once(',').map(|(_, r)| r).unwrap_or(""));
-        let hint = match suggest(value, expected.iter().map(String::as_str)) {
-            Some(s) => format!(" (did you mean `{s}`?)"),
-            None => String::new(),
-        };
-        let field = if at.ends_with(".kind") || at.is_empty() {
-            at
-        } else {
-            format!("{at}.kind")
-        };
-        return ScenarioError::new(
-            path,
-            Some(line),
-            Some(field),
-            ErrorKind::Invalid(format!(
-                "unknown kind `{value}`{hint}; known: {}",
-                expected.join(", ")
-            )),
-        );
-    }
-    if let Some(rest) = msg.strip_prefix("missing field `") {
-        let key = rest.split('`').next().unwrap_or("");
-        return ScenarioError::new(
-            path,
-            Some(line),
-            Some(super::source::join(&at, key)),
-            ErrorKind::WrongType("is missing".to_string()),
-        );
-    }
-    if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
-        return ScenarioError::new(path, Some(line), Some(at), ErrorKind::WrongType(msg));
-    }
-    ScenarioError::new(path, Some(line), Some(at), ErrorKind::Invalid(msg))
-}
-
-/// The backticked words of serde's "expected one of `a`, `b`".
-fn backticked(s: &str) -> Vec<String> {
-    s.split('`')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string)
-        .collect()
 }

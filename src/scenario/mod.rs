@@ -11,6 +11,7 @@ pub mod load;
 pub mod model;
 pub mod provider;
 pub mod schedule;
+pub mod shape;
 pub mod source;
 pub mod timeline;
 pub mod units;

@@ -28,6 +28,8 @@ pub struct SourceMap {
     nodes: Vec<Node>,
     /// Position in `nodes` of each path (the first node written at it).
     by_path: HashMap<String, usize>,
+    /// The text of every string value, by path (to find where an unknown kind was written).
+    strings: HashMap<String, String>,
     lines: LineIndex,
 }
 
@@ -138,6 +140,7 @@ impl SourceMap {
                 }
                 Item::Value(v) => {
                     spans.extend(v.span());
+                    self.note_string(&path, v);
                     self.walk_value(text, &path, v);
                     self.push(text, path, spans);
                 }
@@ -151,6 +154,7 @@ impl SourceMap {
             Value::Array(arr) => {
                 for (i, v) in arr.iter().enumerate() {
                     let elem = format!("{prefix}[{i}]");
+                    self.note_string(&elem, v);
                     self.walk_value(text, &elem, v);
                     self.push(text, elem, v.span().into_iter().collect());
                 }
@@ -164,6 +168,7 @@ impl SourceMap {
                     let mut spans: Vec<Range<usize>> = k.span().into_iter().collect();
                     spans.extend(item.span());
                     if let Item::Value(v) = item {
+                        self.note_string(&path, v);
                         self.walk_value(text, &path, v);
                     }
                     self.push(text, path, spans);
@@ -171,6 +176,28 @@ impl SourceMap {
             }
             _ => {}
         }
+    }
+
+    fn note_string(&mut self, path: &str, v: &Value) {
+        if let Value::String(s) = v {
+            self.strings.insert(path.to_string(), s.value().clone());
+        }
+    }
+
+    /// The text of the string written at `path`, if one is.
+    pub fn string_at(&self, path: &str) -> Option<&str> {
+        self.strings.get(path).map(String::as_str)
+    }
+
+    /// A direct child of table `parent` whose value is the string `value`.
+    pub fn child_holding(&self, parent: &str, value: &str) -> Option<&str> {
+        let prefix = join(parent, "");
+        self.strings
+            .iter()
+            .filter(|(p, s)| *s == value && p.starts_with(&prefix))
+            .map(|(p, _)| p.as_str())
+            .filter(|p| !p[prefix.len()..].contains(['.', '[']))
+            .min()
     }
 
     /// The line of `path` exactly as written, if it is written.

@@ -212,8 +212,7 @@ fn parse_fault(body: &[u8]) -> Result<(Fault, bool), String> {
         // Checked as a one-second window, then held open until removed.
         map.insert("for".into(), json!("1s"));
     }
-    let section: FaultSection =
-        serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())?;
+    let section: FaultSection = crate::scenario::shape::from_json(Value::Object(map))?;
     let mut fault = validate::check_fault(0, &section, validate::MAX_DURATION).map_err(|r| {
         let field = r.field.strip_prefix("faults[0].").unwrap_or(&r.field);
         format!("{field}: {}", r.message)

@@ -92,48 +92,17 @@ pub enum DumpError {
 /// The largest `shard.json` read: 1 GiB. A dump holds a few hundred bytes per config per
 /// second (a 24 h shard of 16 configs is well under it), and it is read whole, so a larger
 /// file is refused before a byte of it is read rather than taking the merge's memory.
-pub const MAX_BYTES: u64 = 1 << 30;
+pub const MAX_BYTES: u64 = crate::input::Kind::ShardDump.max_bytes();
 
-/// Reads `path` whole if it is a regular file of at most [`MAX_BYTES`]: a FIFO would block
-/// the merge forever and a device (`/dev/zero`) never ends, so neither is opened for reading.
-/// The read is bounded too, in case the file grows after it was measured.
+/// Reads `path` through the one bounded reader ([`crate::input`]): a FIFO would block the
+/// merge forever and a device (`/dev/zero`) never ends, so neither is opened for reading.
 fn read_bounded(path: &Path) -> Result<Vec<u8>, DumpError> {
-    use std::io::Read;
-    let io = |error| DumpError::Io {
-        path: path.to_path_buf(),
-        error,
-    };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    let ft = meta.file_type();
-    if !ft.is_file() {
-        let kind = if ft.is_dir() {
-            "a directory"
-        } else if ft.is_symlink() {
-            "a symbolic link"
-        } else {
-            "a FIFO, socket or device"
-        };
-        return Err(DumpError::NotAFile {
-            path: path.to_path_buf(),
-            kind,
-        });
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(DumpError::TooLarge {
-            path: path.to_path_buf(),
-        });
-    }
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(DumpError::TooLarge {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(bytes)
+    use crate::input::{self, InputError};
+    input::read(path, input::Kind::ShardDump).map_err(|e| match e {
+        InputError::Io { path, error } => DumpError::Io { path, error },
+        InputError::NotAFile { path, kind } => DumpError::NotAFile { path, kind },
+        InputError::TooLarge { path, .. } => DumpError::TooLarge { path },
+    })
 }
 
 impl<C: Serialize + serde::de::DeserializeOwned> Dump<C> {

@@ -127,7 +127,7 @@ fn one_duration_grammar_everywhere() {
             "per_try_timeout = \"90\"",
             "",
         ),
-        "configs[0]",
+        "configs[0].per_try_timeout",
         "no unit",
     );
 }
