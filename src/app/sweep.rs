@@ -8,7 +8,7 @@ use crate::app::{AppError, Exit};
 use crate::cli::{CapacityArgs, SweepArgs};
 use crate::report::gates;
 use crate::scenario::units::duration;
-use crate::sweep::capacity::{self, CapacityOptions, CapacityResult, Direction, Outcome};
+use crate::sweep::capacity::{self, CapacityOptions, CapacityResult, Direction};
 use crate::sweep::grid::{Axis, Base};
 use crate::sweep::run::{self, SweepOptions};
 use crate::sweep::{files, page, SweepError};
@@ -160,9 +160,16 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         Exit::GateFailed
     };
     if args.confirm {
-        let confirmed = confirm(&base, &result, &objectives)?;
-        print!("{}", confirm_table(&result, &confirmed));
-        if confirmed.iter().any(|c| c.agrees == Some(false)) && exit == Exit::Ok {
+        // The simulated answer is on disk first: a live run cut short still leaves it.
+        confirm(&base, &plan, &mut result, &objectives)?;
+        write_capacity(&dir, &result)?;
+        print!("{}", crate::sweep::confirm::table(&result));
+        if crate::sweep::confirm::any_disagreement(&result) {
+            for c in &result.configs {
+                for d in c.live.iter().flat_map(|l| &l.disagreements) {
+                    eprintln!("live disagrees: {d}");
+                }
+            }
             exit = Exit::GateFailed;
         }
     }
@@ -180,110 +187,54 @@ fn write_capacity(dir: &Path, r: &CapacityResult) -> Result<(), AppError> {
     page::write(dir, "capacity.html", &html).map_err(failed)
 }
 
-/// One config's live re-run of its limit and the value one grid step beyond it.
-#[derive(Debug, Clone)]
-pub struct Confirmation {
-    pub config: String,
-    /// The limit and the value one STEP beyond it (`None`: no single limit to confirm).
-    pub values: Option<(f64, f64)>,
-    /// Live verdicts at the limit and beyond it (`None`: not run).
-    pub at_limit: Option<bool>,
-    pub beyond: Option<bool>,
-    /// Live passes at the limit and fails beyond it, as the simulator said.
-    pub agrees: Option<bool>,
-}
-
-/// Runs each found limit, and the value one grid step beyond it (which the simulator
-/// fails), live, one config at a time.
-pub fn confirm(
+/// Runs each found limit, and the value one grid step beyond it, live, one run at a time
+/// (two at once would share the machine and the loopback target's cores), with progress on
+/// stderr: which config and value, how long the run lasts and the time spent so far; the
+/// live engine's own progress (bars on a terminal, periodic lines otherwise) under it.
+fn confirm(
     base: &Base,
-    r: &CapacityResult,
+    plan: &crate::plan::Plan,
+    r: &mut CapacityResult,
     objectives: &[gates::Gate],
-) -> Result<Vec<Confirmation>, AppError> {
+) -> Result<(), AppError> {
+    if !matches!(
+        plan.scenario.target,
+        crate::scenario::Target::Builtin { .. }
+    ) {
+        return Err(bad("--confirm runs against the built-in target only"));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(failed)?;
-    let mut out = Vec::new();
-    for c in &r.configs {
-        let Outcome::Found { limit, .. } = c.outcome else {
-            out.push(Confirmation {
-                config: c.config.clone(),
-                values: None,
-                at_limit: None,
-                beyond: None,
-                agrees: None,
-            });
-            continue;
+    let started = std::time::Instant::now();
+    let axis = r.axis.clone();
+    let outcome = crate::sweep::confirm::confirm(base, plan, r, objectives, |job| {
+        let length = job.plan.scenario.duration + job.plan.scenario.drain;
+        eprintln!(
+            "confirm {}/{}: {} at {} = {} ({}), live for {:.0} s; {:.0} s elapsed",
+            job.index,
+            job.total,
+            job.config,
+            axis.path,
+            axis.label(job.value),
+            job.role.as_str(),
+            length.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+        let opts = crate::live::RunOptions {
+            attempt_log: false,
+            progress: true,
+            abort_when: None,
+            ..Default::default()
         };
-        let beyond = r.axis.round(match r.direction {
-            Direction::Largest => limit + r.axis.step,
-            Direction::Smallest => limit - r.axis.step,
-        });
-        let verdict = |value: f64| -> Result<bool, AppError> {
-            let mut plan = base
-                .point(std::slice::from_ref(&r.axis), &[value])
-                .map_err(to_app)?;
-            plan.configs.retain(|p| p.name == c.config);
-            if !matches!(
-                plan.scenario.target,
-                crate::scenario::Target::Builtin { .. }
-            ) {
-                return Err(bad("--confirm runs against the built-in target only"));
-            }
-            let opts = crate::live::RunOptions {
-                attempt_log: false,
-                progress: false,
-                abort_when: None,
-                ..Default::default()
-            };
-            let (_tx, rx) = tokio::sync::watch::channel(false);
-            let live = rt
-                .block_on(crate::live::run(&plan, &opts, rx))
-                .map_err(failed)?;
-            let probe = capacity::judge(&live.result, value, objectives).map_err(to_app)?;
-            Ok(probe.passed)
-        };
-        let at_limit = verdict(limit)?;
-        let past = verdict(beyond)?;
-        out.push(Confirmation {
-            config: c.config.clone(),
-            values: Some((limit, beyond)),
-            at_limit: Some(at_limit),
-            beyond: Some(past),
-            agrees: Some(at_limit && !past),
-        });
-    }
-    Ok(out)
-}
-
-fn confirm_table(r: &CapacityResult, c: &[Confirmation]) -> String {
-    let v = |b: Option<bool>| match b {
-        Some(true) => "holds",
-        Some(false) => "fails",
-        None => "-",
-    };
-    let rows: Vec<Vec<String>> = c
-        .iter()
-        .map(|c| {
-            let (l, b) = match c.values {
-                Some((limit, beyond)) => (r.axis.label(limit), r.axis.label(beyond)),
-                None => ("-".into(), "-".into()),
-            };
-            vec![
-                c.config.clone(),
-                format!("{l}: {}", v(c.at_limit)),
-                format!("{b}: {}", v(c.beyond)),
-                match c.agrees {
-                    Some(true) => "yes".into(),
-                    Some(false) => "NO".into(),
-                    None => "not run (no single limit)".into(),
-                },
-            ]
-        })
-        .collect();
-    gates::text_table(
-        &["CONFIG", "LIVE AT LIMIT", "LIVE BEYOND", "LIVE AGREES"],
-        &rows,
-    )
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        rt.block_on(crate::live::run(job.plan, &opts, rx))
+            .map(|o| o.result)
+    });
+    eprintln!("confirmed live in {:.1} s", started.elapsed().as_secs_f64());
+    outcome.map_err(|e| match e {
+        crate::sweep::confirm::ConfirmError::Sweep(e) => to_app(e),
+        crate::sweep::confirm::ConfirmError::Live(e) => failed(e),
+    })
 }

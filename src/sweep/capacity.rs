@@ -151,6 +151,9 @@ pub struct ConfigCapacity {
     pub overloaded: Option<Overload>,
     /// Every simulated probe, in the order run.
     pub probes: Vec<Probe>,
+    /// `--confirm`'s live re-run of the limit and one STEP beyond (`null`: not confirmed,
+    /// or no single limit to confirm).
+    pub live: Option<super::confirm::LiveCheck>,
 }
 
 /// `capacity.json`.
@@ -282,6 +285,29 @@ fn only(plan: &Plan, ci: usize) -> Plan {
     let mut p = plan.clone();
     p.configs = vec![plan.configs[ci].clone()];
     p
+}
+
+/// The plan of config `ci` alone at `value` of the axis.
+pub fn plan_for(
+    base: &Base,
+    base_plan: &Plan,
+    axis: &Axis,
+    ci: usize,
+    value: f64,
+) -> Result<Plan, SweepError> {
+    debug_assert!(ci < base_plan.configs.len());
+    Ok(only(&base.point(std::slice::from_ref(axis), &[value])?, ci))
+}
+
+/// Simulates one value of a one-config plan (see [`plan_for`]) and judges it.
+pub fn probe_plan(
+    plan: &Plan,
+    axis: &Axis,
+    value: f64,
+    objectives: &[Gate],
+    seed: u64,
+) -> Result<Probe, SweepError> {
+    probe(plan, axis, value, objectives, seed)
 }
 
 /// Simulates one value for one config and judges the objectives that apply to it.
@@ -477,6 +503,7 @@ fn refine(
         binding,
         overloaded,
         probes,
+        live: None,
     })
 }
 
@@ -591,29 +618,52 @@ pub fn table(r: &CapacityResult) -> String {
     out
 }
 
-/// A `capacity.csv` row.
-#[derive(Serialize)]
-struct Row<'a> {
-    config: &'a str,
-    field: &'a str,
-    direction: Direction,
-    outcome: &'static str,
-    limit: Option<f64>,
-    beyond: Option<f64>,
-    range_high: Option<f64>,
-    scenario_value: Option<f64>,
-    headroom: Option<f64>,
-    binding: String,
-    /// The overloaded probe nearest the easy end, and its pre-fault rates.
-    overloaded_at: Option<f64>,
-    overloaded_offered_rps: Option<f64>,
-    overloaded_goodput_rps: Option<f64>,
-    probes: usize,
+/// A `capacity.csv` number: Rust's shortest round-trip form (as `sweep.csv`), empty for
+/// none.
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(String::new, |x| format!("{x}"))
 }
 
-/// `capacity.csv`: one row per config.
+/// A `capacity.csv` verdict: `true`/`false`, empty when not confirmed.
+fn flag(v: Option<bool>) -> String {
+    v.map_or_else(String::new, |b| b.to_string())
+}
+
+/// `capacity.csv`: one row per config. With `--confirm`, `live_agrees` and, per objective
+/// N (1-based, in the order given), `objective_N` (its text) and its simulated and live
+/// figures at the limit and one step beyond (`objective_N.sim_at_limit`, ...).
 pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
+    let mut header: Vec<String> = [
+        "config",
+        "field",
+        "direction",
+        "outcome",
+        "limit",
+        "beyond",
+        "range_high",
+        "scenario_value",
+        "headroom",
+        "binding",
+        "overloaded_at",
+        "overloaded_offered_rps",
+        "overloaded_goodput_rps",
+        "probes",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let confirmed = r.configs.iter().any(|c| c.live.is_some());
+    const PER_OBJECTIVE: [&str; 4] = ["sim_at_limit", "live_at_limit", "sim_beyond", "live_beyond"];
+    if confirmed {
+        header.extend(["live_beyond_value", "live_agrees"].map(String::from));
+        for i in 1..=r.objectives.len() {
+            header.push(format!("objective_{i}"));
+            header.extend(PER_OBJECTIVE.iter().map(|k| format!("objective_{i}.{k}")));
+        }
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| SweepError::Io(format!("capacity.csv: {e}"));
+    w.write_record(&header).map_err(err)?;
     for c in &r.configs {
         let (outcome, beyond, high) = match c.outcome {
             Outcome::Found { beyond, .. } => ("found", Some(beyond), None),
@@ -621,23 +671,44 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
             Outcome::HoldsEverywhere { .. } => ("holds-everywhere", None, None),
             Outcome::HoldsNowhere => ("holds-nowhere", None, None),
         };
-        w.serialize(Row {
-            config: &c.config,
-            field: &r.axis.path,
-            direction: r.direction,
-            outcome,
-            limit: c.limit,
-            beyond,
-            range_high: high,
-            scenario_value: r.axis.scenario_value,
-            headroom: c.headroom,
-            binding: c.binding.join("; "),
-            overloaded_at: c.overloaded.map(|o| o.value),
-            overloaded_offered_rps: c.overloaded.map(|o| o.offered_rps),
-            overloaded_goodput_rps: c.overloaded.map(|o| o.goodput_rps),
-            probes: c.probes.len(),
-        })
-        .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))?;
+        let direction = match r.direction {
+            Direction::Largest => "largest",
+            Direction::Smallest => "smallest",
+        };
+        let mut row = vec![
+            c.config.clone(),
+            r.axis.path.clone(),
+            direction.to_string(),
+            outcome.to_string(),
+            num(c.limit),
+            num(beyond),
+            num(high),
+            num(r.axis.scenario_value),
+            num(c.headroom),
+            c.binding.join("; "),
+            num(c.overloaded.map(|o| o.value)),
+            num(c.overloaded.map(|o| o.offered_rps)),
+            num(c.overloaded.map(|o| o.goodput_rps)),
+            c.probes.len().to_string(),
+        ];
+        if confirmed {
+            let live = c.live.as_ref();
+            row.push(num(live.map(|l| l.beyond)));
+            row.push(flag(live.map(|l| l.agrees)));
+            for text in &r.objectives {
+                let o = live.and_then(|l| l.objectives.iter().find(|o| &o.objective == text));
+                row.push(o.map_or_else(String::new, |o| o.objective.clone()));
+                for v in [
+                    o.and_then(|o| o.sim_at_limit),
+                    o.and_then(|o| o.live_at_limit),
+                    o.and_then(|o| o.sim_beyond),
+                    o.and_then(|o| o.live_beyond),
+                ] {
+                    row.push(num(v));
+                }
+            }
+        }
+        w.write_record(&row).map_err(err)?;
     }
     w.into_inner()
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))

@@ -9,12 +9,15 @@
 //! * [`capacity`]: per config, the largest load (or smallest capacity) at which objectives
 //!   in the gate grammar hold, by a grid scan and bisection; non-monotone outcomes are
 //!   reported as a range.
+//! * [`confirm`]: `capacity --confirm`'s comparison of the simulated and live figures at
+//!   each limit and one step beyond, objective by objective (the live runs are the caller's).
 //! * [`page`]: the self-contained HTML page of a sweep or a capacity search.
 //!
 //! Only the simulator is driven here: it is deterministic, so a sweep is a function of its
 //! inputs, and hundreds of storms cost seconds.
 
 pub mod capacity;
+pub mod confirm;
 pub mod edit;
 pub mod files;
 pub mod grid;

@@ -667,6 +667,7 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         }
         p.push_str("</tbody></table>\n");
     }
+    live_section(&mut p, r);
     p.push_str("<h2>Probes</h2>\n<div class=\"grid\">\n");
     let svg = probe_chart(r)?;
     figure(
@@ -683,6 +684,61 @@ black bar: the limit found",
         escape(&r.stormrig_version)
     );
     Ok(p)
+}
+
+/// `--confirm`'s checks: per config and objective the simulated and live figures at the
+/// limit and one step beyond, and every disagreement in words.
+fn live_section(p: &mut String, r: &CapacityResult) {
+    if r.configs.iter().all(|c| c.live.is_none()) {
+        return;
+    }
+    p.push_str("<h2>Live confirmation</h2>\n<table>\n<thead><tr><th>config</th><th>objective</th><th>value</th><th>simulated</th><th>live</th><th>value</th><th>simulated</th><th>live</th><th>live agrees</th></tr></thead>\n<tbody>\n");
+    let cell = |m: Option<f64>, ok: bool| {
+        format!(
+            "<td class=\"{}\">{}</td>",
+            if ok { "pass" } else { "fail" },
+            escape(&crate::report::gates::fmt_measured(m))
+        )
+    };
+    for c in &r.configs {
+        let Some(l) = &c.live else {
+            let _ = writeln!(
+                p,
+                "<tr><td>{}</td><td colspan=\"8\">not run (no single limit)</td></tr>",
+                escape(&c.config)
+            );
+            continue;
+        };
+        for o in &l.objectives {
+            let _ = writeln!(
+                p,
+                "<tr><td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td>{}{}<td class=\"{}\">{}</td></tr>",
+                escape(&c.config),
+                escape(&o.objective),
+                escape(&r.axis.label(l.limit)),
+                cell(o.sim_at_limit, o.sim_passed_at_limit),
+                cell(o.live_at_limit, o.live_passed_at_limit),
+                escape(&r.axis.label(l.beyond)),
+                cell(o.sim_beyond, o.sim_passed_beyond),
+                cell(o.live_beyond, o.live_passed_beyond),
+                if o.agrees() { "pass" } else { "fail" },
+                if o.agrees() { "yes" } else { "NO" }
+            );
+        }
+    }
+    p.push_str("</tbody></table>\n");
+    let notes: Vec<&String> = r
+        .configs
+        .iter()
+        .flat_map(|c| c.live.iter().flat_map(|l| &l.disagreements))
+        .collect();
+    if !notes.is_empty() {
+        p.push_str("<ul>\n");
+        for d in notes {
+            let _ = writeln!(p, "<li>live disagrees: {}</li>", escape(d));
+        }
+        p.push_str("</ul>\n");
+    }
 }
 
 fn probe_chart(r: &CapacityResult) -> Result<String, String> {

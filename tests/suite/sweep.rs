@@ -392,13 +392,106 @@ fn confirm_reruns_the_limit_live_and_agrees() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("200 (fails at 500)"), "{stdout}");
+    // The confirmation's row: the objective, simulated and live at both values.
     let line = stdout
         .lines()
-        .find(|l| l.starts_with("naive-timeout") && l.contains("holds"))
+        .find(|l| l.starts_with("naive-timeout") && l.contains("200: sim"))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(line.contains("200: holds"), "{line}");
-    assert!(line.contains("500: fails"), "{line}");
+    let (limit, beyond) = line
+        .split_once(" 500: ")
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        limit.contains("200: sim") && limit.trim_end().ends_with("ok"),
+        "{line}"
+    );
+    assert!(
+        beyond.contains("FAIL / live") && beyond.contains("FAIL"),
+        "{line}"
+    );
     assert!(line.trim_end().ends_with("yes"), "{line}");
+}
+
+#[test]
+fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
+    let dir = support::scratch("capacity-confirm-disagrees");
+    let path = write(&dir, "metastable-small.toml", META_SMALL);
+    let out = dir.join("out");
+    // The small target serves in a constant 10 ms: the simulator's median is 10.1 ms (the
+    // histogram's bucket), live's cannot be below the 10 ms sleep plus the request's own
+    // path, so a median objective of 10.6 ms holds simulated and fails live.
+    let o = stormrig(&[
+        "capacity",
+        path.to_str().unwrap(),
+        "--vary",
+        "load.rate=200..1100:300",
+        "--resolution",
+        "300",
+        "--objective",
+        "recovery_time_s <= 5",
+        "--objective",
+        "latency_ms.p50 <= 10.6",
+        "--confirm",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    // Progress: which run, of how many, for which value.
+    assert!(
+        stderr.contains("confirm 1/2: naive-timeout at load.rate = 200 (the limit)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("confirm 2/2: naive-timeout at load.rate = 500"),
+        "{stderr}"
+    );
+    let said = stderr
+        .lines()
+        .find(|l| l.starts_with("live disagrees: naive-timeout at load.rate = 200"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(said.contains("latency_ms.p50 <= 10.6"), "{said}");
+    assert!(said.contains("live - threshold = +"), "{said}");
+    // capacity.json: both figures of both objectives at both values.
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
+    let live = &json["configs"][0]["live"];
+    assert_eq!(live["agrees"], false, "{live}");
+    assert_eq!(
+        (live["limit"].as_f64(), live["beyond"].as_f64()),
+        (Some(200.0), Some(500.0))
+    );
+    let objectives = live["objectives"].as_array().unwrap();
+    assert_eq!(objectives.len(), 2, "{live}");
+    let recovery = &objectives[0];
+    assert_eq!(recovery["sim_passed_at_limit"], true, "{recovery}");
+    assert_eq!(recovery["live_passed_at_limit"], true, "{recovery}");
+    assert_eq!(recovery["live_passed_beyond"], false, "{recovery}");
+    let p50 = &objectives[1];
+    let sim = p50["sim_at_limit"].as_f64().unwrap();
+    let live_p50 = p50["live_at_limit"].as_f64().unwrap();
+    assert!(sim <= 10.6 && live_p50 > 10.6, "{p50}");
+    assert_eq!(p50["live_passed_at_limit"], false, "{p50}");
+    // capacity.csv: the same figures in the objective's columns.
+    let csv = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| {
+        let i = header.iter().position(|h| *h == name);
+        row[i.unwrap_or_else(|| panic!("{name} in {csv}"))]
+    };
+    assert_eq!(col("live_agrees"), "false");
+    assert_eq!(col("objective_2"), "*: latency_ms.p50 <= 10.6");
+    assert_eq!(col("objective_2.sim_at_limit").parse::<f64>().unwrap(), sim);
+    assert_eq!(
+        col("objective_2.live_at_limit").parse::<f64>().unwrap(),
+        live_p50
+    );
+    // capacity.html: the live section, with the disagreement in words.
+    let html = std::fs::read_to_string(out.join("capacity.html")).unwrap();
+    assert!(html.contains("Live confirmation"), "no live section");
+    assert!(html.contains("live disagrees: naive-timeout at load.rate = 200"));
 }
 
 /// A scaled-down capacity drop on the small target (8 slots x 10 ms = 800 req/s): half
