@@ -10,7 +10,7 @@ use crate::metrics::result::fmt_pct;
 use crate::plan::Plan;
 use crate::policy::outcome::is_idempotent_method;
 use crate::policy::{
-    AttemptOutcome, BudgetConfig, OutcomeClass, Response, RetryConfig, TransportError,
+    AttemptOutcome, BudgetConfig, GrpcStatus, OutcomeClass, Response, RetryConfig, TransportError,
 };
 use crate::scenario::{Fault, FaultKind};
 
@@ -206,6 +206,16 @@ fn list<T: serde::Serialize>(items: &[T]) -> String {
     }
 }
 
+/// gRPC statuses by the spec's names (`UNAVAILABLE, RESOURCE_EXHAUSTED`), as a reader of
+/// gRPC's documentation meets them.
+fn grpc_names(statuses: &[GrpcStatus]) -> String {
+    if statuses.is_empty() {
+        return "nothing".into();
+    }
+    let names: Vec<&str> = statuses.iter().map(|g| g.name()).collect();
+    names.join(", ")
+}
+
 fn compact<T: serde::Serialize>(x: &T) -> String {
     serde_json::to_string(x).unwrap_or_else(|_| "?".into())
 }
@@ -277,6 +287,15 @@ fn explain_policy(
                 )
             }
         );
+        if !r.grpc_statuses.is_empty() || !r.grpc_throttling_statuses.is_empty() {
+            let _ = writeln!(
+                out,
+                "  retries gRPC calls failing with: {} as transient, {} as throttling \
+                 (the status in the trailers, whatever the HTTP status)",
+                grpc_names(&r.grpc_statuses),
+                grpc_names(&r.grpc_throttling_statuses)
+            );
+        }
         let _ = writeln!(
             out,
             "  does not retry: every other status and transport outcome{}",

@@ -489,6 +489,15 @@ impl Session {
             label.as_str(),
             level,
         );
+        if let Decision::GiveUp {
+            reason: GiveUpReason::BudgetRefused,
+            ..
+        } = d
+        {
+            // The retry the budget refused is an attempt that was asked for and never sent:
+            // its row (no `sent_s`) is what a reader counting refusals in the log looks for.
+            self.log_row(req.id, req.state.attempts() + 1, None, "refused", level);
+        }
         self.drain_events(req.fleet, req.instance);
         let ending = match d {
             Decision::Success => Ending::Succeeded,

@@ -9,6 +9,7 @@ mod support;
 
 mod suite {
     mod architecture;
+    mod attempt_log;
     mod bench_smoke;
     mod budget_drain;
     mod budget_drain_live;

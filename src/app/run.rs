@@ -383,12 +383,5 @@ fn abort_check(gates: &[report::gates::Gate]) -> Option<live::AbortCheck> {
 }
 
 fn write_attempts(dir: &Path, rows: &[crate::metrics::AttemptRow]) -> Result<(), AppError> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in rows {
-        w.serialize(r).map_err(AppError::failed)?;
-    }
-    let bytes = w
-        .into_inner()
-        .map_err(|e| AppError::failed(e.to_string()))?;
-    files::write_atomic(dir, "attempts.csv", &bytes).map_err(AppError::failed)
+    files::write_attempts(dir, rows).map_err(AppError::failed)
 }

@@ -33,6 +33,7 @@
 use super::budget::{BudgetConfig, DepositOn};
 use super::client::{Decision, GiveUpReason, Now, Permit, RetryClient};
 use super::config::RetryConfig;
+use super::grpc_status::GrpcStatus;
 use super::outcome::{AttemptOutcome, OutcomeClass, Response, TransportError};
 use super::retry_after::RetryAfterConfig;
 use rand::{Rng, SeedableRng};
@@ -167,6 +168,13 @@ fn failure_for(config: &RetryConfig, kind: Kind) -> Option<AttemptOutcome<'_>> {
             ..Response::default()
         })
     };
+    let grpc = |g: GrpcStatus| {
+        AttemptOutcome::Response(Response {
+            status: 200,
+            grpc_status: Some(g),
+            ..Response::default()
+        })
+    };
     let mut cands: Vec<AttemptOutcome<'_>> = Vec::new();
     match kind {
         Kind::Transient => {
@@ -185,6 +193,11 @@ fn failure_for(config: &RetryConfig, kind: Kind) -> Option<AttemptOutcome<'_>> {
             for t in [TransportError::Reset, TransportError::Protocol] {
                 cands.push(AttemptOutcome::Transport(t));
             }
+            // A gRPC call fails with HTTP 200 and its status in the trailers: a config
+            // retrying only gRPC statuses (`retryableStatusCodes`) drains on those.
+            for g in &config.retry_on.grpc_statuses {
+                cands.push(grpc(*g));
+            }
         }
         Kind::Throttling => {
             cands.push(r(429, None));
@@ -194,6 +207,9 @@ fn failure_for(config: &RetryConfig, kind: Kind) -> Option<AttemptOutcome<'_>> {
                     error_code: Some(c.as_str()),
                     ..Response::default()
                 }));
+            }
+            for g in &config.retry_on.grpc_throttling_statuses {
+                cands.push(grpc(*g));
             }
         }
         Kind::Timeout => {
@@ -572,5 +588,24 @@ mod tests {
                 assert!(k.reason.is_some(), "{name}");
             }
         }
+    }
+
+    /// A config retrying gRPC statuses alone drains on them: the failure the thresholds
+    /// model for it is a call answered HTTP 200 with that status in its trailers.
+    #[test]
+    fn grpc_statuses_are_the_classes_of_a_grpc_only_config() {
+        use crate::policy::outcome::RetryOn;
+        let mut c = preset("grpc").unwrap();
+        c.retry_on = RetryOn {
+            grpc_statuses: vec![GrpcStatus::Unavailable],
+            grpc_throttling_statuses: vec![GrpcStatus::ResourceExhausted],
+            ..RetryOn::default()
+        };
+        assert_eq!(run_threshold(&c, Kind::Transient), Ok(0.0909));
+        assert_eq!(run_threshold(&c, Kind::Throttling), Ok(0.0909));
+        assert!(run_threshold(&c, Kind::Timeout).is_err());
+        c.retry_on.grpc_throttling_statuses.clear();
+        let why = run_threshold(&c, Kind::Throttling).unwrap_err();
+        assert!(why.contains("never retries a throttling"), "{why}");
     }
 }

@@ -18,11 +18,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::metrics::drain::DrainWindow;
-use crate::metrics::{ConfigSummary, RunResult, SecondRow};
+use crate::metrics::{AttemptRow, ConfigSummary, RunResult, SecondRow};
 
 pub const SUMMARY_JSON: &str = "summary.json";
 pub const SUMMARY_CSV: &str = "summary.csv";
 pub const TIMESERIES_CSV: &str = "timeseries.csv";
+pub const ATTEMPTS_CSV: &str = "attempts.csv";
 
 /// What can go wrong reading or writing run files; every variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -337,6 +338,14 @@ pub fn write_tables(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
     let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeseries)?;
     write_atomic(dir, SUMMARY_CSV, &summary)?;
     write_atomic(dir, TIMESERIES_CSV, &series)
+}
+
+/// Writes attempts.csv (`--attempt-log`) into `dir`: one row per attempt, a refused retry
+/// included, every cell through [`safe_cell`] like the other tables (the config name comes
+/// from the user's file).
+pub fn write_attempts(dir: &Path, rows: &[AttemptRow]) -> Result<(), FilesError> {
+    let bytes = csv_bytes(&dir.join(ATTEMPTS_CSV), rows)?;
+    write_atomic(dir, ATTEMPTS_CSV, &bytes)
 }
 
 /// Writes summary.json: the last file of a run, whose presence marks the directory finished.

@@ -109,3 +109,49 @@ fn naive_wastes_every_retry_of_the_outage() {
     assert_eq!(naive.wasted_retries, in_outage);
     assert_eq!(naive.useful_retries, naive.retries - in_outage);
 }
+
+/// The shipped gRPC storm with one more config that retries gRPC statuses only (no HTTP
+/// status, no transport outcome): its drain threshold must come from UNAVAILABLE and
+/// RESOURCE_EXHAUSTED, the statuses gRPC's `retryableStatusCodes` name.
+fn grpc_storm_with_grpc_only_config() -> PathBuf {
+    let shipped = std::fs::read_to_string(root().join("scenarios/grpc-unavailable-storm.toml"))
+        .unwrap()
+        + r#"
+[[configs]]
+name = "grpc-only"
+preset = "grpc"
+retry_on = { grpc_statuses = ["unavailable"], grpc_throttling_statuses = ["resource-exhausted"] }
+"#;
+    let dir = std::env::temp_dir().join(format!("stormrig-drain-grpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("grpc-storm.toml");
+    std::fs::write(&p, shipped).unwrap();
+    p
+}
+
+#[test]
+fn the_grpc_storm_predicts_the_drain_it_observes() {
+    let p = plan::load(&grpc_storm_with_grpc_only_config()).unwrap_or_else(|e| panic!("{e}"));
+    let run = sim::run(&p, &SimOptions::default()).unwrap().result;
+    for name in ["grpc", "grpc-only"] {
+        let c = config(&run, name);
+        let b = c.budget.as_ref().unwrap();
+        // retryThrottling 10 / 0.1: r / (1 + r) for every class the config retries.
+        assert_eq!(b.thresholds.transient, Some(0.0909), "{name}: {b:?}");
+        assert_eq!(b.thresholds.throttling, Some(0.0909), "{name}: {b:?}");
+        assert!(c.budget_refusals > 0, "{name} had refusals");
+        assert_eq!(b.windows.len(), 1, "{name}");
+        let w = &b.windows[0];
+        assert!(w.drain_observed, "{name}: {w:?}");
+        assert_eq!(w.drain_predicted, w.drain_observed, "{name}: {w:?}");
+        assert_eq!(w.exceeded_thresholds, ["transient"], "{name}");
+    }
+    // Envoy's limit on concurrent retries has no balance: no threshold, and the reason says
+    // why, not that UNAVAILABLE is never retried.
+    let envoy = config(&run, "envoy-unavailable").budget.as_ref().unwrap();
+    assert_eq!(envoy.thresholds.transient, None);
+    assert!(
+        envoy.no_threshold_reasons["transient"].contains("concurrent retries"),
+        "{envoy:?}"
+    );
+}

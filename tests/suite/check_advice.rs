@@ -130,3 +130,92 @@ fn thresholds_of_a_scenario_cover_each_config_as_resolved() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("hand-written"), "{out}");
 }
+
+/// A gRPC-only config: retries UNAVAILABLE and RESOURCE_EXHAUSTED, no HTTP status.
+const GRPC_ONLY: &str = r#"name = "grpc-only"
+seed = 1
+duration = "5s"
+
+[load]
+kind = "constant"
+rate = 50.0
+grpc = { service = "stormrig.Demo", method = "Get", message = "" }
+
+[target]
+builtin = "default"
+protocol = "h2c"
+
+[[faults]]
+kind = "grpc-status"
+grpc_status = "UNAVAILABLE"
+at = "1s"
+for = "2s"
+
+[[configs]]
+name = "grpc-only"
+preset = "grpc"
+retry_on = { grpc_statuses = ["unavailable"], grpc_throttling_statuses = ["resource-exhausted"] }
+"#;
+
+fn grpc_only(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stormrig-advice-{}-{test}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("grpc-only.toml");
+    fs::write(&p, GRPC_ONLY).unwrap();
+    p
+}
+
+#[test]
+fn thresholds_of_a_grpc_only_config_come_from_its_grpc_statuses() {
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["thresholds", "--json"])
+        .arg(grpc_only("grpc-thresholds"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v[0];
+    assert_eq!(r["config"], "grpc-only");
+    // retryThrottling 10 / 0.1 drains above r / (1 + r) = 0.0909, whatever the class.
+    for kind in ["transient", "throttling"] {
+        assert_eq!(r[kind]["closed_form"].as_f64(), Some(0.0909), "{kind}: {r}");
+        let mc = r[kind]["monte_carlo"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{kind}: {r}"));
+        assert!((mc - 0.0909).abs() < 0.01, "{kind}: {mc}");
+    }
+    // It retries no timeout: no threshold for that class.
+    assert_eq!(r["timeout"]["closed_form"], serde_json::Value::Null);
+}
+
+#[test]
+fn explain_names_the_grpc_statuses_a_config_retries() {
+    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+        .args(["check", "--explain"])
+        .arg(grpc_only("grpc-explain"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "gRPC calls failing with: UNAVAILABLE as transient, RESOURCE_EXHAUSTED as throttling"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("drains above: transient 9.1 %; throttling 9.1 %"),
+        "{out}"
+    );
+    assert!(!out.contains("[\"unavailable\""), "no raw JSON: {out}");
+}
