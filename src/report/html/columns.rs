@@ -336,10 +336,10 @@ against the successes it bought.</p>\n",
         .map(|(c, _)| c.label)
         .collect();
     if !names.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             p,
             "<input type=\"checkbox\" id=\"allcols\" class=\"allcols\">\
-<label for=\"allcols\" class=\"k\"> show all columns ({} more: {})</label>\n",
+<label for=\"allcols\" class=\"k\"> show all columns ({} more: {})</label>",
             names.len(),
             escape(&names.join(", "))
         );
