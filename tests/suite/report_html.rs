@@ -728,3 +728,33 @@ fn shared_headline_figures_are_said_once() {
     assert!(page.contains("The same for every config: peak concurrency 7."));
     assert!(!page.contains("peak concurrency</span> <b>7</b>"));
 }
+
+/// The summary table shows the columns a run makes say something and keeps the others one
+/// click away: a GET-only run hides the write figures, a run with writes shows them.
+#[test]
+fn columns_without_anything_to_say_are_one_click_away() {
+    let header = |page: &str, label: &str| -> String {
+        let at = page
+            .find(&format!(">{label}</th>"))
+            .unwrap_or_else(|| panic!("no column {label}"));
+        let open = page[..at].rfind("<th").unwrap();
+        page[open..at].to_string()
+    };
+    let mut run = synthetic();
+    for c in &mut run.configs {
+        c.idempotency = Default::default();
+        c.duplicate_executions = 0;
+        c.target_shed = 0;
+    }
+    let page = html::render(&run, None).unwrap();
+    assert!(header(&page, "duplicates").contains("class=\"opt\""));
+    assert!(header(&page, "shed").contains("class=\"opt\""));
+    assert!(!header(&page, "attempts").contains("opt"));
+    assert!(
+        page.contains("id=\"allcols\""),
+        "the hidden columns need their toggle"
+    );
+    run.configs[0].idempotency.executions = 10;
+    let page = html::render(&run, None).unwrap();
+    assert!(!header(&page, "duplicates").contains("opt"));
+}
