@@ -153,7 +153,7 @@ pub struct ConfigCapacity {
     pub probes: Vec<Probe>,
     /// `--confirm`'s live re-run of the limit and one STEP beyond (`null`: not confirmed,
     /// or no single limit to confirm).
-    pub live: Option<super::confirm::LiveCheck>,
+    pub live: Option<LiveCheck>,
 }
 
 /// `capacity.json`.
@@ -712,6 +712,55 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
     }
     w.into_inner()
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))
+}
+
+/// One objective, simulated and live, at the limit and one STEP beyond it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectiveCheck {
+    /// As written (`recovery_time_s <= 5`).
+    pub objective: String,
+    pub figure: String,
+    pub op: String,
+    pub threshold: f64,
+    /// The figures measured (`None`: it never happened, e.g. no recovery).
+    pub sim_at_limit: Option<f64>,
+    pub live_at_limit: Option<f64>,
+    pub sim_beyond: Option<f64>,
+    pub live_beyond: Option<f64>,
+    /// The verdicts (an overloaded run fails every objective, whatever it measured).
+    pub sim_passed_at_limit: bool,
+    pub live_passed_at_limit: bool,
+    pub sim_passed_beyond: bool,
+    pub live_passed_beyond: bool,
+}
+
+impl ObjectiveCheck {
+    /// Live gives this objective the simulator's verdict at both values.
+    pub fn agrees(&self) -> bool {
+        self.sim_passed_at_limit == self.live_passed_at_limit
+            && self.sim_passed_beyond == self.live_passed_beyond
+    }
+}
+
+/// One config's live re-run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveCheck {
+    /// The limit the simulator found, and the value one STEP beyond it.
+    pub limit: f64,
+    pub beyond: f64,
+    pub sim_passed_at_limit: bool,
+    pub live_passed_at_limit: bool,
+    pub sim_passed_beyond: bool,
+    pub live_passed_beyond: bool,
+    /// Set when the live run there was overloaded before the fault.
+    pub live_overloaded_at_limit: Option<Overload>,
+    pub live_overloaded_beyond: Option<Overload>,
+    pub objectives: Vec<ObjectiveCheck>,
+    /// Live gives the simulator's verdict at both values, objective by objective.
+    pub agrees: bool,
+    /// Where live and the simulator differ, in words: which value, which objective, the two
+    /// figures, and how far live is from the threshold.
+    pub disagreements: Vec<String>,
 }
 
 #[cfg(test)]

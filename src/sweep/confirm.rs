@@ -11,63 +11,12 @@
 //! sockets): [`confirm`] hands each run to a closure, in a fixed order, so the edge can
 //! show progress and this module stays engine-free.
 
-use serde::Serialize;
-
-use super::capacity::{self, CapacityResult, Direction, Outcome, Overload, Probe};
+use super::capacity::{self, CapacityResult, Direction, LiveCheck, ObjectiveCheck, Outcome, Probe};
 use super::grid::Base;
 use super::SweepError;
 use crate::metrics::RunResult;
 use crate::plan::Plan;
 use crate::report::gates::{fmt_measured, fmt_num, Gate};
-
-/// One objective, simulated and live, at the limit and one STEP beyond it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ObjectiveCheck {
-    /// As written (`recovery_time_s <= 5`).
-    pub objective: String,
-    pub figure: String,
-    pub op: String,
-    pub threshold: f64,
-    /// The figures measured (`None`: it never happened, e.g. no recovery).
-    pub sim_at_limit: Option<f64>,
-    pub live_at_limit: Option<f64>,
-    pub sim_beyond: Option<f64>,
-    pub live_beyond: Option<f64>,
-    /// The verdicts (an overloaded run fails every objective, whatever it measured).
-    pub sim_passed_at_limit: bool,
-    pub live_passed_at_limit: bool,
-    pub sim_passed_beyond: bool,
-    pub live_passed_beyond: bool,
-}
-
-impl ObjectiveCheck {
-    /// Live gives this objective the simulator's verdict at both values.
-    pub fn agrees(&self) -> bool {
-        self.sim_passed_at_limit == self.live_passed_at_limit
-            && self.sim_passed_beyond == self.live_passed_beyond
-    }
-}
-
-/// One config's live re-run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LiveCheck {
-    /// The limit the simulator found, and the value one STEP beyond it.
-    pub limit: f64,
-    pub beyond: f64,
-    pub sim_passed_at_limit: bool,
-    pub live_passed_at_limit: bool,
-    pub sim_passed_beyond: bool,
-    pub live_passed_beyond: bool,
-    /// Set when the live run there was overloaded before the fault.
-    pub live_overloaded_at_limit: Option<Overload>,
-    pub live_overloaded_beyond: Option<Overload>,
-    pub objectives: Vec<ObjectiveCheck>,
-    /// Live gives the simulator's verdict at both values, objective by objective.
-    pub agrees: bool,
-    /// Where live and the simulator differ, in words: which value, which objective, the two
-    /// figures, and how far live is from the threshold.
-    pub disagreements: Vec<String>,
-}
 
 /// Which of the two values a live run is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The report's charts, drawn with plotters' SVG backend from a [`RunResult`] only.
 //!
-//! Time charts are declared in [`TIME_CHARTS`]: a title, a y axis and a few [`Line`]s, each
+//! Time charts are declared in [`TIME_CHARTS`] (`time_specs.rs`): a title, a y axis and a few [`Line`]s, each
 //! a function of one [`SecondRow`]. Every config is overlaid in its own colour (the same
 //! colour on every chart); the line style tells the figures of one chart apart. Adding a
 //! per-second chart is one more entry in that table; charts of another shape (the breaker
@@ -17,6 +17,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::time_specs::{num, pct, Dash, Line, TimeSpec};
+pub(crate) use super::time_specs::{BUDGET_CHART, TIME_CHARTS};
 use crate::metrics::{RunResult, SecondRow};
 
 /// Pixel size of a chart's SVG (scaled to its grid cell by the stylesheet).
@@ -54,195 +56,6 @@ const FAULT_TEXT: RGBColor = RGBColor(160, 30, 30);
 const GRID: RGBColor = RGBColor(232, 232, 236);
 const AXIS: RGBColor = RGBColor(120, 120, 130);
 const LABEL: RGBColor = RGBColor(70, 70, 80);
-
-/// How a line is stroked: the styles of one chart's figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dash {
-    Solid,
-    Dashed,
-    Dotted,
-}
-
-impl Dash {
-    /// The legend glyph shown in the chart's note.
-    fn glyph(self) -> &'static str {
-        match self {
-            Dash::Solid => "━━",
-            Dash::Dashed => "╍╍",
-            Dash::Dotted => "┈┈",
-        }
-    }
-}
-
-/// One figure of a time chart, drawn for every config.
-pub(crate) struct Line {
-    pub label: &'static str,
-    pub dash: Dash,
-    /// The figure in one second; `None` leaves a gap (nothing measured that second).
-    pub value: fn(&SecondRow) -> Option<f64>,
-}
-
-/// A per-second chart with all configs overlaid.
-pub(crate) struct TimeSpec {
-    pub id: &'static str,
-    pub title: &'static str,
-    pub y_desc: &'static str,
-    pub lines: &'static [Line],
-    /// A fixed y range (otherwise 0 to the largest value).
-    pub y_range: Option<(f64, f64)>,
-    pub y_fmt: fn(f64) -> String,
-}
-
-fn num(v: f64) -> String {
-    if v.abs() >= 10_000.0 {
-        format!("{:.0}k", v / 1000.0)
-    } else if v.abs() >= 1000.0 {
-        format!("{:.1}k", v / 1000.0)
-    } else if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    }
-}
-
-fn pct(v: f64) -> String {
-    format!("{:.0}%", v * 100.0)
-}
-
-fn started(r: &SecondRow) -> bool {
-    r.upstream_started > 0
-}
-
-fn finished(r: &SecondRow) -> bool {
-    r.upstream_finished > 0
-}
-
-/// The per-second charts, in page order.
-pub(crate) const TIME_CHARTS: &[TimeSpec] = &[
-    TimeSpec {
-        id: "chart-load",
-        title: "Upstream rate vs downstream arrivals",
-        y_desc: "requests / s",
-        lines: &[
-            Line {
-                label: "downstream arrivals (at the target)",
-                dash: Dash::Solid,
-                value: |r| Some(r.downstream_arrivals as f64),
-            },
-            Line {
-                label: "upstream requests started",
-                dash: Dash::Dashed,
-                value: |r| Some(r.upstream_started as f64),
-            },
-        ],
-        y_range: None,
-        y_fmt: num,
-    },
-    TimeSpec {
-        id: "chart-amplification",
-        title: "Amplification per second",
-        y_desc: "arrivals / upstream",
-        lines: &[Line {
-            label: "downstream arrivals ÷ upstream started",
-            dash: Dash::Solid,
-            value: |r| started(r).then_some(r.amplification),
-        }],
-        y_range: None,
-        y_fmt: num,
-    },
-    TimeSpec {
-        id: "chart-inflight",
-        title: "In flight",
-        y_desc: "requests in flight (peak in second)",
-        lines: &[
-            Line {
-                label: "at the target",
-                dash: Dash::Solid,
-                value: |r| Some(r.target_in_flight_peak as f64),
-            },
-            Line {
-                label: "at the client (logical requests)",
-                dash: Dash::Dashed,
-                value: |r| Some(r.client_in_flight_peak as f64),
-            },
-        ],
-        y_range: None,
-        y_fmt: num,
-    },
-    TimeSpec {
-        id: "chart-retries",
-        title: "Retries and refusals",
-        y_desc: "per second",
-        lines: &[
-            Line {
-                label: "retries",
-                dash: Dash::Solid,
-                value: |r| Some(r.retries as f64),
-            },
-            Line {
-                label: "budget refusals",
-                dash: Dash::Dashed,
-                value: |r| Some(r.budget_refusals as f64),
-            },
-            Line {
-                label: "breaker refusals",
-                dash: Dash::Dotted,
-                value: |r| Some(r.breaker_refusals as f64),
-            },
-        ],
-        y_range: None,
-        y_fmt: num,
-    },
-    TimeSpec {
-        id: "chart-success",
-        title: "Success rate",
-        y_desc: "successes / finished",
-        lines: &[Line {
-            label: "success rate of requests finishing in the second",
-            dash: Dash::Solid,
-            value: |r| finished(r).then_some(r.success_rate),
-        }],
-        y_range: Some((0.0, 1.02)),
-        y_fmt: pct,
-    },
-    TimeSpec {
-        id: "chart-latency",
-        title: "Latency per second",
-        y_desc: "ms",
-        lines: &[
-            Line {
-                label: "p99",
-                dash: Dash::Solid,
-                value: |r| finished(r).then_some(r.latency_p99_ms),
-            },
-            Line {
-                label: "p50",
-                dash: Dash::Dashed,
-                value: |r| finished(r).then_some(r.latency_p50_ms),
-            },
-        ],
-        y_range: None,
-        y_fmt: num,
-    },
-];
-
-/// The budget level in % of each budget's capacity, so a 500-token quota and a 10-token
-/// bucket share one axis.
-pub(crate) const BUDGET_CHART: TimeSpec = TimeSpec {
-    id: "chart-budget",
-    title: "Retry budget level, % of capacity",
-    y_desc: "% of capacity",
-    lines: &[Line {
-        label: "budget level (configs with a budget)",
-        dash: Dash::Solid,
-        value: |r| r.budget_level_pct,
-    }],
-    y_range: Some((0.0, 105.0)),
-    y_fmt: |v| format!("{v:.0}%"),
-};
 
 /// One drawn chart, ready for the page.
 pub(crate) struct Chart {
@@ -944,6 +757,7 @@ pub(crate) fn all(run: &RunResult) -> Result<Charts, ChartError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::time_specs::started;
     use super::*;
 
     #[test]

@@ -15,6 +15,7 @@ mod charts;
 mod classes;
 mod columns;
 mod providers;
+mod time_specs;
 
 /// The config colours, shared with the sweep and capacity pages.
 pub(crate) use charts::{color, css_color};
