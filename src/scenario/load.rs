@@ -273,6 +273,30 @@ fn located(path: &Path, map: &SourceMap, r: Refusal) -> ScenarioError {
     )
 }
 
+/// toml_edit's reason, or where it has none (a control byte in a comment gives an empty
+/// message), the character at the error and its column.
+fn syntax_reason(text: &str, message: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let message = message.trim();
+    if !message.is_empty() {
+        return message.to_string();
+    }
+    let start = span.map_or(0, |s| s.start);
+    let (Some(before), Some(after)) = (text.get(..start), text.get(start..)) else {
+        return "the text is not TOML".into();
+    };
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    match after.chars().next() {
+        Some(c) if c.is_control() => format!(
+            "column {column}: control character U+{:04X} is not allowed in TOML, not even \
+             in a comment",
+            u32::from(c)
+        ),
+        Some(c) => format!("column {column}: unexpected {c:?}"),
+        None => format!("column {column}: the file ends too early"),
+    }
+}
+
 /// TOML syntax first (so a syntax error is reported as such), then serde's shape, from one
 /// parse of the file (which also gives the map of its lines).
 pub fn deserialize<T: DeserializeOwned>(
@@ -288,7 +312,7 @@ pub fn deserialize<T: DeserializeOwned>(
             path,
             Some(line),
             None,
-            ErrorKind::Syntax(e.message().trim().to_string()),
+            ErrorKind::Syntax(syntax_reason(text, e.message(), e.span())),
         )
     })?;
     let map = SourceMap::of(text, &doc);

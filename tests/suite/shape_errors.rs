@@ -152,3 +152,11 @@ fn the_control_api_refuses_in_the_same_words() {
         assert!(!e.contains(word), "{word:?} in {e}");
     }
 }
+
+#[test]
+fn a_control_byte_in_a_comment_gives_its_position_and_reason() {
+    let text = format!("# a comment \u{1} here\n{HEAD}");
+    let e = parse(Path::new(FILE), &text).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{FILE}:1: ")), "{e}");
+    assert!(e.contains("column 13") && e.contains("U+0001"), "{e}");
+}
