@@ -3,7 +3,6 @@
 //! figure, in both engines. Its text cells are neutralised for spreadsheets as summary.csv's.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use crate::support::{self, plan_of};
 use stormrig::metrics::{AttemptRow, RunResult};
@@ -101,17 +100,11 @@ fn attempts_csv_cells_are_safe_to_open_in_a_spreadsheet() {
     let scenario = dir.join("drains.toml");
     std::fs::write(&scenario, DRAINS).unwrap();
     let out = dir.join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
-        .args(["sim", "--quiet", "--attempt-log", "--out"])
-        .arg(&out)
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    support::process::succeed(
+        crate::support::process::bin()
+            .args(["sim", "--quiet", "--attempt-log", "--out"])
+            .arg(&out)
+            .arg(&scenario),
     );
     let text = std::fs::read_to_string(PathBuf::from(&out).join("attempts.csv")).unwrap();
     let mut lines = text.lines();

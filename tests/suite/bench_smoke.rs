@@ -202,11 +202,9 @@ async fn open_loop_starts_every_arrival() {
 
 #[test]
 fn sim_bench_prints_its_keys() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stormrig"))
-        .args(["bench", "sim", "--scale", "0.5"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let out = crate::support::process::succeed(
+        crate::support::process::bin().args(["bench", "sim", "--scale", "0.5"]),
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let m = kv(&text);
     assert_eq!(m["bench"], "sim");
@@ -247,7 +245,7 @@ fn sim_bench_prints_its_keys() {
 
 #[test]
 fn sim_bench_refuses_a_bad_scale() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    let out = crate::support::process::bin()
         .args(["bench", "sim", "--scale", "0"])
         .output()
         .unwrap();
@@ -265,7 +263,7 @@ fn sim_bench_storm_is_the_named_three_configs() {
 
 /// `stormrig bench ARGS...`: exit code, stdout as `key=value`, stderr.
 fn bench_cli(args: &[&str]) -> (Option<i32>, BTreeMap<String, String>, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    let out = crate::support::process::bin()
         .arg("bench")
         .args(args)
         .output()

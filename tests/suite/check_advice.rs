@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A hand-written config with max_attempts = 5, a per-try timeout and backoff, no preset,
 /// against POSTs and a latency fault: POSTs are not retried by default and the per-try
@@ -47,7 +47,7 @@ fn scenario(test: &str) -> PathBuf {
 }
 
 fn check(test: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    crate::support::process::bin()
         .arg("check")
         .args(args)
         .arg(scenario(test))
@@ -90,7 +90,7 @@ fn explain_says_what_each_config_retries() {
 #[test]
 fn shipped_failure_steps_explains_thresholds() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/failure-steps.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    let o = crate::support::process::bin()
         .args(["check", "--explain"])
         .arg(p)
         .output()
@@ -106,12 +106,11 @@ fn shipped_failure_steps_explains_thresholds() {
 #[test]
 fn thresholds_of_a_scenario_cover_each_config_as_resolved() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/failure-steps.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
-        .args(["thresholds", "--json"])
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0));
+    let o = crate::support::process::succeed(
+        crate::support::process::bin()
+            .args(["thresholds", "--json"])
+            .arg(&p),
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let reports = v.as_array().unwrap();
     assert_eq!(reports.len(), 4);
@@ -122,7 +121,7 @@ fn thresholds_of_a_scenario_cover_each_config_as_resolved() {
     assert_eq!(transient(2), Some(0.0909));
     assert_eq!(transient(3), None, "finagle never retries a 503");
     // The table names every config, the custom ones of a file included.
-    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    let o = crate::support::process::bin()
         .arg("thresholds")
         .arg(scenario("thresholds"))
         .output()
@@ -167,16 +166,10 @@ fn grpc_only(test: &str) -> PathBuf {
 
 #[test]
 fn thresholds_of_a_grpc_only_config_come_from_its_grpc_statuses() {
-    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
-        .args(["thresholds", "--json"])
-        .arg(grpc_only("grpc-thresholds"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = crate::support::process::succeed(
+        crate::support::process::bin()
+            .args(["thresholds", "--json"])
+            .arg(grpc_only("grpc-thresholds")),
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let r = &v[0];
@@ -195,16 +188,10 @@ fn thresholds_of_a_grpc_only_config_come_from_its_grpc_statuses() {
 
 #[test]
 fn explain_names_the_grpc_statuses_a_config_retries() {
-    let o = Command::new(env!("CARGO_BIN_EXE_stormrig"))
-        .args(["check", "--explain"])
-        .arg(grpc_only("grpc-explain"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = crate::support::process::succeed(
+        crate::support::process::bin()
+            .args(["check", "--explain"])
+            .arg(grpc_only("grpc-explain")),
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    crate::support::process::bin()
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -14,15 +14,7 @@ fn a_config_named_like_a_formula_is_text_in_every_csv() {
         &crate::support::three_seconds_of_503("cells", "-A1"),
     );
     let out = dir.join("run");
-    let o = bin()
-        .arg("sim")
-        .arg(&sc)
-        .arg("--out")
-        .arg(&out)
-        .arg("-q")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::process::succeed(bin().arg("sim").arg(&sc).arg("--out").arg(&out).arg("-q"));
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let c = summary["configs"]
@@ -65,8 +57,7 @@ fn a_config_named_like_a_formula_is_text_in_every_csv() {
     );
 
     // Reading the run back (`report`) takes the name as written, not as neutralised.
-    let o = bin().arg("report").arg(&out).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::process::succeed(bin().arg("report").arg(&out));
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(
         !html.contains("&#39;-A1") && !html.contains("'-A1"),

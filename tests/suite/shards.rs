@@ -342,17 +342,12 @@ fn bad_shards_and_mismatched_merges_exit_2_naming_the_field() {
 fn k8s_manifests_pass_the_kubernetes_schemas() {
     let dir = tmp_dir("shards-k8s");
     let sc = support::repo_root().join("scenarios/thousand-clients.toml");
-    let out = bin()
-        .arg("k8s")
-        .arg(&sc)
-        .args(["--shards", "20", "--image", "registry.example/stormrig:1"])
-        .args(["--namespace", "storm", "--start-delay", "90s"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = support::process::succeed(
+        bin()
+            .arg("k8s")
+            .arg(&sc)
+            .args(["--shards", "20", "--image", "registry.example/stormrig:1"])
+            .args(["--namespace", "storm", "--start-delay", "90s"]),
     );
     let yaml = String::from_utf8(out.stdout).unwrap();
     for needle in [

@@ -208,18 +208,11 @@ fn the_simulator_runs_every_shipped_scenario() {
     let dir = support::scratch("sim-walk");
     for scenario in support::shipped_scenarios() {
         let out = dir.join(scenario.file_stem().unwrap());
-        let o = support::process::bin()
-            .args(["sim", "-q", "--out"])
-            .arg(&out)
-            .arg(&scenario)
-            .output()
-            .unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}: {}",
-            scenario.display(),
-            String::from_utf8_lossy(&o.stderr)
+        support::process::succeed(
+            support::process::bin()
+                .args(["sim", "-q", "--out"])
+                .arg(&out)
+                .arg(&scenario),
         );
         assert!(out.join("summary.json").exists(), "{}", scenario.display());
     }
@@ -320,17 +313,11 @@ fn a_model_beside_a_builtin_target_is_refused_with_its_field() {
 #[test]
 fn sim_takes_duration_like_run() {
     let dir = support::scratch("sim-duration");
-    let o = support::process::bin()
-        .args(["sim", "-q", "--duration", "2s", "--out"])
-        .arg(&dir)
-        .arg(support::repo_root().join("scenarios/downstream-503-10s.toml"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    support::process::succeed(
+        support::process::bin()
+            .args(["sim", "-q", "--duration", "2s", "--out"])
+            .arg(&dir)
+            .arg(support::repo_root().join("scenarios/downstream-503-10s.toml")),
     );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();

@@ -5,7 +5,6 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use stormrig::sweep::capacity::{self, CapacityOptions, Direction, Outcome};
 use stormrig::sweep::run::{self, SweepOptions, DRAINED_SHARE, SUSTAINED_REFUSAL_SHARE};
@@ -16,7 +15,7 @@ fn root() -> PathBuf {
 }
 
 fn stormrig(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_stormrig"))
+    crate::support::process::bin()
         .current_dir(root())
         .args(args)
         .output()

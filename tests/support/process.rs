@@ -5,11 +5,30 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_stormrig"))
+}
+
+/// Runs `cmd` to its end and requires exit `code`; a failure shows the command and the
+/// child's standard error, so a test says why the binary refused instead of what it lacked.
+pub fn exits(cmd: &mut Command, code: i32) -> Output {
+    let out = cmd.output().expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{cmd:?}\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `cmd` to its end and requires exit 0 (see [`exits`]).
+pub fn succeed(cmd: &mut Command) -> Output {
+    exits(cmd, 0)
 }
 
 /// A fresh, empty directory for one test.
