@@ -4,6 +4,12 @@
 
 use hyper::header::HeaderName;
 
+/// The most interim (1xx) answers read before the final one, by the live client and by the
+/// fault proxy's upstream leg alike; one more is a protocol error. A real server sends one
+/// `100 Continue` or a few `103 Early Hints`; a stream of them without end is a broken or
+/// hostile server, and each one read is work with no end in sight.
+pub const MAX_INFORMATIONAL: usize = 8;
+
 /// Logical request id (u64), the same on every attempt of one upstream request.
 pub const REQUEST: &str = "x-stormrig-request";
 /// Attempt number (u32, 1-based).

@@ -19,8 +19,7 @@ pub mod verdict;
 pub use classes::{ClassCounts, ClassEnding, ClassSummary};
 pub use latency::Percentiles;
 pub use recorder::{Recorder, RetryReason};
-pub use result::{
-    summarize, ConfigSummary, Engine, FaultBand, GateVerdict, RunResult, RunShape, SecondRow,
-};
+pub use result::{summarize, ConfigSummary, Engine, GateVerdict, RunResult, RunShape};
+pub use series::{FaultBand, SecondRow};
 pub use result::{AttemptRow, LayerSummary, RunMeta, OVERLOAD_TOLERANCE};
 pub use target::TargetStats;

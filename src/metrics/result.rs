@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::drain::{budget_drain, window_rates, BudgetDrain, WindowRates};
 use super::latency::Percentiles;
 use super::recorder::Recorder;
-pub use super::series::{fmt_pct, FaultBand, SecondRow};
+use super::series::{FaultBand, SecondRow};
 use super::target::TargetStats;
 use super::verdict::Verdict;
 use crate::policy::outcome::is_idempotent_method;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::drain::PerClass;
-use crate::metrics::result::fmt_pct;
+use crate::metrics::series::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::scenario::provider::NANO_PER_UNIT;
 

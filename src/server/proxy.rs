@@ -126,11 +126,9 @@ pub const CONTROL_PREFIX: &str = "/_stormrig/";
 /// The longest request or response body the proxy buffers to relay (bytes).
 pub const MAX_BODY: usize = 1 << 20;
 
-/// The most interim (1xx) answers the proxy reads from the upstream before the final one;
-/// one more ends the exchange as a protocol error (502, `x-stormrig-upstream: protocol-error`).
-/// The live client's HTTP/1.1 connection holds the same bound
-/// (`crate::live::http::h1::MAX_INFORMATIONAL`).
-pub const MAX_INFORMATIONAL: usize = 8;
+/// Past this many interim (1xx) answers from the upstream, the exchange ends as a protocol
+/// error (502, `x-stormrig-upstream: protocol-error`); the live client holds the same bound.
+pub use crate::headers::MAX_INFORMATIONAL;
 
 /// Knobs of the proxy that a [`TargetConfig`] does not carry.
 #[derive(Debug, Clone)]

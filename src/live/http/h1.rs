@@ -36,10 +36,7 @@ use crate::policy::TransportError;
 pub const MAX_HEAD: usize = 8192 + 4096 * 100;
 /// The most headers a response head may carry (hyper's default).
 pub const MAX_HEADERS: usize = 100;
-/// The most interim (1xx) answers read before the final one; one more is a protocol error.
-/// A real server sends one `100 Continue` or a few `103 Early Hints`; a stream of them without
-/// end is a broken or hostile server, and each one read is work with no end in sight.
-pub const MAX_INFORMATIONAL: usize = 8;
+pub use crate::headers::MAX_INFORMATIONAL;
 /// The longest header name accepted (`HeaderName`'s limit, which hyper applies).
 const MAX_NAME: usize = (1 << 16) - 1;
 /// Headers of a head whose places are noted on the stack (more go to the heap).

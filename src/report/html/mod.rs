@@ -23,7 +23,7 @@ pub(crate) use charts::{color, css_color};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::metrics::result::fmt_pct;
+use crate::metrics::series::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::report::figures::Better;
 use crate::report::files::{self, FilesError};
