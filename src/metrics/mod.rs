@@ -20,6 +20,6 @@ pub use classes::{ClassCounts, ClassEnding, ClassSummary};
 pub use latency::Percentiles;
 pub use recorder::{Recorder, RetryReason};
 pub use result::{summarize, ConfigSummary, Engine, GateVerdict, RunResult, RunShape};
-pub use series::{FaultBand, SecondRow};
 pub use result::{AttemptRow, LayerSummary, RunMeta, OVERLOAD_TOLERANCE};
+pub use series::{FaultBand, SecondRow};
 pub use target::TargetStats;

@@ -17,29 +17,21 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::dedup::{Begin, Store};
+use super::clock::{dur, now, ns, sec, MIN_THINK, NET_DELAY};
+use super::dedup::Store;
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::{self, EventQueue};
-use super::verdicts::{Segment, Verdicts};
+use super::verdicts::Verdicts;
 use crate::draws::{request_seed, LazyRng};
-use crate::metrics::target_counts::{second_of, TargetCounts};
+use crate::metrics::target_counts::TargetCounts;
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
-use crate::policy::{AttemptOutcome, GrpcStatus, Now, Response, RetryConfig, TransportError};
+use crate::policy::{AttemptOutcome, GrpcStatus, Response, RetryConfig, TransportError};
 use crate::scenario::schedule::Arrivals;
-use crate::scenario::timeline::{Action, FaultTimeline, Sampler};
+use crate::scenario::timeline::{FaultTimeline, Sampler};
 use crate::scenario::{FaultKind, ServiceModel};
 use crate::session::{self, Next, Session};
 
 use super::provider::{Route, SimProvider, NO_FALLBACK};
-
-/// One-way network delay between client and target (each way), a loopback round trip's
-/// order of magnitude. Every attempt pays it twice, unless it times out first.
-pub const NET_DELAY: Duration = Duration::from_micros(50);
-
-/// Smallest gap between a closed-loop user's requests when `think_time` is zero (what a
-/// live task spends between two requests, at least); it also keeps a user whose requests
-/// are refused at once (open breaker) from looping at one instant forever.
-pub const MIN_THINK: Duration = Duration::from_micros(1);
 
 pub(super) const NONE: u32 = u32::MAX;
 pub(super) const NO_FAULT: u16 = u16::MAX;
@@ -98,92 +90,92 @@ fn lane_of(kind: Kind) -> Option<usize> {
 
 /// What the target does with an arrival after its added latency.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Act {
+pub(super) enum Act {
     Status,
     Reset,
     Hang,
 }
 
 pub(super) struct Req {
-    pub gen: u32,
+    pub(super) gen: u32,
     /// The request between its steps; `None` once it has ended (the slot is free).
-    pub req: Option<session::Request>,
-    pub rng: LazyRng,
-    pub user: u32,
-    pub claimed: bool,
+    pub(super) req: Option<session::Request>,
+    pub(super) rng: LazyRng,
+    pub(super) user: u32,
+    pub(super) claimed: bool,
     /// The hop whose client drives it: 0 the load generator, `l` the `l`-th layer.
-    pub hop: u8,
+    pub(super) hop: u8,
     /// A layer's request: the caller's attempt it serves (and its generation), or `NONE`.
-    pub parent: u32,
-    pub parent_gen: u32,
+    pub(super) parent: u32,
+    pub(super) parent_gen: u32,
     /// Its latest attempt and that attempt's generation.
-    pub att: u32,
-    pub att_gen: u32,
+    pub(super) att: u32,
+    pub(super) att_gen: u32,
     /// Its latest reply (status, `REPLY_RESET`, `REPLY_TIMEOUT` or `NO_REPLY`) and fault,
     /// which a layer relays when the request ends.
-    pub last_status: u16,
-    pub last_fault: u16,
+    pub(super) last_status: u16,
+    pub(super) last_fault: u16,
     /// Its request class (0 without classes, and at a layer).
-    pub class: u8,
+    pub(super) class: u8,
 }
 
 pub(super) struct Att {
-    pub gen: u32,
-    req: u32,
+    pub(super) gen: u32,
+    pub(super) req: u32,
     req_gen: u32,
-    pub request: u64,
-    pub attempt: u32,
-    pub sent_at: u64,
+    pub(super) request: u64,
+    pub(super) attempt: u32,
+    pub(super) sent_at: u64,
     /// The hop that sent it; it goes to the next layer, or to the target from the last hop.
-    pub hop: u8,
+    pub(super) hop: u8,
     /// With failover, the provider (index in the config's list) the policy sent it to.
-    provider: u8,
+    pub(super) provider: u8,
     /// Its request's class (0 without classes).
-    class: u8,
+    pub(super) class: u8,
     /// After the policy gave up: the ladder's model rung it was sent to, or `NO_FALLBACK`.
     fallback: u8,
     /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
-    pub deadline_ms: u64,
+    pub(super) deadline_ms: u64,
     /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
-    pub child: u32,
-    pub child_gen: u32,
+    pub(super) child: u32,
+    pub(super) child_gen: u32,
     /// The client still waits for this attempt's reply.
-    pub client_waiting: bool,
+    pub(super) client_waiting: bool,
     /// The next hop's request handler is running (the request is in flight there).
-    pub handler_alive: bool,
+    pub(super) handler_alive: bool,
     /// The target's work (queue, service) on it is running.
-    work_active: bool,
+    pub(super) work_active: bool,
     /// It carries an idempotency key, and holds its key's right to execute at the target.
-    keyed: bool,
-    ticket: bool,
-    queued: bool,
-    act: Act,
+    pub(super) keyed: bool,
+    pub(super) ticket: bool,
+    pub(super) queued: bool,
+    pub(super) act: Act,
     /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
-    lost: u16,
-    reply_status: u16,
-    reply_fault: u16,
+    pub(super) lost: u16,
+    pub(super) reply_status: u16,
+    pub(super) reply_fault: u16,
 }
 
 impl Att {
     /// Where it goes among the providers: class, failover slot, model rung.
     #[inline]
-    fn route(&self) -> Route {
+    pub(super) fn route(&self) -> Route {
         (self.class, self.provider, self.fallback)
     }
 }
 
 /// Precomputed response parts of each fault, indexed like the faults.
-struct FaultParts {
+pub(super) struct FaultParts {
     /// `Retry-After` as whole seconds text, rounded up as the live target sends it.
-    retry_after: Option<String>,
+    pub(super) retry_after: Option<String>,
     /// `retry-after-ms` as whole milliseconds text, rounded up as the live target sends it.
-    retry_after_ms: Option<String>,
+    pub(super) retry_after_ms: Option<String>,
     /// `x-should-retry` as the live target sends it.
-    should_retry: Option<&'static str>,
-    error_code: Option<String>,
-    lost_status: Option<u16>,
+    pub(super) should_retry: Option<&'static str>,
+    pub(super) error_code: Option<String>,
+    pub(super) lost_status: Option<u16>,
     /// A `grpc-status` fault's status and `grpc-retry-pushback-ms` text.
-    grpc: Option<(GrpcStatus, Option<String>)>,
+    pub(super) grpc: Option<(GrpcStatus, Option<String>)>,
 }
 
 /// How load arrives for this config.
@@ -266,57 +258,36 @@ pub(crate) struct ConfigOut {
     pub stopped: bool,
 }
 
-#[inline]
-pub(super) fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-#[inline]
-pub(super) fn dur(t: u64) -> Duration {
-    Duration::from_nanos(t)
-}
-
-/// The target's whole second of virtual time `t`.
-#[inline]
-pub(super) fn sec(t: u64) -> usize {
-    second_of(dur(t))
-}
-
-#[inline]
-pub(super) fn now(t: u64) -> Now {
-    Now::virtual_at(dur(t))
-}
-
 pub(super) struct Sim<'a> {
-    pub cfg: ConfigRun<'a>,
-    session: Session,
+    pub(super) cfg: ConfigRun<'a>,
+    pub(super) session: Session,
     /// The topology's layers, nearest to the client first.
-    pub hops: Vec<Hop>,
-    pub counters: TargetCounts,
+    pub(super) hops: Vec<Hop>,
+    pub(super) counters: TargetCounts,
     /// Most requests holding a service slot at once.
-    peak_serving: u64,
+    pub(super) peak_serving: u64,
     events: EventQueue<Ev>,
     seq: u64,
-    pub reqs: Vec<Req>,
+    pub(super) reqs: Vec<Req>,
     free_reqs: Vec<u32>,
-    pub atts: Vec<Att>,
+    pub(super) atts: Vec<Att>,
     free_atts: Vec<u32>,
-    parts: Vec<FaultParts>,
+    pub(super) parts: Vec<FaultParts>,
     /// The model's service-time distribution, prepared once.
-    service: Sampler,
+    pub(super) service: Sampler,
     /// The fault verdicts by time segment.
-    verdicts: Verdicts<'a>,
-    dedup: Option<Store>,
-    claimed: u64,
+    pub(super) verdicts: Verdicts<'a>,
+    pub(super) dedup: Option<Store>,
+    pub(super) claimed: u64,
     next_id: u64,
     user_n: Vec<u64>,
     // Service slots: in force, taken, FIFO waiters (attempt index, generation).
-    cap: u32,
-    serving: u32,
-    queue: VecDeque<(u32, u32)>,
+    pub(super) cap: u32,
+    pub(super) serving: u32,
+    pub(super) queue: VecDeque<(u32, u32)>,
     attempts: u64,
     /// The load's method is idempotent (read once: every request without classes sends it).
-    pub idempotent: bool,
+    pub(super) idempotent: bool,
     /// Length of the timer lane at which its stale timers are swept out.
     sweep_at: usize,
 }
@@ -866,329 +837,6 @@ impl Sim<'_> {
             &mut q.rng,
         );
         self.follow(t, r, step);
-    }
-
-    // ------------------------------------------------------------------ the modeled target
-
-    fn target_arrive(&mut self, t: u64, a: u32) {
-        let at = &mut self.atts[a as usize];
-        if !at.client_waiting {
-            return; // the client gave up before the request got there
-        }
-        self.counters.arrive(sec(t));
-        at.handler_alive = true;
-        if self.cfg.count_classes {
-            self.counters.class_arrived(usize::from(at.class));
-        }
-        if let Some(p) = self.cfg.provider.as_mut() {
-            let tokens = p.arrive(at.route(), (at.request, at.attempt), dur(t));
-            if let (true, Some(n)) = (self.cfg.count_classes, tokens) {
-                self.counters.class_tokens(usize::from(at.class), n, false);
-            }
-        }
-        let v = match self.verdicts.at(t) {
-            Segment::Plain => {
-                // No request fault is active: `decide` would serve plainly, without a draw.
-                if !self.answered_early(t, a) {
-                    self.atts[a as usize].work_active = true;
-                    self.work_start(t, a);
-                }
-                return;
-            }
-            Segment::Fixed(v) => v,
-            Segment::Decide => {
-                let path = self
-                    .cfg
-                    .provider
-                    .as_ref()
-                    .map_or(self.cfg.classes[usize::from(at.class)].path.as_str(), |p| {
-                        p.path(at.route())
-                    });
-                self.cfg
-                    .timeline
-                    .decide(dur(t), path, at.request, at.attempt)
-            }
-        };
-        let extra = ns(v.extra_latency);
-        let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
-        let gen = at.gen;
-        let act = match v.action {
-            // Connection-level faults are refused before a simulation starts
-            // (see `modeled_target`): their verdicts never reach here.
-            Action::Serve | Action::Deliver(_) => None,
-            Action::LostResponse { .. } => {
-                at.lost = fault;
-                None
-            }
-            Action::Status { status, .. } => {
-                at.reply_status = status;
-                at.reply_fault = fault;
-                Some(Act::Status)
-            }
-            // Trailers-only, with HTTP 200: the fault's parts carry the gRPC status.
-            Action::GrpcStatus { .. } => {
-                at.reply_status = 200;
-                at.reply_fault = fault;
-                Some(Act::Status)
-            }
-            Action::Reset => Some(Act::Reset),
-            Action::Hang => Some(Act::Hang),
-        };
-        match act {
-            Some(act) => {
-                at.act = act;
-                if extra > 0 {
-                    self.push(t + extra, Kind::FaultAct, a, gen);
-                } else {
-                    self.fault_act(t, a);
-                }
-            }
-            None => {
-                if self.answered_early(t, a) {
-                    return;
-                }
-                self.atts[a as usize].work_active = true;
-                if extra > 0 {
-                    self.push(t + extra, Kind::WorkStart, a, gen);
-                } else {
-                    self.work_start(t, a);
-                }
-            }
-        }
-    }
-
-    /// The provider's limits, then the dedup check: true when either answered attempt `a`
-    /// before any work. Most runs have neither, so they pay two inlined tests, not two calls.
-    #[inline(always)]
-    fn answered_early(&mut self, t: u64, a: u32) -> bool {
-        (self.cfg.provider.is_some() && self.throttled(t, a))
-            || (self.dedup.is_some() && self.deduplicated(t, a))
-    }
-
-    /// The target's dedup check of a keyed write, after the fault verdict and before the
-    /// work: true when it answered (a replay, 409) instead of executing.
-    fn deduplicated(&mut self, t: u64, a: u32) -> bool {
-        let at = &mut self.atts[a as usize];
-        let write = self.cfg.classes[usize::from(at.class)].write;
-        let Some(store) = self.dedup.as_mut().filter(|_| write && at.keyed) else {
-            return false;
-        };
-        let status = match store.begin((at.hop, at.request), t) {
-            Begin::Execute => {
-                at.ticket = true;
-                return false;
-            }
-            Begin::Replay(_) if at.lost != NO_FAULT => {
-                // A replay (counted), whose stored response travels the same lossy path
-                // as the first one.
-                self.counters.dedup_replay();
-                self.counters.lost_response();
-                match self.parts.get(at.lost as usize).and_then(|p| p.lost_status) {
-                    Some(s) => s,
-                    None => return true, // no answer: held until the client gives up
-                }
-            }
-            Begin::Replay(s) => {
-                self.counters.dedup_replay();
-                s
-            }
-            Begin::Conflict => {
-                self.counters.dedup_conflict();
-                409
-            }
-        };
-        self.counters.respond(status, None);
-        self.send_reply(t, a, status, NO_FAULT);
-        true
-    }
-
-    /// A provider's own limits, after the fault windows (as the live target orders them):
-    /// true when the provider throttled attempt `a` (answered 429 with `Retry-After`).
-    fn throttled(&mut self, t: u64, a: u32) -> bool {
-        let Some(p) = self.cfg.provider.as_mut() else {
-            return false;
-        };
-        let at = &self.atts[a as usize];
-        let Err(secs) = p.admit(at.route(), at.request, dur(t)) else {
-            return false;
-        };
-        let value = secs.to_string();
-        let part = match self.parts.iter().position(|p| {
-            p.lost_status.is_none()
-                && p.grpc.is_none()
-                && p.error_code.is_none()
-                && p.retry_after_ms.is_none()
-                && p.should_retry.is_none()
-                && p.retry_after.as_deref() == Some(value.as_str())
-        }) {
-            Some(i) => i,
-            None => {
-                self.parts.push(FaultParts {
-                    retry_after: Some(value),
-                    retry_after_ms: None,
-                    should_retry: None,
-                    error_code: None,
-                    lost_status: None,
-                    grpc: None,
-                });
-                self.parts.len() - 1
-            }
-        };
-        let at = &mut self.atts[a as usize];
-        at.act = Act::Status;
-        at.reply_status = 429;
-        at.reply_fault = u16::try_from(part).unwrap_or(NO_FAULT);
-        self.fault_act(t, a);
-        true
-    }
-
-    /// A terminal fault acts (after its added latency), if the client is still connected.
-    fn fault_act(&mut self, t: u64, a: u32) {
-        let at = &self.atts[a as usize];
-        if !at.handler_alive {
-            return;
-        }
-        match at.act {
-            Act::Status => {
-                let (s, f) = (at.reply_status, at.reply_fault);
-                self.counters.respond(s, None);
-                self.send_reply(t, a, s, f);
-            }
-            Act::Reset => {
-                self.counters.reset();
-                self.send_reply(t, a, REPLY_RESET, NO_FAULT);
-            }
-            Act::Hang => self.counters.hang(),
-        }
-    }
-
-    /// The handler ends and the reply travels back to the client. Inlined: nearly every
-    /// attempt ends here, and the call's own prologue and epilogue cost as much as its body.
-    #[inline(always)]
-    pub(super) fn send_reply(&mut self, t: u64, a: u32, status: u16, fault: u16) {
-        self.leave(t, a);
-        let at = &mut self.atts[a as usize];
-        at.handler_alive = false;
-        at.reply_status = status;
-        at.reply_fault = fault;
-        let gen = at.gen;
-        self.push(t + ns(NET_DELAY), Kind::Reply, a, gen);
-    }
-
-    /// The work asks for a service slot: at once if one is free and nobody waits, else in
-    /// FIFO order, or refused when the queue is full.
-    fn work_start(&mut self, t: u64, a: u32) {
-        if self.queue.is_empty() && self.serving < self.cap {
-            self.grant(t, a);
-        } else if self.queue.len() >= self.cfg.model.queue as usize {
-            self.counters.shed();
-            self.work_shed(t, a);
-        } else {
-            let at = &mut self.atts[a as usize];
-            at.queued = true;
-            let gen = at.gen;
-            self.queue.push_back((a, gen));
-            if let Some(qt) = self.cfg.model.queue_timeout {
-                self.push(t.saturating_add(ns(qt)), Kind::QueueTimeout, a, gen);
-            }
-        }
-    }
-
-    fn grant(&mut self, t: u64, a: u32) {
-        self.serving += 1;
-        self.peak_serving = self.peak_serving.max(u64::from(self.serving));
-        let at = &mut self.atts[a as usize];
-        at.queued = false;
-        let service = match self
-            .cfg
-            .provider
-            .as_ref()
-            .and_then(|p| p.latency(at.route(), at.request))
-        {
-            Some(latency) => latency,
-            None => self
-                .cfg
-                .timeline
-                .service_time_with(&self.service, at.request, at.attempt),
-        };
-        let gen = at.gen;
-        self.push(t.saturating_add(ns(service)), Kind::ServiceDone, a, gen);
-    }
-
-    /// Hands free slots to waiters, FIFO.
-    fn pump(&mut self, t: u64) {
-        while self.serving < self.cap {
-            let Some((a, _)) = self.queue.pop_front() else {
-                break;
-            };
-            self.grant(t, a);
-        }
-    }
-
-    fn queue_timeout(&mut self, t: u64, a: u32) {
-        // Every waiter has the same queue timeout, so the one expiring is normally the head.
-        if let Some(pos) = self.queue.iter().position(|(w, _)| *w == a) {
-            self.queue.remove(pos);
-        }
-        self.atts[a as usize].queued = false;
-        self.counters.shed();
-        self.work_shed(t, a);
-    }
-
-    /// The work ended without service: 503 to the client, if still connected.
-    fn work_shed(&mut self, t: u64, a: u32) {
-        let at = &mut self.atts[a as usize];
-        at.work_active = false;
-        if std::mem::take(&mut at.ticket) {
-            // Shed before it ran: the key is forgotten, so a retry may execute.
-            if let Some(store) = self.dedup.as_mut() {
-                store.forget((at.hop, at.request));
-            }
-        }
-        if at.handler_alive {
-            self.counters.respond(503, None);
-            self.send_reply(t, a, 503, NO_FAULT);
-        }
-        self.maybe_free(a);
-    }
-
-    fn service_done(&mut self, t: u64, a: u32) {
-        self.serving -= 1;
-        self.pump(t);
-        let at = &mut self.atts[a as usize];
-        at.work_active = false;
-        let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
-        if std::mem::take(&mut at.ticket) {
-            if let Some(store) = self.dedup.as_mut() {
-                store.complete((at.hop, request), 200, t);
-            }
-        }
-        let class = &self.cfg.classes[usize::from(at.class)];
-        if class.write {
-            self.counters.execute(request, class.amount);
-        }
-        if alive {
-            if lost == NO_FAULT {
-                if let Some(p) = self.cfg.provider.as_mut() {
-                    let at = &self.atts[a as usize];
-                    let tokens = p.served(at.route(), request);
-                    if let (true, Some(n)) = (self.cfg.count_classes, tokens) {
-                        self.counters.class_tokens(usize::from(at.class), n, true);
-                    }
-                }
-                self.counters.respond(200, Some(sec(t)));
-                self.send_reply(t, a, 200, NO_FAULT);
-            } else {
-                self.counters.lost_response();
-                // Without a status the response is lost on the way: the handler holds until
-                // the client gives up.
-                if let Some(s) = self.parts.get(lost as usize).and_then(|p| p.lost_status) {
-                    self.counters.respond(s, None);
-                    self.send_reply(t, a, s, NO_FAULT);
-                }
-            }
-        }
-        self.maybe_free(a);
     }
 }
 

@@ -36,17 +36,20 @@
 //! Not modeled: a bounded client connection pool, and a real (URL) target that declares no
 //! service model; those return [`SimError::Unsupported`].
 
+mod clock;
 mod dedup;
 mod engine;
 mod hop;
+mod layers;
 mod parallel;
 mod provider;
 mod queue;
+mod target;
 mod verdicts;
 
 use std::time::Duration;
 
-pub use engine::{MIN_THINK, NET_DELAY};
+pub use clock::{MIN_THINK, NET_DELAY};
 pub use parallel::parallel;
 
 use crate::metrics::{AttemptRow, Engine, RunResult};

@@ -1,0 +1,335 @@
+//! The modeled target in virtual time: what happens to an attempt from its arrival at the
+//! target to its reply. Answered early by a fault, replayed or refused by the idempotency
+//! store, throttled by a capacity fault, then queued for a service slot, served for a drawn
+//! service time (or shed), and answered; a lost-response fault executes the request and
+//! drops its answer. The live target (`server::request`) takes the same steps in the same
+//! order, which the simulator-versus-live tests hold it to.
+
+use super::clock::{dur, ns, sec, NET_DELAY};
+use super::dedup::Begin;
+use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, REPLY_RESET};
+use super::verdicts::Segment;
+use crate::scenario::timeline::Action;
+
+impl Sim<'_> {
+    pub(super) fn target_arrive(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        if !at.client_waiting {
+            return; // the client gave up before the request got there
+        }
+        self.counters.arrive(sec(t));
+        at.handler_alive = true;
+        if self.cfg.count_classes {
+            self.counters.class_arrived(usize::from(at.class));
+        }
+        if let Some(p) = self.cfg.provider.as_mut() {
+            let tokens = p.arrive(at.route(), (at.request, at.attempt), dur(t));
+            if let (true, Some(n)) = (self.cfg.count_classes, tokens) {
+                self.counters.class_tokens(usize::from(at.class), n, false);
+            }
+        }
+        let v = match self.verdicts.at(t) {
+            Segment::Plain => {
+                // No request fault is active: `decide` would serve plainly, without a draw.
+                if !self.answered_early(t, a) {
+                    self.atts[a as usize].work_active = true;
+                    self.work_start(t, a);
+                }
+                return;
+            }
+            Segment::Fixed(v) => v,
+            Segment::Decide => {
+                let path = self
+                    .cfg
+                    .provider
+                    .as_ref()
+                    .map_or(self.cfg.classes[usize::from(at.class)].path.as_str(), |p| {
+                        p.path(at.route())
+                    });
+                self.cfg
+                    .timeline
+                    .decide(dur(t), path, at.request, at.attempt)
+            }
+        };
+        let extra = ns(v.extra_latency);
+        let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
+        let gen = at.gen;
+        let act = match v.action {
+            // Connection-level faults are refused before a simulation starts
+            // (see `modeled_target`): their verdicts never reach here.
+            Action::Serve | Action::Deliver(_) => None,
+            Action::LostResponse { .. } => {
+                at.lost = fault;
+                None
+            }
+            Action::Status { status, .. } => {
+                at.reply_status = status;
+                at.reply_fault = fault;
+                Some(Act::Status)
+            }
+            // Trailers-only, with HTTP 200: the fault's parts carry the gRPC status.
+            Action::GrpcStatus { .. } => {
+                at.reply_status = 200;
+                at.reply_fault = fault;
+                Some(Act::Status)
+            }
+            Action::Reset => Some(Act::Reset),
+            Action::Hang => Some(Act::Hang),
+        };
+        match act {
+            Some(act) => {
+                at.act = act;
+                if extra > 0 {
+                    self.push(t + extra, Kind::FaultAct, a, gen);
+                } else {
+                    self.fault_act(t, a);
+                }
+            }
+            None => {
+                if self.answered_early(t, a) {
+                    return;
+                }
+                self.atts[a as usize].work_active = true;
+                if extra > 0 {
+                    self.push(t + extra, Kind::WorkStart, a, gen);
+                } else {
+                    self.work_start(t, a);
+                }
+            }
+        }
+    }
+
+    /// The provider's limits, then the dedup check: true when either answered attempt `a`
+    /// before any work. Most runs have neither, so they pay two inlined tests, not two calls.
+    #[inline(always)]
+    pub(super) fn answered_early(&mut self, t: u64, a: u32) -> bool {
+        (self.cfg.provider.is_some() && self.throttled(t, a))
+            || (self.dedup.is_some() && self.deduplicated(t, a))
+    }
+
+    /// The target's dedup check of a keyed write, after the fault verdict and before the
+    /// work: true when it answered (a replay, 409) instead of executing.
+    pub(super) fn deduplicated(&mut self, t: u64, a: u32) -> bool {
+        let at = &mut self.atts[a as usize];
+        let write = self.cfg.classes[usize::from(at.class)].write;
+        let Some(store) = self.dedup.as_mut().filter(|_| write && at.keyed) else {
+            return false;
+        };
+        let status = match store.begin((at.hop, at.request), t) {
+            Begin::Execute => {
+                at.ticket = true;
+                return false;
+            }
+            Begin::Replay(_) if at.lost != NO_FAULT => {
+                // A replay (counted), whose stored response travels the same lossy path
+                // as the first one.
+                self.counters.dedup_replay();
+                self.counters.lost_response();
+                match self.parts.get(at.lost as usize).and_then(|p| p.lost_status) {
+                    Some(s) => s,
+                    None => return true, // no answer: held until the client gives up
+                }
+            }
+            Begin::Replay(s) => {
+                self.counters.dedup_replay();
+                s
+            }
+            Begin::Conflict => {
+                self.counters.dedup_conflict();
+                409
+            }
+        };
+        self.counters.respond(status, None);
+        self.send_reply(t, a, status, NO_FAULT);
+        true
+    }
+
+    /// A provider's own limits, after the fault windows (as the live target orders them):
+    /// true when the provider throttled attempt `a` (answered 429 with `Retry-After`).
+    pub(super) fn throttled(&mut self, t: u64, a: u32) -> bool {
+        let Some(p) = self.cfg.provider.as_mut() else {
+            return false;
+        };
+        let at = &self.atts[a as usize];
+        let Err(secs) = p.admit(at.route(), at.request, dur(t)) else {
+            return false;
+        };
+        let value = secs.to_string();
+        let part = match self.parts.iter().position(|p| {
+            p.lost_status.is_none()
+                && p.grpc.is_none()
+                && p.error_code.is_none()
+                && p.retry_after_ms.is_none()
+                && p.should_retry.is_none()
+                && p.retry_after.as_deref() == Some(value.as_str())
+        }) {
+            Some(i) => i,
+            None => {
+                self.parts.push(FaultParts {
+                    retry_after: Some(value),
+                    retry_after_ms: None,
+                    should_retry: None,
+                    error_code: None,
+                    lost_status: None,
+                    grpc: None,
+                });
+                self.parts.len() - 1
+            }
+        };
+        let at = &mut self.atts[a as usize];
+        at.act = Act::Status;
+        at.reply_status = 429;
+        at.reply_fault = u16::try_from(part).unwrap_or(NO_FAULT);
+        self.fault_act(t, a);
+        true
+    }
+
+    /// A terminal fault acts (after its added latency), if the client is still connected.
+    pub(super) fn fault_act(&mut self, t: u64, a: u32) {
+        let at = &self.atts[a as usize];
+        if !at.handler_alive {
+            return;
+        }
+        match at.act {
+            Act::Status => {
+                let (s, f) = (at.reply_status, at.reply_fault);
+                self.counters.respond(s, None);
+                self.send_reply(t, a, s, f);
+            }
+            Act::Reset => {
+                self.counters.reset();
+                self.send_reply(t, a, REPLY_RESET, NO_FAULT);
+            }
+            Act::Hang => self.counters.hang(),
+        }
+    }
+
+    /// The handler ends and the reply travels back to the client. Inlined: nearly every
+    /// attempt ends here, and the call's own prologue and epilogue cost as much as its body.
+    #[inline(always)]
+    pub(super) fn send_reply(&mut self, t: u64, a: u32, status: u16, fault: u16) {
+        self.leave(t, a);
+        let at = &mut self.atts[a as usize];
+        at.handler_alive = false;
+        at.reply_status = status;
+        at.reply_fault = fault;
+        let gen = at.gen;
+        self.push(t + ns(NET_DELAY), Kind::Reply, a, gen);
+    }
+
+    /// The work asks for a service slot: at once if one is free and nobody waits, else in
+    /// FIFO order, or refused when the queue is full.
+    pub(super) fn work_start(&mut self, t: u64, a: u32) {
+        if self.queue.is_empty() && self.serving < self.cap {
+            self.grant(t, a);
+        } else if self.queue.len() >= self.cfg.model.queue as usize {
+            self.counters.shed();
+            self.work_shed(t, a);
+        } else {
+            let at = &mut self.atts[a as usize];
+            at.queued = true;
+            let gen = at.gen;
+            self.queue.push_back((a, gen));
+            if let Some(qt) = self.cfg.model.queue_timeout {
+                self.push(t.saturating_add(ns(qt)), Kind::QueueTimeout, a, gen);
+            }
+        }
+    }
+
+    pub(super) fn grant(&mut self, t: u64, a: u32) {
+        self.serving += 1;
+        self.peak_serving = self.peak_serving.max(u64::from(self.serving));
+        let at = &mut self.atts[a as usize];
+        at.queued = false;
+        let service = match self
+            .cfg
+            .provider
+            .as_ref()
+            .and_then(|p| p.latency(at.route(), at.request))
+        {
+            Some(latency) => latency,
+            None => self
+                .cfg
+                .timeline
+                .service_time_with(&self.service, at.request, at.attempt),
+        };
+        let gen = at.gen;
+        self.push(t.saturating_add(ns(service)), Kind::ServiceDone, a, gen);
+    }
+
+    /// Hands free slots to waiters, FIFO.
+    pub(super) fn pump(&mut self, t: u64) {
+        while self.serving < self.cap {
+            let Some((a, _)) = self.queue.pop_front() else {
+                break;
+            };
+            self.grant(t, a);
+        }
+    }
+
+    pub(super) fn queue_timeout(&mut self, t: u64, a: u32) {
+        // Every waiter has the same queue timeout, so the one expiring is normally the head.
+        if let Some(pos) = self.queue.iter().position(|(w, _)| *w == a) {
+            self.queue.remove(pos);
+        }
+        self.atts[a as usize].queued = false;
+        self.counters.shed();
+        self.work_shed(t, a);
+    }
+
+    /// The work ended without service: 503 to the client, if still connected.
+    pub(super) fn work_shed(&mut self, t: u64, a: u32) {
+        let at = &mut self.atts[a as usize];
+        at.work_active = false;
+        if std::mem::take(&mut at.ticket) {
+            // Shed before it ran: the key is forgotten, so a retry may execute.
+            if let Some(store) = self.dedup.as_mut() {
+                store.forget((at.hop, at.request));
+            }
+        }
+        if at.handler_alive {
+            self.counters.respond(503, None);
+            self.send_reply(t, a, 503, NO_FAULT);
+        }
+        self.maybe_free(a);
+    }
+
+    pub(super) fn service_done(&mut self, t: u64, a: u32) {
+        self.serving -= 1;
+        self.pump(t);
+        let at = &mut self.atts[a as usize];
+        at.work_active = false;
+        let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
+        if std::mem::take(&mut at.ticket) {
+            if let Some(store) = self.dedup.as_mut() {
+                store.complete((at.hop, request), 200, t);
+            }
+        }
+        let class = &self.cfg.classes[usize::from(at.class)];
+        if class.write {
+            self.counters.execute(request, class.amount);
+        }
+        if alive {
+            if lost == NO_FAULT {
+                if let Some(p) = self.cfg.provider.as_mut() {
+                    let at = &self.atts[a as usize];
+                    let tokens = p.served(at.route(), request);
+                    if let (true, Some(n)) = (self.cfg.count_classes, tokens) {
+                        self.counters.class_tokens(usize::from(at.class), n, true);
+                    }
+                }
+                self.counters.respond(200, Some(sec(t)));
+                self.send_reply(t, a, 200, NO_FAULT);
+            } else {
+                self.counters.lost_response();
+                // Without a status the response is lost on the way: the handler holds until
+                // the client gives up.
+                if let Some(s) = self.parts.get(lost as usize).and_then(|p| p.lost_status) {
+                    self.counters.respond(s, None);
+                    self.send_reply(t, a, s, NO_FAULT);
+                }
+            }
+        }
+        self.maybe_free(a);
+    }
+}
