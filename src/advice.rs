@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::drain::thresholds;
-use crate::metrics::series::fmt_pct;
+use crate::metrics::numbers::fmt_pct;
 use crate::plan::Plan;
 use crate::policy::outcome::is_idempotent_method;
 use crate::policy::{

@@ -26,6 +26,9 @@ pub const DEADLINE_MS: &str = "x-stormrig-deadline-ms";
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// AWS-style error type sent with status faults that set `error_code`.
 pub const ERROR_TYPE: &str = "x-amzn-errortype";
+/// Token counts (u64) of an LLM-style request (absent: the provider's defaults).
+pub const PROMPT_TOKENS: &str = "x-stormrig-prompt-tokens";
+pub const COMPLETION_TOKENS: &str = "x-stormrig-completion-tokens";
 /// Amount (u64) a write request debits per execution; 1 when absent or unreadable.
 pub const AMOUNT: &str = "x-stormrig-amount";
 /// Set by the fault proxy on a gateway answer whose request never reached the real

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::metrics::{
-    summarize, verdict, ConfigSummary, Engine, FaultBand, LayerSummary, Recorder, RunResult,
+    judge, summarize, ConfigSummary, Engine, FaultBand, LayerSummary, Recorder, RunResult,
     RunShape, SecondRow, TargetStats,
 };
 use crate::plan::{fault_bands, fleet_bound, Plan, PlannedConfig};
@@ -160,7 +160,7 @@ impl<'p> ResultBuilder<'p> {
 
     /// Once every config is in: each config's verdict against the baseline config.
     pub fn judge(&self, result: &mut RunResult) {
-        verdict::judge(result, self.plan.scenario.baseline.as_deref());
+        judge::judge(result, self.plan.scenario.baseline.as_deref());
     }
 }
 

@@ -24,20 +24,14 @@ impl FaultBand {
     /// The label with the probability when it is not 1: "503 · 30 %".
     pub fn described(&self) -> String {
         if self.probability < 1.0 {
-            format!("{} · {} %", self.label, fmt_pct(self.probability))
+            format!(
+                "{} · {} %",
+                self.label,
+                super::numbers::fmt_pct(self.probability)
+            )
         } else {
             self.label.clone()
         }
-    }
-}
-
-/// A share as a percentage with at most one decimal: 0.3 → "30", 0.125 → "12.5".
-pub fn fmt_pct(share: f64) -> String {
-    let p = (share * 1000.0).round() / 10.0;
-    if p.fract() == 0.0 {
-        format!("{p:.0}")
-    } else {
-        format!("{p:.1}")
     }
 }
 

@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn the_nominal_table_is_nominal() {
-        let mut backoffs: Vec<Backoff> = crate::policy::presets::preset_names()
+        let mut backoffs: Vec<Backoff> = crate::policy::preset_names()
             .iter()
             .map(|n| crate::policy::preset(n).unwrap().backoff)
             .collect();

@@ -43,6 +43,7 @@ use super::config::RetryConfig;
 use super::cost::{CostLedger, CostScope};
 use super::deadline;
 use super::duration;
+pub use super::give_up::GiveUpReason;
 use super::outcome::{is_idempotent_method, server_says_retry, AttemptOutcome, OutcomeClass};
 use super::provider_breakers::ProviderRouter;
 use super::retry_after::Hint;
@@ -76,47 +77,6 @@ impl Now {
     pub fn wall(&self) -> SystemTime {
         self.epoch_wall + self.mono
     }
-}
-
-/// Why a logical request stopped without success.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GiveUpReason {
-    /// The outcome is not retryable.
-    NonRetryable,
-    /// Max attempts reached.
-    MaxAttempts,
-    /// No time left before the deadline (or the retry delay would pass it).
-    Deadline,
-    /// The retry budget refused the retry.
-    BudgetRefused,
-    /// The circuit breaker is open.
-    BreakerOpen,
-    /// A cost cap is spent.
-    CostCap,
-    /// The method is not idempotent and the request may have reached the server.
-    NotIdempotent,
-    /// The server said not to retry: a negative/malformed `grpc-retry-pushback-ms`, a
-    /// `retry-after` above the config's `refuse_above`, or `x-should-retry: false`.
-    ServerPushback,
-    /// The load generator's machine ran out of a local resource (see
-    /// [`OutcomeClass::LocalResource`]).
-    LocalResource,
-}
-
-impl GiveUpReason {
-    /// Every reason, in the order of their slots.
-    pub const ALL: [GiveUpReason; 9] = [
-        GiveUpReason::NonRetryable,
-        GiveUpReason::MaxAttempts,
-        GiveUpReason::Deadline,
-        GiveUpReason::BudgetRefused,
-        GiveUpReason::BreakerOpen,
-        GiveUpReason::CostCap,
-        GiveUpReason::NotIdempotent,
-        GiveUpReason::ServerPushback,
-        GiveUpReason::LocalResource,
-    ];
 }
 
 /// The answer to "may I send an attempt now?".

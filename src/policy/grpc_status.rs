@@ -160,9 +160,18 @@ impl Serialize for GrpcStatus {
     }
 }
 
+/// A status as written in a file: a number, or a name or pattern (gRPC statuses and HTTP
+/// status patterns alike).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum CodeOrText {
+    Code(i64),
+    Text(String),
+}
+
 impl<'de> Deserialize<'de> for GrpcStatus {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use super::outcome::CodeOrText as Raw;
+        use CodeOrText as Raw;
         let expected = "a gRPC status: a name such as \"UNAVAILABLE\" or \"resource-exhausted\", or a code 0..=16";
         let parsed = match Raw::deserialize(d)? {
             Raw::Code(c) => u32::try_from(c).ok().and_then(GrpcStatus::from_code),

@@ -21,8 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::client::GiveUpReason;
 use super::error::PolicyError;
+use super::give_up::GiveUpReason;
 
 /// One rung of the ladder.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::grpc_status::GrpcStatus;
+use super::grpc_status::{CodeOrText, GrpcStatus};
 
 /// A failure below HTTP: the attempt produced no response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -169,14 +169,6 @@ impl Serialize for StatusPattern {
             StatusPattern::Class(c) => s.serialize_str(&format!("{c}xx")),
         }
     }
-}
-
-/// A status as written in a file: a number, or a name or pattern.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum CodeOrText {
-    Code(i64),
-    Text(String),
 }
 
 impl<'de> Deserialize<'de> for StatusPattern {

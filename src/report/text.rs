@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::drain::PerClass;
-use crate::metrics::series::fmt_pct;
+use crate::metrics::numbers::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::scenario::provider::NANO_PER_UNIT;
 
@@ -418,7 +418,7 @@ fn overload_line(c: &ConfigSummary) -> Option<String> {
         "{}: overloaded before the fault: goodput {} of {} req/s offered; recovery is not \
          measured against a saturated baseline",
         c.name,
-        crate::metrics::verdict::thousands(goodput.round() as u64),
-        crate::metrics::verdict::thousands(offered.round() as u64)
+        crate::metrics::numbers::thousands(goodput.round() as u64),
+        crate::metrics::numbers::thousands(offered.round() as u64)
     ))
 }

@@ -12,9 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::limits;
-use super::provider::{H_COMPLETION_TOKENS, H_PROMPT_TOKENS, MAX_REQUEST_TOKENS};
-use super::validate::check_name;
-use super::validate::refuse::{refuse, Checked};
+use super::validate::refuse::{check_name, refuse, Checked};
+use crate::headers;
 
 /// One `[[load.classes]]` table as written. Fields left out take the load's own value.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -221,10 +220,10 @@ pub(crate) fn check_classes(
             }
         }
         for (field, header, count) in [
-            ("prompt_tokens", H_PROMPT_TOKENS, s.prompt_tokens),
+            ("prompt_tokens", headers::PROMPT_TOKENS, s.prompt_tokens),
             (
                 "completion_tokens",
-                H_COMPLETION_TOKENS,
+                headers::COMPLETION_TOKENS,
                 s.completion_tokens,
             ),
         ] {
@@ -243,10 +242,10 @@ pub(crate) fn check_classes(
             if min > max {
                 return refuse(at, format!("min {min} is above max {max}"));
             }
-            if max > MAX_REQUEST_TOKENS {
+            if max > limits::MAX_REQUEST_TOKENS {
                 return refuse(
                     at,
-                    format!("{max} is above the limit of {MAX_REQUEST_TOKENS}"),
+                    format!("{max} is above the limit of {}", limits::MAX_REQUEST_TOKENS),
                 );
             }
         }

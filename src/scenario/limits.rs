@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::model::LoadShape;
+use super::load_shape::LoadShape;
 use super::schedule;
 
 /// Largest scenario, target or faults file read (bytes).
@@ -54,6 +54,8 @@ pub const MAX_BYTES_PER_S: u64 = 1 << 40;
 pub const MAX_SLICE_BYTES: u32 = 1 << 20;
 /// Longest `delay` of a `slow-close` or `slicer` fault: a connection held longer is a hang.
 pub const MAX_CONNECTION_DELAY: Duration = Duration::from_secs(3600);
+/// The most tokens one request may name (a bound that keeps every sum far from overflow).
+pub const MAX_REQUEST_TOKENS: u64 = 10_000_000;
 /// Longest error code of a status fault.
 pub const MAX_ERROR_CODE_LEN: usize = 256;
 

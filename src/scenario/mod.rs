@@ -8,6 +8,7 @@ pub mod grpc;
 pub mod host;
 pub mod limits;
 pub mod load;
+pub mod load_shape;
 pub mod model;
 pub mod provider;
 pub mod schedule;

@@ -17,16 +17,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::limits::MAX_REQUEST_TOKENS;
 use super::units::duration;
-use super::validate::check_name;
-use super::validate::refuse::{Checked, Refusal};
+use super::validate::refuse::{check_name, Checked, Refusal};
+use crate::headers::{COMPLETION_TOKENS as H_COMPLETION_TOKENS, PROMPT_TOKENS as H_PROMPT_TOKENS};
 
 /// Where providers live on the built-in target: `/providers/NAME` and below.
 pub const PATH_PREFIX: &str = crate::policy::failover::PROVIDERS_PREFIX;
-
-/// Request headers that carry an attempt's token counts (absent: the provider's defaults).
-pub const H_PROMPT_TOKENS: &str = "x-stormrig-prompt-tokens";
-pub const H_COMPLETION_TOKENS: &str = "x-stormrig-completion-tokens";
 
 /// One `[[provider]]` table as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -133,9 +130,6 @@ pub struct Provider {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub price: Option<Price>,
 }
-
-/// The most tokens one request may name (a bound that keeps every sum far from overflow).
-pub const MAX_REQUEST_TOKENS: u64 = 10_000_000;
 
 /// Validates the `[[provider]]` tables: names folder-safe and distinct, limits above zero,
 /// token counts within [`MAX_REQUEST_TOKENS`].

@@ -15,7 +15,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::model::{LoadShape, RateStep};
+use super::load_shape::{LoadShape, RateStep};
 
 /// Seeded arrival times; see the module docs.
 #[derive(Debug, Clone)]

@@ -11,10 +11,9 @@ use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 
+use crate::headers::{COMPLETION_TOKENS, PROMPT_TOKENS};
 use crate::metrics::provider::{ProviderBook, ProviderStats};
-use crate::scenario::provider::{
-    retry_after_secs, route, Admission, Provider, Tokens, H_COMPLETION_TOKENS, H_PROMPT_TOKENS,
-};
+use crate::scenario::provider::{retry_after_secs, route, Admission, Provider, Tokens};
 
 use super::{parse_u64, Resp};
 
@@ -63,8 +62,8 @@ impl Providers {
     ) -> Option<Routed> {
         let index = route(&self.list, path)?;
         let tokens = self.list[index].tokens(
-            parse_u64(headers.get(H_PROMPT_TOKENS)),
-            parse_u64(headers.get(H_COMPLETION_TOKENS)),
+            parse_u64(headers.get(PROMPT_TOKENS)),
+            parse_u64(headers.get(COMPLETION_TOKENS)),
         );
         self.lock(index).arrive((request, attempt), tokens, t);
         Some(Routed {

@@ -82,7 +82,7 @@ impl Overload {
     /// "overloaded before the fault at load.rate = 1200: pre-fault goodput 812 of 1,200
     /// req/s".
     pub fn describe(&self, axis: &Axis) -> String {
-        let n = |v: f64| crate::metrics::verdict::thousands(v.round().max(0.0) as u64);
+        let n = |v: f64| crate::metrics::numbers::thousands(v.round().max(0.0) as u64);
         format!(
             "{OVERLOADED} at {} = {}: pre-fault goodput {} of {} req/s",
             axis.path,

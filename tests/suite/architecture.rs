@@ -37,7 +37,7 @@ const TABLE: &[Row] = &[
     ("draws",      &[],                                                                   IMPURE),
     ("headers",    &[],                                                                   &[]),
     ("input",      &[],                                                                   &[]),
-    ("scenario",   &["policy", "draws", "input"],                                                  &[]),
+    ("scenario",   &["policy", "draws", "input", "headers"],                                       &[]),
     ("plan",       &["policy", "scenario", "metrics"],                                               &[]),
     ("metrics",    &["policy", "scenario"],                                               &[]),
     ("session",    &["policy", "metrics", "draws"],                                       IMPURE),

@@ -12,8 +12,8 @@ use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, HOST};
 use hyper::{Method, Request, Uri};
 
+use crate::headers::{COMPLETION_TOKENS as H_COMPLETION_TOKENS, PROMPT_TOKENS as H_PROMPT_TOKENS};
 use crate::headers::{H_ATTEMPT, H_CONFIG, H_DEADLINE_MS, H_IDEMPOTENCY_KEY, H_REQUEST, H_RUN};
-use crate::scenario::provider::{H_COMPLETION_TOKENS, H_PROMPT_TOKENS};
 
 const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 const PROMPT_TOKENS: HeaderName = HeaderName::from_static(H_PROMPT_TOKENS);

@@ -446,7 +446,7 @@ pub(crate) fn drain_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Char
 }
 
 fn pct1(v: f64) -> String {
-    format!("{} %", crate::metrics::series::fmt_pct(v))
+    format!("{} %", crate::metrics::numbers::fmt_pct(v))
 }
 
 /// Breaker state per config as horizontal strips: open in full colour, half-open pale.

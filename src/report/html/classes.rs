@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{escape, fixed, int, ms, swatch};
-use crate::metrics::series::fmt_pct;
+use crate::metrics::numbers::fmt_pct;
 use crate::metrics::RunResult;
 
 /// Whether the page has the section (for the navigation bar).

@@ -23,7 +23,7 @@ pub(crate) use charts::{color, css_color};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::metrics::series::fmt_pct;
+use crate::metrics::numbers::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::report::figures::Better;
 use crate::report::files::{self, FilesError};
@@ -257,7 +257,7 @@ fn nav(p: &mut String, run: &RunResult) {
 }
 
 fn int(n: u64) -> String {
-    crate::metrics::verdict::thousands(n)
+    crate::metrics::numbers::thousands(n)
 }
 
 fn fixed(v: f64, d: usize) -> String {

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::charts::{self, Chart};
 use super::{chart_figure, escape, fixed, int, ms, swatch};
-use crate::metrics::series::fmt_pct;
+use crate::metrics::numbers::fmt_pct;
 use crate::metrics::{ConfigSummary, RunResult};
 use crate::policy::BreakerState;
 use crate::scenario::provider::NANO_PER_UNIT;

@@ -28,42 +28,10 @@ use std::time::Duration;
 use super::limits::{self, big};
 use super::model::*;
 use super::units::duration::format as fmt_d;
+pub use refuse::check_name;
 
 /// The longest run a scenario may describe.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
-
-/// Usable as a folder name: non-empty, `[A-Za-z0-9._-]`, not `.` or `..`.
-pub fn check_name(field: &str, name: &str) -> Checked<()> {
-    if name.is_empty() {
-        return refuse(
-            field,
-            "is empty; it names the report folder, e.g. \"downstream-503\"",
-        );
-    }
-    if name.len() > limits::MAX_NAME_LEN {
-        return refuse(
-            field,
-            format!(
-                "is {} bytes long, above the limit of {}; it names a report folder",
-                name.len(),
-                limits::MAX_NAME_LEN
-            ),
-        );
-    }
-    if name == "." || name == ".." {
-        return refuse(field, format!("`{name}` cannot be a folder name"));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return refuse(
-            field,
-            format!("`{name}` contains {c:?}; a name may use only A-Z a-z 0-9 . _ -"),
-        );
-    }
-    Ok(())
-}
 
 pub fn check_duration(field: &str, d: Duration) -> Checked<()> {
     if d.is_zero() || d > MAX_DURATION {

@@ -1,6 +1,8 @@
-//! The refusal every check returns, and the helpers that word one: a leaf that names nothing
-//! else of the scenario, so the sections' own checks (`classes`, `grpc`, `provider`) can use
-//! it without reaching back into the checks of the whole file.
+//! The refusal every check returns, and the helpers that word one: a leaf that names only
+//! the scenario's ceilings (`limits`), so the sections' own checks (`classes`, `grpc`,
+//! `provider`) can use it without reaching back into the checks of the whole file.
+
+use crate::scenario::limits;
 
 /// A field that failed a check, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -12,6 +14,39 @@ pub struct Refusal {
 }
 
 pub type Checked<T> = Result<T, Refusal>;
+
+/// Usable as a folder name: non-empty, `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn check_name(field: &str, name: &str) -> Checked<()> {
+    if name.is_empty() {
+        return refuse(
+            field,
+            "is empty; it names the report folder, e.g. \"downstream-503\"",
+        );
+    }
+    if name.len() > limits::MAX_NAME_LEN {
+        return refuse(
+            field,
+            format!(
+                "is {} bytes long, above the limit of {}; it names a report folder",
+                name.len(),
+                limits::MAX_NAME_LEN
+            ),
+        );
+    }
+    if name == "." || name == ".." {
+        return refuse(field, format!("`{name}` cannot be a folder name"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return refuse(
+            field,
+            format!("`{name}` contains {c:?}; a name may use only A-Z a-z 0-9 . _ -"),
+        );
+    }
+    Ok(())
+}
 
 pub(crate) fn refuse<T>(field: impl Into<String>, message: impl Into<String>) -> Checked<T> {
     Err(Refusal {
