@@ -3,6 +3,7 @@
 //! deadline makes moot, budgets that cannot refill; and, with `--explain`, each config's
 //! resolved policy in words.
 
+use crate::policy::budget::AwsQuotaConfig;
 use std::fmt::Write as _;
 
 use crate::metrics::drain::thresholds;
@@ -153,9 +154,9 @@ pub fn warnings(plan: &Plan) -> Vec<Warning> {
                 ));
             }
         }
-        if let BudgetConfig::AwsQuota {
+        if let BudgetConfig::AwsQuota(AwsQuotaConfig {
             success_increment, ..
-        } = c.budget
+        }) = c.budget
         {
             if success_increment <= 0.0 {
                 warn(

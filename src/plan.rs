@@ -1,6 +1,7 @@
 //! From a validated scenario to what the engines run: every retry config resolved by the
 //! policy core (preset, then overrides, then validation), every error located in the file.
 
+use crate::policy::budget::RatioConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -502,12 +503,12 @@ fn resolve(
 pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Duration) -> f64 {
     let cap = f64::from(config.max_attempts);
     match &config.budget {
-        BudgetConfig::Ratio {
+        BudgetConfig::Ratio(RatioConfig {
             ratio,
             ttl,
             min_per_sec,
             ..
-        } if mean_rate > 0.0 && !duration.is_zero() => {
+        }) if mean_rate > 0.0 && !duration.is_zero() => {
             let requests = mean_rate * duration.as_secs_f64();
             let reserve = f64::from(*min_per_sec) * (duration + *ttl).as_secs_f64();
             cap.min(1.0 + ratio + reserve / requests)

@@ -15,6 +15,7 @@
 //! * empty: the first second whose lowest level was below 5 % of capacity;
 //! * refilled: the first second after the last refusal whose level was back at 90 %.
 
+use crate::policy::budget::{AwsQuotaConfig, GrpcThrottlingConfig};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -167,10 +168,10 @@ pub fn thresholds(config: &RetryConfig) -> (PerClass<Option<f64>>, BTreeMap<Stri
 /// speak of (Envoy's concurrent-retry limit).
 pub fn budget_capacity(config: &RetryConfig, levels: impl Iterator<Item = f64>) -> Option<f64> {
     match &config.budget {
-        BudgetConfig::None | BudgetConfig::Envoy { .. } => None,
-        BudgetConfig::AwsQuota { capacity, .. } => Some(*capacity),
-        BudgetConfig::GrpcThrottling { max_tokens, .. } => Some(*max_tokens),
-        BudgetConfig::Ratio { .. } => {
+        BudgetConfig::None | BudgetConfig::Envoy(_) => None,
+        BudgetConfig::AwsQuota(AwsQuotaConfig { capacity, .. }) => Some(*capacity),
+        BudgetConfig::GrpcThrottling(GrpcThrottlingConfig { max_tokens, .. }) => Some(*max_tokens),
+        BudgetConfig::Ratio(_) => {
             levels.fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.max(l))))
         }
     }

@@ -11,7 +11,7 @@ use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use super::cost::{AttemptCost, CostConfig};
 use super::duration;
-use super::error::PolicyError;
+use super::error::{check, PolicyError};
 use super::failover::FailoverConfig;
 use super::ladder::{self, Rung};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
@@ -120,19 +120,6 @@ impl Default for RetryConfig {
     }
 }
 
-fn check(
-    ok: bool,
-    field: &str,
-    value: impl std::fmt::Display,
-    expected: &str,
-) -> Result<(), PolicyError> {
-    if ok {
-        Ok(())
-    } else {
-        Err(PolicyError::invalid(field, value, expected))
-    }
-}
-
 fn dur(d: Duration) -> String {
     format!("\"{}\"", duration::format_duration(d))
 }
@@ -146,7 +133,7 @@ impl RetryConfig {
         self.validate_retry_on()?;
         self.validate_backoff()?;
         self.validate_jitter()?;
-        self.validate_budget()?;
+        self.budget.validate()?;
         self.validate_breaker()?;
         self.validate_cost()?;
         if let Some(f) = &self.failover {
@@ -273,83 +260,6 @@ impl RetryConfig {
                 "> 0 (decorrelated jitter multiplies the previous delay by 3 starting at base)",
             ),
             _ => Ok(()),
-        }
-    }
-
-    /// Each budget kind within the ranges its real client allows.
-    fn validate_budget(&self) -> Result<(), PolicyError> {
-        match &self.budget {
-            BudgetConfig::None => Ok(()),
-            BudgetConfig::Ratio { ratio, ttl, .. } => {
-                check(
-                    ratio.is_finite() && (0.0..=1000.0).contains(ratio),
-                    "budget.ratio",
-                    ratio,
-                    "0.0..=1000.0 (retries per deposit; 0.2 = 20 %)",
-                )?;
-                check(
-                    *ttl >= Duration::from_secs(1) && *ttl <= Duration::from_secs(60),
-                    "budget.ttl",
-                    dur(*ttl),
-                    "\"1s\"..=\"60s\"",
-                )
-            }
-            BudgetConfig::AwsQuota {
-                capacity,
-                transient_cost,
-                throttling_cost,
-                timeout_cost,
-                success_increment,
-            } => {
-                check(
-                    capacity.is_finite() && *capacity > 0.0,
-                    "budget.capacity",
-                    capacity,
-                    "a finite number > 0",
-                )?;
-                for (f, v) in [
-                    ("budget.transient_cost", transient_cost),
-                    ("budget.throttling_cost", throttling_cost),
-                    ("budget.timeout_cost", timeout_cost),
-                    ("budget.success_increment", success_increment),
-                ] {
-                    check(
-                        v.is_finite() && *v >= 0.0 && v <= capacity,
-                        f,
-                        v,
-                        &format!("0..=budget.capacity ({capacity})"),
-                    )?;
-                }
-                Ok(())
-            }
-            BudgetConfig::GrpcThrottling {
-                max_tokens,
-                token_ratio,
-            } => {
-                check(
-                    max_tokens.is_finite() && *max_tokens > 0.0 && *max_tokens <= 1000.0,
-                    "budget.max_tokens",
-                    max_tokens,
-                    "(0, 1000] (gRFC A6)",
-                )?;
-                check(
-                    token_ratio.is_finite() && *token_ratio >= 0.001 && token_ratio <= max_tokens,
-                    "budget.token_ratio",
-                    token_ratio,
-                    "0.001..=budget.max_tokens (decimals beyond 3 are ignored, as in gRPC)",
-                )
-            }
-            BudgetConfig::Envoy { budget_percent, .. } => {
-                if let Some(p) = budget_percent {
-                    check(
-                        p.is_finite() && (0.0..=100.0).contains(p),
-                        "budget.budget_percent",
-                        p,
-                        "0.0..=100.0",
-                    )?;
-                }
-                Ok(())
-            }
         }
     }
 

@@ -70,3 +70,17 @@ impl PolicyError {
         }
     }
 }
+
+/// `Ok` when `ok`, else the refusal of `field` holding `value`, naming what `expected`.
+pub(crate) fn check(
+    ok: bool,
+    field: &str,
+    value: impl std::fmt::Display,
+    expected: &str,
+) -> Result<(), PolicyError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(PolicyError::invalid(field, value, expected))
+    }
+}

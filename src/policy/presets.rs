@@ -4,6 +4,7 @@
 //! in `docs/presets.md`.
 
 use super::backoff::{Backoff, Jitter};
+use super::budget::{AwsQuotaConfig, EnvoyConfig, GrpcThrottlingConfig, RatioConfig};
 use super::budget::{BudgetConfig, DepositOn};
 use super::config::RetryConfig;
 use super::error::PolicyError;
@@ -231,13 +232,13 @@ pub fn aws_standard() -> RetryConfig {
             header: HintHeader::XAmzRetryAfter,
             cap: Some(Duration::from_secs(5)),
         },
-        budget: BudgetConfig::AwsQuota {
+        budget: BudgetConfig::AwsQuota(AwsQuotaConfig {
             capacity: 500.0,
             transient_cost: 14.0,
             throttling_cost: 5.0,
             timeout_cost: 14.0,
             success_increment: 1.0,
-        },
+        }),
         ..base()
     }
 }
@@ -257,13 +258,13 @@ pub fn aws_standard_classic() -> RetryConfig {
         throttling_base: None,
     };
     c.retry_after = RetryAfterConfig::default();
-    c.budget = BudgetConfig::AwsQuota {
+    c.budget = BudgetConfig::AwsQuota(AwsQuotaConfig {
         capacity: 500.0,
         transient_cost: 5.0,
         throttling_cost: 5.0,
         timeout_cost: 10.0,
         success_increment: 1.0,
-    };
+    });
     c
 }
 
@@ -337,10 +338,10 @@ pub fn grpc() -> RetryConfig {
             header: HintHeader::GrpcRetryPushbackMs,
             cap: None,
         },
-        budget: BudgetConfig::GrpcThrottling {
+        budget: BudgetConfig::GrpcThrottling(GrpcThrottlingConfig {
             max_tokens: 10.0,
             token_ratio: 0.1,
-        },
+        }),
         ..base()
     }
 }
@@ -377,11 +378,11 @@ pub fn envoy() -> RetryConfig {
         retry_non_idempotent: true,
         backoff,
         jitter,
-        budget: BudgetConfig::Envoy {
+        budget: BudgetConfig::Envoy(EnvoyConfig {
             budget_percent: None,
             min_retry_concurrency: 3,
             max_retries: 3,
-        },
+        }),
         ..base()
     }
 }
@@ -426,12 +427,12 @@ pub fn finagle() -> RetryConfig {
             transport: vec![ConnectRefused, ConnectTimeout],
             ..RetryOn::default()
         },
-        budget: BudgetConfig::Ratio {
+        budget: BudgetConfig::Ratio(RatioConfig {
             ratio: 0.2,
             ttl: Duration::from_secs(10),
             min_per_sec: 10,
             deposit: DepositOn::Success,
-        },
+        }),
         ..base()
     }
 }

@@ -1,6 +1,7 @@
 //! Cross-module acceptance tests of the policy core (driving [`RetryClient`] end to end).
 
 use super::*;
+use crate::policy::budget::{AwsQuotaConfig, GrpcThrottlingConfig, RatioConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -424,12 +425,12 @@ fn cost_caps_stop_retries() {
 #[test]
 fn ratio_budget_bounds_retries_over_a_10_minute_outage() {
     let cfg = RetryConfig {
-        budget: BudgetConfig::Ratio {
+        budget: BudgetConfig::Ratio(RatioConfig {
             ratio: 0.2,
             ttl: Duration::from_secs(10),
             min_per_sec: 10,
             deposit: DepositOn::Request,
-        },
+        }),
         ..constant_config(0, 4, None)
     };
     let mut c = RetryClient::new(&cfg);
@@ -622,13 +623,13 @@ fn preset_aws_standard() {
     assert_eq!(c.max_attempts, 3);
     assert_eq!(
         c.budget,
-        BudgetConfig::AwsQuota {
+        BudgetConfig::AwsQuota(AwsQuotaConfig {
             capacity: 500.0,
             transient_cost: 14.0,
             throttling_cost: 5.0,
             timeout_cost: 14.0,
             success_increment: 1.0
-        }
+        })
     );
     // bare 429 → throttling retry, cost 5, delay U[0, 1 s)
     let (d, level) = first("aws-standard", status(429), 1);
@@ -755,10 +756,10 @@ fn preset_grpc() {
     assert_eq!(c.max_attempts, 4);
     assert_eq!(
         c.budget,
-        BudgetConfig::GrpcThrottling {
+        BudgetConfig::GrpcThrottling(GrpcThrottlingConfig {
             max_tokens: 10.0,
             token_ratio: 0.1
-        }
+        })
     );
     assert_eq!(c.jitter, Jitter::Proportional { pct: 20.0 });
     // delays: 100 ms, 200 ms, 400 ms nominal × U[0.8, 1.2)
@@ -909,12 +910,12 @@ fn preset_finagle_polly_resilience4j_naive_no_retry() {
     let f = preset("finagle").unwrap();
     assert_eq!(
         f.budget,
-        BudgetConfig::Ratio {
+        BudgetConfig::Ratio(RatioConfig {
             ratio: 0.2,
             ttl: Duration::from_secs(10),
             min_per_sec: 10,
             deposit: DepositOn::Success
-        }
+        })
     );
     assert!(matches!(
         first("finagle", status(503), 1).0,
@@ -1095,12 +1096,12 @@ mod props {
             Just(preset("aws-standard").unwrap().budget),
             Just(preset("grpc").unwrap().budget),
             Just(preset("envoy").unwrap().budget),
-            Just(BudgetConfig::Ratio {
+            Just(BudgetConfig::Ratio(RatioConfig {
                 ratio: 0.1,
                 ttl: Duration::from_secs(1),
                 min_per_sec: 1,
                 deposit: DepositOn::Request
-            }),
+            })),
         ]
     }
 

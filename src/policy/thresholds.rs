@@ -30,6 +30,7 @@
 //! mid-range, resets it to mid-range when it nears a bound, and widens AWS/gRPC buckets so a
 //! single request can never hit a bound (the root does not depend on capacity).
 
+use super::budget::{AwsQuotaConfig, GrpcThrottlingConfig, RatioConfig};
 use super::budget::{BudgetConfig, DepositOn};
 use super::client::{Decision, GiveUpReason, Now, Permit, RetryClient};
 use super::config::RetryConfig;
@@ -242,17 +243,19 @@ fn mc_config(config: &RetryConfig, n: u32) -> RetryConfig {
     c.cost = None;
     c.retry_after = RetryAfterConfig::default();
     match &mut c.budget {
-        BudgetConfig::AwsQuota {
+        BudgetConfig::AwsQuota(AwsQuotaConfig {
             capacity,
             transient_cost,
             throttling_cost,
             timeout_cost,
             ..
-        } => {
+        }) => {
             let maxc = transient_cost.max(*throttling_cost).max(*timeout_cost);
             *capacity = capacity.max(200.0 * n as f64 * maxc);
         }
-        BudgetConfig::GrpcThrottling { max_tokens, .. } => *max_tokens = 1000.0,
+        BudgetConfig::GrpcThrottling(GrpcThrottlingConfig { max_tokens, .. }) => {
+            *max_tokens = 1000.0
+        }
         _ => {}
     }
     c
@@ -271,12 +274,12 @@ fn mc_drift(
     let ok = AttemptOutcome::Response(Response::status(200));
     let (lo_b, hi_b) = client.budget_bounds().unwrap_or((0.0, 0.0));
     let ratio_mode = match cfg.budget {
-        BudgetConfig::Ratio { ratio, deposit, .. } => Some((ratio, deposit)),
+        BudgetConfig::Ratio(RatioConfig { ratio, deposit, .. }) => Some((ratio, deposit)),
         _ => None,
     };
     // Mid-range of the region where retries are allowed: gRPC only retries above max/2.
     let (mid, band_lo, band_hi) = match cfg.budget {
-        BudgetConfig::GrpcThrottling { .. } => (0.75 * hi_b, 0.6 * hi_b, 0.9 * hi_b),
+        BudgetConfig::GrpcThrottling(_) => (0.75 * hi_b, 0.6 * hi_b, 0.9 * hi_b),
         _ => (
             0.5 * (lo_b + hi_b),
             lo_b + 0.2 * (hi_b - lo_b),
@@ -427,17 +430,17 @@ pub fn closed_form(config: &RetryConfig, n: u32, kind: Kind) -> Result<ClosedFor
     }
     match &config.budget {
         BudgetConfig::None => Err("the config has no retry budget: nothing drains".into()),
-        BudgetConfig::Envoy { .. } => Err(
+        BudgetConfig::Envoy(_) => Err(
             "Envoy's retry budget limits concurrent retries; it has no balance that drains".into(),
         ),
         _ if n < 2 => Err("with 1 attempt no retry is ever asked for".into()),
-        BudgetConfig::AwsQuota {
+        BudgetConfig::AwsQuota(AwsQuotaConfig {
             transient_cost,
             throttling_cost,
             timeout_cost,
             success_increment,
             ..
-        } => {
+        }) => {
             let c = match kind {
                 Kind::Transient => *transient_cost,
                 Kind::Throttling => *throttling_cost,
@@ -450,7 +453,7 @@ pub fn closed_form(config: &RetryConfig, n: u32, kind: Kind) -> Result<ClosedFor
                 root: bisect(|p| aws_drift(p, c, inc, n), 0.0, 1.0),
             })
         }
-        BudgetConfig::GrpcThrottling { token_ratio, .. } => {
+        BudgetConfig::GrpcThrottling(GrpcThrottlingConfig { token_ratio, .. }) => {
             let r = *token_ratio;
             Ok(ClosedForm {
                 cost: 1.0,
@@ -458,7 +461,7 @@ pub fn closed_form(config: &RetryConfig, n: u32, kind: Kind) -> Result<ClosedFor
                 root: bisect(|p| grpc_drift(p, r, n), 0.0, 1.0),
             })
         }
-        BudgetConfig::Ratio { ratio, deposit, .. } => {
+        BudgetConfig::Ratio(RatioConfig { ratio, deposit, .. }) => {
             let (r, d) = (*ratio, *deposit);
             let dep = match d {
                 DepositOn::Request => "1".to_string(),

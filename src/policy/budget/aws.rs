@@ -1,5 +1,7 @@
 //! The AWS SDK retry quota (botocore `RetryQuotaChecker` + `RetryQuota`, smithy-rs
-//! `TokenBucket`; reference §1.2, §1.4).
+//! `TokenBucket`: `botocore/retries/standard.py::RetryQuotaChecker`,
+//! `botocore/retries/quota.py::RetryQuota`,
+//! `rust-runtime/aws-smithy-runtime/src/client/retries/token_bucket.rs`).
 //!
 //! * starts full at `capacity` (500); the level never exceeds `capacity` nor drops below 0;
 //! * a retry of kind k costs `cost(k)` and is refused when `level < cost(k)`;
@@ -8,7 +10,63 @@
 //! * a request that succeeds after retries refunds only its **last** acquisition.
 
 use super::{CostKind, RetryBudget};
+use crate::policy::error::{check, PolicyError};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// `budget = { kind = "aws-quota", ... }`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwsQuotaConfig {
+    /// Bucket size and initial level (500).
+    pub capacity: f64,
+    /// Cost of a transient retry.
+    pub transient_cost: f64,
+    /// Cost of a throttling retry.
+    pub throttling_cost: f64,
+    /// Cost of a connect/read timeout retry.
+    pub timeout_cost: f64,
+    /// Tokens returned by a request that succeeded on its first attempt.
+    pub success_increment: f64,
+}
+
+impl AwsQuotaConfig {
+    /// A bucket of some size, and costs and refunds that fit in it.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let capacity = self.capacity;
+        check(
+            capacity.is_finite() && capacity > 0.0,
+            "budget.capacity",
+            capacity,
+            "a finite number > 0",
+        )?;
+        for (f, v) in [
+            ("budget.transient_cost", self.transient_cost),
+            ("budget.throttling_cost", self.throttling_cost),
+            ("budget.timeout_cost", self.timeout_cost),
+            ("budget.success_increment", self.success_increment),
+        ] {
+            check(
+                v.is_finite() && v >= 0.0 && v <= capacity,
+                f,
+                v,
+                &format!("0..=budget.capacity ({capacity})"),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A full bucket.
+    pub fn build(&self) -> AwsQuota {
+        AwsQuota::new(
+            self.capacity,
+            self.transient_cost,
+            self.throttling_cost,
+            self.timeout_cost,
+            self.success_increment,
+        )
+    }
+}
 
 /// AWS retry quota state.
 #[derive(Debug, Clone)]

@@ -1,4 +1,6 @@
-//! Envoy retry admission (reference §3.2, T14): a limit on **concurrent** retries, not a rate.
+//! Envoy retry admission (`api/envoy/config/cluster/v3/circuit_breaker.proto`,
+//! `source/common/upstream/resource_manager_impl.h::RetryBudgetImpl`): a limit on
+//! **concurrent** retries, not a rate.
 //!
 //! With a budget: `active_retries < max(floor(budget_percent/100 × active_requests),
 //! min_retry_concurrency)`. Without one (`budget_percent` absent): the cluster circuit breaker
@@ -6,13 +8,55 @@
 //! granted until its attempt ends. A refused retry returns the original failure at once.
 
 use super::{CostKind, RetryBudget};
+use crate::policy::error::{check, PolicyError};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-pub(crate) fn default_min_retry_concurrency() -> u32 {
+fn default_min_retry_concurrency() -> u32 {
     3
 }
-pub(crate) fn default_max_retries() -> u32 {
+fn default_max_retries() -> u32 {
     3
+}
+
+/// `budget = { kind = "envoy", ... }`: a cluster's retry budget, or without
+/// `budget_percent` its retry circuit breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvoyConfig {
+    /// Concurrent retries ≤ budget_percent/100 × active requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_percent: Option<f64>,
+    /// Floor of the budget (default 3).
+    #[serde(default = "default_min_retry_concurrency")]
+    pub min_retry_concurrency: u32,
+    /// Concurrent retries allowed without a budget (Envoy default 3).
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+}
+
+impl EnvoyConfig {
+    /// A budget percentage is a percentage.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match self.budget_percent {
+            Some(p) => check(
+                p.is_finite() && (0.0..=100.0).contains(&p),
+                "budget.budget_percent",
+                p,
+                "0.0..=100.0",
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// Nothing in flight.
+    pub fn build(&self) -> EnvoyBudget {
+        EnvoyBudget::new(
+            self.budget_percent,
+            self.min_retry_concurrency,
+            self.max_retries,
+        )
+    }
 }
 
 /// Envoy retry budget / retry circuit breaker state.

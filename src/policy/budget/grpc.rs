@@ -1,4 +1,5 @@
-//! gRPC `retryThrottling` (gRFC A6; grpc-go `retryThrottler`; reference §2.2).
+//! gRPC `retryThrottling` (grpc/proposal `A6-client-retries.md`; grpc-go
+//! `clientconn.go::retryThrottler`; grpc-java `RetriableStream.java`, `Throttle`).
 //!
 //! `tokens` starts at `max_tokens` and stays in `[0, max_tokens]`. On every failed attempt
 //! with a retryable code (including the final one, and a "do not retry" pushback):
@@ -8,7 +9,43 @@
 //! beyond 3; we do the same so that long runs do not drift by float error.
 
 use super::{CostKind, RetryBudget};
+use crate::policy::error::{check, PolicyError};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// `budget = { kind = "grpc-throttling", ... }`: the service config's `retryThrottling`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcThrottlingConfig {
+    /// Bucket size and initial level, (0, 1000].
+    pub max_tokens: f64,
+    /// Tokens added per successful RPC, > 0.
+    pub token_ratio: f64,
+}
+
+impl GrpcThrottlingConfig {
+    /// The ranges gRPC's service-config validation accepts (grpc-go `service_config.go`).
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let (max_tokens, token_ratio) = (self.max_tokens, self.token_ratio);
+        check(
+            max_tokens.is_finite() && max_tokens > 0.0 && max_tokens <= 1000.0,
+            "budget.max_tokens",
+            max_tokens,
+            "(0, 1000] (gRFC A6)",
+        )?;
+        check(
+            token_ratio.is_finite() && token_ratio >= 0.001 && token_ratio <= max_tokens,
+            "budget.token_ratio",
+            token_ratio,
+            "0.001..=budget.max_tokens (decimals beyond 3 are ignored, as in gRPC)",
+        )
+    }
+
+    /// A full bucket.
+    pub fn build(&self) -> GrpcThrottle {
+        GrpcThrottle::new(self.max_tokens, self.token_ratio)
+    }
+}
 
 /// gRPC retry throttle state (milli-tokens).
 #[derive(Debug, Clone)]

@@ -19,7 +19,12 @@ pub mod envoy;
 pub mod grpc;
 pub mod ratio;
 
-use super::duration;
+pub use aws::AwsQuotaConfig;
+pub use envoy::EnvoyConfig;
+pub use grpc::GrpcThrottlingConfig;
+pub use ratio::RatioConfig;
+
+use super::error::PolicyError;
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 use std::time::Duration;
@@ -61,148 +66,33 @@ pub trait RetryBudget: Send + Debug {
     fn set_level(&mut self, _level: f64) {}
 }
 
-/// `budget = { kind = "...", ... }`.
+/// `budget = { kind = "...", ... }`: which kind, and that kind's own knobs (each kind's
+/// config, its defaults, its checks and its state machine live together in its file).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(
-    tag = "kind",
-    rename_all = "kebab-case",
-    deny_unknown_fields,
-    from = "BudgetDe"
-)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum BudgetConfig {
-    /// No budget (`budget = { kind = "none" }` removes a preset's budget).
+    /// No budget (`budget = { kind = "none" }` removes a preset's budget). Any other key
+    /// beside it is refused rather than ignored.
     #[default]
+    #[serde(deserialize_with = "no_keys")]
     None,
     /// Finagle/tower ratio budget.
-    Ratio {
-        /// Retries allowed per deposit, [0, 1000] (0.2 = 20 %).
-        ratio: f64,
-        /// Window over which deposits and withdrawals count, 1 s ..= 60 s.
-        #[serde(with = "duration::serde")]
-        ttl: Duration,
-        /// Reserve of retries per second, independent of traffic.
-        min_per_sec: u32,
-        /// Deposit on every request (tower, Finagle `RetryFilter`) or only on success
-        /// (Finagle `RequeueFilter` since 2020).
-        #[serde(default)]
-        deposit: DepositOn,
-    },
+    Ratio(RatioConfig),
     /// AWS SDK retry quota.
-    AwsQuota {
-        /// Bucket size and initial level (500).
-        capacity: f64,
-        /// Cost of a transient retry.
-        transient_cost: f64,
-        /// Cost of a throttling retry.
-        throttling_cost: f64,
-        /// Cost of a connect/read timeout retry.
-        timeout_cost: f64,
-        /// Tokens returned by a request that succeeded on its first attempt.
-        success_increment: f64,
-    },
+    AwsQuota(AwsQuotaConfig),
     /// gRPC `retryThrottling`.
-    GrpcThrottling {
-        /// Bucket size and initial level, (0, 1000].
-        max_tokens: f64,
-        /// Tokens added per successful RPC, > 0.
-        token_ratio: f64,
-    },
+    GrpcThrottling(GrpcThrottlingConfig),
     /// Envoy retry budget (with `budget_percent`) or the plain retry circuit breaker
     /// (`max_retries` concurrent retries) when `budget_percent` is absent.
-    Envoy {
-        /// Concurrent retries ≤ budget_percent/100 × active requests.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        budget_percent: Option<f64>,
-        /// Floor of the budget (default 3).
-        #[serde(default = "envoy::default_min_retry_concurrency")]
-        min_retry_concurrency: u32,
-        /// Concurrent retries allowed without a budget (Envoy default 3).
-        #[serde(default = "envoy::default_max_retries")]
-        max_retries: u32,
-    },
+    Envoy(EnvoyConfig),
 }
 
-/// Deserialization shadow of [`BudgetConfig`]: `none` is an empty struct variant so that
-/// unknown keys next to it are refused; the other variants are read as the real type.
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-enum BudgetDe {
-    None {},
-    Ratio {
-        ratio: f64,
-        #[serde(with = "duration::serde")]
-        ttl: Duration,
-        min_per_sec: u32,
-        #[serde(default)]
-        deposit: DepositOn,
-    },
-    AwsQuota {
-        capacity: f64,
-        transient_cost: f64,
-        throttling_cost: f64,
-        timeout_cost: f64,
-        success_increment: f64,
-    },
-    GrpcThrottling {
-        max_tokens: f64,
-        token_ratio: f64,
-    },
-    Envoy {
-        #[serde(default)]
-        budget_percent: Option<f64>,
-        #[serde(default = "envoy::default_min_retry_concurrency")]
-        min_retry_concurrency: u32,
-        #[serde(default = "envoy::default_max_retries")]
-        max_retries: u32,
-    },
-}
-
-impl From<BudgetDe> for BudgetConfig {
-    fn from(b: BudgetDe) -> Self {
-        match b {
-            BudgetDe::None {} => BudgetConfig::None,
-            BudgetDe::Ratio {
-                ratio,
-                ttl,
-                min_per_sec,
-                deposit,
-            } => BudgetConfig::Ratio {
-                ratio,
-                ttl,
-                min_per_sec,
-                deposit,
-            },
-            BudgetDe::AwsQuota {
-                capacity,
-                transient_cost,
-                throttling_cost,
-                timeout_cost,
-                success_increment,
-            } => BudgetConfig::AwsQuota {
-                capacity,
-                transient_cost,
-                throttling_cost,
-                timeout_cost,
-                success_increment,
-            },
-            BudgetDe::GrpcThrottling {
-                max_tokens,
-                token_ratio,
-            } => BudgetConfig::GrpcThrottling {
-                max_tokens,
-                token_ratio,
-            },
-            BudgetDe::Envoy {
-                budget_percent,
-                min_retry_concurrency,
-                max_retries,
-            } => BudgetConfig::Envoy {
-                budget_percent,
-                min_retry_concurrency,
-                max_retries,
-            },
-        }
-    }
+/// `kind = "none"` takes no other key: a key there is a typo or a misplaced knob.
+fn no_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct NoKeys {}
+    NoKeys::deserialize(d).map(|_| ())
 }
 
 /// When a ratio budget earns a deposit.
@@ -221,54 +111,32 @@ impl BudgetConfig {
     pub fn kind_name(&self) -> &'static str {
         match self {
             BudgetConfig::None => "none",
-            BudgetConfig::Ratio { .. } => "ratio",
-            BudgetConfig::AwsQuota { .. } => "aws-quota",
-            BudgetConfig::GrpcThrottling { .. } => "grpc-throttling",
-            BudgetConfig::Envoy { .. } => "envoy",
+            BudgetConfig::Ratio(_) => "ratio",
+            BudgetConfig::AwsQuota(_) => "aws-quota",
+            BudgetConfig::GrpcThrottling(_) => "grpc-throttling",
+            BudgetConfig::Envoy(_) => "envoy",
         }
     }
 
     /// Build the state machine (None for `kind = "none"`).
     pub fn build(&self) -> Option<Box<dyn RetryBudget>> {
-        match *self {
+        match self {
             BudgetConfig::None => None,
-            BudgetConfig::Ratio {
-                ratio,
-                ttl,
-                min_per_sec,
-                deposit,
-            } => Some(Box::new(ratio::RatioBudget::new(
-                ratio,
-                ttl,
-                min_per_sec,
-                deposit,
-            ))),
-            BudgetConfig::AwsQuota {
-                capacity,
-                transient_cost,
-                throttling_cost,
-                timeout_cost,
-                success_increment,
-            } => Some(Box::new(aws::AwsQuota::new(
-                capacity,
-                transient_cost,
-                throttling_cost,
-                timeout_cost,
-                success_increment,
-            ))),
-            BudgetConfig::GrpcThrottling {
-                max_tokens,
-                token_ratio,
-            } => Some(Box::new(grpc::GrpcThrottle::new(max_tokens, token_ratio))),
-            BudgetConfig::Envoy {
-                budget_percent,
-                min_retry_concurrency,
-                max_retries,
-            } => Some(Box::new(envoy::EnvoyBudget::new(
-                budget_percent,
-                min_retry_concurrency,
-                max_retries,
-            ))),
+            BudgetConfig::Ratio(c) => Some(Box::new(c.build())),
+            BudgetConfig::AwsQuota(c) => Some(Box::new(c.build())),
+            BudgetConfig::GrpcThrottling(c) => Some(Box::new(c.build())),
+            BudgetConfig::Envoy(c) => Some(Box::new(c.build())),
+        }
+    }
+
+    /// Each kind within the ranges its real client allows (fields named `budget.*`).
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match self {
+            BudgetConfig::None => Ok(()),
+            BudgetConfig::Ratio(c) => c.validate(),
+            BudgetConfig::AwsQuota(c) => c.validate(),
+            BudgetConfig::GrpcThrottling(c) => c.validate(),
+            BudgetConfig::Envoy(c) => c.validate(),
         }
     }
 }

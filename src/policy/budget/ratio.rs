@@ -1,6 +1,7 @@
 //! Finagle `RetryBudget` / tower `TpsBudget`: a sliding-window ratio budget with a reserve.
 //!
-//! Integer arithmetic scaled by 1000, exactly as Finagle (reference §4.1):
+//! Integer arithmetic scaled by 1000, exactly as Finagle
+//! (`finagle-core/src/main/scala/com/twitter/finagle/service/RetryBudget.scala`, `RetryBudget.apply`):
 //! `deposit = 1000`, `withdraw = floor(1000 / ratio)` (0.2 → 5000),
 //! `reserve = min_per_sec × ttl_secs × withdraw`; the window is 10 slots of `ttl/10`;
 //! `count = Σ slots + reserve`; a retry is allowed iff `count ≥ withdraw`, and then withdraws.
@@ -10,7 +11,50 @@
 //! the reserve is available (withdraw = 1 token, reserve = min_per_sec × ttl).
 
 use super::{CostKind, DepositOn, RetryBudget};
+use crate::policy::duration;
+use crate::policy::error::{check, PolicyError};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// `budget = { kind = "ratio", ... }`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatioConfig {
+    /// Retries allowed per deposit, [0, 1000] (0.2 = 20 %).
+    pub ratio: f64,
+    /// Window over which deposits and withdrawals count, 1 s ..= 60 s.
+    #[serde(with = "duration::serde")]
+    pub ttl: Duration,
+    /// Reserve of retries per second, independent of traffic.
+    pub min_per_sec: u32,
+    /// Deposit on every request (tower, Finagle `RetryFilter`) or only on success
+    /// (Finagle `RequeueFilter` since 2020).
+    #[serde(default)]
+    pub deposit: DepositOn,
+}
+
+impl RatioConfig {
+    /// Finagle's own ranges: a ratio in [0, 1000], a window of 1 s to 60 s.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check(
+            self.ratio.is_finite() && (0.0..=1000.0).contains(&self.ratio),
+            "budget.ratio",
+            self.ratio,
+            "0.0..=1000.0 (retries per deposit; 0.2 = 20 %)",
+        )?;
+        check(
+            self.ttl >= Duration::from_secs(1) && self.ttl <= Duration::from_secs(60),
+            "budget.ttl",
+            format!("\"{}\"", duration::format_duration(self.ttl)),
+            "\"1s\"..=\"60s\"",
+        )
+    }
+
+    /// A budget with nothing deposited yet.
+    pub fn build(&self) -> RatioBudget {
+        RatioBudget::new(self.ratio, self.ttl, self.min_per_sec, self.deposit)
+    }
+}
 
 const SLOTS: usize = 10;
 
