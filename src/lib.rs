@@ -13,6 +13,7 @@ pub mod bench;
 pub mod cli;
 pub mod draws;
 pub mod headers;
+pub mod idempotency;
 pub mod input;
 pub mod live;
 pub mod metrics;

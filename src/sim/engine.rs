@@ -18,11 +18,11 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::clock::{dur, now, ns, sec, MIN_THINK, NET_DELAY};
-use super::dedup::Store;
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::{self, EventQueue};
 use super::verdicts::Verdicts;
 use crate::draws::{request_seed, LazyRng};
+use crate::idempotency::Store;
 use crate::metrics::target_counts::TargetCounts;
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{AttemptOutcome, GrpcStatus, Response, RetryConfig, TransportError};
@@ -277,7 +277,9 @@ pub(super) struct Sim<'a> {
     pub(super) service: Sampler,
     /// The fault verdicts by time segment.
     pub(super) verdicts: Verdicts<'a>,
-    pub(super) dedup: Option<Store>,
+    /// Keyed by (hop whose client sent it, that client's request id), as live keys are
+    /// `<client name>-<request id>`.
+    pub(super) dedup: Option<Store<(u8, u64)>>,
     pub(super) claimed: u64,
     next_id: u64,
     user_n: Vec<u64>,

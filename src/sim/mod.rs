@@ -37,7 +37,6 @@
 //! service model; those return [`SimError::Unsupported`].
 
 mod clock;
-mod dedup;
 mod engine;
 mod hop;
 mod layers;

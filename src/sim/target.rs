@@ -6,10 +6,14 @@
 //! order, which the simulator-versus-live tests hold it to.
 
 use super::clock::{dur, ns, sec, NET_DELAY};
-use super::dedup::Begin;
 use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, REPLY_RESET};
 use super::verdicts::Segment;
+use crate::idempotency::Begin;
 use crate::scenario::timeline::Action;
+
+/// The body every simulated attempt sends: the scenario's, the same for every attempt, so a
+/// key is never reused with another body (the live target's 422) here.
+const SAME_BODY: u64 = 0;
 
 impl Sim<'_> {
     pub(super) fn target_arrive(&mut self, t: u64, a: u32) {
@@ -115,7 +119,7 @@ impl Sim<'_> {
         let Some(store) = self.dedup.as_mut().filter(|_| write && at.keyed) else {
             return false;
         };
-        let status = match store.begin((at.hop, at.request), t) {
+        let status = match store.begin((at.hop, at.request), SAME_BODY, t) {
             Begin::Execute => {
                 at.ticket = true;
                 return false;
@@ -137,6 +141,10 @@ impl Sim<'_> {
             Begin::Conflict => {
                 self.counters.dedup_conflict();
                 409
+            }
+            Begin::Mismatch => {
+                self.counters.dedup_mismatch();
+                422
             }
         };
         self.counters.respond(status, None);
@@ -284,7 +292,7 @@ impl Sim<'_> {
         if std::mem::take(&mut at.ticket) {
             // Shed before it ran: the key is forgotten, so a retry may execute.
             if let Some(store) = self.dedup.as_mut() {
-                store.forget((at.hop, at.request));
+                store.forget(&(at.hop, at.request));
             }
         }
         if at.handler_alive {
@@ -302,7 +310,7 @@ impl Sim<'_> {
         let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
         if std::mem::take(&mut at.ticket) {
             if let Some(store) = self.dedup.as_mut() {
-                store.complete((at.hop, request), 200, t);
+                store.complete((at.hop, request), SAME_BODY, 200, t);
             }
         }
         let class = &self.cfg.classes[usize::from(at.class)];
