@@ -5,7 +5,11 @@
 //! both engines drive: `live` on real loopback sockets and `sim` in virtual time. Both go
 //! through the same `session` around every attempt, which feeds the same `metrics` recorder;
 //! `report` draws CSV, JSON and HTML from its result without knowing which engine produced it.
+//!
+//! An item inside a private module says `pub(crate)`, not `pub`: `unreachable_pub` keeps the
+//! surface a reader meets in the docs the surface the crate really offers.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod advice;
 pub mod app;

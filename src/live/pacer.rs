@@ -118,12 +118,12 @@ mod precise {
     use tokio::time::Instant;
 
     /// A one-shot `CLOCK_MONOTONIC` timerfd registered with the runtime's reactor.
-    pub struct TimerFd {
+    pub(super) struct TimerFd {
         fd: AsyncFd<OwnedFd>,
     }
 
     impl TimerFd {
-        pub fn new() -> io::Result<Self> {
+        pub(super) fn new() -> io::Result<Self> {
             let owned = timerfd_create(
                 TimerfdClockId::Monotonic,
                 TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
@@ -141,7 +141,7 @@ mod precise {
         /// count, and each expiry wakes the reactor anew (edge-triggered), so a wake-up
         /// costs no `read`; the clock tells a firing for this wait from the stale readiness
         /// of one nobody waited for (a wait cut short), which never ends a later wait.
-        pub async fn sleep_until(&mut self, when: Instant) -> io::Result<()> {
+        pub(super) async fn sleep_until(&mut self, when: Instant) -> io::Result<()> {
             let left = when.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(());

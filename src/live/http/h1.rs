@@ -33,10 +33,10 @@ use super::reply_headers::{ReplyHeader, ReplyHeaders, Spans};
 use crate::policy::TransportError;
 
 /// The largest response head accepted (hyper's default read buffer limit).
-pub const MAX_HEAD: usize = 8192 + 4096 * 100;
+pub(super) const MAX_HEAD: usize = 8192 + 4096 * 100;
 /// The most headers a response head may carry (hyper's default).
-pub const MAX_HEADERS: usize = 100;
-pub use crate::headers::MAX_INFORMATIONAL;
+pub(super) const MAX_HEADERS: usize = 100;
+pub(super) use crate::headers::MAX_INFORMATIONAL;
 /// The longest header name accepted (`HeaderName`'s limit, which hyper applies).
 const MAX_NAME: usize = (1 << 16) - 1;
 /// Headers of a head whose places are noted on the stack (more go to the heap).
@@ -45,7 +45,7 @@ const FEW_HEADERS: usize = 24;
 const READ_CHUNK: usize = 8192;
 
 /// One keep-alive connection.
-pub struct Conn {
+pub(super) struct Conn {
     stream: TcpStream,
     /// Bytes read and not yet consumed.
     buf: BytesMut,
@@ -55,13 +55,13 @@ pub struct Conn {
 
 /// How an exchange failed: before any byte of the request was written (the request never
 /// left: safe to send again on another connection), or after.
-pub enum Failure {
+pub(super) enum Failure {
     Unsent(TransportError),
     Sent(TransportError),
 }
 
 /// A response read whole.
-pub struct Answer {
+pub(super) struct Answer {
     pub status: u16,
     pub headers: ReplyHeaders,
     pub body: Bytes,
@@ -70,7 +70,7 @@ pub struct Answer {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream) -> Conn {
+    pub(super) fn new(stream: TcpStream) -> Conn {
         Conn {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
@@ -80,7 +80,7 @@ impl Conn {
 
     /// True when an idle connection can still carry a request: the server neither closed
     /// it nor sent anything unasked (a non-blocking read finds nothing to read).
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         let mut probe = [0u8; 1];
         match self.stream.try_read(&mut probe) {
             Err(e) => e.kind() == io::ErrorKind::WouldBlock,
@@ -91,7 +91,7 @@ impl Conn {
 
     /// Writes `req` (origin-form URI) and reads its response, keeping the first `max_body`
     /// bytes of the body.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
         req: &Outgoing<'_>,
         max_body: usize,

@@ -85,7 +85,7 @@ pub(crate) struct ConfigSeries<'a> {
 }
 
 impl<'a> ConfigSeries<'a> {
-    pub fn of(run: &'a RunResult) -> Self {
+    pub(super) fn of(run: &'a RunResult) -> Self {
         let mut names: Vec<&str> = run.configs.iter().map(|c| c.name.as_str()).collect();
         // Rows of a config missing from the summary still get drawn, after the others.
         for r in &run.timeseries {
