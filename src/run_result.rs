@@ -74,7 +74,7 @@ impl<'p> ResultBuilder<'p> {
 
     /// One config's summary and per-second rows, from what its client recorded and its
     /// target counted.
-    pub fn summarize(
+    pub fn config_summary(
         &self,
         planned: &PlannedConfig,
         rec: &Recorder,

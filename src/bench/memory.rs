@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::{
     config_named, one_fault_target, open_loop_run_over, rss_kib, OpenLoopOpts, OpenLoopReport,
 };
-use crate::live::http::Wire;
+use crate::live::http::Dialer;
 use crate::metrics::TargetStats;
 use crate::scenario::{FaultKind, Protocol};
 use crate::server::{self, Listen};
@@ -236,7 +236,7 @@ pub fn memory(opts: &MemoryOpts, threads: usize) -> Result<MemoryReport, String>
             }
             rss
         });
-        let wire = Wire {
+        let wire = Dialer {
             protocol,
             tls: None,
         };

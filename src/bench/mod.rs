@@ -237,7 +237,7 @@ pub fn config_runtime_over(
     config: &RetryConfig,
     base_uri: String,
     max_in_flight: u64,
-    wire: crate::live::http::Wire,
+    wire: crate::live::http::Dialer,
 ) -> ConfigRuntime {
     ConfigRuntime::new(RuntimeSpec {
         draw_key: crate::draws::config_key(&config.name),
@@ -335,7 +335,7 @@ impl GeneratorReport {
 pub async fn generator_run(opts: &GeneratorOpts) -> Result<(Counted, Duration), String> {
     let (base, path) = split_url(&opts.url)?;
     let config = config_named(&opts.config)?;
-    let wire = crate::live::http::Wire {
+    let wire = crate::live::http::Dialer {
         protocol: if opts.h2c {
             crate::scenario::Protocol::H2c
         } else {
@@ -489,7 +489,7 @@ pub async fn open_loop_run(
 pub async fn open_loop_run_over(
     opts: &OpenLoopOpts,
     config: RetryConfig,
-    wire: crate::live::http::Wire,
+    wire: crate::live::http::Dialer,
 ) -> Result<(OpenLoopReport, Arc<ConfigRuntime>), String> {
     let (base, path) = split_url(&opts.url)?;
     if opts.max_in_flight == 0 {

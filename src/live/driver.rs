@@ -139,7 +139,7 @@ pub struct RuntimeSpec<'a> {
     pub propagate_deadline: bool,
     pub attempt_log: bool,
     /// What is spoken to the next hop (HTTP version, TLS).
-    pub wire: http::Wire,
+    pub wire: http::Dialer,
     pub trace: Option<Trace<'a>>,
     /// The load's request classes and each one's own policy (both empty without classes,
     /// and for a layer, which relays what arrives).

@@ -115,28 +115,28 @@ impl Sender {
 /// How a connection is made past TCP: the HTTP version, and TLS with the name the
 /// certificate must carry.
 #[derive(Clone)]
-pub struct Wire {
+pub struct Dialer {
     pub protocol: Protocol,
     pub tls: Option<(TlsConnector, ServerName<'static>)>,
 }
 
-impl std::fmt::Debug for Wire {
+impl std::fmt::Debug for Dialer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Wire")
+        f.debug_struct("Dialer")
             .field("protocol", &self.protocol)
             .field("tls", &self.tls.as_ref().map(|(_, name)| name))
             .finish()
     }
 }
 
-impl Wire {
+impl Dialer {
     /// What `wire` asks for towards `host`, with `builtin` the built-in target's
     /// certificate when it serves TLS.
     pub fn new(
         wire: &crate::scenario::Wire,
         host: &str,
         builtin: Option<&rustls::pki_types::CertificateDer<'static>>,
-    ) -> Result<Wire, crate::tls::TlsError> {
+    ) -> Result<Dialer, crate::tls::TlsError> {
         let tls = match &wire.tls {
             None => None,
             Some(trust) => {
@@ -149,16 +149,16 @@ impl Wire {
                 Some((TlsConnector::from(config), name))
             }
         };
-        Ok(Wire {
+        Ok(Dialer {
             protocol: wire.protocol,
             tls,
         })
     }
 }
 
-impl Default for Wire {
+impl Default for Dialer {
     fn default() -> Self {
-        Wire {
+        Dialer {
             protocol: Protocol::Http1,
             tls: None,
         }
@@ -173,7 +173,7 @@ pub struct HttpClient {
     addr: String,
     /// `Host` header value sent with every request (unless the template sets one).
     host: HeaderValue,
-    wire: Wire,
+    wire: Dialer,
     idle: Mutex<Vec<Sender>>,
     /// The shared HTTP/2 connection, and a lock held while one is dialled so that
     /// concurrent attempts wait for it instead of each opening their own.
@@ -230,7 +230,7 @@ impl HttpClient {
     }
 
     /// Speaks `wire` on new connections.
-    pub fn with_wire(mut self, wire: Wire) -> HttpClient {
+    pub fn with_wire(mut self, wire: Dialer) -> HttpClient {
         self.wire = wire;
         self
     }
@@ -428,7 +428,7 @@ pub fn client(base_uri: &str) -> HttpClient {
     HttpClient {
         addr,
         host,
-        wire: Wire::default(),
+        wire: Dialer::default(),
         idle: Mutex::new(Vec::new()),
         shared: tokio::sync::Mutex::new(None),
         slots: None,

@@ -309,7 +309,7 @@ impl StopSignal {
 async fn start_targets(
     plan: &Plan,
     epoch: Epoch,
-) -> Result<Vec<(TargetHandle, http::Wire)>, LiveError> {
+) -> Result<Vec<(TargetHandle, http::Dialer)>, LiveError> {
     let sc = &plan.scenario;
     let wire = sc.target.wire();
     let mut targets = Vec::with_capacity(plan.configs.len());
@@ -332,7 +332,7 @@ async fn start_targets(
                 )
                 .await?;
                 let ip = handle.addr().ip().to_string();
-                (handle, http::Wire::new(wire, &ip, cert.as_ref())?)
+                (handle, http::Dialer::new(wire, &ip, cert.as_ref())?)
             }
             Target::Url {
                 host, port, dedup, ..
@@ -378,7 +378,7 @@ async fn start_targets(
                 let handle =
                     server::proxy::start_proxy_with(LOOPBACK, upstream, cfg, epoch.mono, options)
                         .await?;
-                let hop = http::Wire {
+                let hop = http::Dialer {
                     protocol: hop,
                     tls: None,
                 };
@@ -409,7 +409,7 @@ const LOOPBACK: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
 async fn start_chains(
     plan: &Plan,
     targets: &[TargetHandle],
-    wires: &[http::Wire],
+    wires: &[http::Dialer],
     epoch: Epoch,
 ) -> Result<(Vec<Vec<layer::LayerHandle>>, Vec<Entry>), LiveError> {
     let sc = &plan.scenario;
@@ -467,7 +467,7 @@ async fn start_chains(
 /// Where a config's generator sends its attempts, and how.
 struct Entry {
     uri: String,
-    wire: http::Wire,
+    wire: http::Dialer,
 }
 
 /// The load generator's client of each compared config, pointed at its entry URI.
@@ -595,7 +595,7 @@ fn summarize_config(
     target: &TargetStats,
     layers: &[Arc<layer::Layer>],
 ) -> (ConfigSummary, Vec<SecondRow>) {
-    let (mut summary, rows) = rt.with(|g| builder.summarize(planned, g.recorder(), target));
+    let (mut summary, rows) = rt.with(|g| builder.config_summary(planned, g.recorder(), target));
     if !builder.plan().layers.is_empty() {
         add_layer_rows(builder, &mut summary, &planned.config, layers);
     }

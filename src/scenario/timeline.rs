@@ -132,7 +132,7 @@ pub enum Action<'a> {
 
 /// The decision for one arrival.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdict<'a> {
+pub struct FaultVerdict<'a> {
     /// Sum of the delays of the active latency faults that fired, applied before anything
     /// else (before queueing for service, or before the terminal action).
     pub extra_latency: Duration,
@@ -174,8 +174,8 @@ impl FaultTimeline {
     /// Capacity faults never fire per request: they act on the slots (see [`capacity_at`]).
     ///
     /// [`capacity_at`]: FaultTimeline::capacity_at
-    pub fn decide(&self, t: Duration, path: &str, request: u64, attempt: u32) -> Verdict<'_> {
-        let mut verdict = Verdict {
+    pub fn decide(&self, t: Duration, path: &str, request: u64, attempt: u32) -> FaultVerdict<'_> {
+        let mut verdict = FaultVerdict {
             extra_latency: Duration::ZERO,
             action: Action::Serve,
             fault: None,

@@ -339,7 +339,7 @@ async fn fault_answer(
     shared: &Shared,
     faults: &ArmedFaults,
     action: Action<'_>,
-    verdict: &crate::scenario::timeline::Verdict<'_>,
+    verdict: &crate::scenario::timeline::FaultVerdict<'_>,
 ) -> Result<Resp, CloseConnection> {
     if !verdict.extra_latency.is_zero() {
         tokio::time::sleep(verdict.extra_latency).await;

@@ -199,7 +199,7 @@ pub fn merge(plan: &Plan, dumps: &[(PathBuf, Head)]) -> Result<RunResult, ReadEr
     let drain_s = dumps.iter().filter_map(|(_, d)| d.drain_s).reduce(f64::max);
     let mut result = builder.header(first.engine, partial, drain_s);
     for (planned, (rec, target)) in plan.configs.iter().zip(&sums) {
-        let (summary, rows) = builder.summarize(planned, rec, target);
+        let (summary, rows) = builder.config_summary(planned, rec, target);
         result.configs.push(summary);
         result.timeseries.extend(rows);
     }

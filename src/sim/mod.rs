@@ -231,7 +231,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         stats.events += out.events;
         stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
         attempts.append(&mut out.log);
-        let (mut summary, rows) = builder.summarize(planned, &out.rec, &out.stats);
+        let (mut summary, rows) = builder.config_summary(planned, &out.rec, &out.stats);
         if !plan.layers.is_empty() {
             builder.add_layers(&mut summary, &planned.config, |upstream| {
                 plan.layers

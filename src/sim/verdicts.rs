@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use crate::scenario::timeline::{FaultTimeline, Verdict};
+use crate::scenario::timeline::{FaultTimeline, FaultVerdict};
 use crate::scenario::FaultKind;
 
 /// What an arrival in a segment gets.
@@ -19,7 +19,7 @@ pub(super) enum Segment<'a> {
     /// No request fault is active: plain service, no draw.
     Plain,
     /// The verdict of every arrival in the segment.
-    Fixed(Verdict<'a>),
+    Fixed(FaultVerdict<'a>),
     /// The verdict depends on the arrival (a draw, a path): ask the timeline.
     Decide,
 }

@@ -138,7 +138,7 @@ async fn stormrig_calls(
         seed: plan.scenario.seed,
         propagate_deadline: false,
         attempt_log: false,
-        wire: http::Wire {
+        wire: http::Dialer {
             protocol: Protocol::H2c,
             tls: None,
         },

@@ -366,7 +366,7 @@ async fn stormrig_calls(
         seed: SEED,
         propagate_deadline: false,
         attempt_log: false,
-        wire: http::Wire {
+        wire: http::Dialer {
             protocol: Protocol::Http1,
             tls: None,
         },
