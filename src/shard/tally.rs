@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::dump::ConfigDump;
+use crate::metrics::{Recorder, TargetStats};
 
 /// The largest count a merge accepts: 2^53, the largest integer a JSON reader holding
 /// numbers as doubles (JavaScript, many dashboards) reads exactly. No storm comes near it
@@ -73,6 +74,181 @@ impl Totals<'_> {
         }
     }
 
+    /// Every count the shard's recorder holds.
+    fn add_recorder(&mut self, r: &Recorder) -> Result<(), TallyError> {
+        for s in r.seconds() {
+            for (field, n) in [
+                ("recorder.seconds.started", s.started),
+                ("recorder.seconds.finished", s.finished),
+                ("recorder.seconds.successes", s.successes),
+                ("recorder.seconds.failures", s.failures),
+                ("recorder.seconds.attempts", s.attempts),
+                ("recorder.seconds.retries", s.retries),
+                ("recorder.seconds.retries_transient", s.retries_transient),
+                ("recorder.seconds.retries_throttling", s.retries_throttling),
+                ("recorder.seconds.budget_refusals", s.budget_refusals),
+                ("recorder.seconds.breaker_refusals", s.breaker_refusals),
+                ("recorder.seconds.dropped", s.dropped),
+                (
+                    "recorder.seconds.client_in_flight_peak",
+                    s.client_in_flight_peak,
+                ),
+                ("recorder.seconds.first_attempts", s.first_attempts),
+                (
+                    "recorder.seconds.first_failed.transient",
+                    s.first_failed.transient,
+                ),
+                (
+                    "recorder.seconds.first_failed.throttling",
+                    s.first_failed.throttling,
+                ),
+                (
+                    "recorder.seconds.first_failed.timeout",
+                    s.first_failed.timeout,
+                ),
+                ("recorder.seconds.first_failed.other", s.first_failed.other),
+                ("recorder.seconds.useful_retries", s.useful_retries),
+                ("recorder.seconds.wasted_retries", s.wasted_retries),
+                ("recorder.seconds.latency_us", s.latency_us().len()),
+            ] {
+                self.add(field, n)?;
+            }
+        }
+        self.add("recorder.latency_us", r.latency_us().len())?;
+        self.add("recorder.attempt_latency_us", r.attempt_latency_us().len())?;
+        self.add("recorder.degraded_latency_us", r.degraded_latency_us.len())?;
+        for n in r.failures_by_reason().values() {
+            self.add("recorder.failures_by_reason", *n)?;
+        }
+        for n in r.attempts_by_outcome().values() {
+            self.add("recorder.attempts_by_outcome", *n)?;
+        }
+        self.add("recorder.client_in_flight", r.in_flight())?;
+        self.add("recorder.client_in_flight_peak", r.client_in_flight_peak)?;
+        self.add("recorder.breaker_opens", r.breaker_opens)?;
+        for n in &r.degraded {
+            self.add("recorder.degraded", *n)?;
+        }
+        for (i, k) in r.classes.iter().enumerate() {
+            let f = |name: &str| format!("recorder.classes[{i}].{name}");
+            self.add(&f("started"), k.started)?;
+            self.add(&f("attempts"), k.attempts)?;
+            self.add(&f("retries"), k.retries)?;
+            self.add(&f("succeeded"), k.succeeded)?;
+            self.add(&f("failed"), k.failed)?;
+            self.add(&f("degraded"), k.degraded)?;
+            self.add(&f("latency_us"), k.latency_us.len())?;
+        }
+        Ok(())
+    }
+
+    /// Every count the shard's target holds.
+    fn add_target(&mut self, g: &TargetStats) -> Result<(), TallyError> {
+        for (field, n) in [
+            ("target.arrivals", g.arrivals),
+            ("target.peak_in_flight", g.peak_in_flight),
+            ("target.served_ok", g.served_ok),
+            ("target.resets", g.resets),
+            ("target.hangs", g.hangs),
+            ("target.shed", g.shed),
+            ("target.forwarded", g.forwarded),
+            ("target.unreached", g.unreached),
+            ("target.executions", g.executions),
+            ("target.duplicate_executions", g.duplicate_executions),
+            ("target.extra_executions", g.extra_executions),
+            ("target.debited", g.debited),
+            ("target.extra_debited", g.extra_debited),
+            ("target.dedup_replays", g.dedup_replays),
+            ("target.dedup_conflicts", g.dedup_conflicts),
+            ("target.dedup_mismatches", g.dedup_mismatches),
+            ("target.peak_serving", g.peak_serving),
+            ("target.lost_responses", g.lost_responses),
+        ] {
+            self.add(field, n)?;
+        }
+        for (field, series) in [
+            ("target.arrivals_per_s", &g.arrivals_per_s),
+            ("target.peak_in_flight_per_s", &g.peak_in_flight_per_s),
+            ("target.served_ok_per_s", &g.served_ok_per_s),
+            ("target.arrivals_by_class", &g.arrivals_by_class),
+        ] {
+            for n in series {
+                self.add(field, *n)?;
+            }
+        }
+        for n in g.responses_by_status.values() {
+            self.add("target.responses_by_status", *n)?;
+        }
+        for k in &g.tokens_by_class {
+            self.add("target.tokens_by_class.received", k.received)?;
+            self.add("target.tokens_by_class.served", k.served)?;
+        }
+        for p in &g.providers {
+            let f = |name: &str| format!("target.providers[{:?}].{name}", p.name);
+            for (name, n) in [
+                ("arrivals", p.arrivals),
+                ("throttled", p.throttled),
+                ("served", p.served),
+                ("tokens_received", p.tokens_received),
+                ("tokens_first_attempts", p.tokens_first_attempts),
+                ("tokens_served", p.tokens_served),
+                ("retry_after_honoured", p.retry_after_honoured),
+                ("retry_after_early", p.retry_after_early),
+            ] {
+                self.add(&f(name), n)?;
+            }
+            for n in &p.arrivals_per_s {
+                self.add(&f("arrivals_per_s"), *n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What every shard run's recorder and target keep, because they count each event in
+    /// one place: a retry is an attempt; a finished request succeeded or failed, was
+    /// started, and left one latency in the run's histogram and one in its second's; a
+    /// failure has one reason; the target's arrivals are its per-second arrivals.
+    fn check_invariants(&self) -> Result<(), TallyError> {
+        let (a, b) = ("recorder.seconds.attempts", "recorder.seconds.retries");
+        self.check("retries <= attempts", &[b, a], |v| v[0] <= v[1])?;
+        let fin = "recorder.seconds.finished";
+        self.check(
+            "successes + failures = finished",
+            &[
+                "recorder.seconds.successes",
+                "recorder.seconds.failures",
+                fin,
+            ],
+            |v| v[0] + v[1] == v[2],
+        )?;
+        self.check(
+            "finished <= started",
+            &[fin, "recorder.seconds.started"],
+            |v| v[0] <= v[1],
+        )?;
+        self.check(
+            "latency histogram count = finished",
+            &["recorder.latency_us", fin],
+            |v| v[0] == v[1],
+        )?;
+        self.check(
+            "per-second latency histogram counts = finished",
+            &["recorder.seconds.latency_us", fin],
+            |v| v[0] == v[1],
+        )?;
+        self.check(
+            "failures_by_reason adds up to failures",
+            &["recorder.failures_by_reason", "recorder.seconds.failures"],
+            |v| v[0] == v[1],
+        )?;
+        self.check(
+            "arrivals_per_s adds up to arrivals",
+            &["target.arrivals_per_s", "target.arrivals"],
+            |v| v[0] == v[1],
+        )?;
+        Ok(())
+    }
+
     fn get(&self, field: &str) -> u64 {
         self.fields.get(field).copied().unwrap_or(0)
     }
@@ -112,170 +288,9 @@ impl Tally {
             config: &c.name,
             fields: BTreeMap::new(),
         };
-        let r = &c.recorder;
-        for s in r.seconds() {
-            for (field, n) in [
-                ("recorder.seconds.started", s.started),
-                ("recorder.seconds.finished", s.finished),
-                ("recorder.seconds.successes", s.successes),
-                ("recorder.seconds.failures", s.failures),
-                ("recorder.seconds.attempts", s.attempts),
-                ("recorder.seconds.retries", s.retries),
-                ("recorder.seconds.retries_transient", s.retries_transient),
-                ("recorder.seconds.retries_throttling", s.retries_throttling),
-                ("recorder.seconds.budget_refusals", s.budget_refusals),
-                ("recorder.seconds.breaker_refusals", s.breaker_refusals),
-                ("recorder.seconds.dropped", s.dropped),
-                (
-                    "recorder.seconds.client_in_flight_peak",
-                    s.client_in_flight_peak,
-                ),
-                ("recorder.seconds.first_attempts", s.first_attempts),
-                (
-                    "recorder.seconds.first_failed.transient",
-                    s.first_failed.transient,
-                ),
-                (
-                    "recorder.seconds.first_failed.throttling",
-                    s.first_failed.throttling,
-                ),
-                (
-                    "recorder.seconds.first_failed.timeout",
-                    s.first_failed.timeout,
-                ),
-                ("recorder.seconds.first_failed.other", s.first_failed.other),
-                ("recorder.seconds.useful_retries", s.useful_retries),
-                ("recorder.seconds.wasted_retries", s.wasted_retries),
-                ("recorder.seconds.latency_us", s.latency_us().len()),
-            ] {
-                t.add(field, n)?;
-            }
-        }
-        t.add("recorder.latency_us", r.latency_us().len())?;
-        t.add("recorder.attempt_latency_us", r.attempt_latency_us().len())?;
-        t.add("recorder.degraded_latency_us", r.degraded_latency_us.len())?;
-        for n in r.failures_by_reason().values() {
-            t.add("recorder.failures_by_reason", *n)?;
-        }
-        for n in r.attempts_by_outcome().values() {
-            t.add("recorder.attempts_by_outcome", *n)?;
-        }
-        t.add("recorder.client_in_flight", r.in_flight())?;
-        t.add("recorder.client_in_flight_peak", r.client_in_flight_peak)?;
-        t.add("recorder.breaker_opens", r.breaker_opens)?;
-        for n in &r.degraded {
-            t.add("recorder.degraded", *n)?;
-        }
-        for (i, k) in r.classes.iter().enumerate() {
-            let f = |name: &str| format!("recorder.classes[{i}].{name}");
-            t.add(&f("started"), k.started)?;
-            t.add(&f("attempts"), k.attempts)?;
-            t.add(&f("retries"), k.retries)?;
-            t.add(&f("succeeded"), k.succeeded)?;
-            t.add(&f("failed"), k.failed)?;
-            t.add(&f("degraded"), k.degraded)?;
-            t.add(&f("latency_us"), k.latency_us.len())?;
-        }
-        let g = &c.target;
-        for (field, n) in [
-            ("target.arrivals", g.arrivals),
-            ("target.peak_in_flight", g.peak_in_flight),
-            ("target.served_ok", g.served_ok),
-            ("target.resets", g.resets),
-            ("target.hangs", g.hangs),
-            ("target.shed", g.shed),
-            ("target.forwarded", g.forwarded),
-            ("target.unreached", g.unreached),
-            ("target.executions", g.executions),
-            ("target.duplicate_executions", g.duplicate_executions),
-            ("target.extra_executions", g.extra_executions),
-            ("target.debited", g.debited),
-            ("target.extra_debited", g.extra_debited),
-            ("target.dedup_replays", g.dedup_replays),
-            ("target.dedup_conflicts", g.dedup_conflicts),
-            ("target.dedup_mismatches", g.dedup_mismatches),
-            ("target.peak_serving", g.peak_serving),
-            ("target.lost_responses", g.lost_responses),
-        ] {
-            t.add(field, n)?;
-        }
-        for (field, series) in [
-            ("target.arrivals_per_s", &g.arrivals_per_s),
-            ("target.peak_in_flight_per_s", &g.peak_in_flight_per_s),
-            ("target.served_ok_per_s", &g.served_ok_per_s),
-            ("target.arrivals_by_class", &g.arrivals_by_class),
-        ] {
-            for n in series {
-                t.add(field, *n)?;
-            }
-        }
-        for n in g.responses_by_status.values() {
-            t.add("target.responses_by_status", *n)?;
-        }
-        for k in &g.tokens_by_class {
-            t.add("target.tokens_by_class.received", k.received)?;
-            t.add("target.tokens_by_class.served", k.served)?;
-        }
-        for p in &g.providers {
-            let f = |name: &str| format!("target.providers[{:?}].{name}", p.name);
-            for (name, n) in [
-                ("arrivals", p.arrivals),
-                ("throttled", p.throttled),
-                ("served", p.served),
-                ("tokens_received", p.tokens_received),
-                ("tokens_first_attempts", p.tokens_first_attempts),
-                ("tokens_served", p.tokens_served),
-                ("retry_after_honoured", p.retry_after_honoured),
-                ("retry_after_early", p.retry_after_early),
-            ] {
-                t.add(&f(name), n)?;
-            }
-            for n in &p.arrivals_per_s {
-                t.add(&f("arrivals_per_s"), *n)?;
-            }
-        }
-
-        // What every shard run's recorder and target keep, because they count each event
-        // in one place: a retry is an attempt; a finished request succeeded or failed, was
-        // started, and left one latency in the run's histogram and one in its second's; a
-        // failure has one reason; the target's arrivals are its per-second arrivals.
-        let (a, b) = ("recorder.seconds.attempts", "recorder.seconds.retries");
-        t.check("retries <= attempts", &[b, a], |v| v[0] <= v[1])?;
-        let fin = "recorder.seconds.finished";
-        t.check(
-            "successes + failures = finished",
-            &[
-                "recorder.seconds.successes",
-                "recorder.seconds.failures",
-                fin,
-            ],
-            |v| v[0] + v[1] == v[2],
-        )?;
-        t.check(
-            "finished <= started",
-            &[fin, "recorder.seconds.started"],
-            |v| v[0] <= v[1],
-        )?;
-        t.check(
-            "latency histogram count = finished",
-            &["recorder.latency_us", fin],
-            |v| v[0] == v[1],
-        )?;
-        t.check(
-            "per-second latency histogram counts = finished",
-            &["recorder.seconds.latency_us", fin],
-            |v| v[0] == v[1],
-        )?;
-        t.check(
-            "failures_by_reason adds up to failures",
-            &["recorder.failures_by_reason", "recorder.seconds.failures"],
-            |v| v[0] == v[1],
-        )?;
-        t.check(
-            "arrivals_per_s adds up to arrivals",
-            &["target.arrivals_per_s", "target.arrivals"],
-            |v| v[0] == v[1],
-        )?;
+        t.add_recorder(&c.recorder)?;
+        t.add_target(&c.target)?;
+        t.check_invariants()?;
 
         let sums = self.0.entry(c.name.clone()).or_default();
         for (field, n) in t.fields {
