@@ -403,86 +403,25 @@ pub fn summarize(
         .len()
         .max(target.arrivals_per_s.len())
         .max(shape.load_duration.as_secs_f64().ceil() as usize);
-    let get = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-    let mut rows = Vec::with_capacity(n);
-    let mut totals = [0u64; 10];
-    let mut peak_arrivals = 0u64;
-    for i in 0..n {
-        let s = secs.get(i);
-        let c = |f: fn(&super::recorder::Second) -> u64| s.map(f).unwrap_or(0);
-        let started = c(|s| s.started);
-        let arrivals = get(&target.arrivals_per_s, i);
-        let amp = if started > 0 {
-            arrivals as f64 / started as f64
-        } else {
-            0.0
-        };
-        peak_arrivals = peak_arrivals.max(arrivals);
-        let finished = c(|s| s.finished);
-        let successes = c(|s| s.successes);
-        let row = SecondRow {
-            time: None,
-            config: name.to_string(),
-            second: i as u64,
-            upstream_started: started,
-            upstream_finished: finished,
-            successes,
-            failures: c(|s| s.failures),
-            attempts: c(|s| s.attempts),
-            retries: c(|s| s.retries),
-            retries_transient: c(|s| s.retries_transient),
-            retries_throttling: c(|s| s.retries_throttling),
-            budget_refusals: c(|s| s.budget_refusals),
-            breaker_refusals: c(|s| s.breaker_refusals),
-            dropped: c(|s| s.dropped),
-            downstream_arrivals: arrivals,
-            target_in_flight_peak: get(&target.peak_in_flight_per_s, i),
-            target_served_ok: get(&target.served_ok_per_s, i),
-            client_in_flight_peak: c(|s| s.client_in_flight_peak),
-            amplification: amp,
-            first_attempts: c(|s| s.first_attempts),
-            first_failed_transient: c(|s| s.first_failed.transient),
-            first_failed_throttling: c(|s| s.first_failed.throttling),
-            first_failed_timeout: c(|s| s.first_failed.timeout),
-            first_failed_other: c(|s| s.first_failed.other),
-            useful_retries: c(|s| s.useful_retries),
-            wasted_retries: c(|s| s.wasted_retries),
-            budget_level: s.and_then(|s| s.budget_level),
-            budget_low: s.and_then(|s| s.budget_low),
-            budget_level_pct: None,
-            breaker_state: s.and_then(|s| s.breaker),
-            latency_p50_ms: s
-                .filter(|s| !s.latency_us().is_empty())
-                .map(|s| s.latency_us().value_at_quantile(0.5) as f64 / 1000.0)
-                .unwrap_or(0.0),
-            latency_p99_ms: s
-                .filter(|s| !s.latency_us().is_empty())
-                .map(|s| s.latency_us().value_at_quantile(0.99) as f64 / 1000.0)
-                .unwrap_or(0.0),
-            success_rate: if finished > 0 {
-                successes as f64 / finished as f64
-            } else {
-                1.0
-            },
-        };
-        for (t, v) in totals.iter_mut().zip([
-            row.upstream_started,
-            row.attempts,
-            row.retries,
-            row.budget_refusals,
-            row.breaker_refusals,
-            row.successes,
-            row.failures,
-            row.dropped,
-            row.useful_retries,
-            row.wasted_retries,
-        ]) {
-            *t += v;
-        }
-        rows.push(row);
-    }
-    let [upstream, attempts, retries, budget_refusals, breaker_refusals, successes, failures, dropped, useful_retries, wasted_retries] =
-        totals;
+    let mut rows: Vec<SecondRow> = (0..n)
+        .map(|i| second_row(name, i, secs.get(i), target))
+        .collect();
+    let peak_arrivals = rows
+        .iter()
+        .map(|r| r.downstream_arrivals)
+        .max()
+        .unwrap_or(0);
+    let total = |f: fn(&SecondRow) -> u64| rows.iter().map(f).sum::<u64>();
+    let upstream = total(|r| r.upstream_started);
+    let attempts = total(|r| r.attempts);
+    let retries = total(|r| r.retries);
+    let budget_refusals = total(|r| r.budget_refusals);
+    let breaker_refusals = total(|r| r.breaker_refusals);
+    let successes = total(|r| r.successes);
+    let failures = total(|r| r.failures);
+    let dropped = total(|r| r.dropped);
+    let useful_retries = total(|r| r.useful_retries);
+    let wasted_retries = total(|r| r.wasted_retries);
     let pre_fault = pre_fault(&rows, shape);
     let overloaded = pre_fault.map(|p| p.overloaded());
     let (recovered, recovery_time_s) = if overloaded == Some(true) {
@@ -568,6 +507,72 @@ pub fn summarize(
         class_policies: BTreeMap::new(),
     };
     (summary, rows)
+}
+
+/// Second `i` of one config: what its client recorded then (`s`, absent when nothing
+/// happened) beside what its target counted.
+fn second_row(
+    name: &str,
+    i: usize,
+    s: Option<&super::recorder::Second>,
+    target: &TargetStats,
+) -> SecondRow {
+    let get = |v: &[u64]| v.get(i).copied().unwrap_or(0);
+    let c = |f: fn(&super::recorder::Second) -> u64| s.map(f).unwrap_or(0);
+    let started = c(|s| s.started);
+    let arrivals = get(&target.arrivals_per_s);
+    let amp = if started > 0 {
+        arrivals as f64 / started as f64
+    } else {
+        0.0
+    };
+    let finished = c(|s| s.finished);
+    let successes = c(|s| s.successes);
+    SecondRow {
+        time: None,
+        config: name.to_string(),
+        second: i as u64,
+        upstream_started: started,
+        upstream_finished: finished,
+        successes,
+        failures: c(|s| s.failures),
+        attempts: c(|s| s.attempts),
+        retries: c(|s| s.retries),
+        retries_transient: c(|s| s.retries_transient),
+        retries_throttling: c(|s| s.retries_throttling),
+        budget_refusals: c(|s| s.budget_refusals),
+        breaker_refusals: c(|s| s.breaker_refusals),
+        dropped: c(|s| s.dropped),
+        downstream_arrivals: arrivals,
+        target_in_flight_peak: get(&target.peak_in_flight_per_s),
+        target_served_ok: get(&target.served_ok_per_s),
+        client_in_flight_peak: c(|s| s.client_in_flight_peak),
+        amplification: amp,
+        first_attempts: c(|s| s.first_attempts),
+        first_failed_transient: c(|s| s.first_failed.transient),
+        first_failed_throttling: c(|s| s.first_failed.throttling),
+        first_failed_timeout: c(|s| s.first_failed.timeout),
+        first_failed_other: c(|s| s.first_failed.other),
+        useful_retries: c(|s| s.useful_retries),
+        wasted_retries: c(|s| s.wasted_retries),
+        budget_level: s.and_then(|s| s.budget_level),
+        budget_low: s.and_then(|s| s.budget_low),
+        budget_level_pct: None,
+        breaker_state: s.and_then(|s| s.breaker),
+        latency_p50_ms: s
+            .filter(|s| !s.latency_us().is_empty())
+            .map(|s| s.latency_us().value_at_quantile(0.5) as f64 / 1000.0)
+            .unwrap_or(0.0),
+        latency_p99_ms: s
+            .filter(|s| !s.latency_us().is_empty())
+            .map(|s| s.latency_us().value_at_quantile(0.99) as f64 / 1000.0)
+            .unwrap_or(0.0),
+        success_rate: if finished > 0 {
+            successes as f64 / finished as f64
+        } else {
+            1.0
+        },
+    }
 }
 
 /// Offered load and goodput before the first fault, per second (see
