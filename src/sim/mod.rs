@@ -128,42 +128,12 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let (model, dedup) = modeled_target(plan)?;
     let model = scale_model(model, scale);
     let dedup_retention = dedup.filter(|d| d.enabled).map(|d| ns(d.retention));
-    let amount = |headers: &std::collections::BTreeMap<String, String>| {
-        headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
-            .and_then(|(_, v)| crate::headers::parse_u64(v.as_bytes()))
-            .unwrap_or(1)
-    };
     let request_classes = sc.load.request_classes();
     let timeline = FaultTimeline::new(scale_faults(&sc.faults, scale), sc.seed);
     let shape = scale_shape(&sc.load.shape, scale);
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
 
-    // A gRPC call is a POST to /service/method (path-scoped faults see that path).
-    let (method, classes) = match &sc.load.grpc {
-        Some(g) => (
-            "POST",
-            vec![engine::SimClass {
-                path: g.path(),
-                write: true,
-                amount: amount(&sc.load.headers),
-                idempotent: false,
-            }],
-        ),
-        None => (
-            sc.load.method.as_str(),
-            request_classes
-                .iter()
-                .map(|c| engine::SimClass {
-                    path: c.path.clone(),
-                    write: c.writes(),
-                    amount: amount(&c.headers),
-                    idempotent: c.idempotent(),
-                })
-                .collect(),
-        ),
-    };
+    let (method, classes) = sim_classes(&sc.load, &request_classes);
     let mix = crate::scenario::classes::ClassMix::new(&sc.load.classes);
 
     let builder = ResultBuilder::new(plan, &shape, sc.duration);
@@ -233,36 +203,8 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         attempts.append(&mut out.log);
         let (mut summary, rows) = builder.config_summary(planned, &out.rec, &out.stats);
         if !plan.layers.is_empty() {
-            builder.add_layers(&mut summary, &planned.config, |upstream| {
-                plan.layers
-                    .iter()
-                    .zip(&out.layers)
-                    .map(|(l, o)| {
-                        let (attempts, retries, refusals) = totals(&o.rec);
-                        layer_summary(
-                            &l.name,
-                            o.arrivals,
-                            attempts,
-                            retries,
-                            refusals,
-                            o.peak_in_flight,
-                            upstream,
-                            l.config.max_attempts,
-                        )
-                    })
-                    .collect()
-            });
-            let client = HopStats {
-                name: "client".into(),
-                deadline_cut: out.deadline_cut,
-                rejected: 0,
-            };
-            let layers = plan.layers.iter().zip(&out.layers).map(|(l, o)| HopStats {
-                name: l.name.clone(),
-                deadline_cut: o.deadline_cut,
-                rejected: o.rejected,
-            });
-            hops.push(std::iter::once(client).chain(layers).collect());
+            add_layers(&builder, plan, planned, &out, &mut summary);
+            hops.push(hop_stats(plan, &out));
         }
         result.configs.push(summary);
         result.timeseries.extend(rows);
@@ -278,6 +220,89 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
         stats,
         hops,
     })
+}
+
+/// What each request class sends, as the modeled target sees it: a gRPC call is a POST to
+/// /service/method (path-scoped faults see that path) that writes; otherwise the load's
+/// method, or each class's.
+fn sim_classes<'a>(
+    load: &'a crate::scenario::Load,
+    request_classes: &[crate::scenario::classes::RequestClass],
+) -> (&'a str, Vec<engine::SimClass>) {
+    let amount = |headers: &std::collections::BTreeMap<String, String>| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(crate::headers::AMOUNT))
+            .and_then(|(_, v)| crate::headers::parse_u64(v.as_bytes()))
+            .unwrap_or(1)
+    };
+    match &load.grpc {
+        Some(g) => (
+            "POST",
+            vec![engine::SimClass {
+                path: g.path(),
+                write: true,
+                amount: amount(&load.headers),
+                idempotent: false,
+            }],
+        ),
+        None => (
+            load.method.as_str(),
+            request_classes
+                .iter()
+                .map(|c| engine::SimClass {
+                    path: c.path.clone(),
+                    write: c.writes(),
+                    amount: amount(&c.headers),
+                    idempotent: c.idempotent(),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Each layer's summary within the config's summary.
+fn add_layers(
+    builder: &ResultBuilder<'_>,
+    plan: &Plan,
+    planned: &crate::plan::PlannedConfig,
+    out: &engine::ConfigOut,
+    summary: &mut crate::metrics::ConfigSummary,
+) {
+    builder.add_layers(summary, &planned.config, |upstream| {
+        plan.layers
+            .iter()
+            .zip(&out.layers)
+            .map(|(l, o)| {
+                let (attempts, retries, refusals) = totals(&o.rec);
+                layer_summary(
+                    &l.name,
+                    o.arrivals,
+                    attempts,
+                    retries,
+                    refusals,
+                    o.peak_in_flight,
+                    upstream,
+                    l.config.max_attempts,
+                )
+            })
+            .collect()
+    });
+}
+
+/// The per-hop figures (the client, then each layer) the console prints for a layered run.
+fn hop_stats(plan: &Plan, out: &engine::ConfigOut) -> Vec<HopStats> {
+    let client = HopStats {
+        name: "client".into(),
+        deadline_cut: out.deadline_cut,
+        rejected: 0,
+    };
+    let layers = plan.layers.iter().zip(&out.layers).map(|(l, o)| HopStats {
+        name: l.name.clone(),
+        deadline_cut: o.deadline_cut,
+        rejected: o.rejected,
+    });
+    std::iter::once(client).chain(layers).collect()
 }
 
 /// The modeled target's service model and dedup, or why the simulator cannot model the plan.
