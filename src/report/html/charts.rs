@@ -455,17 +455,7 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Ch
     let n = tl.names.len().max(1) as i32;
     let empty = tl.rows.iter().flatten().all(|r| r.breaker_state.is_none());
     let h = (90 + 34 * n as u32).min(H * 2);
-    let labels: Vec<String> = tl
-        .names
-        .iter()
-        .map(|n| {
-            let mut s: String = n.chars().take(18).collect();
-            if n.chars().count() > 18 {
-                s.push('…');
-            }
-            s
-        })
-        .collect();
+    let labels: Vec<String> = tl.names.iter().map(|n| shortened(n, 18)).collect();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
@@ -517,26 +507,7 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Ch
                     c.mix(0.06).filled(),
                 )))?;
             }
-            // Merge runs of equal state into one rectangle each.
-            let mut run_start: Option<(u64, u8)> = None;
-            let mut spans: Vec<(u64, u64, u8)> = Vec::new();
-            let mut last = 0u64;
-            for r in rows {
-                let st = r.breaker_state.unwrap_or(0);
-                match run_start {
-                    Some((_, st0)) if st0 == st && r.second == last + 1 => {}
-                    Some((s0, st0)) => {
-                        spans.push((s0, last + 1, st0));
-                        run_start = Some((r.second, st));
-                    }
-                    None => run_start = Some((r.second, st)),
-                }
-                last = r.second;
-            }
-            if let Some((s0, st0)) = run_start {
-                spans.push((s0, last + 1, st0));
-            }
-            for (s0, s1, st) in spans {
+            for (s0, s1, st) in state_spans(rows) {
                 let alpha = match st {
                     0 => continue,
                     1 => 0.35,
@@ -577,6 +548,40 @@ pub(crate) fn breaker_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Ch
         empty,
         svg,
     })
+}
+
+/// `name` cut to `max` characters, with an ellipsis when it was longer.
+fn shortened(name: &str, max: usize) -> String {
+    let mut s: String = name.chars().take(max).collect();
+    if name.chars().count() > max {
+        s.push('…');
+    }
+    s
+}
+
+/// Runs of consecutive seconds in one breaker state (0 closed, 1 half-open, 2 open), as
+/// (first second, second after the last, state): one rectangle each instead of one per
+/// second.
+fn state_spans(rows: &[&SecondRow]) -> Vec<(u64, u64, u8)> {
+    let mut run_start: Option<(u64, u8)> = None;
+    let mut spans = Vec::new();
+    let mut last = 0u64;
+    for r in rows {
+        let st = r.breaker_state.unwrap_or(0);
+        match run_start {
+            Some((_, st0)) if st0 == st && r.second == last + 1 => {}
+            Some((s0, st0)) => {
+                spans.push((s0, last + 1, st0));
+                run_start = Some((r.second, st));
+            }
+            None => run_start = Some((r.second, st)),
+        }
+        last = r.second;
+    }
+    if let Some((s0, st0)) = run_start {
+        spans.push((s0, last + 1, st0));
+    }
+    spans
 }
 
 /// Arrivals per second at each provider, as the provider counted them, for every config
