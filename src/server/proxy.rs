@@ -642,6 +642,44 @@ pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     }
 }
 
+/// A 502 the proxy made itself, marked (`x-stormrig-upstream: MARK`) so that the client and
+/// the counts tell it from the service's own answers.
+fn marked(why: &str, mark: &'static str) -> Resp {
+    let mut resp = gateway(StatusCode::BAD_GATEWAY, why);
+    resp.headers_mut()
+        .insert(crate::headers::UPSTREAM, HeaderValue::from_static(mark));
+    resp
+}
+
+/// The answer to an exchange that failed before a complete response: a connect or TLS
+/// handshake that failed never reached the service (not forwarded); anything later did, and
+/// an upstream reset is relayed as a reset.
+fn failed_exchange(
+    counters: &Counters,
+    e: &(dyn std::error::Error + Send + Sync + 'static),
+) -> (Resp, bool) {
+    let connect = e
+        .downcast_ref::<hyper_util::client::legacy::Error>()
+        .is_some_and(|e| e.is_connect());
+    if connect && crate::tls::is_handshake_failure(e) {
+        let why = format!("upstream TLS handshake failed: {}", crate::tls::describe(e));
+        (marked(&why, crate::headers::UPSTREAM_TLS_HANDSHAKE), false)
+    } else if connect {
+        let why = "upstream connect failed";
+        (marked(why, crate::headers::UPSTREAM_CONNECT_FAILED), false)
+    } else {
+        counters.forward();
+        let mut resp = gateway(
+            StatusCode::BAD_GATEWAY,
+            "upstream closed or reset before a complete response",
+        );
+        if let Some(reset) = UpstreamReset::of(e) {
+            resp.extensions_mut().insert(reset);
+        }
+        (resp, true)
+    }
+}
+
 /// Headers that belong to one connection, not to the message (RFC 9110 §7.6.1).
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
@@ -834,15 +872,8 @@ impl Upstream {
             // sees its response receiver gone the next time it yields.
             counters.forward();
             counters.protocol_error_seen();
-            let mut resp = gateway(
-                StatusCode::BAD_GATEWAY,
-                &format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers"),
-            );
-            resp.headers_mut().insert(
-                crate::headers::UPSTREAM,
-                HeaderValue::from_static(crate::headers::UPSTREAM_PROTOCOL_ERROR),
-            );
-            return (resp, true);
+            let why = format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers");
+            return (marked(&why, crate::headers::UPSTREAM_PROTOCOL_ERROR), true);
         };
         match result {
             Ok(Ok((mut parts, bytes))) => {
@@ -853,54 +884,10 @@ impl Upstream {
             Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
                 counters.forward();
                 counters.body_too_large_seen();
-                let mut resp = gateway(
-                    StatusCode::BAD_GATEWAY,
-                    &format!("upstream response body longer than {MAX_BODY} bytes"),
-                );
-                resp.headers_mut().insert(
-                    crate::headers::UPSTREAM,
-                    HeaderValue::from_static(crate::headers::UPSTREAM_BODY_TOO_LARGE),
-                );
-                (resp, true)
+                let why = format!("upstream response body longer than {MAX_BODY} bytes");
+                (marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE), true)
             }
-            Ok(Err(e)) => {
-                let connect = e
-                    .downcast_ref::<hyper_util::client::legacy::Error>()
-                    .is_some_and(|e| e.is_connect());
-                if connect && crate::tls::is_handshake_failure(e.as_ref()) {
-                    let mut resp = gateway(
-                        StatusCode::BAD_GATEWAY,
-                        &format!(
-                            "upstream TLS handshake failed: {}",
-                            crate::tls::describe(e.as_ref())
-                        ),
-                    );
-                    resp.headers_mut().insert(
-                        crate::headers::UPSTREAM,
-                        HeaderValue::from_static(crate::headers::UPSTREAM_TLS_HANDSHAKE),
-                    );
-                    (resp, false)
-                } else if connect {
-                    let mut resp = gateway(StatusCode::BAD_GATEWAY, "upstream connect failed");
-                    resp.headers_mut().insert(
-                        crate::headers::UPSTREAM,
-                        hyper::header::HeaderValue::from_static(
-                            crate::headers::UPSTREAM_CONNECT_FAILED,
-                        ),
-                    );
-                    (resp, false)
-                } else {
-                    counters.forward();
-                    let mut resp = gateway(
-                        StatusCode::BAD_GATEWAY,
-                        "upstream closed or reset before a complete response",
-                    );
-                    if let Some(reset) = UpstreamReset::of(e.as_ref()) {
-                        resp.extensions_mut().insert(reset);
-                    }
-                    (resp, true)
-                }
-            }
+            Ok(Err(e)) => failed_exchange(counters, e.as_ref()),
             Err(_) => {
                 counters.forward();
                 (
