@@ -203,8 +203,6 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
         { "name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": true },
         { "name": "results", "mountPath": RESULTS_DIR },
     ]);
-    let scenario = format!("{SCENARIO_DIR}/{SCENARIO_FILE}");
-    let (cpu_m, mem_mi) = resources(s.attempts_per_s_per_shard);
 
     let mut pvc_spec = json!({
         "accessModes": ["ReadWriteMany"],
@@ -214,10 +212,47 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
         pvc_spec["storageClassName"] = json!(class);
     }
 
-    let shard_job = json!({
+    let pod = Pod {
+        labels: &labels,
+        volumes: &volumes,
+        mounts: &mounts,
+    };
+    let shard_job = shard_job(s, &pod, meta(format!("{}-shards", s.name)));
+    let merge_job = merge_job(s, &pod, meta(format!("{}-merge", s.name)));
+
+    vec![
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta(config_map.clone()),
+            "data": { SCENARIO_FILE: s.scenario_text },
+        }),
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": meta(claim.clone()),
+            "spec": pvc_spec,
+        }),
+        shard_job,
+        merge_job,
+    ]
+}
+
+/// What the shard pods and the merge pod share: labels, volumes and where they are mounted.
+struct Pod<'a> {
+    labels: &'a Value,
+    volumes: &'a Value,
+    mounts: &'a Value,
+}
+
+/// The indexed Job whose pods each run one shard, all from the common start.
+fn shard_job(s: &Spec, pod: &Pod<'_>, metadata: Value) -> Value {
+    let scenario = format!("{SCENARIO_DIR}/{SCENARIO_FILE}");
+    let (cpu_m, mem_mi) = resources(s.attempts_per_s_per_shard);
+    json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta(format!("{}-shards", s.name)),
+        "metadata": metadata,
         "spec": {
             "completionMode": "Indexed",
             "completions": s.shards,
@@ -226,7 +261,7 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
             "backoffLimit": 0,
             "activeDeadlineSeconds": s.deadline_s,
             "template": {
-                "metadata": { "labels": labels },
+                "metadata": { "labels": pod.labels },
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [{
@@ -253,14 +288,17 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
                             "requests": { "cpu": format!("{cpu_m}m"), "memory": format!("{mem_mi}Mi") },
                             "limits": { "memory": format!("{}Mi", mem_mi * 2) },
                         },
-                        "volumeMounts": mounts,
+                        "volumeMounts": pod.mounts,
                     }],
-                    "volumes": volumes,
+                    "volumes": pod.volumes,
                 },
             },
         },
-    });
+    })
+}
 
+/// The Job that waits for every shard's summary and merges them.
+fn merge_job(s: &Spec, pod: &Pod<'_>, metadata: Value) -> Value {
     let dirs: Vec<String> = (0..s.shards)
         .map(|i| format!("{RESULTS_DIR}/shard-{i}"))
         .collect();
@@ -269,17 +307,17 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
          exec stormrig merge {dirs} --out {RESULTS_DIR}/merged",
         dirs = dirs.join(" ")
     );
-    let merge_job = json!({
+    json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta(format!("{}-merge", s.name)),
+        "metadata": metadata,
         "spec": {
             "completions": 1,
             "parallelism": 1,
             "backoffLimit": 2,
             "activeDeadlineSeconds": s.deadline_s + 600,
             "template": {
-                "metadata": { "labels": labels },
+                "metadata": { "labels": pod.labels },
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [{
@@ -290,30 +328,13 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
                             "requests": { "cpu": "250m", "memory": "256Mi" },
                             "limits": { "memory": "1Gi" },
                         },
-                        "volumeMounts": mounts,
+                        "volumeMounts": pod.mounts,
                     }],
-                    "volumes": volumes,
+                    "volumes": pod.volumes,
                 },
             },
         },
-    });
-
-    vec![
-        json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": meta(config_map.clone()),
-            "data": { SCENARIO_FILE: s.scenario_text },
-        }),
-        json!({
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": meta(claim.clone()),
-            "spec": pvc_spec,
-        }),
-        shard_job,
-        merge_job,
-    ]
+    })
 }
 
 /// The manifests as one YAML stream (documents separated by `---`).
