@@ -255,27 +255,7 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
     )
     .into_bytes();
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-    let mut conns = Vec::with_capacity(opts.connections);
-    for i in 0..opts.connections {
-        let stream = TcpStream::connect(opts.addr).map_err(|source| FloorError::Connect {
-            addr: opts.addr,
-            source,
-        })?;
-        stream.set_nodelay(true)?;
-        stream.set_nonblocking(true)?;
-        epoll::add(
-            &ep,
-            &stream,
-            epoll::EventData::new_u64(i as u64),
-            epoll::EventFlags::IN | epoll::EventFlags::ET,
-        )?;
-        conns.push(Conn {
-            stream,
-            buf: vec![0; 4096],
-            len: 0,
-            sent_at: None,
-        });
-    }
+    let mut conns = connect_all(opts, &ep)?;
     let timer: OwnedFd = timerfd_create(
         TimerfdClockId::Monotonic,
         TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
@@ -296,19 +276,7 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
 
     let mut latency = crate::metrics::latency::new_histogram(3);
     let mut lag = crate::metrics::latency::new_histogram(3);
-    let mut r = FloorReport {
-        sent: 0,
-        received: 0,
-        dropped: 0,
-        abandoned: 0,
-        scheduled: 0,
-        elapsed: Duration::ZERO,
-        latency: Percentiles::default(),
-        lag: Percentiles::default(),
-        lag_max_us: 0,
-        cpu_s: None,
-        sleeps: None,
-    };
+    let mut r = FloorReport::empty();
     let cpu0 = super::cpu_seconds();
     let sleeps0 = super::voluntary_switches();
     let t0 = mono_ns();
@@ -419,6 +387,51 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
     r.lag = Percentiles::of(&lag);
     r.lag_max_us = lag.max();
     Ok(r)
+}
+
+/// One connection per `opts.connections`, non-blocking and registered with `ep` (key: its
+/// index), opened before the clock starts so that connecting is never measured.
+fn connect_all(opts: &FloorOpts, ep: &OwnedFd) -> Result<Vec<Conn>, FloorError> {
+    let mut conns = Vec::with_capacity(opts.connections);
+    for i in 0..opts.connections {
+        let stream = TcpStream::connect(opts.addr).map_err(|source| FloorError::Connect {
+            addr: opts.addr,
+            source,
+        })?;
+        stream.set_nodelay(true)?;
+        stream.set_nonblocking(true)?;
+        epoll::add(
+            &ep,
+            &stream,
+            epoll::EventData::new_u64(i as u64),
+            epoll::EventFlags::IN | epoll::EventFlags::ET,
+        )?;
+        conns.push(Conn {
+            stream,
+            buf: vec![0; 4096],
+            len: 0,
+            sent_at: None,
+        });
+    }
+    Ok(conns)
+}
+
+impl FloorReport {
+    fn empty() -> FloorReport {
+        FloorReport {
+            sent: 0,
+            received: 0,
+            dropped: 0,
+            abandoned: 0,
+            scheduled: 0,
+            elapsed: Duration::ZERO,
+            latency: Percentiles::default(),
+            lag: Percentiles::default(),
+            lag_max_us: 0,
+            cpu_s: None,
+            sleeps: None,
+        }
+    }
 }
 
 /// `bench floor` output, `key=value` per line, keys as in `bench generator` and
