@@ -333,20 +333,9 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
             r.abandoned = in_flight;
             break;
         }
-        events.clear();
         let tick = Duration::from_nanos(drain_end.saturating_sub(now)).min(TICK);
-        let timeout = Timespec {
-            tv_sec: 0,
-            tv_nsec: tick.as_nanos() as i64,
-        };
-        match epoll::wait(
-            &ep,
-            rustix::buffer::spare_capacity(&mut events),
-            Some(&timeout),
-        ) {
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
+        if !wait(&ep, &mut events, tick)? {
+            continue;
         }
         for ev in &events {
             let key = ev.data.u64();
@@ -383,9 +372,7 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
     r.sleeps = super::voluntary_switches()
         .zip(sleeps0)
         .map(|(b, a)| b.saturating_sub(a));
-    r.latency = Percentiles::of(&latency);
-    r.lag = Percentiles::of(&lag);
-    r.lag_max_us = lag.max();
+    r.set_latencies(&latency, &lag);
     Ok(r)
 }
 
@@ -416,7 +403,31 @@ fn connect_all(opts: &FloorOpts, ep: &OwnedFd) -> Result<Vec<Conn>, FloorError> 
     Ok(conns)
 }
 
+/// Waits up to `tick` for readiness into `events`; false when a signal interrupted the wait.
+fn wait(ep: &OwnedFd, events: &mut Vec<epoll::Event>, tick: Duration) -> Result<bool, FloorError> {
+    events.clear();
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: tick.as_nanos() as i64,
+    };
+    match epoll::wait(ep, rustix::buffer::spare_capacity(events), Some(&timeout)) {
+        Ok(_) => Ok(true),
+        Err(rustix::io::Errno::INTR) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl FloorReport {
+    fn set_latencies(
+        &mut self,
+        latency: &hdrhistogram::Histogram<u64>,
+        lag: &hdrhistogram::Histogram<u64>,
+    ) {
+        self.latency = Percentiles::of(latency);
+        self.lag = Percentiles::of(lag);
+        self.lag_max_us = lag.max();
+    }
+
     fn empty() -> FloorReport {
         FloorReport {
             sent: 0,
