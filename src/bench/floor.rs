@@ -284,15 +284,7 @@ pub fn run(opts: &FloorOpts) -> Result<FloorReport, FloorError> {
     let drain_end = load_end.saturating_add(DRAIN.as_nanos() as u64);
     // Connections without a request in flight (open mode).
     let mut idle: Vec<usize> = Vec::with_capacity(conns.len());
-    // Open mode: the gap between arrivals, the arrivals one wake-up may start beyond the
-    // first, and the next arrival's intended instant.
-    let (gap, per_wake) = match opts.mode {
-        FloorMode::Open { rate, batch } => {
-            let gap = ((1e9 / rate) as u64).max(1);
-            (gap, batch.as_nanos() as u64 / gap)
-        }
-        FloorMode::Closed => (0, 0),
-    };
+    let (gap, per_wake) = pacing(opts.mode);
     let mut next = t0;
     let mut armed = false;
     match opts.mode {
@@ -401,6 +393,18 @@ fn connect_all(opts: &FloorOpts, ep: &OwnedFd) -> Result<Vec<Conn>, FloorError> 
         });
     }
     Ok(conns)
+}
+
+/// Open mode: the gap between arrivals (ns) and the arrivals one wake-up may start beyond
+/// the first; (0, 0) in closed mode, where a reply starts the next request.
+fn pacing(mode: FloorMode) -> (u64, u64) {
+    match mode {
+        FloorMode::Open { rate, batch } => {
+            let gap = ((1e9 / rate) as u64).max(1);
+            (gap, batch.as_nanos() as u64 / gap)
+        }
+        FloorMode::Closed => (0, 0),
+    }
 }
 
 /// Waits up to `tick` for readiness into `events`; false when a signal interrupted the wait.
