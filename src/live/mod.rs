@@ -179,43 +179,8 @@ pub async fn run(
     });
 
     let mut tasks = JoinSet::new();
-    let mut lag = crate::metrics::latency::new_histogram(3);
-    // The load, open or closed loop, for the scenario's duration or until stopped.
-    let interrupted = match &sc.load.shape {
-        LoadShape::Closed { users, think_time } => {
-            let (users, think) = (*users, *think_time);
-            closed_loop(
-                &runtimes,
-                &tmpl,
-                epoch,
-                sc.duration,
-                users,
-                think,
-                &mut tasks,
-            );
-            wait_or_stop(epoch.at(sc.duration), &mut stop.rx).await
-        }
-        shape => {
-            // A shard keeps the arrivals of its own client instances, with their ids.
-            let (shard, clients) = (opts.shard, sc.load.clients);
-            let arrivals = (0u64..)
-                .zip(schedule::arrivals(shape, sc.duration, sc.seed))
-                .filter(move |(id, _)| shard.owns(*id, clients));
-            let ended = open_loop::spawn(
-                arrivals,
-                runtimes.clone(),
-                &tmpl,
-                epoch,
-                stop.rx.clone(),
-                pacer::Pacing::DEFAULT,
-            )
-            .await
-            .map_err(LiveError::from)?;
-            tasks = ended.tasks;
-            lag = ended.lag;
-            ended.stopped
-        }
-    };
+    let (interrupted, lag) =
+        drive_load(plan, opts, &runtimes, &tmpl, epoch, &mut stop, &mut tasks).await?;
     // The load's length is the scenario's (the last arrival of a burst comes long before its
     // end), unless the run was stopped early.
     let load_ran = if interrupted || *stop.rx.borrow() {
@@ -271,6 +236,47 @@ pub async fn run(
             .collect(),
         raw,
     })
+}
+
+/// The load, open or closed loop, for the scenario's duration or until stopped: whether it
+/// was stopped, and the open loop's schedule lag (empty for a closed loop).
+async fn drive_load(
+    plan: &Plan,
+    opts: &RunOptions,
+    runtimes: &[Arc<ConfigRuntime>],
+    tmpl: &RequestMix,
+    epoch: Epoch,
+    stop: &mut StopSignal,
+    tasks: &mut JoinSet<()>,
+) -> Result<(bool, hdrhistogram::Histogram<u64>), LiveError> {
+    let sc = &plan.scenario;
+    match &sc.load.shape {
+        LoadShape::Closed { users, think_time } => {
+            let (users, think) = (*users, *think_time);
+            closed_loop(runtimes, tmpl, epoch, sc.duration, users, think, tasks);
+            let stopped = wait_or_stop(epoch.at(sc.duration), &mut stop.rx).await;
+            Ok((stopped, crate::metrics::latency::new_histogram(3)))
+        }
+        shape => {
+            // A shard keeps the arrivals of its own client instances, with their ids.
+            let (shard, clients) = (opts.shard, sc.load.clients);
+            let arrivals = (0u64..)
+                .zip(schedule::arrivals(shape, sc.duration, sc.seed))
+                .filter(move |(id, _)| shard.owns(*id, clients));
+            let ended = open_loop::spawn(
+                arrivals,
+                runtimes.to_vec(),
+                tmpl,
+                epoch,
+                stop.rx.clone(),
+                pacer::Pacing::DEFAULT,
+            )
+            .await
+            .map_err(LiveError::from)?;
+            *tasks = ended.tasks;
+            Ok((ended.stopped, ended.lag))
+        }
+    }
 }
 
 /// The run's one stop signal: the caller's (SIGINT, SIGTERM) forwarded, or an abort on a
