@@ -77,37 +77,7 @@ pub fn summary(run: &RunResult) -> String {
                 c.peak_concurrency,
             ),
         );
-        if !c.layers.is_empty() {
-            let bound = |b: Option<f64>| b.map(|v| format!("{v:.2}×")).unwrap_or("-".into());
-            prose(
-                &mut out,
-                &format!(
-                    "  topology: worst case (K+1)^L {}, budget bound {}",
-                    bound(c.topology_bound),
-                    bound(c.amplification_bound)
-                ),
-            );
-            let _ = writeln!(
-                out,
-                "  {:<16} {:>9} {:>9} {:>8} {:>7} {:>5} {:>6} {:>7}",
-                "layer", "arrivals", "attempts", "retries", "refused", "peak", "amp", "cum"
-            );
-            for l in &c.layers {
-                let name: String = l.name.chars().take(16).collect();
-                let _ = writeln!(
-                    out,
-                    "  {:<16} {:>9} {:>9} {:>8} {:>7} {:>5} {:>5.2}× {:>6.2}×",
-                    name,
-                    l.arrivals,
-                    l.attempts,
-                    l.retries,
-                    l.budget_refusals,
-                    l.peak_in_flight,
-                    l.amplification,
-                    l.cumulative_amplification,
-                );
-            }
-        }
+        layer_table(&mut out, c);
     }
     row(
         &mut out,
@@ -165,37 +135,80 @@ pub fn summary(run: &RunResult) -> String {
             prose(&mut out, &v.sentence);
         }
     }
-    // Thundering herds show in the worst second of retries, not in totals: give the peak per
-    // 1 s slot and how much lower the calmest config kept it than the worst.
+    if let Some(line) = peak_retries_line(run) {
+        prose(&mut out, &line);
+    }
+    out
+}
+
+/// A layered config's topology bounds and one row per layer (nothing without layers).
+fn layer_table(out: &mut String, c: &ConfigSummary) {
+    if c.layers.is_empty() {
+        return;
+    }
+    let bound = |b: Option<f64>| b.map(|v| format!("{v:.2}×")).unwrap_or("-".into());
+    prose(
+        out,
+        &format!(
+            "  topology: worst case (K+1)^L {}, budget bound {}",
+            bound(c.topology_bound),
+            bound(c.amplification_bound)
+        ),
+    );
+    let _ = writeln!(
+        out,
+        "  {:<16} {:>9} {:>9} {:>8} {:>7} {:>5} {:>6} {:>7}",
+        "layer", "arrivals", "attempts", "retries", "refused", "peak", "amp", "cum"
+    );
+    for l in &c.layers {
+        let name: String = l.name.chars().take(16).collect();
+        let _ = writeln!(
+            out,
+            "  {:<16} {:>9} {:>9} {:>8} {:>7} {:>5} {:>5.2}× {:>6.2}×",
+            name,
+            l.arrivals,
+            l.attempts,
+            l.retries,
+            l.budget_refusals,
+            l.peak_in_flight,
+            l.amplification,
+            l.cumulative_amplification,
+        );
+    }
+}
+
+/// Thundering herds show in the worst second of retries, not in totals: the peak per 1 s
+/// slot of each config that retried, and how much lower the calmest kept it than the worst.
+fn peak_retries_line(run: &RunResult) -> Option<String> {
     let peaks: Vec<(&str, u64)> = run
         .configs
         .iter()
         .filter(|c| c.retries > 0)
         .map(|c| (c.name.as_str(), c.peak_retries_per_s))
         .collect();
-    if peaks.len() >= 2 {
-        let (hi_name, hi) = peaks
-            .iter()
-            .max_by_key(|p| p.1)
-            .copied()
-            .unwrap_or_default();
-        let (lo_name, lo) = peaks
-            .iter()
-            .min_by_key(|p| p.1)
-            .copied()
-            .unwrap_or_default();
-        let list: Vec<String> = peaks.iter().map(|(n, p)| format!("{n} {p}")).collect();
-        let mut line = format!("peak retries per 1 s slot: {}", list.join(", "));
-        if lo > 0 && hi > lo {
-            let _ = write!(
-                line,
-                " ({lo_name} is {:.2}× lower than {hi_name})",
-                hi as f64 / lo as f64
-            );
-        }
-        prose(&mut out, &line);
+    if peaks.len() < 2 {
+        return None;
     }
-    out
+    let (hi_name, hi) = peaks
+        .iter()
+        .max_by_key(|p| p.1)
+        .copied()
+        .unwrap_or_default();
+    let (lo_name, lo) = peaks
+        .iter()
+        .min_by_key(|p| p.1)
+        .copied()
+        .unwrap_or_default();
+    let list: Vec<String> = peaks.iter().map(|(n, p)| format!("{n} {p}")).collect();
+    let mut line = format!("peak retries per 1 s slot: {}", list.join(", "));
+    if lo > 0 && hi > lo {
+        let _ = write!(
+            line,
+            " ({lo_name} is {:.2}× lower than {hi_name})",
+            hi as f64 / lo as f64
+        );
+    }
+    Some(line)
 }
 
 /// One line on where a config's requests were answered, for a config with failover or a
