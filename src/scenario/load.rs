@@ -56,50 +56,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let (file, map): (ScenarioFile, _) = deserialize(path, text)?;
     let refused = |r: Refusal| located(path, &map, r);
 
-    validate::check_name("name", &file.name).map_err(refused)?;
-    if file.description.len() > limits::MAX_DESCRIPTION_LEN {
-        return Err(refused(Refusal {
-            field: "description".into(),
-            message: format!(
-                "is {} bytes long, above the limit of {}",
-                file.description.len(),
-                limits::MAX_DESCRIPTION_LEN
-            ),
-        }));
-    }
-    validate::check_duration("duration", file.duration).map_err(refused)?;
-    if file.drain > validate::MAX_DURATION {
-        return Err(refused(Refusal {
-            field: "drain".into(),
-            message: format!(
-                "{} is outside [0s, 24h]",
-                super::units::duration::format(file.drain)
-            ),
-        }));
-    }
+    check_header(&file).map_err(refused)?;
     let load = validate::check_load(&file.load, file.duration).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
-    if load.grpc.is_some() {
-        super::grpc::check_protocol(wire.protocol).map_err(refused)?;
-        let relayed = if matches!(choice, TargetChoice::Url { .. }) {
-            Some("a `url` target (stormrig's fault proxy")
-        } else if !file.topology.is_empty() {
-            Some("topology layers (a layer")
-        } else {
-            None
-        };
-        if let Some(what) = relayed {
-            return Err(refused(Refusal {
-                field: "load.grpc".into(),
-                message: format!(
-                    "gRPC calls go to the built-in target only: {what} relays bodies without \
-                     their trailers, where a gRPC status travels)"
-                ),
-            }));
-        }
-    }
+    check_grpc(&file, &load, &choice, wire.protocol).map_err(refused)?;
     let faults = file
         .faults
         .iter()
@@ -199,6 +161,64 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         baseline: file.baseline,
         providers,
     })
+}
+
+/// The scenario's own top-level fields: a folder-safe name, a description and durations
+/// within their ceilings.
+fn check_header(file: &ScenarioFile) -> Result<(), Refusal> {
+    validate::check_name("name", &file.name)?;
+    if file.description.len() > limits::MAX_DESCRIPTION_LEN {
+        return Err(Refusal {
+            field: "description".into(),
+            message: format!(
+                "is {} bytes long, above the limit of {}",
+                file.description.len(),
+                limits::MAX_DESCRIPTION_LEN
+            ),
+        });
+    }
+    validate::check_duration("duration", file.duration)?;
+    if file.drain > validate::MAX_DURATION {
+        return Err(Refusal {
+            field: "drain".into(),
+            message: format!(
+                "{} is outside [0s, 24h]",
+                super::units::duration::format(file.drain)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// gRPC calls need a protocol that carries trailers and the built-in target, reached
+/// directly: the fault proxy and topology layers relay bodies without their trailers.
+fn check_grpc(
+    file: &ScenarioFile,
+    load: &super::Load,
+    choice: &TargetChoice,
+    protocol: super::Protocol,
+) -> Result<(), Refusal> {
+    if load.grpc.is_none() {
+        return Ok(());
+    }
+    super::grpc::check_protocol(protocol)?;
+    let relayed = if matches!(choice, TargetChoice::Url { .. }) {
+        Some("a `url` target (stormrig's fault proxy")
+    } else if !file.topology.is_empty() {
+        Some("topology layers (a layer")
+    } else {
+        None
+    };
+    if let Some(what) = relayed {
+        return Err(Refusal {
+            field: "load.grpc".into(),
+            message: format!(
+                "gRPC calls go to the built-in target only: {what} relays bodies without \
+                 their trailers, where a gRPC status travels)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A target definition file, found on disk or compiled in.
