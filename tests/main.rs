@@ -58,6 +58,7 @@ mod suite {
     mod shards;
     mod sim_core;
     mod sim_topology;
+    mod sizes;
     mod sweep;
     mod target_server;
     mod telemetry;

@@ -429,7 +429,7 @@ fn top_level_modules(src: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -694,7 +694,7 @@ fn path_at(
 
 /// The code with comments, string, byte-string and char literals blanked out (newlines
 /// kept, so line numbers stay true). Lifetimes stay.
-fn strip(text: &str) -> String {
+pub(super) fn strip(text: &str) -> String {
     let c: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let blank = |out: &mut String, s: &[char]| {
