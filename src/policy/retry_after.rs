@@ -3,7 +3,8 @@
 //!
 //! A config honours at most one header ([`RetryAfterConfig::header`]); each has its own units
 //! and its own rule for combining with the computed backoff, copied from the client that uses
-//! it (reference §1.4, §2.1, §7.1):
+//! it (botocore `botocore/retries/standard.py`, gRPC `A6-client-retries.md` "Pushback",
+//! RFC 9110 section 10.2.3):
 //!
 //! * `retry-after` (RFC 9110 §10.2.3): integer delay-seconds or an HTTP-date, relative to
 //!   `now.wall()`. The hint **replaces** the computed backoff, capped at `cap`. A date in the past

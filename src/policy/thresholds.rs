@@ -1,6 +1,7 @@
 //! Drain thresholds: the failure rate above which a config's retry budget drains on average.
 //!
-//! Model (reference §8.1): every attempt fails independently with probability `p`, all
+//! Model (the one botocore's `RetryQuotaChecker` and smithy-rs's `StandardRetryStrategy`
+//! follow per request): every attempt fails independently with probability `p`, all
 //! failures of one kind (transient, throttling or timeout); `N` = max attempts. For each kind
 //! the report gives
 //! * `closed_form`: the root in (0, 1) of the expected budget drift per request `E(p)`, found
