@@ -138,7 +138,7 @@ impl<'p> ResultBuilder<'p> {
         let (budget, worst) = crate::plan::topology_bounds(
             config,
             plan.scenario.load.clients,
-            &plan.layers,
+            plan.layers.iter().map(|l| &l.config),
             self.mean_rate,
             plan.scenario.duration,
         );

@@ -26,6 +26,7 @@
 //! * [`duration`]: human duration strings in retry configs.
 
 pub mod backoff;
+pub mod bounds;
 pub mod breaker;
 pub mod budget;
 pub mod client;

@@ -63,7 +63,7 @@ config = { preset = "naive", max_attempts = 3, per_try_timeout = "400ms" }
     let (budget, worst) = topology_bounds(
         &p.configs[0].config,
         NonZeroU32::MIN,
-        &p.layers,
+        p.layers.iter().map(|l| &l.config),
         100.0,
         Duration::from_secs(10),
     );
@@ -108,7 +108,13 @@ fn ratio_budget_bound_multiplies_per_hop() {
     let mut gen = p.configs[0].config.clone();
     gen.budget = p.layers[0].config.budget.clone();
     let (rate, d) = (1000.0, Duration::from_secs(100));
-    let (budget, worst) = topology_bounds(&gen, NonZeroU32::MIN, &p.layers, rate, d);
+    let (budget, worst) = topology_bounds(
+        &gen,
+        NonZeroU32::MIN,
+        p.layers.iter().map(|l| &l.config),
+        rate,
+        d,
+    );
     assert_eq!(worst, 64.0);
     // Per hop 1 + 0.2 + min_per_sec × (duration + ttl) / requests at that hop.
     let mut expect = 1.0;
@@ -135,7 +141,7 @@ fn shipped_layer_scenarios_plan_with_their_bounds() {
         let (_, w) = topology_bounds(
             &p.configs[0].config,
             NonZeroU32::MIN,
-            &p.layers,
+            p.layers.iter().map(|l| &l.config),
             10.0,
             p.scenario.duration,
         );
