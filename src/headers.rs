@@ -43,6 +43,9 @@ pub const UPSTREAM_BODY_TOO_LARGE: &str = "body-too-large";
 /// The value of [`UPSTREAM`] for "the real server broke HTTP in a way the proxy bounds"
 /// (more interim 1xx answers than the proxy reads before the final one).
 pub const UPSTREAM_PROTOCOL_ERROR: &str = "protocol-error";
+/// The value of [`UPSTREAM`] for "the real server sent no complete response within the
+/// proxy's upstream timeout" (on a 504).
+pub const UPSTREAM_TIMEOUT: &str = "timeout";
 /// Retry-After in milliseconds, which LLM APIs send beside `Retry-After` and their SDKs
 /// read first.
 pub const RETRY_AFTER_MS: &str = "retry-after-ms";

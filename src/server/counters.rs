@@ -14,12 +14,55 @@ use crate::metrics::TargetStats;
 pub(crate) struct Counters {
     epoch: Instant,
     inner: Mutex<TargetCounts>,
-    /// Proxy: upstream responses not relayed for a body longer than the proxy buffers.
-    body_too_large: std::sync::atomic::AtomicU64,
-    /// Proxy: upstream answers refused as a protocol error (too many interim answers).
-    protocol_errors: std::sync::atomic::AtomicU64,
-    /// Proxy: requests the upstream reset, relayed to the client as resets.
-    upstream_resets: std::sync::atomic::AtomicU64,
+    /// Proxy: forwarded requests that met trouble upstream, by kind ([`Trouble::ALL`] order).
+    trouble: [std::sync::atomic::AtomicU64; Trouble::ALL.len()],
+}
+
+/// What can go wrong with a forwarded request past the connect: the proxy answers for the
+/// upstream (a marked 502 or 504) or relays its reset, and counts each kind apart from the
+/// service's own answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trouble {
+    /// A response body longer than the proxy relays (502, `body-too-large`).
+    BodyTooLarge,
+    /// An answer that broke a bound of the protocol, such as endless interim answers (502,
+    /// `protocol-error`).
+    ProtocolError,
+    /// No complete response within the upstream timeout (504, `timeout`).
+    Timeout,
+    /// The upstream reset the connection or stream; relayed to the client as a reset.
+    Reset,
+}
+
+impl Trouble {
+    pub const ALL: [Trouble; 4] = [
+        Trouble::BodyTooLarge,
+        Trouble::ProtocolError,
+        Trouble::Timeout,
+        Trouble::Reset,
+    ];
+
+    /// The metric that counts it, and what that metric means.
+    pub fn metric(self) -> (&'static str, &'static str) {
+        match self {
+            Trouble::BodyTooLarge => (
+                "stormrig_proxy_body_too_large_total",
+                "Upstream responses not relayed because their body exceeded the proxy's limit (answered 502).",
+            ),
+            Trouble::ProtocolError => (
+                "stormrig_proxy_protocol_errors_total",
+                "Upstream answers not relayed because they broke a bound of the protocol (more interim 1xx answers than the proxy reads; answered 502).",
+            ),
+            Trouble::Timeout => (
+                "stormrig_proxy_upstream_timeouts_total",
+                "Forwarded requests with no complete response within the upstream timeout (answered 504).",
+            ),
+            Trouble::Reset => (
+                "stormrig_proxy_upstream_resets_total",
+                "Forwarded requests the upstream reset (connection reset, RST_STREAM, GOAWAY), relayed to the client as resets.",
+            ),
+        }
+    }
 }
 
 impl Counters {
@@ -27,9 +70,7 @@ impl Counters {
         Counters {
             epoch,
             inner: Mutex::new(TargetCounts::new()),
-            body_too_large: std::sync::atomic::AtomicU64::new(0),
-            protocol_errors: std::sync::atomic::AtomicU64::new(0),
-            upstream_resets: std::sync::atomic::AtomicU64::new(0),
+            trouble: Default::default(),
         }
     }
 
@@ -119,40 +160,14 @@ impl Counters {
         self.lock().forward();
     }
 
-    /// Counts an upstream response refused for its body's length.
-    pub(crate) fn body_too_large_seen(&self) {
-        self.body_too_large
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// Counts one forwarded request that met `kind` of trouble upstream.
+    pub(crate) fn trouble_seen(&self, kind: Trouble) {
+        self.trouble[kind as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Upstream responses refused for their body's length so far.
-    pub(crate) fn body_too_large(&self) -> u64 {
-        self.body_too_large
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Counts an upstream answer refused as a protocol error.
-    pub(crate) fn protocol_error_seen(&self) {
-        self.protocol_errors
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Upstream answers refused as protocol errors so far.
-    pub(crate) fn protocol_errors(&self) -> u64 {
-        self.protocol_errors
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Counts a request the upstream reset (relayed to the client as a reset).
-    pub(crate) fn upstream_reset_seen(&self) {
-        self.upstream_resets
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Requests the upstream reset so far.
-    pub(crate) fn upstream_resets(&self) -> u64 {
-        self.upstream_resets
-            .load(std::sync::atomic::Ordering::Relaxed)
+    /// Forwarded requests that met `kind` of trouble upstream so far.
+    pub(crate) fn trouble(&self, kind: Trouble) -> u64 {
+        self.trouble[kind as usize].load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The run's t = 0.

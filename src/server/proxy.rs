@@ -68,7 +68,8 @@
 //!
 //! Gateway errors, counted in `responses_by_status` like any answer: connection refused,
 //! or a response that does not parse → **502**; no complete response within
-//! the upstream timeout ([`ProxyOptions::upstream_timeout`], default 30 s) → **504**.
+//! the upstream timeout ([`ProxyOptions::upstream_timeout`], default 30 s) → **504** with
+//! `x-stormrig-upstream: timeout`, counted as `upstream_timeouts`.
 //!
 //! # Standalone proxy and its control endpoint
 //!
@@ -112,6 +113,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
 use super::counters::Counters;
+pub use super::counters::Trouble;
 use super::fault_api::FaultRegistry;
 use super::{start_inner, Resp, Shared, TargetConfig, TargetError, TargetHandle};
 use crate::metrics::TargetStats;
@@ -272,17 +274,22 @@ impl StandaloneProxy {
 
     /// Upstream responses refused for a body longer than [`MAX_BODY`].
     pub fn body_too_large(&self) -> u64 {
-        self.handle.shared.counters.body_too_large()
+        self.handle.shared.counters.trouble(Trouble::BodyTooLarge)
     }
 
     /// Upstream answers refused as protocol errors (see [`MAX_INFORMATIONAL`]).
     pub fn protocol_errors(&self) -> u64 {
-        self.handle.shared.counters.protocol_errors()
+        self.handle.shared.counters.trouble(Trouble::ProtocolError)
+    }
+
+    /// Forwarded requests answered 504 for the upstream timeout.
+    pub fn upstream_timeouts(&self) -> u64 {
+        self.handle.shared.counters.trouble(Trouble::Timeout)
     }
 
     /// Requests the upstream reset, relayed to the client as resets.
     pub fn upstream_resets(&self) -> u64 {
-        self.handle.shared.counters.upstream_resets()
+        self.handle.shared.counters.trouble(Trouble::Reset)
     }
 
     pub fn stats(&self) -> TargetStats {
@@ -416,13 +423,7 @@ pub fn parse_faults(path: &Path, text: &str) -> Result<Vec<Fault>, ScenarioError
 }
 
 /// The Prometheus text exposition (format 0.0.4) of a proxy's counts.
-pub fn metrics_text(
-    stats: &TargetStats,
-    in_flight: u64,
-    body_too_large: u64,
-    protocol_errors: u64,
-    upstream_resets: u64,
-) -> String {
+pub fn metrics_text(stats: &TargetStats, in_flight: u64, trouble: &[(Trouble, u64)]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, lines: Vec<(String, u64)>| {
@@ -497,24 +498,10 @@ pub fn metrics_text(
         "Forwarded requests whose response was dropped (lost-response faults).",
         one(stats.lost_responses),
     );
-    metric(
-        "stormrig_proxy_body_too_large_total",
-        "counter",
-        "Upstream responses not relayed because their body exceeded the proxy's limit (answered 502).",
-        one(body_too_large),
-    );
-    metric(
-        "stormrig_proxy_upstream_resets_total",
-        "counter",
-        "Forwarded requests the upstream reset (connection reset, RST_STREAM, GOAWAY), relayed to the client as resets.",
-        one(upstream_resets),
-    );
-    metric(
-        "stormrig_proxy_protocol_errors_total",
-        "counter",
-        "Upstream answers not relayed because they broke a bound of the protocol (more interim 1xx answers than the proxy reads; answered 502).",
-        one(protocol_errors),
-    );
+    for (kind, n) in trouble {
+        let (name, help) = kind.metric();
+        metric(name, "counter", help, one(*n));
+    }
     out
 }
 
@@ -583,9 +570,7 @@ fn control_metrics(shared: &Shared) -> String {
     let mut out = metrics_text(
         &shared.counters.snapshot(shared.slots.peak_serving()),
         shared.counters.in_flight(),
-        shared.counters.body_too_large(),
-        shared.counters.protocol_errors(),
-        shared.counters.upstream_resets(),
+        &Trouble::ALL.map(|k| (k, shared.counters.trouble(k))),
     );
     if let Some(ctl) = &shared.control {
         let reg = ctl.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -644,11 +629,16 @@ pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
 
 /// A 502 the proxy made itself, marked (`x-stormrig-upstream: MARK`) so that the client and
 /// the counts tell it from the service's own answers.
-fn marked(why: &str, mark: &'static str) -> Resp {
+fn marked(why: &str, value: &'static str) -> Resp {
     let mut resp = gateway(StatusCode::BAD_GATEWAY, why);
-    resp.headers_mut()
-        .insert(crate::headers::UPSTREAM, HeaderValue::from_static(mark));
+    mark(&mut resp, value);
     resp
+}
+
+/// Marks an answer the proxy made itself: `x-stormrig-upstream: VALUE`.
+fn mark(resp: &mut Resp, value: &'static str) {
+    resp.headers_mut()
+        .insert(crate::headers::UPSTREAM, HeaderValue::from_static(value));
 }
 
 /// The answer to an exchange that failed before a complete response: a connect or TLS
@@ -871,7 +861,7 @@ impl Upstream {
             // Dropping the exchange closes its upstream connection: hyper's connection task
             // sees its response receiver gone the next time it yields.
             counters.forward();
-            counters.protocol_error_seen();
+            counters.trouble_seen(Trouble::ProtocolError);
             let why = format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers");
             return (marked(&why, crate::headers::UPSTREAM_PROTOCOL_ERROR), true);
         };
@@ -883,17 +873,17 @@ impl Upstream {
             }
             Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
                 counters.forward();
-                counters.body_too_large_seen();
+                counters.trouble_seen(Trouble::BodyTooLarge);
                 let why = format!("upstream response body longer than {MAX_BODY} bytes");
                 (marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE), true)
             }
             Ok(Err(e)) => failed_exchange(counters, e.as_ref()),
             Err(_) => {
                 counters.forward();
-                (
-                    gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out"),
-                    true,
-                )
+                counters.trouble_seen(Trouble::Timeout);
+                let mut resp = gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out");
+                mark(&mut resp, crate::headers::UPSTREAM_TIMEOUT);
+                (resp, true)
             }
         }
     }

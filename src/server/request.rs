@@ -468,7 +468,9 @@ async fn answer(
 ) -> Result<Resp, CloseConnection> {
     match (worked, lost) {
         (Worked::UpstreamReset(reset), _) => {
-            shared.counters.upstream_reset_seen();
+            shared
+                .counters
+                .trouble_seen(super::counters::Trouble::Reset);
             Err(CloseConnection::with_code("upstream reset", reset.code()))
         }
         (Worked::Shed, _) => Ok(respond(

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use hyper::StatusCode;
 use stormrig::headers;
-use stormrig::server::proxy::{serve_standalone, MAX_INFORMATIONAL};
+use stormrig::server::proxy::{
+    serve_standalone, serve_standalone_with, ProxyOptions, MAX_BODY, MAX_INFORMATIONAL,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -87,6 +89,73 @@ async fn endless_interim_answers_are_a_marked_502() {
     );
     let stats = proxy.shutdown().await;
     assert_eq!((stats.arrivals, stats.forwarded), (3, 3));
+}
+
+/// The other answers the proxy makes for the upstream are marked and counted apart too: no
+/// complete response within the upstream timeout is a 504 marked `timeout`, a body longer
+/// than the proxy relays a 502 marked `body-too-large`. Both requests reached the upstream,
+/// so both are forwarded.
+#[tokio::test]
+async fn a_timeout_and_a_body_too_large_are_marked_and_counted() {
+    // Never answers (the connection stays open until the proxy gives up on it).
+    let silent = raw_server(|mut s| async move {
+        let mut sink = [0u8; 64];
+        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    let options = ProxyOptions {
+        upstream_timeout: Duration::from_millis(300),
+        ..ProxyOptions::default()
+    };
+    let proxy = serve_standalone_with(local(), silent, Vec::new(), 1, options)
+        .await
+        .unwrap();
+    let (status, h, _) = tokio::time::timeout(
+        Duration::from_secs(20),
+        send(proxy.addr(), "GET", "/x", 1, 1, &[]),
+    )
+    .await
+    .expect("the proxy answers at its upstream timeout")
+    .unwrap();
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        h.get(headers::UPSTREAM).and_then(|v| v.to_str().ok()),
+        Some(headers::UPSTREAM_TIMEOUT)
+    );
+    assert_eq!(proxy.upstream_timeouts(), 1);
+    assert!(proxy
+        .metrics_text()
+        .contains("stormrig_proxy_upstream_timeouts_total 1"));
+    let stats = proxy.shutdown().await;
+    assert_eq!((stats.arrivals, stats.forwarded), (1, 1));
+
+    // Declares and sends one byte more than the proxy relays.
+    let large = raw_server(|mut s| async move {
+        let body = vec![b'x'; MAX_BODY + 1];
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+        if s.write_all(head.as_bytes()).await.is_ok() {
+            let _ = s.write_all(&body).await;
+        }
+    })
+    .await;
+    let proxy = serve_standalone(local(), large, Vec::new(), 1)
+        .await
+        .unwrap();
+    let (status, h, _) = tokio::time::timeout(
+        Duration::from_secs(20),
+        send(proxy.addr(), "GET", "/x", 1, 1, &[]),
+    )
+    .await
+    .expect("the proxy answers once the body passes its limit")
+    .unwrap();
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        h.get(headers::UPSTREAM).and_then(|v| v.to_str().ok()),
+        Some(headers::UPSTREAM_BODY_TOO_LARGE)
+    );
+    assert_eq!((proxy.body_too_large(), proxy.upstream_timeouts()), (1, 0));
+    let stats = proxy.shutdown().await;
+    assert_eq!((stats.arrivals, stats.forwarded), (1, 1));
 }
 
 /// A whole run against the endless-100 server as a `url` target: it ends on time, every
