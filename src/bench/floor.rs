@@ -380,7 +380,7 @@ fn connect_all(opts: &FloorOpts, ep: &OwnedFd) -> Result<Vec<Conn>, FloorError> 
         stream.set_nodelay(true)?;
         stream.set_nonblocking(true)?;
         epoll::add(
-            &ep,
+            ep,
             &stream,
             epoll::EventData::new_u64(i as u64),
             epoll::EventFlags::IN | epoll::EventFlags::ET,
