@@ -10,6 +10,7 @@
 pub mod advice;
 pub mod app;
 pub mod bench;
+pub mod calibrate;
 pub mod cli;
 pub mod draws;
 pub mod headers;
