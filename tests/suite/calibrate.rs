@@ -171,6 +171,7 @@ fn a_paced_nginx_fits_one_slot_of_10ms() {
 
 #[test]
 fn a_target_that_always_fails_exits_3_naming_its_status() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     let nginx = Nginx::start();
     let dir = tmp_dir("calibrate-fail");
     let target = format!("url = \"http://127.0.0.1:{}\"", nginx.port);
@@ -179,7 +180,7 @@ fn a_target_that_always_fails_exits_3_naming_its_status() {
     let w = calibrate(
         &sc,
         &out,
-        &["--max-concurrency", "1", "--step-duration", "200ms"],
+        &["--max-concurrency", "1", "--step-duration", "500ms"],
     );
     assert_eq!(w.code(), 3, "{}{}", w.stdout, w.stderr);
     assert!(w.stderr.contains("HTTP 503"), "{}", w.stderr);
