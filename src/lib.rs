@@ -14,6 +14,7 @@
 pub mod advice;
 pub mod app;
 pub mod bench;
+pub mod calibrate;
 pub mod cli;
 pub mod draws;
 pub mod headers;

@@ -11,6 +11,7 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
         Command::Sim(args) => super::run::run_sim(args),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Capacity(args) => sweep::capacity(args),
+        Command::Calibrate(args) => super::calibrate::calibrate(args),
         Command::Check {
             scenarios,
             strict,

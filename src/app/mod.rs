@@ -3,12 +3,13 @@
 //!
 //! One file per command or group of commands: `dispatch` hands a parsed command line to
 //! `run` (`run` and `sim`), `check` (`check`, `thresholds`, `presets`), `proxy`, `bench`,
-//! `shards` (`merge`, `k8s`) or `sweep` (`sweep`, `capacity`); `reports` holds what every
+//! `shards` (`merge`, `k8s`), `sweep` (`sweep`, `capacity`) or `calibrate`; `reports` holds what every
 //! run shares at both ends (its gates checked before any load, its reports written at the
 //! end) and `diff`; `signals` the SIGINT/SIGTERM handling. This file keeps the exit codes
 //! and the error every command returns.
 
 mod bench;
+mod calibrate;
 mod check;
 mod dispatch;
 mod proxy;

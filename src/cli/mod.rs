@@ -8,11 +8,13 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod calibrate;
 mod k8s;
 mod run;
 mod sweep;
 
 pub use bench::BenchCommand;
+pub use calibrate::CalibrateArgs;
 pub use k8s::K8sArgs;
 pub use run::{CommonArgs, RunArgs, ShardArgs, SimArgs};
 pub use sweep::{CapacityArgs, SweepArgs};
@@ -35,6 +37,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Per config, the largest load (or smallest capacity) at which objectives hold.
     Capacity(CapacityArgs),
+    /// Measure a target under a bounded step load and fit a service model (targets/NAME.toml).
+    Calibrate(CalibrateArgs),
     /// Validate scenario files without running them.
     Check {
         /// Scenario files.

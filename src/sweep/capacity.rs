@@ -547,6 +547,21 @@ pub fn evaluate_gates(r: &CapacityResult, gates_: &[Gate]) -> Result<Vec<GateVer
     Ok(out)
 }
 
+/// How far a found limit lies from the first failing point, as a share of that point: a
+/// service model optimistic by more than this carries the live limit past it. The live
+/// built-in target holds each slot some tenths of a millisecond to ~1.5 ms longer than its
+/// model's service time (timer and scheduling; measured with `stormrig calibrate` from 0.3 to
+/// 1.6 ms, varying with the service time and the machine's load), too machine-dependent to
+/// bake into the model, so the answer says how much error it tolerates instead.
+pub fn margin(o: &Outcome) -> Option<f64> {
+    match *o {
+        Outcome::Found { limit, beyond } if beyond != 0.0 => {
+            Some(((beyond - limit) / beyond).abs())
+        }
+        _ => None,
+    }
+}
+
 /// The capacity table for the console.
 pub fn table(r: &CapacityResult) -> String {
     let unit = |v: f64| r.axis.label(v);
@@ -575,6 +590,7 @@ pub fn table(r: &CapacityResult) -> String {
             vec![
                 c.config.clone(),
                 found,
+                margin(&c.outcome).map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
                 c.headroom.map_or("-".into(), |h| {
                     format!("{}x", gates::fmt_num((h * 100.0).round() / 100.0))
                 }),
@@ -594,11 +610,19 @@ pub fn table(r: &CapacityResult) -> String {
         &[
             "CONFIG",
             &what.to_uppercase(),
+            "MARGIN",
             "HEADROOM",
             "BINDING OBJECTIVE",
         ],
         &rows,
     );
+    if r.configs.iter().any(|c| margin(&c.outcome).is_some()) {
+        out.push_str(
+            "margin: how far the limit lies from the first failing point, as a share of it; a \
+             service model that much too optimistic moves the limit live (compare the fit \
+             error of `stormrig calibrate`)\n",
+        );
+    }
     if let Some(s) = r.axis.scenario_value {
         out.push_str(&format!(
             "headroom against the scenario's {} = {}\n",
@@ -766,6 +790,23 @@ pub struct LiveCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_margin_is_the_gap_to_the_first_failing_point() {
+        let found = Outcome::Found {
+            limit: 400.0,
+            beyond: 406.25,
+        };
+        let m = margin(&found).unwrap();
+        assert!((m - 6.25 / 406.25).abs() < 1e-12, "{m}");
+        // Searching for the smallest capacity, the failing point lies below the limit.
+        let smallest = Outcome::Found {
+            limit: 8.0,
+            beyond: 7.0,
+        };
+        assert!((margin(&smallest).unwrap() - 1.0 / 7.0).abs() < 1e-12);
+        assert_eq!(margin(&Outcome::HoldsNowhere), None);
+    }
 
     #[test]
     fn a_scan_brackets_monotone_outcomes_and_reports_reversals_as_a_range() {

@@ -51,6 +51,7 @@ const TABLE: &[Row] = &[
     ("live",       &["policy", "scenario", "metrics", "plan", "server", "headers", "draws", "session", "run_result", "tls", "shard"], &[]),
     ("shard",      &["policy", "scenario", "metrics", "plan", "run_result", "input"],              &[]),
     ("sweep",      &["policy", "scenario", "metrics", "plan", "sim", "report"],            &[]),
+    ("calibrate",  &["scenario", "metrics", "plan", "sim"],                               &[]),
     ("bench",      ANY,                                                                   &[]),
     ("cli",        &[],                                                                   &[]),
     ("app",        ANY,                                                                   &[]),

@@ -1,0 +1,235 @@
+//! `stormrig calibrate` against targets whose truth is known: the built-in target at 4 slots
+//! of a constant 10 ms, and a real nginx whose `/paced` location releases one request every
+//! 10 ms (limit_req: one slot of 10 ms). The fitted model, simulated at every measured step,
+//! must come within 10 % of the live step's throughput, p50 and p99, and find the true
+//! slots; bad input exits 2 and an unreachable or always-failing target exits 3, before any
+//! model is written.
+//!
+//! Why 10 %: the fit is checked against the very steps it was made from, so what is left is
+//! the noise of a live step, not a model error. Throughput and p50 moved by under 3 %
+//! between two runs of the same step on the (shared, two-core) test machine. A p99 of a 2 s
+//! step is one of its 2-7 slowest requests, and moved by up to 15 % (11.9-14.6 ms for the
+//! same 4-slot target) when other work shared the machine: its tolerance is 10 % or, when
+//! wider, the spread of the live p99 over the steps below the slot count, whose true latency
+//! is one and the same distribution (no request waits for a slot), so the fit is not judged
+//! more finely than the live steps agree with each other. nginx's p99 is not judged (see
+//! its test).
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::support::nginx::Nginx;
+use crate::support::process::{bin, tmp_dir, watch, write, Watched};
+
+/// One live calibration at a time: two would share the cores and each measure the other.
+static LIVE: Mutex<()> = Mutex::new(());
+
+const TOLERANCE: f64 = 0.10;
+
+fn scenario(target: &str, path: &str) -> String {
+    format!(
+        r#"
+name = "calibrated"
+duration = "5s"
+
+[load]
+kind = "constant"
+rate = 10
+path = "{path}"
+
+[target]
+{target}
+
+[[configs]]
+name = "no-retry"
+preset = "no-retry"
+"#
+    )
+}
+
+fn calibrate(scenario: &Path, out: &Path, extra: &[&str]) -> Watched {
+    let mut cmd = bin();
+    cmd.arg("calibrate")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .args(extra);
+    watch(cmd, Duration::from_secs(60))
+}
+
+/// The step rows of the console table: live and fitted throughput, p50 and p99.
+struct Row {
+    step: String,
+    live: [f64; 3],
+    fit: [f64; 3],
+}
+
+fn rows(stdout: &str) -> Vec<Row> {
+    let mut lines = stdout.lines();
+    assert!(
+        lines.next().is_some_and(|h| h.starts_with("STEP")),
+        "no table:\n{stdout}"
+    );
+    lines
+        .take_while(|l| !l.starts_with("fitted:"))
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let n = |i: usize| -> f64 { t[i].trim_end_matches("ms").parse().unwrap() };
+            Row {
+                step: format!("{} {}", t[0], t[1]),
+                live: [n(2), n(4), n(6)],
+                fit: [n(3), n(5), n(7)],
+            }
+        })
+        .collect()
+}
+
+/// Every step's fitted figures within the tolerance of the live ones; `unqueued` steps come
+/// first and never wait for a slot; `p99_floor` is the least p99 tolerance.
+fn assert_fits(stdout: &str, steps: usize, unqueued: usize, p99_floor: f64) {
+    let rows = rows(stdout);
+    assert_eq!(rows.len(), steps, "{stdout}");
+    let same: Vec<f64> = rows[..unqueued].iter().map(|r| r.live[2]).collect();
+    let (lo, hi) = same
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
+    let p99_tolerance = p99_floor.max((hi - lo) / lo);
+    for r in &rows {
+        for (i, name) in ["throughput", "p50", "p99"].iter().enumerate() {
+            let err = (r.fit[i] - r.live[i]).abs() / r.live[i];
+            let tolerance = if i == 2 { p99_tolerance } else { TOLERANCE };
+            assert!(
+                err <= tolerance,
+                "{}: {name} fitted {} vs live {} ({:.1} % off):\n{stdout}",
+                r.step,
+                r.fit[i],
+                r.live[i],
+                err * 100.0
+            );
+        }
+    }
+}
+
+fn fitted(out: &Path) -> stormrig::scenario::ServiceModel {
+    let text = std::fs::read_to_string(out).unwrap();
+    assert!(
+        text.starts_with("# Measured by `stormrig calibrate`"),
+        "{text}"
+    );
+    stormrig::scenario::parse_target(out, &text).unwrap()
+}
+
+#[test]
+fn the_builtin_target_fits_its_own_slots() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp_dir("calibrate-builtin");
+    let target = "builtin = \"default\"\nservice = { concurrency = 4, queue = 64, \
+                  service_time = { kind = \"constant\", value = \"10ms\" } }";
+    let sc = write(&dir, "four.toml", &scenario(target, "/"));
+    let out = dir.join("fitted.toml");
+    let w = calibrate(
+        &sc,
+        &out,
+        &["--max-concurrency", "8", "--step-duration", "2s"],
+    );
+    assert_eq!(w.code(), 0, "{}{}", w.stdout, w.stderr);
+    assert_fits(&w.stdout, 4, 3, TOLERANCE);
+    let model = fitted(&out);
+    assert_eq!(model.concurrency, 4, "{}", w.stdout);
+}
+
+#[test]
+fn a_paced_nginx_fits_one_slot_of_10ms() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let nginx = Nginx::start();
+    let dir = tmp_dir("calibrate-nginx");
+    let target = format!("url = \"http://127.0.0.1:{}\"", nginx.port);
+    let sc = write(&dir, "paced.toml", &scenario(&target, "/paced"));
+    let out = dir.join("fitted.toml");
+    let w = calibrate(
+        &sc,
+        &out,
+        &["--max-concurrency", "2", "--step-duration", "2s"],
+    );
+    assert_eq!(w.code(), 0, "{}{}", w.stdout, w.stderr);
+    // nginx's p99 is not judged (an infinite floor): its leaky bucket's jitter (timer
+    // wake-ups) lies outside the slot, where it does not add up in a queue, while the grammar
+    // can only put spread inside the slot; and one user's live p99 moved from 13 to 22 ms
+    // between runs on the shared test machine. Throughput and p50 hold to 10 %.
+    assert_fits(&w.stdout, 2, 1, f64::INFINITY);
+    let model = fitted(&out);
+    assert_eq!(model.concurrency, 1, "{}", w.stdout);
+    // What nginx logged is what was measured: every step's requests reached it.
+    let served = nginx.log().len() as f64;
+    let measured: f64 = rows(&w.stdout).iter().map(|r| r.live[0] * 2.0).sum();
+    assert!(
+        served >= measured,
+        "nginx logged {served}, measured {measured}"
+    );
+}
+
+#[test]
+fn a_target_that_always_fails_exits_3_naming_its_status() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let nginx = Nginx::start();
+    let dir = tmp_dir("calibrate-fail");
+    let target = format!("url = \"http://127.0.0.1:{}\"", nginx.port);
+    let sc = write(&dir, "fail.toml", &scenario(&target, "/fail"));
+    let out = dir.join("fitted.toml");
+    let w = calibrate(
+        &sc,
+        &out,
+        &["--max-concurrency", "1", "--step-duration", "500ms"],
+    );
+    assert_eq!(w.code(), 3, "{}{}", w.stdout, w.stderr);
+    assert!(w.stderr.contains("HTTP 503"), "{}", w.stderr);
+    assert!(!out.exists());
+}
+
+#[test]
+fn an_unreachable_target_exits_3_before_any_load() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tmp_dir("calibrate-gone");
+    let target = format!("url = \"http://127.0.0.1:{port}\"");
+    let sc = write(&dir, "gone.toml", &scenario(&target, "/"));
+    let out = dir.join("fitted.toml");
+    let w = calibrate(&sc, &out, &["--max-concurrency", "2"]);
+    assert_eq!(w.code(), 3, "{}{}", w.stdout, w.stderr);
+    assert!(w.stderr.contains("cannot reach"), "{}", w.stderr);
+    assert!(!w.stderr.contains("step 1/"), "load was sent: {}", w.stderr);
+    assert!(!out.exists());
+}
+
+#[test]
+fn zero_bounds_exit_2() {
+    let dir = tmp_dir("calibrate-zero");
+    let sc = write(&dir, "s.toml", &scenario("builtin = \"default\"", "/"));
+    let out = dir.join("fitted.toml");
+    for (args, says) in [
+        (&["--max-concurrency", "0"][..], "--max-concurrency"),
+        (&["--max-rate", "0"][..], "--max-rate"),
+        (&["--step-duration", "0s"][..], "--step-duration"),
+        (&["--max-time", "0s"][..], "--max-time"),
+        (
+            &[
+                "--max-concurrency",
+                "64",
+                "--step-duration",
+                "10s",
+                "--max-time",
+                "30s",
+            ][..],
+            "--max-time",
+        ),
+    ] {
+        let w = calibrate(&sc, &out, args);
+        assert_eq!(w.code(), 2, "{args:?}: {}{}", w.stdout, w.stderr);
+        assert!(w.stderr.contains(says), "{args:?}: {}", w.stderr);
+        assert!(!w.stderr.contains("step 1/"), "load was sent: {}", w.stderr);
+        assert!(!out.exists());
+    }
+}
