@@ -29,6 +29,7 @@ mod suite {
     mod grpc_real_client;
     mod hostile_files;
     mod hostile_input;
+    mod hostile_output;
     mod hostile_run;
     mod hostile_shards;
     mod idempotency_dedup;

@@ -11,6 +11,8 @@
 mod bench;
 mod check;
 mod dispatch;
+mod events;
+mod out;
 mod proxy;
 mod reports;
 mod run;

@@ -80,8 +80,8 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
     files::write(&dir, &result).map_err(to_app)?;
     let html = page::sweep(&result).map_err(failed)?;
     page::write(&dir, "sweep.html", &html).map_err(failed)?;
-    print!("{}", recovery_table(&result));
-    println!("reports: {}", dir.display());
+    super::out::say(recovery_table(&result))?;
+    super::out::line(format!("reports: {}", dir.display()))?;
     Ok(Exit::Ok)
 }
 
@@ -150,9 +150,9 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
     let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
     create(&dir)?;
     write_capacity(&dir, &result)?;
-    print!("{}", capacity::table(&result));
+    super::out::say(capacity::table(&result))?;
     if !result.gates.is_empty() {
-        print!("{}", gates::verdict_table(&result.gates));
+        super::out::say(gates::verdict_table(&result.gates))?;
     }
     let mut exit = if gates::all_passed(&result.gates) {
         Exit::Ok
@@ -163,7 +163,7 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         // The simulated answer is on disk first: a live run cut short still leaves it.
         confirm(&base, &plan, &mut result, &objectives)?;
         write_capacity(&dir, &result)?;
-        print!("{}", crate::sweep::confirm::table(&result));
+        super::out::say(crate::sweep::confirm::table(&result))?;
         if crate::sweep::confirm::any_disagreement(&result) {
             for c in &result.configs {
                 for d in c.live.iter().flat_map(|l| &l.disagreements) {
@@ -173,7 +173,7 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
             exit = Exit::GateFailed;
         }
     }
-    println!("reports: {}", dir.display());
+    super::out::line(format!("reports: {}", dir.display()))?;
     Ok(exit)
 }
 

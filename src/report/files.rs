@@ -336,8 +336,10 @@ fn summary_csv(path: &Path, configs: &[ConfigSummary]) -> Result<Vec<u8>, FilesE
 pub fn write_tables(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
     let summary = summary_csv(&dir.join(SUMMARY_CSV), &run.configs)?;
     let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeseries)?;
-    write_atomic(dir, SUMMARY_CSV, &summary)?;
-    write_atomic(dir, TIMESERIES_CSV, &series)
+    // Both are tried: one that cannot be written does not cost the other.
+    let first = write_atomic(dir, SUMMARY_CSV, &summary);
+    let second = write_atomic(dir, TIMESERIES_CSV, &series);
+    first.and(second)
 }
 
 /// Writes attempts.csv (`--attempt-log`) into `dir`: one row per attempt, a refused retry
