@@ -59,6 +59,8 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
         .collect::<Result<_, _>>()
         .map_err(to_app)?;
     base.note_scenario_values(&mut axes);
+    crate::sweep::grid::check_size(&axes, args.seeds, plan.configs.len(), args.max_runs)
+        .map_err(to_app)?;
     let late = duration::parse(&args.late).map_err(|e| bad(format!("--late: {e}")))?;
     let opts = SweepOptions {
         seeds: args.seeds,
