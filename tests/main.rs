@@ -32,6 +32,7 @@ mod suite {
     mod hostile_output;
     mod hostile_run;
     mod hostile_shards;
+    mod hostile_signals;
     mod hostile_work;
     mod idempotency_dedup;
     mod idempotency_live;

@@ -66,6 +66,8 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
         seeds: args.seeds,
         jobs: args.jobs,
         late_after_s: late.as_secs_f64(),
+        stop: Some(super::signals::signal_flag()?),
+        on_run: Some(|done, total| eprintln!("sweep: {done} of {total} runs done")),
     };
     let wall = std::time::Instant::now();
     let result = run::sweep(&base, &plan, &axes, &opts).map_err(to_app)?;
@@ -84,6 +86,14 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
     page::write(&dir, "sweep.html", &html).map_err(failed)?;
     super::out::say(recovery_table(&result))?;
     super::out::line(format!("reports: {}", dir.display()))?;
+    if result.partial {
+        eprintln!(
+            "stormrig: the sweep was interrupted; the reports hold the {} points finished \
+             and are marked partial",
+            result.points.len()
+        );
+        return Ok(Exit::RunFailed);
+    }
     Ok(Exit::Ok)
 }
 

@@ -170,6 +170,12 @@ pub fn sweep(r: &SweepResult) -> Result<String, String> {
         r.seed,
         fmt_num(r.late_after_s)
     );
+    if r.partial {
+        p.push_str(
+            "<p class=\"partial\"><strong>Partial:</strong> the sweep was interrupted; \
+             only the points that finished are shown.</p>\n",
+        );
+    }
     legend(&mut p, &r.configs);
     if r.axes.len() == 1 {
         p.push_str("<h2>Figures against the varied field</h2>\n<div class=\"grid\">\n");
