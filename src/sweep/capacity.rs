@@ -31,6 +31,7 @@ use super::run::{missing, parallel, per_config, simulate};
 use super::SweepError;
 use crate::metrics::{GateVerdict, RunResult};
 use crate::plan::Plan;
+use crate::report::files::safe_cells;
 use crate::report::gates::{self, Gate, Selector};
 
 /// Which end of the field the search wants.
@@ -663,7 +664,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| SweepError::Io(format!("capacity.csv: {e}"));
-    w.write_record(&header).map_err(err)?;
+    w.write_record(safe_cells(&header)).map_err(err)?;
     for c in &r.configs {
         let (outcome, beyond, high) = match c.outcome {
             Outcome::Found { beyond, .. } => ("found", Some(beyond), None),
@@ -708,7 +709,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
                 }
             }
         }
-        w.write_record(&row).map_err(err)?;
+        w.write_record(safe_cells(&row)).map_err(err)?;
     }
     w.into_inner()
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))
