@@ -415,7 +415,7 @@ mod tests {
         );
         let e = check_size(&[a.clone(), a.clone()], 1, 1, DEFAULT_MAX_RUNS).unwrap_err();
         assert!(e.to_string().contains("varied twice"), "{e}");
-        let e = check_size(&[a.clone()], u32::MAX, 5, DEFAULT_MAX_RUNS).unwrap_err();
+        let e = check_size(std::slice::from_ref(&a), u32::MAX, 5, DEFAULT_MAX_RUNS).unwrap_err();
         assert!(e.to_string().contains("21496311311475 simulations"), "{e}");
         assert!(e.to_string().contains("--max-runs"), "{e}");
         assert_eq!(check_size(&[a], 2, 5, DEFAULT_MAX_RUNS).unwrap(), 10_010);
