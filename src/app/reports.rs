@@ -126,26 +126,23 @@ pub(super) fn finish(
     // Each file is written even when one before it failed (a full disk may still take a
     // small one); the first failure is the run's error (exit 3), after the console summary.
     let mut unwritten: Vec<String> = Vec::new();
-    let mut note = |r: Result<(), String>| {
-        if let Err(e) = r {
-            unwritten.push(e);
-        }
-    };
-    note(files::write_tables(dir, result).map_err(|e| e.to_string()));
-    note(
+    let mut tried = vec![
+        files::write_tables(dir, result).map_err(|e| e.to_string()),
         report::html::write(dir, result, None)
             .map(drop)
             .map_err(|e| e.to_string()),
-    );
+    ];
     if !gates.is_empty() {
-        note(
-            report::junit::write(dir, result)
-                .map(drop)
-                .map_err(|e| e.to_string()),
-        );
+        tried.push(report::junit::write(dir, result).map_err(|e| e.to_string()));
     }
-    // Last: its presence marks the directory as a finished run.
-    note(files::write_summary(dir, result).map_err(|e| e.to_string()));
+    unwritten.extend(tried.into_iter().filter_map(Result::err));
+    // Last: its presence marks the directory as a finished run, which it is not when a
+    // file before it is missing.
+    if unwritten.is_empty() {
+        if let Err(e) = files::write_summary(dir, result) {
+            unwritten.push(e.to_string());
+        }
+    }
     super::out::say(report::text::summary(result))?;
     if !result.gates.is_empty() {
         super::out::say(report::gates::verdict_table(&result.gates))?;

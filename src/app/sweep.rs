@@ -150,6 +150,8 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         direction,
         resolution: args.resolution.unwrap_or(axis.step / 8.0),
         jobs: args.jobs,
+        stop: Some(super::signals::signal_flag()?),
+        on_probe: Some(|done, total| eprintln!("capacity: {done} of {total} grid probes done")),
     };
     let wall = std::time::Instant::now();
     let mut result = capacity::search(&base, &plan, &axis, &objectives, &opts).map_err(to_app)?;
@@ -158,6 +160,21 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         "{probes} simulator runs in {:.2} s wall",
         wall.elapsed().as_secs_f64()
     );
+    if result.partial {
+        // Gates and --confirm judge every config; an interrupted search has not them all.
+        let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
+        create(&dir)?;
+        write_capacity(&dir, &result)?;
+        super::out::say(capacity::table(&result))?;
+        super::out::line(format!("reports: {}", dir.display()))?;
+        eprintln!(
+            "stormrig: the capacity search was interrupted; the reports hold the {} of {} \
+             configs whose scan finished and are marked partial",
+            result.configs.len(),
+            plan.configs.len()
+        );
+        return Ok(Exit::RunFailed);
+    }
     result.gates = capacity::evaluate_gates(&result, &gate_list).map_err(to_app)?;
     let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
     create(&dir)?;

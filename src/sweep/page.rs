@@ -628,6 +628,12 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         escape(&r.axis.label(r.resolution)),
         r.seed
     );
+    if r.partial {
+        p.push_str(
+            "<p class=\"partial\"><strong>Partial:</strong> the search was interrupted; \
+             only the configs whose scan finished are shown.</p>\n",
+        );
+    }
     p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th><th>overloaded before the fault</th></tr></thead>\n<tbody>\n");
     for c in &r.configs {
         let found = match c.outcome {

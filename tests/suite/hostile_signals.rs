@@ -1,6 +1,7 @@
-//! `sweep` stopped by SIGINT as `run` and `sim` are: the points finished so far are
-//! written (sweep.csv, sweep.json, sweep.html), marked partial, exit 3. Before, the process
-//! died with rc 130 and nothing on disk.
+//! `sweep` and `capacity` stopped by SIGINT as `run` and `sim` are: what finished so far is
+//! written (sweep.csv, sweep.json, sweep.html; capacity's files with the configs whose scan
+//! finished), marked partial, exit 3. Before, the process died with rc 130 and nothing on
+//! disk.
 
 use crate::support;
 
@@ -10,23 +11,21 @@ use std::time::{Duration, Instant};
 
 use support::process::{bin, tmp_dir, write};
 
-#[test]
-fn an_interrupted_sweep_writes_the_points_it_finished() {
-    let dir = tmp_dir("sweep-sigint");
-    let s = write(
-        &dir,
-        "s.toml",
-        "name = \"sw\"\nduration = \"60s\"\n[load]\nkind = \"constant\"\nrate = 100.0\n\
-         [target]\nbuiltin = \"default\"\n[[faults]]\nkind = \"status\"\nstatus = 503\n\
-         at = \"10s\"\nfor = \"10s\"\n[[configs]]\npreset = \"aws-standard\"\n",
-    );
-    let out = dir.join("out");
-    // 951 points on one thread: far longer than the moment it takes to stop it.
+const SCENARIO: &str =
+    "name = \"sw\"\nduration = \"60s\"\n[load]\nkind = \"constant\"\nrate = 100.0\n\
+[target]\nbuiltin = \"default\"\n[[faults]]\nkind = \"status\"\nstatus = 503\n\
+at = \"10s\"\nfor = \"10s\"\n[[configs]]\npreset = \"aws-standard\"\n\
+[[configs]]\npreset = \"naive\"\n";
+
+/// Runs `args` on the scenario, sends SIGINT once stderr has a line with `progress`, and
+/// returns the exit code and everything on stderr.
+fn interrupted(args: &[&str], progress: &str) -> (Option<i32>, String) {
+    let dir = tmp_dir(&format!("sigint-{}", args[0]));
+    let s = write(&dir, "s.toml", SCENARIO);
     let mut child = bin()
-        .arg("sweep")
+        .arg(args[0])
         .arg(&s)
-        .args(["--vary", "load.rate=100..2000:2", "--jobs", "1", "--out"])
-        .arg(&out)
+        .args(&args[1..])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -34,12 +33,12 @@ fn an_interrupted_sweep_writes_the_points_it_finished() {
     let start = Instant::now();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
-    // Wait for the first finished run, as the sweep reports it.
+    // Wait for the first finished run, as the command reports it.
     loop {
         let mut line = String::new();
         assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
         seen.push_str(&line);
-        if line.contains("runs done") {
+        if line.contains(progress) {
             break;
         }
     }
@@ -61,7 +60,26 @@ fn an_interrupted_sweep_writes_the_points_it_finished() {
         std::thread::sleep(Duration::from_millis(20));
     };
     seen.push_str(&rest.join().unwrap());
-    assert_eq!(status.code(), Some(3), "{seen}");
+    (status.code(), seen)
+}
+
+#[test]
+fn an_interrupted_sweep_writes_the_points_it_finished() {
+    let out = tmp_dir("sigint-sweep-out").join("out");
+    // 951 points × 2 configs on one thread: far longer than the moment it takes to stop it.
+    let (code, seen) = interrupted(
+        &[
+            "sweep",
+            "--vary",
+            "load.rate=100..2000:2",
+            "--jobs",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "runs done",
+    );
+    assert_eq!(code, Some(3), "{seen}");
     assert!(seen.contains("marked partial"), "{seen}");
     for f in ["sweep.csv", "sweep.json", "sweep.html"] {
         assert!(out.join(f).is_file(), "{f}: {seen}");
@@ -75,7 +93,41 @@ fn an_interrupted_sweep_writes_the_points_it_finished() {
         .unwrap()
         .lines()
         .count();
-    assert_eq!(csv_rows, points + 1, "one row per finished point");
+    assert_eq!(
+        csv_rows,
+        2 * points + 1,
+        "one row per finished point and config"
+    );
     let html = std::fs::read_to_string(out.join("sweep.html")).unwrap();
+    assert!(html.contains("Partial:"));
+}
+
+#[test]
+fn an_interrupted_capacity_search_writes_what_it_finished() {
+    let out = tmp_dir("sigint-capacity-out").join("out");
+    let (code, seen) = interrupted(
+        &[
+            "capacity",
+            "--vary",
+            "load.rate=100..2000:2",
+            "--objective",
+            "recovery_time_s <= 5",
+            "--jobs",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "grid probes done",
+    );
+    assert_eq!(code, Some(3), "{seen}");
+    assert!(seen.contains("marked partial"), "{seen}");
+    for f in ["capacity.csv", "capacity.json", "capacity.html"] {
+        assert!(out.join(f).is_file(), "{f}: {seen}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(json["partial"], true);
+    assert!(json["configs"].as_array().unwrap().len() < 2, "{json}");
+    let html = std::fs::read_to_string(out.join("capacity.html")).unwrap();
     assert!(html.contains("Partial:"));
 }
