@@ -109,12 +109,43 @@ pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>, InputError> {
         return Err(too_large());
     }
     let file = std::fs::File::open(path).map_err(io)?;
+    remember(path, &meta);
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }
     Ok(bytes)
+}
+
+/// Every file this process read as input, by device and inode (a path may name it through
+/// a link or `..`): an output the command is about to truncate must be none of them.
+static READ: std::sync::Mutex<Vec<(u64, u64, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+fn remember(path: &Path, meta: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    let mut read = READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !read
+        .iter()
+        .any(|(d, i, _)| (*d, *i) == (meta.dev(), meta.ino()))
+    {
+        read.push((meta.dev(), meta.ino(), path.to_path_buf()));
+    }
+}
+
+/// The input file, read by this process, that `path` is (the same file, whatever the path
+/// says), if any; `None` when `path` does not exist yet.
+pub fn read_as(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let read = READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    read.iter()
+        .find(|(d, i, _)| (*d, *i) == (meta.dev(), meta.ino()))
+        .map(|(_, _, p)| p.clone())
 }
 
 #[cfg(test)]
@@ -128,5 +159,21 @@ mod tests {
         assert!(e.to_string().starts_with("/dev/zero: "), "{e}");
         let e = read(Path::new("/"), Kind::Scenario).unwrap_err();
         assert!(e.reason().contains("a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_file_read_is_known_by_any_path_to_it() {
+        let dir = std::env::temp_dir().join(format!("stormrig-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(&file, "x").unwrap();
+        let other = dir.join("other.toml");
+        std::fs::write(&other, "y").unwrap();
+        read(&file, Kind::Scenario).unwrap();
+        let roundabout = dir.join(".").join("s.toml");
+        assert_eq!(read_as(&roundabout), Some(file.clone()));
+        assert_eq!(read_as(&other), None, "never read");
+        assert_eq!(read_as(&dir.join("absent")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -31,7 +31,9 @@ fn main() -> ExitCode {
     match app::run(cli) {
         Ok(exit) => exit.into(),
         Err(e) => {
-            eprintln!("stormrig: error: {}", e.message);
+            // Not eprintln!: a closed stderr must not turn the documented code into a panic.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "stormrig: error: {}", e.message);
             e.exit.into()
         }
     }

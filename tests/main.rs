@@ -30,8 +30,11 @@ mod suite {
     mod grpc_real_client;
     mod hostile_files;
     mod hostile_input;
+    mod hostile_output;
     mod hostile_run;
     mod hostile_shards;
+    mod hostile_signals;
+    mod hostile_work;
     mod idempotency_dedup;
     mod idempotency_live;
     mod live_run;

@@ -10,7 +10,7 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
     match cmd {
         B::Policy { iterations } => {
             let rows = bench::policy_bench(iterations.max(1)).map_err(AppError::bad)?;
-            print!("{}", bench::policy_table(&rows));
+            super::out::say(bench::policy_table(&rows))?;
         }
         B::Generator {
             url,
@@ -28,7 +28,7 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 h2c,
             };
             let r = bench::generator(&opts, threads).map_err(AppError::bad)?;
-            print!("{}", bench::generator_text(&opts, &r));
+            super::out::say(bench::generator_text(&opts, &r))?;
         }
         B::OpenLoop {
             url,
@@ -58,7 +58,7 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 },
             };
             let r = bench::open_loop(&opts, threads).map_err(AppError::bad)?;
-            print!("{}", bench::open_loop_text(&opts, &r));
+            super::out::say(bench::open_loop_text(&opts, &r))?;
         }
         B::Floor {
             url,
@@ -75,7 +75,7 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
         } => {
             let out = bench::target_bench(listen, status, threads, dur("duration", &duration)?)
                 .map_err(AppError::bad)?;
-            print!("{out}");
+            super::out::say(out)?;
         }
         B::Memory {
             rate,
@@ -101,19 +101,19 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
                 h2c,
             };
             let r = bench::memory(&opts, threads).map_err(AppError::bad)?;
-            print!("{}", bench::memory_text(&opts, &r));
+            super::out::say(bench::memory_text(&opts, &r))?;
         }
         B::SimMemory { population } => {
             let r = crate::bench::sim_memory::run(
                 population.unwrap_or(crate::bench::sim_memory::DEFAULT_POPULATION),
             )
             .map_err(AppError::bad)?;
-            print!("{}", crate::bench::sim_memory::text(&r));
+            super::out::say(crate::bench::sim_memory::text(&r))?;
         }
         B::Sim { scale } => {
             let r = crate::bench::sim::run(scale.unwrap_or(crate::bench::sim::DEFAULT_SCALE))
                 .map_err(AppError::bad)?;
-            print!("{}", crate::bench::sim::text(&r));
+            super::out::say(crate::bench::sim::text(&r))?;
         }
     }
     Ok(Exit::Ok)
@@ -151,6 +151,6 @@ fn floor(
     let opts = floor::FloorOpts::new(url, connections, dur("duration", duration)?, mode)
         .map_err(AppError::bad)?;
     let r = floor::run(&opts).map_err(AppError::failed)?;
-    print!("{}", floor::text(&opts, &r));
+    super::out::say(floor::text(&opts, &r))?;
     Ok(())
 }

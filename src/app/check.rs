@@ -14,13 +14,13 @@ pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Ex
     for p in paths {
         let plan = plan::load(p).map_err(AppError::bad)?;
         gates_of(&plan, &[])?;
-        println!(
+        super::out::line(format!(
             "{}: ok ({} configs, {} faults, {} s)",
             printable(&p.display().to_string()),
             plan.configs.len(),
             plan.scenario.faults.len(),
             plan.scenario.duration.as_secs_f64()
-        );
+        ))?;
         if let Some(w) = insecure_warning(&plan) {
             eprintln!("{w}");
             warned += 1;
@@ -35,7 +35,7 @@ pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Ex
             warned += 1;
         }
         if explain {
-            print!("{}", crate::advice::explain(&plan));
+            super::out::say(crate::advice::explain(&plan))?;
         }
     }
     if strict && warned > 0 {
@@ -74,19 +74,19 @@ pub(super) fn thresholds(
             (None, [one]) => serde_json::to_string_pretty(one),
             _ => serde_json::to_string_pretty(&reports),
         };
-        println!("{}", text.map_err(AppError::failed)?);
+        super::out::line(text.map_err(AppError::failed)?)?;
     } else if scenario.is_some() {
-        print!("{}", thresholds_overview(&reports));
+        super::out::say(thresholds_overview(&reports))?;
         if clients > 1 {
-            println!(
+            super::out::line(format!(
                 "a fleet of {clients} clients per config: each instance has its own budget, so \
                  these thresholds hold per instance unchanged; what grows {clients}-fold is the \
                  number of retries allowed before every budget is empty"
-            );
+            ))?;
         }
     } else {
         for r in &reports {
-            print!("{}", thresholds_table(r));
+            super::out::say(thresholds_table(r))?;
         }
     }
     Ok(Exit::Ok)

@@ -57,16 +57,16 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             if json {
                 let list = serde_json::to_string_pretty(crate::policy::presets::PRESETS)
                     .expect("the preset table serializes");
-                println!("{list}");
+                super::out::line(list)?;
             } else {
-                print!("{}", super::check::presets_table());
+                super::out::say(super::check::presets_table())?;
             }
             Ok(Exit::Ok)
         }
         Command::Report { dir } => {
             let run = files::read_data(&dir).map_err(AppError::bad)?;
             let path = report::html::write(&dir, &run, None).map_err(AppError::failed)?;
-            println!("wrote {}", path.display());
+            super::out::line(format!("wrote {}", path.display()))?;
             Ok(Exit::Ok)
         }
         Command::Diff {

@@ -12,6 +12,8 @@ mod bench;
 mod calibrate;
 mod check;
 mod dispatch;
+mod events;
+mod out;
 mod proxy;
 mod reports;
 mod run;

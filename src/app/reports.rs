@@ -123,18 +123,38 @@ pub(super) fn finish(
         Err(e) => (Vec::new(), Some(e)),
     };
     result.gates = verdicts;
-    files::write_tables(dir, result).map_err(AppError::failed)?;
-    report::html::write(dir, result, None).map_err(AppError::failed)?;
+    // Each file is written even when one before it failed (a full disk may still take a
+    // small one); the first failure is the run's error (exit 3), after the console summary.
+    let mut unwritten: Vec<String> = Vec::new();
+    let mut tried = vec![
+        files::write_tables(dir, result).map_err(|e| e.to_string()),
+        report::html::write(dir, result, None)
+            .map(drop)
+            .map_err(|e| e.to_string()),
+    ];
     if !gates.is_empty() {
-        report::junit::write(dir, result).map_err(AppError::failed)?;
+        tried.push(report::junit::write(dir, result).map_err(|e| e.to_string()));
     }
-    // Last: its presence marks the directory as a finished run.
-    files::write_summary(dir, result).map_err(AppError::failed)?;
-    print!("{}", report::text::summary(result));
+    unwritten.extend(tried.into_iter().filter_map(Result::err));
+    // Last: its presence marks the directory as a finished run, which it is not when a
+    // file before it is missing.
+    if unwritten.is_empty() {
+        if let Err(e) = files::write_summary(dir, result) {
+            unwritten.push(e.to_string());
+        }
+    }
+    super::out::say(report::text::summary(result))?;
     if !result.gates.is_empty() {
-        print!("{}", report::gates::verdict_table(&result.gates));
+        super::out::say(report::gates::verdict_table(&result.gates))?;
     }
-    println!("reports: {}", dir.display());
+    super::out::line(format!("reports: {}", dir.display()))?;
+    if !unwritten.is_empty() {
+        return Err(AppError::failed(format!(
+            "{} report file(s) could not be written: {}",
+            unwritten.len(),
+            unwritten.join("; ")
+        )));
+    }
     if let Some(e) = gate_error {
         // Gates were checked against the plan before the run; the run happened, so this is
         // not "bad input, nothing ran".
@@ -173,11 +193,11 @@ pub(super) fn diff(
     }
     let changes = report::diff::scenario_changes(&a, &b);
     if !changes.is_empty() {
-        println!("what the runs were runs of changed:");
+        super::out::line("what the runs were runs of changed:")?;
         for c in &changes {
-            println!("  {c}");
+            super::out::line(format!("  {c}"))?;
         }
-        println!();
+        super::out::line("")?;
     }
     let mut rows = report::diff::diff(&a, &b, &opts);
     let regressed = report::diff::has_regression(&rows);
@@ -189,7 +209,7 @@ pub(super) fn diff(
             rows.len()
         );
     }
-    print!("{}", report::diff::table(&rows));
+    super::out::say(report::diff::table(&rows))?;
     Ok(if regressed {
         Exit::GateFailed
     } else {

@@ -78,6 +78,13 @@ pub(super) fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         ));
     }
     let scenario_bytes = std::fs::read(&args.common.scenario).map_err(AppError::failed)?;
+    // Opened now, with every input read: a path that is one of them, or a FIFO no one
+    // reads, is refused before any load.
+    let events = args
+        .events
+        .as_deref()
+        .map(super::events::open)
+        .transpose()?;
     let dir = out_dir(&args.common, &plan.scenario.name);
     files::prepare_dir(&dir).map_err(AppError::failed)?;
     if let Some(w) = insecure_warning(&plan) {
@@ -90,7 +97,7 @@ pub(super) fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         shards::wait_until(t);
     }
     let scenario_sha256 = live::telemetry::scenario_sha256(&scenario_bytes);
-    let opts = run_options(&args, &gates, shard, &scenario_sha256);
+    let opts = run_options(&args, &gates, shard, &scenario_sha256, events);
     let output = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -102,6 +109,7 @@ pub(super) fn run_live(args: RunArgs) -> Result<Exit, AppError> {
     let output = output.map_err(AppError::failed)?;
     print_run_notes(&plan, &output);
     let aborted = output.aborted;
+    let events_error = output.events_error.clone();
     let mut result = output.result;
     if let Some(shard) = shard {
         let header = shards::DumpHeader {
@@ -133,6 +141,10 @@ pub(super) fn run_live(args: RunArgs) -> Result<Exit, AppError> {
         result.partial = true;
     }
     let exit = finish(&dir, &mut result, &gates, aborted)?;
+    if let Some(lost) = events_error {
+        // The reports are written; the events a reader was promised are not all there.
+        return Err(AppError::failed(lost));
+    }
     if let Some(TlsVerdict::All(message)) = tls {
         return Err(AppError::failed(message));
     }
@@ -151,6 +163,7 @@ fn run_options(
     gates: &[report::gates::Gate],
     shard: Option<crate::shard::Shard>,
     scenario_sha256: &str,
+    events: Option<live::telemetry::EventsTo>,
 ) -> live::RunOptions {
     live::RunOptions {
         attempt_log: args.common.attempt_log,
@@ -164,13 +177,7 @@ fn run_options(
         shard: shard.unwrap_or_default(),
         telemetry: live::telemetry::TelemetryOptions {
             metrics_listen: args.metrics_listen,
-            events: args.events.as_ref().map(|p| {
-                if p.as_os_str() == "-" {
-                    live::telemetry::EventsTo::Stdout
-                } else {
-                    live::telemetry::EventsTo::File(p.clone())
-                }
-            }),
+            events,
         },
     }
 }

@@ -262,7 +262,7 @@ pub fn k8s(args: &K8sArgs) -> Result<Exit, AppError> {
         storage_class: args.storage_class.clone(),
     };
     let yaml = k8s::yaml(&k8s::manifests(&spec)).map_err(AppError::failed)?;
-    print!("{yaml}");
+    super::out::say(yaml)?;
     eprintln!(
         "stormrig: common start {} (apply within {}); {} shards of about {:.0} attempts/s each",
         spec.start_at, args.start_delay, args.shards, spec.attempts_per_s_per_shard

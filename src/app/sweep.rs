@@ -59,11 +59,15 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
         .collect::<Result<_, _>>()
         .map_err(to_app)?;
     base.note_scenario_values(&mut axes);
+    crate::sweep::grid::check_size(&axes, args.seeds, plan.configs.len(), args.max_runs)
+        .map_err(to_app)?;
     let late = duration::parse(&args.late).map_err(|e| bad(format!("--late: {e}")))?;
     let opts = SweepOptions {
         seeds: args.seeds,
         jobs: args.jobs,
         late_after_s: late.as_secs_f64(),
+        stop: Some(super::signals::signal_flag()?),
+        on_run: Some(|done, total| eprintln!("sweep: {done} of {total} runs done")),
     };
     let wall = std::time::Instant::now();
     let result = run::sweep(&base, &plan, &axes, &opts).map_err(to_app)?;
@@ -80,8 +84,16 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
     files::write(&dir, &result).map_err(to_app)?;
     let html = page::sweep(&result).map_err(failed)?;
     page::write(&dir, "sweep.html", &html).map_err(failed)?;
-    print!("{}", recovery_table(&result));
-    println!("reports: {}", dir.display());
+    super::out::say(recovery_table(&result))?;
+    super::out::line(format!("reports: {}", dir.display()))?;
+    if result.partial {
+        eprintln!(
+            "stormrig: the sweep was interrupted; the reports hold the {} points finished \
+             and are marked partial",
+            result.points.len()
+        );
+        return Ok(Exit::RunFailed);
+    }
     Ok(Exit::Ok)
 }
 
@@ -138,6 +150,8 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         direction,
         resolution: args.resolution.unwrap_or(axis.step / 8.0),
         jobs: args.jobs,
+        stop: Some(super::signals::signal_flag()?),
+        on_probe: Some(|done, total| eprintln!("capacity: {done} of {total} grid probes done")),
     };
     let wall = std::time::Instant::now();
     let mut result = capacity::search(&base, &plan, &axis, &objectives, &opts).map_err(to_app)?;
@@ -146,13 +160,28 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         "{probes} simulator runs in {:.2} s wall",
         wall.elapsed().as_secs_f64()
     );
+    if result.partial {
+        // Gates and --confirm judge every config; an interrupted search has not them all.
+        let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
+        create(&dir)?;
+        write_capacity(&dir, &result)?;
+        super::out::say(capacity::table(&result))?;
+        super::out::line(format!("reports: {}", dir.display()))?;
+        eprintln!(
+            "stormrig: the capacity search was interrupted; the reports hold the {} of {} \
+             configs whose scan finished and are marked partial",
+            result.configs.len(),
+            plan.configs.len()
+        );
+        return Ok(Exit::RunFailed);
+    }
     result.gates = capacity::evaluate_gates(&result, &gate_list).map_err(to_app)?;
     let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
     create(&dir)?;
     write_capacity(&dir, &result)?;
-    print!("{}", capacity::table(&result));
+    super::out::say(capacity::table(&result))?;
     if !result.gates.is_empty() {
-        print!("{}", gates::verdict_table(&result.gates));
+        super::out::say(gates::verdict_table(&result.gates))?;
     }
     let mut exit = if gates::all_passed(&result.gates) {
         Exit::Ok
@@ -163,7 +192,7 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         // The simulated answer is on disk first: a live run cut short still leaves it.
         confirm(&base, &plan, &mut result, &objectives)?;
         write_capacity(&dir, &result)?;
-        print!("{}", crate::sweep::confirm::table(&result));
+        super::out::say(crate::sweep::confirm::table(&result))?;
         if crate::sweep::confirm::any_disagreement(&result) {
             for c in &result.configs {
                 for d in c.live.iter().flat_map(|l| &l.disagreements) {
@@ -173,7 +202,7 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
             exit = Exit::GateFailed;
         }
     }
-    println!("reports: {}", dir.display());
+    super::out::line(format!("reports: {}", dir.display()))?;
     Ok(exit)
 }
 

@@ -19,6 +19,10 @@ pub struct SweepArgs {
     /// Threads (0: every core).
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
+    /// Ceiling on simulations (points × seeds × configs); a larger sweep is refused
+    /// before it starts.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_runs: u64,
     /// A recovery later than this after the last fault counts as "recovered late".
     #[arg(long, default_value = "5s")]
     pub late: String,

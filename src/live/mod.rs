@@ -109,6 +109,8 @@ pub struct LiveOutput {
     pub hops: Vec<Vec<HopStats>>,
     /// The run was stopped by `abort_when` (a gate could no longer pass).
     pub aborted: bool,
+    /// Why `--events` lines were lost (a write failed and the stream ended), if they were.
+    pub events_error: Option<String>,
     /// Why the first failed TLS handshake with the target failed, if one did.
     pub tls_failure: Option<String>,
     /// Per config, the connections its generator opened to the next hop: with the
@@ -201,7 +203,7 @@ pub async fn run(
         w.abort();
     }
 
-    telemetry.finish().await;
+    let events_error = telemetry.finish().await;
     let stats = shut_down(chains, targets).await;
     if let Some(p) = progress {
         p.finish();
@@ -224,6 +226,7 @@ pub async fn run(
         schedule_lag_us: lag,
         hops,
         aborted: aborted.load(Ordering::SeqCst),
+        events_error,
         tls_failure: runtimes
             .iter()
             .map(|r| &r.http)

@@ -123,10 +123,15 @@ pub fn snapshot(rt: &ConfigRuntime, target: &TargetProbe) -> Snapshot {
 }
 
 /// Where `--events` lines go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum EventsTo {
     Stdout,
-    File(std::path::PathBuf),
+    /// A file the caller opened (it checked the path is none of the run's inputs, and opened
+    /// a FIFO without blocking), named by `path` in messages.
+    File {
+        path: std::path::PathBuf,
+        file: Arc<std::fs::File>,
+    },
 }
 
 /// Telemetry a run was asked for.
@@ -159,6 +164,8 @@ pub enum TelemetryError {
 pub struct Telemetry {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The events writer, which ends with the first failed write, if any.
+    events: Option<(String, JoinHandle<Result<(), std::io::Error>>)>,
 }
 
 /// What the tasks read.
@@ -212,33 +219,46 @@ impl Telemetry {
                 stopped.clone(),
             )));
         }
+        let mut events = None;
         if let Some(to) = &opts.events {
-            let out: Box<dyn Write + Send> = match to {
-                EventsTo::Stdout => Box::new(std::io::stdout()),
-                EventsTo::File(path) => {
-                    Box::new(std::fs::File::create(path).map_err(|source| {
-                        TelemetryError::Events {
-                            path: path.display().to_string(),
-                            source,
-                        }
-                    })?)
+            let (name, out): (String, Box<dyn Write + Send>) = match to {
+                EventsTo::Stdout => ("-".into(), Box::new(std::io::stdout())),
+                EventsTo::File { path, file } => {
+                    let name = path.display().to_string();
+                    let own = file.try_clone().map_err(|source| TelemetryError::Events {
+                        path: name.clone(),
+                        source,
+                    })?;
+                    (name, Box::new(own))
                 }
             };
-            tasks.push(tokio::spawn(write_events(
-                out,
-                sources.clone(),
-                epoch,
-                stopped.clone(),
-            )));
+            let task = tokio::spawn(write_events(out, sources.clone(), epoch, stopped.clone()));
+            events = Some((name, task));
         }
-        Ok(Telemetry { stop, tasks })
+        Ok(Telemetry {
+            stop,
+            tasks,
+            events,
+        })
     }
 
-    /// Stops serving and writing (the events of the seconds so far are all written).
-    pub async fn finish(self) {
+    /// Stops serving and writing (the events of the seconds so far are all written); the
+    /// events stream's failed write, if one failed, in words naming the stream.
+    pub async fn finish(self) -> Option<String> {
         let _ = self.stop.send(true);
         for t in self.tasks {
             let _ = t.await;
+        }
+        let (name, task) = self.events?;
+        match task.await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(format!(
+                "--events {name}: the reader closed it (broken pipe); the lines after that were lost"
+            )),
+            Ok(Err(e)) => Some(format!(
+                "--events {name}: cannot write: {e}; the lines from then on were lost"
+            )),
+            Err(e) => Some(format!("--events {name}: the writer ended abnormally: {e}")),
         }
     }
 }
@@ -340,13 +360,14 @@ struct Event<'a> {
 
 /// Writes one line per config at the end of every second of the run, and flushes it; when
 /// the run ends inside a second, that second's line carries the final figures and the
-/// moment they were read.
+/// moment they were read. The first failed write (a full disk, a closed pipe) ends the
+/// stream, not the run, and is returned: the run's exit code must say lines were lost.
 async fn write_events(
     mut out: Box<dyn Write + Send>,
     sources: Sources,
     epoch: Epoch,
     stopped: watch::Receiver<bool>,
-) {
+) -> Result<(), std::io::Error> {
     for second in 1u64.. {
         let end = Duration::from_secs(second);
         let last = tokio::select! {
@@ -357,7 +378,7 @@ async fn write_events(
         };
         let at = if last { epoch.elapsed() } else { end };
         if last && at <= end.saturating_sub(Duration::from_secs(1)) {
-            return; // nothing of this second ran
+            return Ok(()); // nothing of this second ran
         }
         let time = rfc3339(epoch.wall + at);
         let mut lines = Vec::new();
@@ -372,8 +393,10 @@ async fn write_events(
                 lines.push(b'\n');
             }
         }
-        if out.write_all(&lines).and_then(|()| out.flush()).is_err() || last {
-            return; // a closed pipe ends the stream, not the run
+        out.write_all(&lines).and_then(|()| out.flush())?;
+        if last {
+            return Ok(());
         }
     }
+    Ok(())
 }

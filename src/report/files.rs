@@ -37,6 +37,13 @@ pub enum FilesError {
     },
     #[error("{path}: {source}")]
     Csv { path: PathBuf, source: csv::Error },
+    /// A file that parses but cannot be what a run wrote (garbage, or cut short).
+    #[error("{}:{line}: {message}", path.display())]
+    Damaged {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
     /// A run directory's file refused by the bounded reader (not a regular file, too large).
     #[error(transparent)]
     Input(#[from] crate::input::InputError),
@@ -234,6 +241,12 @@ pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A record's cells through [`safe_cell`], for a CSV writer: the text cells of sweep.csv
+/// and capacity.csv (a config name, a `--vary` path, an objective) come from the user.
+pub fn safe_cells(record: &[String]) -> impl Iterator<Item = String> + '_ {
+    record.iter().map(|c| safe_cell(c).into_owned())
+}
+
 /// What [`safe_cell`] did, undone: for reading back a file stormrig wrote.
 pub fn unsafe_cell(cell: &str) -> &str {
     match cell.strip_prefix('\'') {
@@ -336,8 +349,10 @@ fn summary_csv(path: &Path, configs: &[ConfigSummary]) -> Result<Vec<u8>, FilesE
 pub fn write_tables(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
     let summary = summary_csv(&dir.join(SUMMARY_CSV), &run.configs)?;
     let series = csv_bytes(&dir.join(TIMESERIES_CSV), &run.timeseries)?;
-    write_atomic(dir, SUMMARY_CSV, &summary)?;
-    write_atomic(dir, TIMESERIES_CSV, &series)
+    // Both are tried: one that cannot be written does not cost the other.
+    let first = write_atomic(dir, SUMMARY_CSV, &summary);
+    let second = write_atomic(dir, TIMESERIES_CSV, &series);
+    first.and(second)
 }
 
 /// Writes attempts.csv (`--attempt-log`) into `dir`: one row per attempt, a refused retry
@@ -383,14 +398,79 @@ pub fn read_data(dir: &Path) -> Result<RunResult, FilesError> {
     let path = dir.join(TIMESERIES_CSV);
     let bytes = read(&path)?;
     let mut r = csv::Reader::from_reader(bytes.as_slice());
-    run.timeseries = r
-        .deserialize::<SecondRow>()
-        .collect::<Result<_, _>>()
-        .map_err(|source| FilesError::Csv { path, source })?;
-    for row in &mut run.timeseries {
-        row.config = unsafe_cell(&row.config).to_string();
+    let damaged = |line: u64, message: String| FilesError::Damaged {
+        path: path.clone(),
+        line,
+        message,
+    };
+    if !bytes.is_empty() {
+        let header = r.headers().map_err(|source| FilesError::Csv {
+            path: path.clone(),
+            source,
+        })?;
+        if header.get(0) != Some("config") || header.get(1) != Some("second") {
+            return Err(damaged(
+                1,
+                "not a timeseries.csv stormrig wrote: its header starts with config,second".into(),
+            ));
+        }
     }
+    let mut rows = Vec::new();
+    for (i, row) in r.deserialize::<SecondRow>().enumerate() {
+        let mut row = row.map_err(|source| FilesError::Csv {
+            path: path.clone(),
+            source,
+        })?;
+        row.config = unsafe_cell(&row.config).to_string();
+        rows.push((i as u64 + 2, row));
+    }
+    if !bytes.is_empty() && rows.is_empty() {
+        // A run with no rows writes an empty file; a header alone is a file cut after it.
+        return Err(damaged(
+            2,
+            "a header and no rows: the file is cut short".into(),
+        ));
+    }
+    check_series(&run, &rows).map_err(|(line, m)| damaged(line, m))?;
+    run.timeseries = rows.into_iter().map(|(_, r)| r).collect();
     Ok(run)
+}
+
+/// A timeseries read back as a run writes it: each config's seconds 0, 1, 2, ... with no
+/// gap or repeat, and, once there are rows at all, rows for every config of `summary.json`
+/// (a file cut short at a line break loses the last configs whole). A file with no rows at
+/// all is a run that kept none. The error gives the line (1-based, the header is line 1).
+fn check_series(run: &RunResult, rows: &[(u64, SecondRow)]) -> Result<(), (u64, String)> {
+    let mut next: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (line, row) in rows {
+        let expected = next.entry(row.config.as_str()).or_insert(0);
+        if row.second != *expected {
+            return Err((
+                *line,
+                format!(
+                    "config {:?}: second {} where {} was due; the file is damaged or cut",
+                    row.config, row.second, expected
+                ),
+            ));
+        }
+        *expected += 1;
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let end = rows.last().map_or(1, |(l, _)| l + 1);
+    for c in &run.configs {
+        if !next.contains_key(c.name.as_str()) {
+            return Err((
+                end,
+                format!(
+                    "no rows for config {:?} of summary.json: the file is cut short",
+                    c.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

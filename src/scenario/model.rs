@@ -114,6 +114,10 @@ pub struct LoadSection {
     /// 100,000,000) for a storm that really is that large.
     #[serde(default)]
     pub max_planned_arrivals: Option<u64>,
+    /// Raises the ceiling on client instances over all configs (`configs × clients`,
+    /// default 1,000,000, about 3 KiB of state each) for a fleet that really is that large.
+    #[serde(default)]
+    pub max_client_instances: Option<u64>,
     /// The fleet size: this many client instances per config, each with its own retry
     /// state (budget, breaker, cost ledger); request `id` is sent by instance `id mod
     /// clients` ([`crate::policy::fleet`]). Default 1: one client for the whole run.
@@ -153,6 +157,9 @@ pub struct Load {
     pub propagate_deadline: bool,
     /// Ceiling on planned arrivals over all configs (see [`LoadSection::max_planned_arrivals`]).
     pub max_planned_arrivals: u64,
+    /// Ceiling on client instances over all configs (see [`LoadSection::max_client_instances`]).
+    #[serde(skip)]
+    pub max_client_instances: u64,
     /// Client instances per config (see [`LoadSection::clients`]).
     #[serde(skip_serializing_if = "is_one")]
     pub clients: NonZeroU32,

@@ -31,6 +31,7 @@ use super::run::{missing, parallel, per_config, simulate};
 use super::SweepError;
 use crate::metrics::{GateVerdict, RunResult};
 use crate::plan::Plan;
+use crate::report::files::safe_cells;
 use crate::report::gates::{self, Gate, Selector};
 
 /// Which end of the field the search wants.
@@ -171,6 +172,10 @@ pub struct CapacityResult {
     pub configs: Vec<ConfigCapacity>,
     /// Verdicts of `--gate`s on the capacity figures.
     pub gates: Vec<GateVerdict>,
+    /// The search was interrupted (SIGINT, SIGTERM): `configs` holds those whose grid scan
+    /// finished, fewer than the scenario's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// Parses an objective; a missing selector means every config.
@@ -193,6 +198,11 @@ pub struct CapacityOptions {
     /// Bisection stops when the bracket is this narrow (in the axis's unit).
     pub resolution: f64,
     pub jobs: usize,
+    /// Set from outside (SIGINT, SIGTERM) to stop: grid probes not started are skipped, and
+    /// only configs whose whole scan ran are refined and reported (marked partial).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Told `(probes done, probes of the grid scan)` as each grid probe finishes.
+    pub on_probe: Option<fn(usize, usize)>,
 }
 
 fn applies(g: &Gate, config: &str) -> bool {
@@ -241,27 +251,38 @@ pub fn search(
         .collect::<Result<_, _>>()?;
     let seed = base_plan.scenario.seed;
     let n = grid.len();
+    let stopped = || {
+        opts.stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
+    };
+    let done = std::sync::atomic::AtomicUsize::new(0);
     let scans = parallel(names.len() * n, opts.jobs, |i| {
         let (ci, gi) = (i / n, i % n);
-        probe(&only(&plans[gi], ci), axis, grid[gi], objectives, seed)
+        let probed =
+            (!stopped()).then(|| probe(&only(&plans[gi], ci), axis, grid[gi], objectives, seed));
+        if let (Some(_), Some(tell)) = (&probed, opts.on_probe) {
+            tell(
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
+                names.len() * n,
+            );
+        }
+        probed
     });
     let mut scans = scans.into_iter();
-    let mut per_config: Vec<Vec<Probe>> = Vec::new();
-    for _ in &names {
-        per_config.push(scans.by_ref().take(n).collect::<Result<_, _>>()?);
+    // Each config whose every probe ran, with its scan.
+    let mut scanned: Vec<(usize, Vec<Probe>)> = Vec::new();
+    for ci in 0..names.len() {
+        let taken: Vec<_> = scans.by_ref().take(n).collect();
+        if let Some(probes) = taken.into_iter().collect::<Option<Vec<_>>>() {
+            scanned.push((ci, probes.into_iter().collect::<Result<_, _>>()?));
+        }
     }
-    // Bisection per config, configs in parallel.
-    let configs = parallel(names.len(), opts.jobs, |ci| {
-        refine(
-            base,
-            base_plan,
-            axis,
-            ci,
-            &grid,
-            &per_config[ci],
-            objectives,
-            opts,
-        )
+    let partial = scanned.len() < names.len();
+    // Bisection per config, configs in parallel (a few runs each: the bracket is one STEP).
+    let configs = parallel(scanned.len(), opts.jobs, |k| {
+        let (ci, scan) = &scanned[k];
+        refine(base, base_plan, axis, *ci, &grid, scan, objectives, opts)
     })
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
@@ -277,6 +298,7 @@ pub fn search(
         objectives: objectives.iter().map(|g| g.text.clone()).collect(),
         configs,
         gates: Vec::new(),
+        partial,
     })
 }
 
@@ -687,7 +709,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| SweepError::Io(format!("capacity.csv: {e}"));
-    w.write_record(&header).map_err(err)?;
+    w.write_record(safe_cells(&header)).map_err(err)?;
     for c in &r.configs {
         let (outcome, beyond, high) = match c.outcome {
             Outcome::Found { beyond, .. } => ("found", Some(beyond), None),
@@ -732,7 +754,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
                 }
             }
         }
-        w.write_record(&row).map_err(err)?;
+        w.write_record(safe_cells(&row)).map_err(err)?;
     }
     w.into_inner()
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::run::{missing, SweepResult};
 use super::SweepError;
-use crate::report::files::write_atomic;
+use crate::report::files::{safe_cells, write_atomic};
 
 pub const SWEEP_CSV: &str = "sweep.csv";
 pub const SWEEP_JSON: &str = "sweep.json";
@@ -36,7 +36,7 @@ pub fn csv(r: &SweepResult) -> Result<Vec<u8>, SweepError> {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| SweepError::Io(format!("{SWEEP_CSV}: {e}"));
-    w.write_record(&header).map_err(err)?;
+    w.write_record(safe_cells(&header)).map_err(err)?;
     for p in &r.points {
         for c in &p.cells {
             let mut row: Vec<String> = p.coords.iter().map(|v| format!("{v}")).collect();
@@ -54,7 +54,7 @@ pub fn csv(r: &SweepResult) -> Result<Vec<u8>, SweepError> {
                     ));
                 }
             }
-            w.write_record(&row).map_err(err)?;
+            w.write_record(safe_cells(&row)).map_err(err)?;
         }
     }
     w.into_inner()

@@ -11,8 +11,14 @@ use super::SweepError;
 use crate::plan::{self, Plan};
 use crate::scenario;
 
-/// The most points one sweep may have: beyond it a typo in STEP is likelier than intent.
+/// The most points one sweep may have, on one axis and over the whole grid: beyond it a
+/// typo in STEP is likelier than intent (two axes of 1,001 and 1,000 values planned a
+/// million scenarios and grew past 2.4 GB before the first run).
 pub const MAX_POINTS: usize = 10_000;
+/// Default ceiling on a sweep's simulations of one config (points × seeds × configs); each
+/// keeps its figures until the sweep is written (`--seeds 4294967295` tried to allocate
+/// 481 GB). `--max-runs` raises it.
+pub const DEFAULT_MAX_RUNS: u64 = 1_000_000;
 
 /// A duration unit a value may carry, with its length in seconds.
 const UNITS: &[(&str, f64)] = &[
@@ -81,11 +87,9 @@ impl Axis {
             }
             unit = u;
             nums[i] = n;
-            let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-            if let Some((_, frac)) = digits.split_once('.') {
-                integer = false;
-                decimals = decimals.max(frac.len() as u32);
-            }
+            let (places, fraction) = written_decimals(text);
+            decimals = decimals.max(places);
+            integer &= !fraction;
         }
         let [from, to, step] = nums;
         if step <= 0.0 {
@@ -171,11 +175,13 @@ impl Axis {
     }
 }
 
-/// `600`, `0.25`, `10s`, `250ms` → (number, unit).
+/// `600`, `0.25`, `10s`, `250ms`, `1e3`, `1.5e-3s` → (number, unit). The unit is the
+/// letters at the end, so an exponent's `e` is part of the number (`1e308` was refused as
+/// "unknown unit `e308`").
 fn number(text: &str) -> Result<(f64, Option<&str>), String> {
     let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(text.len());
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .len();
     let (n, u) = text.split_at(split);
     let n: f64 = n
         .trim()
@@ -194,6 +200,20 @@ fn number(text: &str) -> Result<(f64, Option<&str>), String> {
         }
     }
     Ok((n, u))
+}
+
+/// The decimals `text` (a number as [`number`] reads it) is written with, its exponent
+/// counted (`0.25` → 2, `1e-3` → 3, `1.5e3` → 0), at most 15; and whether it has a
+/// fraction at all as written (a decimal point or a negative exponent).
+fn written_decimals(text: &str) -> (u32, bool) {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let (mantissa, exp) = match digits.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().unwrap_or(0)),
+        None => (digits, 0),
+    };
+    let frac = mantissa.split_once('.').map_or(0, |(_, f)| f.len() as i64);
+    let decimals = (frac - exp).clamp(0, 15) as u32;
+    (decimals, mantissa.contains('.') || exp < 0)
 }
 
 /// The scenario a sweep edits: its path (for messages and target lookup) and text.
@@ -260,6 +280,47 @@ impl Base {
     }
 }
 
+/// Refuses a grid before any point is planned: a field varied twice, more than
+/// [`MAX_POINTS`] points in all, or more than `max_runs` simulations of one config
+/// (`points × seeds × configs`). Each message gives the figure and how to lower or raise it.
+pub fn check_size(
+    axes: &[Axis],
+    seeds: u32,
+    configs: usize,
+    max_runs: u64,
+) -> Result<u64, SweepError> {
+    for (i, a) in axes.iter().enumerate() {
+        if axes[..i].iter().any(|b| b.segs == a.segs) {
+            return Err(SweepError::Usage(format!(
+                "--vary {}: the same field is varied twice; give each field once",
+                a.path
+            )));
+        }
+    }
+    let points = axes
+        .iter()
+        .fold(1u64, |n, a| n.saturating_mul(a.values.len() as u64));
+    if points > MAX_POINTS as u64 {
+        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+        return Err(SweepError::Usage(format!(
+            "the grid has {} points ({}), above the limit of {MAX_POINTS}; make a STEP coarser",
+            points,
+            sizes.join(" × ")
+        )));
+    }
+    let runs = points
+        .saturating_mul(u64::from(seeds))
+        .saturating_mul(configs.max(1) as u64);
+    if runs > max_runs {
+        return Err(SweepError::Usage(format!(
+            "{runs} simulations ({points} points × {seeds} seeds × {} configs), above the \
+             ceiling of {max_runs}; lower --seeds, make a STEP coarser, or raise --max-runs",
+            configs.max(1)
+        )));
+    }
+    Ok(runs)
+}
+
 /// `load.rate=600, faults[0].for=10s`.
 pub fn point_label(axes: &[Axis], values: &[f64]) -> String {
     axes.iter()
@@ -324,6 +385,40 @@ mod tests {
             let e = Axis::parse(spec).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn numbers_take_exponents() {
+        let a = Axis::parse("load.rate=1e2..3e2:1e2").unwrap();
+        assert_eq!(a.values, vec![100.0, 200.0, 300.0]);
+        let a = Axis::parse("faults[0].probability=0..2e-3:1e-3").unwrap();
+        assert_eq!(a.values, vec![0.0, 0.001, 0.002]);
+        let a = Axis::parse("faults[0].for=1e3ms..2e3ms:1e3ms").unwrap();
+        assert_eq!(a.unit.as_deref(), Some("ms"));
+        assert_eq!(a.values, vec![1000.0, 2000.0]);
+        // A huge range is refused for its size, not for a unit it does not have.
+        let e = Axis::parse("load.rate=1..1e308:1e300")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most"), "{e}");
+        assert!(!e.contains("unit"), "{e}");
+    }
+
+    #[test]
+    fn refuses_grids_too_large_or_twice_varied() {
+        let a = Axis::parse("load.rate=1..1001:1").unwrap();
+        let b = Axis::parse("faults[0].probability=0..0.999:0.001").unwrap();
+        let e = check_size(&[a.clone(), b], 1, 1, DEFAULT_MAX_RUNS).unwrap_err();
+        assert!(
+            e.to_string().contains("1001000 points (1001 × 1000)"),
+            "{e}"
+        );
+        let e = check_size(&[a.clone(), a.clone()], 1, 1, DEFAULT_MAX_RUNS).unwrap_err();
+        assert!(e.to_string().contains("varied twice"), "{e}");
+        let e = check_size(std::slice::from_ref(&a), u32::MAX, 5, DEFAULT_MAX_RUNS).unwrap_err();
+        assert!(e.to_string().contains("21496311311475 simulations"), "{e}");
+        assert!(e.to_string().contains("--max-runs"), "{e}");
+        assert_eq!(check_size(&[a], 2, 5, DEFAULT_MAX_RUNS).unwrap(), 10_010);
     }
 
     #[test]

@@ -170,6 +170,12 @@ pub fn sweep(r: &SweepResult) -> Result<String, String> {
         r.seed,
         fmt_num(r.late_after_s)
     );
+    if r.partial {
+        p.push_str(
+            "<p class=\"partial\"><strong>Partial:</strong> the sweep was interrupted; \
+             only the points that finished are shown.</p>\n",
+        );
+    }
     legend(&mut p, &r.configs);
     if r.axes.len() == 1 {
         p.push_str("<h2>Figures against the varied field</h2>\n<div class=\"grid\">\n");
@@ -622,6 +628,12 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         escape(&r.axis.label(r.resolution)),
         r.seed
     );
+    if r.partial {
+        p.push_str(
+            "<p class=\"partial\"><strong>Partial:</strong> the search was interrupted; \
+             only the configs whose scan finished are shown.</p>\n",
+        );
+    }
     p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th><th>overloaded before the fault</th></tr></thead>\n<tbody>\n");
     for c in &r.configs {
         let found = match c.outcome {

@@ -7,6 +7,8 @@
 //! of the varied field, not of another draw; `--seeds N` shows how much a draw moves it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -46,6 +48,13 @@ pub struct SweepOptions {
     pub jobs: usize,
     /// A recovery later than this (seconds after the last fault) is "recovered late".
     pub late_after_s: f64,
+    /// Set from outside (SIGINT, SIGTERM) to stop: the runs not started are skipped, the one
+    /// under way stopped, and the result holds the points whose every seed finished
+    /// (marked partial).
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Told `(runs done, runs in all)` as each run of a point finishes (progress on the
+    /// console; runs finish in any order across threads).
+    pub on_run: Option<fn(usize, usize)>,
 }
 
 impl Default for SweepOptions {
@@ -54,6 +63,8 @@ impl Default for SweepOptions {
             seeds: 1,
             jobs: 0,
             late_after_s: 5.0,
+            stop: None,
+            on_run: None,
         }
     }
 }
@@ -147,15 +158,29 @@ pub struct SweepResult {
     /// Drain thresholds, when the first axis is a status fault's probability.
     pub thresholds: Vec<ThresholdMark>,
     pub points: Vec<PointResult>,
+    /// The sweep was interrupted: `points` are those finished, fewer than the grid's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// Simulates `plan` with `seed`; a simulator refusal is bad input naming the point.
 pub fn simulate(plan: &Plan, seed: u64, label: &str) -> Result<RunResult, SweepError> {
+    simulate_until(plan, seed, label, None)
+}
+
+/// [`simulate`], stopped early (a partial result) when `stop` turns true.
+fn simulate_until(
+    plan: &Plan,
+    seed: u64,
+    label: &str,
+    stop: Option<Arc<AtomicBool>>,
+) -> Result<RunResult, SweepError> {
     let mut plan = plan.clone();
     plan.scenario.seed = seed;
     // The points already spread over the cores: each runs its configs on its own thread.
     let opts = SimOptions {
         jobs: 1,
+        stop,
         ..SimOptions::default()
     };
     sim::run(&plan, &opts)
@@ -189,26 +214,46 @@ pub fn sweep(
         .collect::<Result<_, _>>()?;
     let seeds = opts.seeds as usize;
     let seed0 = base_plan.scenario.seed;
-    let runs = parallel(plans.len() * seeds, opts.jobs, |i| {
+    let stopped = || opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+    let done = AtomicUsize::new(0);
+    let total = plans.len() * seeds;
+    let runs = parallel(total, opts.jobs, |i| {
+        if stopped() {
+            return None;
+        }
         let (p, k) = (i / seeds, i % seeds);
-        simulate(
+        let run = simulate_until(
             &plans[p],
             seed0.wrapping_add(k as u64),
             &grid::point_label(axes, &coords[p]),
-        )
-        .map(|r| per_config(&r))
+            opts.stop.clone(),
+        );
+        // A run the signal cut short is not a point's figures.
+        let run = match run {
+            Ok(r) if r.partial => return None,
+            other => other.map(|r| per_config(&r)),
+        };
+        if let Some(tell) = opts.on_run {
+            tell(done.fetch_add(1, Ordering::SeqCst) + 1, total);
+        }
+        Some(run)
     });
     let mut runs = runs.into_iter();
     let mut points = Vec::with_capacity(plans.len());
     for c in &coords {
+        let taken: Vec<_> = runs.by_ref().take(seeds).collect();
+        let Some(reps) = taken.into_iter().collect::<Option<Vec<_>>>() else {
+            continue; // a seed of this point did not run to its end
+        };
         let reps: Vec<Vec<(ConfigSummary, Figures)>> =
-            runs.by_ref().take(seeds).collect::<Result<_, _>>()?;
+            reps.into_iter().collect::<Result<_, _>>()?;
         points.push(PointResult {
             coords: c.clone(),
             label: grid::point_label(axes, c),
             cells: cells(&reps, opts.late_after_s),
         });
     }
+    let partial = points.len() < coords.len();
     Ok(SweepResult {
         scenario: base_plan.scenario.name.clone(),
         description: base_plan.scenario.description.clone(),
@@ -221,6 +266,7 @@ pub fn sweep(
         configs: base_plan.configs.iter().map(|c| c.name.clone()).collect(),
         thresholds: thresholds(base_plan, &axes[0]),
         points,
+        partial,
     })
 }
 

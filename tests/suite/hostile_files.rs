@@ -70,3 +70,50 @@ fn a_run_directory_of_fifos_and_devices_is_refused_by_report() {
     cmd.arg("report").arg(&dir);
     refused_naming(&watch(cmd, LIMIT), &summary, "not a regular file");
 }
+
+/// A real run's directory, from the simulator (two configs, 3 s).
+fn simulated_run(dir: &Path) -> PathBuf {
+    let s = write(
+        dir,
+        "s.toml",
+        "name = \"files\"\nduration = \"3s\"\n[load]\nkind = \"constant\"\nrate = 10.0\n\
+         [target]\nbuiltin = \"default\"\n[[configs]]\npreset = \"naive\"\n\
+         [[configs]]\npreset = \"aws-standard\"\n",
+    );
+    let out = dir.join("run");
+    let mut cmd = bin();
+    cmd.args(["sim", "-q", "--out"]).arg(&out).arg(&s);
+    let w = watch(cmd, LIMIT);
+    assert_eq!(w.code(), 0, "{}", w.stderr);
+    out
+}
+
+#[test]
+fn a_garbage_or_cut_timeseries_is_refused_by_report_naming_the_line() {
+    let dir = tmp_dir("hostile-files-series");
+    let run = simulated_run(&dir);
+    let series = run.join("timeseries.csv");
+    let whole = std::fs::read_to_string(&series).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 7, "a header and 3 s × 2 configs: {whole}");
+    let mut cmd = bin();
+    cmd.arg("report").arg(&run);
+    assert_eq!(watch(cmd, LIMIT).code(), 0, "the whole file reads");
+    let cut = |n: usize| format!("{}\n", lines[..n].join("\n"));
+    let dropped_row = format!("{}\n{}\n", lines[..2].join("\n"), lines[3..].join("\n"));
+    for (text, line, words) in [
+        ("garbage\n".to_string(), 1, "header"),
+        (cut(1), 2, "cut short"),
+        (cut(4), 5, "no rows for config"),
+        (dropped_row, 3, "where 1 was due"),
+    ] {
+        std::fs::write(&series, &text).unwrap();
+        let mut cmd = bin();
+        cmd.arg("report").arg(&run);
+        let w = watch(cmd, LIMIT);
+        assert_eq!(w.code(), 2, "{text}: {}", w.stderr);
+        let at = format!("{}:{line}: ", series.display());
+        assert!(w.stderr.contains(&at), "{at} in {}", w.stderr);
+        assert!(w.stderr.contains(words), "{words} in {}", w.stderr);
+    }
+}

@@ -165,6 +165,8 @@ fn budgetless_config_has_less_capacity_than_aws_standard() {
         direction: Direction::Largest,
         resolution: 10.0,
         jobs: 0,
+        stop: None,
+        on_probe: None,
     };
     let r = capacity::search(&base, &plan, &axis, &[objective], &opts).unwrap();
     let limit = |name: &str| {

@@ -218,6 +218,9 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
         max_connections: l.max_connections,
         propagate_deadline: l.propagate_deadline,
         max_planned_arrivals,
+        max_client_instances: l
+            .max_client_instances
+            .unwrap_or(limits::DEFAULT_MAX_CLIENT_INSTANCES),
         clients,
         classes,
     })
@@ -414,13 +417,28 @@ fn check_method(field: &str, method: &str) -> Checked<()> {
 }
 
 /// The work a load plans for `configs` configs, arrival rates times `scale`, against its
-/// ceiling (`load.max_planned_arrivals`). Checked at load time, and again by `run` and
+/// ceiling (`load.max_planned_arrivals`; a closed loop's users each send once per think
+/// time, see [`limits::planned_arrivals`]), and the memory of its client fleets against
+/// theirs (`load.max_client_instances`). Checked at load time, and again by `run` and
 /// `sim` after command-line overrides (`--duration`, `--scale`) changed the work.
 pub fn check_work(load: &Load, duration: Duration, configs: usize, scale: f64) -> Checked<()> {
     let per_config = limits::planned_arrivals(&load.shape, duration) * scale;
     limits::check_planned(per_config, configs, load.max_planned_arrivals).map_err(|m| Refusal {
         field: planned_field(&load.shape),
-        message: m,
+        message: match load.shape {
+            LoadShape::Closed { .. } => format!(
+                "{m} (a closed loop: each user sends once per think_time, or once per {} µs \
+                 with none); a longer think_time, fewer users or a shorter duration plan less",
+                limits::CLOSED_LOOP_FLOOR.as_micros()
+            ),
+            _ => m,
+        },
+    })?;
+    limits::check_fleet(load.clients.get(), configs, load.max_client_instances).map_err(|m| {
+        Refusal {
+            field: "load.clients".into(),
+            message: m,
+        }
     })?;
     if let LoadShape::Closed { users, .. } = load.shape {
         let scaled = (f64::from(users) * scale).round();
