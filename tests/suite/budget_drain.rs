@@ -8,12 +8,9 @@ use stormrig::metrics::{ConfigSummary, RunResult};
 use stormrig::plan;
 use stormrig::sim::{self, SimError, SimOptions};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn simulate(file: &str) -> Result<RunResult, SimError> {
-    let p = plan::load(&root().join("scenarios").join(file)).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan::load(&crate::support::repo_root().join("scenarios").join(file))
+        .unwrap_or_else(|e| panic!("{e}"));
     sim::run(&p, &SimOptions::default()).map(|o| o.result)
 }
 
@@ -71,7 +68,7 @@ fn failure_steps_thresholds_predict_every_drain() {
 #[test]
 fn useful_and_wasted_retries_add_up_in_every_shipped_scenario() {
     let mut checked = 0;
-    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+    for entry in std::fs::read_dir(crate::support::repo_root().join("scenarios")).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_str().unwrap().to_string();
         let run = match simulate(&file) {
@@ -114,8 +111,10 @@ fn naive_wastes_every_retry_of_the_outage() {
 /// status, no transport outcome): its drain threshold must come from UNAVAILABLE and
 /// RESOURCE_EXHAUSTED, the statuses gRPC's `retryableStatusCodes` name.
 fn grpc_storm_with_grpc_only_config() -> PathBuf {
-    let shipped = std::fs::read_to_string(root().join("scenarios/grpc-unavailable-storm.toml"))
-        .unwrap()
+    let shipped = std::fs::read_to_string(
+        crate::support::repo_root().join("scenarios/grpc-unavailable-storm.toml"),
+    )
+    .unwrap()
         + r#"
 [[configs]]
 name = "grpc-only"

@@ -111,7 +111,7 @@ fn text_html_and_csv_show_providers_tokens_money_and_degraded() {
     assert!(summary.contains(&format!("money spent {:.4}", money.total.spent)));
     assert!(summary.lines().all(|l| l.chars().count() <= text::WIDTH));
 
-    let dir = support::scratch("provider-reports");
+    let dir = support::process::tmp_dir("provider-reports");
     files::write_data(&dir, &run).unwrap();
     let mut csv = csv::Reader::from_path(dir.join(files::SUMMARY_CSV)).unwrap();
     let header = csv.headers().unwrap().clone();
@@ -148,7 +148,7 @@ fn a_run_without_providers_gets_no_provider_section_or_columns() {
     let run = sim::run(&p, &SimOptions::default()).unwrap().result;
     let page = html::render(&run, None).unwrap();
     assert!(!page.contains("id=\"providers\""));
-    let dir = support::scratch("no-provider-reports");
+    let dir = support::process::tmp_dir("no-provider-reports");
     files::write_data(&dir, &run).unwrap();
     let header = std::fs::read_to_string(dir.join(files::SUMMARY_CSV)).unwrap();
     let header = header.lines().next().unwrap();

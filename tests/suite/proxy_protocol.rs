@@ -91,6 +91,21 @@ async fn endless_interim_answers_are_a_marked_502() {
     assert_eq!((stats.arrivals, stats.forwarded), (3, 3));
 }
 
+/// One request through the proxy at `addr`, answered by the proxy itself with `status` and
+/// `x-stormrig-upstream: mark` (within 20 s, far past every bound the proxy holds).
+async fn expect_marked(addr: std::net::SocketAddr, status: StatusCode, mark: &str) {
+    let (got, h, _) =
+        tokio::time::timeout(Duration::from_secs(20), send(addr, "GET", "/x", 1, 1, &[]))
+            .await
+            .expect("the proxy answers within its bounds")
+            .unwrap();
+    assert_eq!(got, status);
+    assert_eq!(
+        h.get(headers::UPSTREAM).and_then(|v| v.to_str().ok()),
+        Some(mark)
+    );
+}
+
 /// The other answers the proxy makes for the upstream are marked and counted apart too: no
 /// complete response within the upstream timeout is a 504 marked `timeout`, a body longer
 /// than the proxy relays a 502 marked `body-too-large`. Both requests reached the upstream,
@@ -110,18 +125,12 @@ async fn a_timeout_and_a_body_too_large_are_marked_and_counted() {
     let proxy = serve_standalone_with(local(), silent, Vec::new(), 1, options)
         .await
         .unwrap();
-    let (status, h, _) = tokio::time::timeout(
-        Duration::from_secs(20),
-        send(proxy.addr(), "GET", "/x", 1, 1, &[]),
+    expect_marked(
+        proxy.addr(),
+        StatusCode::GATEWAY_TIMEOUT,
+        headers::UPSTREAM_TIMEOUT,
     )
-    .await
-    .expect("the proxy answers at its upstream timeout")
-    .unwrap();
-    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
-    assert_eq!(
-        h.get(headers::UPSTREAM).and_then(|v| v.to_str().ok()),
-        Some(headers::UPSTREAM_TIMEOUT)
-    );
+    .await;
     assert_eq!(proxy.upstream_timeouts(), 1);
     assert!(proxy
         .metrics_text()
@@ -141,18 +150,12 @@ async fn a_timeout_and_a_body_too_large_are_marked_and_counted() {
     let proxy = serve_standalone(local(), large, Vec::new(), 1)
         .await
         .unwrap();
-    let (status, h, _) = tokio::time::timeout(
-        Duration::from_secs(20),
-        send(proxy.addr(), "GET", "/x", 1, 1, &[]),
+    expect_marked(
+        proxy.addr(),
+        StatusCode::BAD_GATEWAY,
+        headers::UPSTREAM_BODY_TOO_LARGE,
     )
-    .await
-    .expect("the proxy answers once the body passes its limit")
-    .unwrap();
-    assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert_eq!(
-        h.get(headers::UPSTREAM).and_then(|v| v.to_str().ok()),
-        Some(headers::UPSTREAM_BODY_TOO_LARGE)
-    );
+    .await;
     assert_eq!((proxy.body_too_large(), proxy.upstream_timeouts()), (1, 0));
     let stats = proxy.shutdown().await;
     assert_eq!((stats.arrivals, stats.forwarded), (1, 1));

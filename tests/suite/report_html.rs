@@ -500,15 +500,6 @@ fn sample_dir() -> Option<PathBuf> {
     Some(dir)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("report_html")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn page_has_every_config_and_chart_and_fetches_nothing() {
     let run = synthetic();
@@ -671,7 +662,7 @@ fn baseline_figures_and_changes_sit_beside_the_run() {
 #[test]
 fn report_rebuilds_from_the_data_files() {
     let run = synthetic();
-    let dir = scratch("round-trip");
+    let dir = crate::support::process::tmp_dir("round-trip");
     files::write_data(&dir, &run).unwrap();
     let back = files::read_data(&dir).unwrap();
     assert_eq!(back.configs.len(), 5);

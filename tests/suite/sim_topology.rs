@@ -205,7 +205,7 @@ per_try_timeout = "1s"
 /// everything else the simulator models.
 #[test]
 fn the_simulator_runs_every_shipped_scenario() {
-    let dir = support::scratch("sim-walk");
+    let dir = support::process::tmp_dir("sim-walk");
     for scenario in support::shipped_scenarios() {
         let out = dir.join(scenario.file_stem().unwrap());
         support::process::succeed(
@@ -312,7 +312,7 @@ fn a_model_beside_a_builtin_target_is_refused_with_its_field() {
 
 #[test]
 fn sim_takes_duration_like_run() {
-    let dir = support::scratch("sim-duration");
+    let dir = support::process::tmp_dir("sim-duration");
     support::process::succeed(
         support::process::bin()
             .args(["sim", "-q", "--duration", "2s", "--out"])

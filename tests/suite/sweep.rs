@@ -3,29 +3,18 @@
 //! byte-identical output, and refusals before anything runs.
 
 use crate::support;
-
-use std::path::{Path, PathBuf};
+use crate::support::process::write;
 
 use stormrig::sweep::capacity::{self, CapacityOptions, Direction, Outcome};
 use stormrig::sweep::run::{self, SweepOptions, DRAINED_SHARE, SUSTAINED_REFUSAL_SHARE};
 use stormrig::sweep::{Axis, Base, Recovery};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn stormrig(args: &[&str]) -> std::process::Output {
     crate::support::process::bin()
-        .current_dir(root())
+        .current_dir(support::repo_root())
         .args(args)
         .output()
         .unwrap()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 /// A long steady 503 fault at a failure rate the sweep varies; three budgeted configs.
@@ -60,7 +49,7 @@ preset = "grpc"
 
 #[test]
 fn threshold_curve_knees_at_each_computed_drain_threshold() {
-    let dir = support::scratch("sweep-thresholds");
+    let dir = support::process::tmp_dir("sweep-thresholds");
     let path = write(&dir, "steady.toml", STEADY);
     let (base, plan) = Base::read(&path).unwrap();
     let axis = Axis::parse("faults[0].probability=0..0.5:0.01").unwrap();
@@ -106,7 +95,7 @@ fn threshold_curve_knees_at_each_computed_drain_threshold() {
 
 #[test]
 fn metastability_map_marks_where_each_config_never_recovers() {
-    let path = root().join("scenarios/metastability-map.toml");
+    let path = support::repo_root().join("scenarios/metastability-map.toml");
     let (base, plan) = Base::read(&path).unwrap();
     let axes = [
         Axis::parse("load.rate=400..700:100").unwrap(),
@@ -156,7 +145,7 @@ fn metastability_map_marks_where_each_config_never_recovers() {
 
 #[test]
 fn budgetless_config_has_less_capacity_than_aws_standard() {
-    let path = root().join("scenarios/metastable-capacity.toml");
+    let path = support::repo_root().join("scenarios/metastable-capacity.toml");
     let (base, plan) = Base::read(&path).unwrap();
     let mut axis = Axis::parse("load.rate=100..1000:100").unwrap();
     base.note_scenario_values(std::slice::from_mut(&mut axis));
@@ -190,7 +179,7 @@ fn budgetless_config_has_less_capacity_than_aws_standard() {
 
 #[test]
 fn sweep_csv_is_byte_identical_between_runs_and_thread_counts() {
-    let dir = support::scratch("sweep-bytes");
+    let dir = support::process::tmp_dir("sweep-bytes");
     let mut outs = Vec::new();
     for (run, jobs) in [("a", "2"), ("b", "2"), ("c", "1")] {
         let out = dir.join(run);
@@ -243,7 +232,7 @@ fn sweep_csv_is_byte_identical_between_runs_and_thread_counts() {
 
 #[test]
 fn an_invalid_point_is_refused_before_anything_runs() {
-    let dir = support::scratch("sweep-bad");
+    let dir = support::process::tmp_dir("sweep-bad");
     let out = dir.join("out");
     let o = stormrig(&[
         "sweep",
@@ -272,7 +261,7 @@ fn an_invalid_point_is_refused_before_anything_runs() {
 
 #[test]
 fn layered_scenarios_sweep_in_the_simulator() {
-    let dir = support::scratch("sweep-layers");
+    let dir = support::process::tmp_dir("sweep-layers");
     let o = stormrig(&[
         "sweep",
         "scenarios/layers-3x3-no-budget.toml",
@@ -306,7 +295,7 @@ fn layered_scenarios_sweep_in_the_simulator() {
 
 #[test]
 fn capacity_gates_fail_the_command_when_headroom_shrinks() {
-    let dir = support::scratch("capacity-gates");
+    let dir = support::process::tmp_dir("capacity-gates");
     let run = |gate: &str| {
         stormrig(&[
             "capacity",
@@ -367,7 +356,7 @@ per_try_timeout = "100ms"
 
 #[test]
 fn confirm_reruns_the_limit_live_and_agrees() {
-    let dir = support::scratch("capacity-confirm");
+    let dir = support::process::tmp_dir("capacity-confirm");
     let path = write(&dir, "metastable-small.toml", META_SMALL);
     // Grid points only (resolution = STEP): the limit (half the degraded capacity) and the
     // next step beyond it (above it) are 300 req/s apart, clear of live's scheduling noise
@@ -414,7 +403,7 @@ fn confirm_reruns_the_limit_live_and_agrees() {
 
 #[test]
 fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
-    let dir = support::scratch("capacity-confirm-disagrees");
+    let dir = support::process::tmp_dir("capacity-confirm-disagrees");
     let path = write(&dir, "metastable-small.toml", META_SMALL);
     let out = dir.join("out");
     // The small target serves in a constant 10 ms: the simulator's median is 10.1 ms (the
@@ -544,7 +533,7 @@ fn goodput_ratio(
 
 #[test]
 fn a_load_beyond_capacity_is_overloaded_before_the_fault_and_never_recovered() {
-    let dir = support::scratch("sweep-overload");
+    let dir = support::process::tmp_dir("sweep-overload");
     let path = write(&dir, "overload-small.toml", OVERLOAD_SMALL);
     let (base, _) = Base::read(&path).unwrap();
     let axis = Axis::parse("load.rate=400..1200:800").unwrap();
@@ -646,7 +635,7 @@ fn a_load_beyond_capacity_is_overloaded_before_the_fault_and_never_recovered() {
 
 #[test]
 fn capacity_never_picks_a_load_that_was_overloaded_before_the_fault() {
-    let dir = support::scratch("capacity-overload");
+    let dir = support::process::tmp_dir("capacity-overload");
     let path = write(&dir, "overload-small.toml", OVERLOAD_SMALL);
     let out = dir.join("out");
     // Grid points only: 400 (0.5x the capacity), 800 (1x), 1200 (1.5x).
@@ -769,7 +758,7 @@ fn map_cells(
 
 #[test]
 fn amplification_maps_share_one_colour_scale_with_a_colour_bar() {
-    let dir = support::scratch("sweep-amp-scale");
+    let dir = support::process::tmp_dir("sweep-amp-scale");
     let path = write(&dir, "amp-map.toml", AMP_MAP);
     let (base, plan) = Base::read(&path).unwrap();
     let axes = [

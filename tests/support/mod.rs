@@ -178,14 +178,6 @@ preset = "aws-standard"
 "#
     )
 }
-/// A fresh, empty directory under the system temp dir for one test.
-pub fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("stormrig-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// A storm of `rate` requests per second for the first half second only, so a run ends
 /// once those requests have (the fault window outlasts any slow machine). `load` adds to
 /// `[load]`, `fault` is the one fault's kind and parameters, `extra` adds the topology and
