@@ -13,7 +13,6 @@ mod suite {
     mod bench_smoke;
     mod budget_drain;
     mod budget_drain_live;
-    mod calibrate;
     mod check_advice;
     mod cli;
     mod connection_faults;

@@ -14,13 +14,18 @@
 //! is one and the same distribution (no request waits for a slot), so the fit is not judged
 //! more finely than the live steps agree with each other. nginx's p99 is not judged (see
 //! its test).
+//!
+//! A binary of its own: a calibration puts the machine under a step load, which would be
+//! noise in the timing of the suite's other live runs (and they in its measurements).
 
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::support::nginx::Nginx;
-use crate::support::process::{bin, tmp_dir, watch, write, Watched};
+mod support;
+
+use support::nginx::Nginx;
+use support::process::{bin, tmp_dir, watch, write, Watched};
 
 /// One live calibration at a time: two would share the cores and each measure the other.
 static LIVE: Mutex<()> = Mutex::new(());
