@@ -38,12 +38,15 @@ pub struct PresetInfo {
 pub const OPENAI_PYTHON_CHECKED: &str = "openai 3.57.0";
 /// The version of the anthropic SDK the same test runs against `anthropic-python`.
 pub const ANTHROPIC_PYTHON_CHECKED: &str = "anthropic 2.16.0";
+/// The version of botocore `tests/suite/aws_sdk_conformance.rs` runs against
+/// `aws-standard` (pinned in `tests/python/requirements.txt`).
+pub const AWS_STANDARD_CHECKED: &str = "botocore 1.44.8";
 
 /// Every preset, in display order.
 pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "no-retry", summary: "1 attempt, never retries", source: "baseline", library: "none", checked_against: "source" },
     PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client", library: "none", checked_against: "source" },
-    PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement", library: "botocore >= 1.44", checked_against: "source" },
+    PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement", library: "botocore >= 1.44", checked_against: AWS_STANDARD_CHECKED },
     PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: "source" },
     PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: "source" },
     PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },

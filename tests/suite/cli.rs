@@ -395,6 +395,7 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
         ("openai-python", "openai "),
         ("anthropic-python", "anthropic "),
         ("grpc", "grpcio "),
+        ("aws-standard", "botocore "),
     ] {
         let p = list.iter().find(|p| p["name"] == name).unwrap();
         assert!(
@@ -402,7 +403,7 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
             "{name}: {p}"
         );
     }
-    assert!(versioned >= 3, "{versioned}");
+    assert!(versioned >= 4, "{versioned}");
     for name in ["openai-python-v1", "anthropic-python-v0"] {
         let p = list.iter().find(|p| p["name"] == name).unwrap();
         assert_eq!(p["checked_against"], "source", "{name}");

@@ -45,10 +45,11 @@ use bytes::Bytes;
 use hyper::header::HeaderMap;
 use hyper::Method;
 use rand::SeedableRng;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::support;
+use crate::support::scripted;
+use crate::support::stats::{ks_two_sample, mean};
 use stormrig::live::clock::Epoch;
 use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
 use stormrig::live::http::{self, Reply};
@@ -232,37 +233,11 @@ async fn answer(
     log: Log,
     timelines: Arc<BTreeMap<String, Vec<Answer>>>,
 ) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some(head) = scripted::read_request(&mut stream).await? else {
+        return Ok(());
     };
     let arrived = Instant::now();
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let mut parts = path.trim_start_matches('/').split('/');
+    let mut parts = head.path().trim_start_matches('/').split('/');
     let key = format!(
         "{}/{}",
         parts.next().unwrap_or(""),
@@ -281,14 +256,7 @@ async fn answer(
         .cloned();
     let (status, headers) = match planned {
         None => (200, vec![]),
-        Some(Answer::Reset) => {
-            // A zero linger makes the close a TCP reset (RST), as a crashed server's; it
-            // does not block the thread (the deprecation's concern is a non-zero linger).
-            #[allow(deprecated)]
-            stream.set_linger(Some(Duration::ZERO))?;
-            drop(stream);
-            return Ok(());
-        }
+        Some(Answer::Reset) => return scripted::reset(stream),
         Some(Answer::Status(code, h)) => (
             code,
             h.iter()
@@ -315,17 +283,7 @@ async fn answer(
     } else {
         br#"{"error":{"message":"conformance test","type":"test"}}"#
     };
-    let mut out = format!(
-        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("\r\n");
-    stream.write_all(out.as_bytes()).await?;
-    stream.write_all(body).await?;
-    stream.shutdown().await
+    scripted::write_answer(stream, status, &headers, body).await
 }
 
 /// The SDK makes `calls` at once against `base`; each call's end and the delays it decided.
@@ -459,41 +417,6 @@ fn gaps(seen: &Seen) -> Vec<f64> {
         .windows(2)
         .map(|w| (w[1] - w[0]).as_secs_f64())
         .collect()
-}
-
-/// Two-sample Kolmogorov-Smirnov: the statistic D and its asymptotic p-value (Stephens'
-/// correction, as scipy's `ks_2samp(method="asymp")` and Numerical Recipes' `kstwo`).
-fn ks_two_sample(a: &[f64], b: &[f64]) -> (f64, f64) {
-    let (mut a, mut b) = (a.to_vec(), b.to_vec());
-    a.sort_by(f64::total_cmp);
-    b.sort_by(f64::total_cmp);
-    let (n, m) = (a.len() as f64, b.len() as f64);
-    let (mut i, mut j, mut d) = (0, 0, 0f64);
-    while i < a.len() && j < b.len() {
-        let x = a[i].min(b[j]);
-        while i < a.len() && a[i] <= x {
-            i += 1;
-        }
-        while j < b.len() && b[j] <= x {
-            j += 1;
-        }
-        d = d.max((i as f64 / n - j as f64 / m).abs());
-    }
-    let en = (n * m / (n + m)).sqrt();
-    let lambda = (en + 0.12 + 0.11 / en) * d;
-    let mut p = 0.0;
-    for k in 1..=100 {
-        let term = 2.0 * (-1f64).powi(k - 1) * (-2.0 * (k as f64).powi(2) * lambda * lambda).exp();
-        p += term;
-        if term.abs() < 1e-12 {
-            break;
-        }
-    }
-    (d, p.clamp(0.0, 1.0))
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
 }
 
 /// Allowance for stormrig's own work between reading an answer and sending the next

@@ -146,6 +146,8 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
 pub mod http;
 pub mod process;
 pub mod python;
+pub mod scripted;
+pub mod stats;
 
 /// A three-second live scenario on the built-in target: 50 req/s, a 503 from 1 s to 2.5 s,
 /// `no-retry` beside an `aws-standard` config called `name`.

@@ -1,0 +1,116 @@
+"""botocore (the AWS SDK for Python's core) as an application uses it, against a loopback
+server.
+
+Used by tests/suite/aws_sdk_conformance.rs to hold stormrig's `aws-standard` preset
+against the real SDK (pinned in requirements.txt). One client in standard retry mode with
+its defaults (3 attempts, the retry quota of 500, full-jitter backoff), calling Lambda's
+ListFunctions (a REST-JSON operation, whose error codes travel in `x-amzn-errortype` as
+stormrig's target sends them) one call after another, so that the calls share the quota
+as an application's calls do. Only the endpoint (127.0.0.1), dummy credentials and a
+region are set; instance metadata is switched off, so nothing here leaves the loopback
+interface.
+
+usage:
+  botocore_client.py calls BASE_URL N
+      Makes N calls in sequence. Prints one JSON line per call: {"call": i (from 1),
+      "outcome": "ok" | "status 503" | "connection-error" | ..., "delays": [...],
+      "quota": the retry quota's available capacity after the call}, where `delays` are the
+      waits botocore decided before each retry, as its own debug line reports them
+      ("Retry needed, retrying request after delay of: %s").
+"""
+
+import json
+import logging
+import os
+import sys
+
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+os.environ["AWS_CONFIG_FILE"] = os.devnull
+os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+for key in ("AWS_PROFILE", "AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS", "AWS_ENDPOINT_URL"):
+    os.environ.pop(key, None)
+
+import botocore.config  # noqa: E402
+import botocore.exceptions  # noqa: E402
+import botocore.retries.quota  # noqa: E402
+import botocore.session  # noqa: E402
+
+QUOTAS = []
+_init = botocore.retries.quota.RetryQuota.__init__
+
+
+def _recording_init(self, *args, **kwargs):
+    """Keeps each quota botocore makes, to read its level after every call."""
+    _init(self, *args, **kwargs)
+    QUOTAS.append(self)
+
+
+botocore.retries.quota.RetryQuota.__init__ = _recording_init
+
+
+class Delays(logging.Handler):
+    """Collects the delays botocore's standard retry handler decides."""
+
+    PREFIX = "Retry needed, retrying request after delay of: "
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.seen = []
+
+    def emit(self, record):
+        text = record.getMessage()
+        if text.startswith(self.PREFIX):
+            self.seen.append(float(text[len(self.PREFIX):]))
+
+
+def outcome_of(err):
+    if isinstance(err, botocore.exceptions.ClientError):
+        return f"status {err.response['ResponseMetadata']['HTTPStatusCode']}"
+    if isinstance(err, (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)):
+        return "connection-error"
+    return f"error {type(err).__name__}: {err}"
+
+
+def calls(base_url, n):
+    delays = Delays()
+    log = logging.getLogger("botocore.retries.standard")
+    log.setLevel(logging.DEBUG)
+    log.addHandler(delays)
+    client = botocore.session.get_session().create_client(
+        "lambda",
+        region_name="us-east-1",
+        endpoint_url=base_url,
+        aws_access_key_id="AKIDSTORMRIGLOOPBACK",
+        aws_secret_access_key="stormrig-loopback-test",
+        config=botocore.config.Config(retries={"mode": "standard"}),
+    )
+    assert len(QUOTAS) == 1, f"expected one retry quota, botocore made {len(QUOTAS)}"
+    for i in range(1, n + 1):
+        delays.seen = []
+        try:
+            client.list_functions()
+            outcome = "ok"
+        except Exception as err:  # the outcome is what is compared
+            outcome = outcome_of(err)
+        print(
+            json.dumps(
+                {
+                    "call": i,
+                    "outcome": outcome,
+                    "delays": delays.seen,
+                    "quota": QUOTAS[0].available_capacity,
+                }
+            ),
+            flush=True,
+        )
+
+
+def main(argv):
+    if len(argv) == 4 and argv[1] == "calls":
+        calls(argv[2], int(argv[3]))
+        return
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
