@@ -38,6 +38,9 @@ pub struct PresetInfo {
 pub const OPENAI_PYTHON_CHECKED: &str = "openai 3.57.0";
 /// The version of the anthropic SDK the same test runs against `anthropic-python`.
 pub const ANTHROPIC_PYTHON_CHECKED: &str = "anthropic 2.16.0";
+/// The version of google-api-core `tests/suite/google_api_core_conformance.rs` runs against
+/// `google-api-core` (pinned in `tests/python/requirements.txt`).
+pub const GOOGLE_API_CORE_CHECKED: &str = "google-api-core 2.44.0";
 /// The version of botocore `tests/suite/aws_sdk_conformance.rs` runs against
 /// `aws-standard` (pinned in `tests/python/requirements.txt`).
 pub const AWS_STANDARD_CHECKED: &str = "botocore 1.44.8";
@@ -59,7 +62,7 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "openai-python-v1", summary: "as openai-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "openai-python 1.x (1.109.1) _base_client.py (_calculate_retry_timeout, _should_retry)", library: "openai (Python) 1.x", checked_against: "source" },
     PresetInfo { name: "anthropic-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, x-should-retry obeyed; retry-after-ms then Retry-After followed whenever > 0 (no upper window; stormrig clamps hints at 300 s)", source: "anthropic-sdk-python >= 1 _constants.py, _base_client.py (_parse_retry_after_header, _calculate_retry_timeout, _should_retry)", library: "anthropic (Python) >= 1", checked_against: ANTHROPIC_PYTHON_CHECKED },
     PresetInfo { name: "anthropic-python-v0", summary: "as anthropic-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "anthropic-sdk-python 0.x (0.125.0) _base_client.py (_calculate_retry_timeout)", library: "anthropic (Python) 0.x", checked_against: "source" },
-];
+    PresetInfo { name: "google-api-core", summary: "retries until 120 s have passed (no attempt limit; stormrig stops at 100), full jitter 1 s x2 cap 60 s, a retry whose wait would end past 120 s not made, 429/500/503 + connection errors (not read timeouts), every method, Retry-After ignored", source: "google-api-core retry/retry_base.py (if_transient_error, exponential_sleep_generator, _retry_error_helper, _DEFAULT_* constants), retry/retry_unary.py (retry_target)", library: "google-api-core (Python) 2.x", checked_against: GOOGLE_API_CORE_CHECKED },];
 
 /// The names of every preset.
 pub fn preset_names() -> &'static [&'static str] {
@@ -79,6 +82,7 @@ pub fn preset_names() -> &'static [&'static str] {
         "openai-python-v1",
         "anthropic-python",
         "anthropic-python-v0",
+        "google-api-core",
     ];
     NAMES
 }
@@ -101,6 +105,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "openai-python-v1" => openai_python_v1(),
         "anthropic-python" => anthropic_python(),
         "anthropic-python-v0" => anthropic_python_v0(),
+        "google-api-core" => google_api_core(),
         _ => {
             let suggestion = preset_names()
                 .iter()
@@ -574,6 +579,41 @@ pub fn anthropic_python() -> RetryConfig {
 /// hint only when `0 < ra <= 60` s, as openai-python 1.x does.
 pub fn anthropic_python_v0() -> RetryConfig {
     openai_python_v1()
+}
+
+/// `google-api-core`: the `Retry()` decorator of Google's client libraries for Python with
+/// its defaults (read in 2.44.0; the conformance test runs it). `retry/retry_base.py`:
+/// `_DEFAULT_INITIAL_DELAY` 1 s, `_DEFAULT_MAXIMUM_DELAY` 60 s, `_DEFAULT_DELAY_MULTIPLIER`
+/// 2, `_DEFAULT_DEADLINE` 120 s; `exponential_sleep_generator` draws
+/// `random.uniform(0, min(initial x 2^k, maximum))` (full jitter); `if_transient_error`
+/// retries `InternalServerError` (500), `TooManyRequests` (429), `ServiceUnavailable` (503)
+/// and `requests`' `ConnectionError` / `ChunkedEncodingError` (refused, reset, a broken
+/// body; a read timeout is not one of them); `_retry_error_helper` gives up when
+/// `now + next_sleep > deadline`, as stormrig's deadline does before a wait. There is no
+/// attempt limit: the deadline alone ends a storm, which stormrig's 100-attempt ceiling
+/// does not reach within 120 s of these waits. The decorator knows nothing of methods or
+/// `Retry-After`. One difference by construction: its deadline is checked only between
+/// attempts (an attempt that hangs runs past it), where stormrig's also ends a hanging
+/// attempt at the deadline.
+pub fn google_api_core() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 100,
+        deadline: Some(Duration::from_secs(120)),
+        retry_on: RetryOn {
+            statuses: vec![Exact(429), Exact(500), Exact(503)],
+            transport: vec![ConnectRefused, ConnectTimeout, Reset, Protocol],
+            ..RetryOn::default()
+        },
+        retry_non_idempotent: true,
+        backoff: Backoff::Exponential {
+            base: Duration::from_secs(1),
+            multiplier: 2.0,
+            cap: Some(Duration::from_secs(60)),
+            throttling_base: None,
+        },
+        jitter: Jitter::Full,
+        ..base()
+    }
 }
 
 #[cfg(test)]

@@ -1357,3 +1357,41 @@ fn llm_sdk_presets_back_off_in_the_sdk_band_and_follow_short_retry_after_hints()
     let (n, _, _) = run(&mut plain, Duration::ZERO, "GET", &[o], &mut r);
     assert_eq!(n, 3);
 }
+
+#[test]
+fn preset_google_api_core_retries_until_a_wait_would_pass_its_120_s_deadline() {
+    // An outage that never ends: the deadline alone stops the request, before a wait that
+    // would end past it, never within the 100-attempt ceiling.
+    for seed in 0..200 {
+        let mut c = RetryClient::new(&preset("google-api-core").unwrap());
+        let (n, result, delays) = run(&mut c, ms(0), "POST", &[status(503)], &mut rng(seed));
+        assert_eq!(result, Err(GiveUpReason::Deadline), "seed {seed}");
+        assert!(n > 3 && n < 100, "seed {seed}: {n} attempts");
+        let waited: Duration = delays.iter().sum();
+        assert!(waited < Duration::from_secs(120), "seed {seed}: {waited:?}");
+        for (k, d) in delays.iter().enumerate() {
+            let range = 2f64.powi(k as i32).min(60.0);
+            assert!(d.as_secs_f64() < range, "seed {seed} retry {k}: {d:?}");
+        }
+    }
+    for (o, retried) in [
+        (status(429), true),
+        (status(500), true),
+        (status(503), true),
+        (status(502), false),
+        (status(504), false),
+        (status(408), false),
+        (transport(TransportError::Reset), true),
+        (transport(TransportError::ConnectRefused), true),
+        (transport(TransportError::ReadTimeout), false),
+    ] {
+        let d = first("google-api-core", o, 1).0;
+        assert_eq!(matches!(d, Decision::Retry { .. }), retried, "{o:?}: {d:?}");
+    }
+    // A hint is not the decorator's business: the wait is drawn from [0, 1 s) whatever it says.
+    let hinted = AttemptOutcome::Response(Response {
+        retry_after: Some("30"),
+        ..Response::status(503)
+    });
+    assert!(after(first("google-api-core", hinted, 3).0) < Duration::from_secs(1));
+}

@@ -26,6 +26,7 @@ use hyper::Method;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::support;
+use crate::support::conformance::Lateness;
 use crate::support::scripted;
 use crate::support::stats::{ks_two_sample, mean};
 use stormrig::live::clock::Epoch;
@@ -295,13 +296,6 @@ fn range_of(a: &Answer, k: usize) -> f64 {
     (base * 2f64.powi(k as i32)).min(20.0)
 }
 
-/// Allowance for a client's own work between reading an answer and sending the next
-/// attempt (a new connection included), above the delay it waited: the median of
-/// stormrig's gaps must be within it. One gap may be later, by up to [`LATE`], when other
-/// tests or builds hold both cores as a timer fires.
-const WORK: f64 = 0.020;
-const LATE: f64 = 0.150;
-
 #[test]
 fn aws_standard_retries_as_botocore_does_call_by_call() {
     let timeline = Arc::new(timeline());
@@ -324,7 +318,7 @@ fn aws_standard_retries_as_botocore_does_call_by_call() {
 
     let mut refused = 0;
     let (mut boto_norm, mut ours_norm) = (Vec::new(), Vec::new());
-    let mut lateness = Vec::new();
+    let mut lateness = Lateness::default();
     for (i, answers) in timeline.iter().enumerate() {
         let (b, o) = (&boto[i], &mut ours[i]);
         let attempts = boto_seen[i].len();
@@ -376,22 +370,10 @@ fn aws_standard_retries_as_botocore_does_call_by_call() {
                 }
             }
             let gap = (ours_seen[i][k + 1] - ours_seen[i][k]).as_secs_f64();
-            assert!(
-                gap >= od - 0.002 && gap <= od + LATE,
-                "call {}: stormrig waited {gap:.4} s for a decided {od:.4} s",
-                i + 1
-            );
-            lateness.push(gap - od);
+            lateness.check(&format!("call {} retry {k}", i + 1), gap, od);
         }
     }
-    lateness.sort_by(f64::total_cmp);
-    let median = lateness[lateness.len() / 2];
-    eprintln!(
-        "stormrig's gaps beyond its decided delays: median {:.1} ms, max {:.1} ms",
-        median * 1e3,
-        lateness.last().unwrap() * 1e3
-    );
-    assert!(median <= WORK, "median lateness {median:.4} s");
+    lateness.assert_median("aws-standard");
     // Not a vacuous agreement: the storms drained the quota until retries were refused.
     assert!(refused >= 4, "only {refused} calls had a retry refused");
     let (d, p) = ks_two_sample(&boto_norm, &ours_norm);

@@ -18,14 +18,14 @@
 //!   case expects. Where a hint fixes the delay (`Retry-After: 1`, `1.5`, an HTTP-date 2 s
 //!   ahead, `retry-after-ms: 300`, both headers) the SDK's decided delay must be the hint
 //!   (within 1 ms; 20 ms for the date, which the SDK measures from its own later now),
-//!   stormrig's measured gap must lie within [hint - 2 ms, hint + 20 ms] and within 20 ms
-//!   of the SDK's decided delay, and the SDK's measured gap must be no shorter than what it
-//!   decided (it really waited). Where the delay is jittered (408, 409, 429 and 5xx
+//!   stormrig's measured gap must lie within [hint - 2 ms, hint + 150 ms] with a median
+//!   lateness of at most 20 ms over all its retries, and the SDK's measured gap must be no
+//!   shorter than what it decided (it really waited). Where the delay is jittered (408, 409, 429 and 5xx
 //!   without a hint, a reset, a negative Retry-After, `x-should-retry: true` on a 400) the
 //!   SDK's decided delays must lie in its formula's range `[0.75, 1] x 0.5 s x 2^k`, and
 //!   so must stormrig's (replayed from the policy with the live run's per-request seeds),
-//!   stormrig's measured gaps must lie within [decided - 2 ms, decided + 20 ms], and the
-//!   two samples of decided delays, each divided by its nominal delay, must pass a
+//!   stormrig's measured gaps must lie within [decided - 2 ms, decided + 150 ms] (median
+//!   lateness 20 ms), and the two samples of decided delays, each divided by its nominal delay, must pass a
 //!   two-sample Kolmogorov-Smirnov test (p > 0.01) and have means within 0.05 of each
 //!   other;
 //! * by calling the SDK's own functions (`_should_retry`, `_calculate_retry_timeout`) with a
@@ -37,37 +37,18 @@
 //!   to 4,294,967 s; an unhinted one in the jitter range for both.
 
 use std::collections::BTreeMap;
-use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::Bytes;
-use hyper::header::HeaderMap;
-use hyper::Method;
 use rand::SeedableRng;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 use crate::support;
-use crate::support::scripted;
+use crate::support::conformance::{gaps, replayed_delays, request_of, stormrig_calls, Lateness};
+use crate::support::scripted::{serve, Answer, Log};
 use crate::support::stats::{ks_two_sample, mean};
 use stormrig::live::clock::Epoch;
-use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
-use stormrig::live::http::{self, Reply};
-use stormrig::policy::{
-    preset, AttemptOutcome, Decision, Now, Permit, Response, RetryClient, TransportError,
-};
-use stormrig::scenario::Protocol;
-
-/// What the server answers to one attempt.
-#[derive(Clone, Debug)]
-enum Answer {
-    /// A status with extra headers.
-    Status(u16, Vec<(&'static str, &'static str)>),
-    /// A status with `Retry-After` an HTTP-date this far ahead of the moment it is sent.
-    DateAhead(u16, Duration),
-    /// Close the connection with a TCP reset, no answer.
-    Reset,
-}
+use stormrig::policy::{preset, AttemptOutcome, Decision, Now, Permit, Response, RetryClient};
 
 /// How long a call's delays are: fixed by a hint, or drawn by the SDK's jitter.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -204,88 +185,6 @@ fn case_of<'a>(cases: &'a [Case], name: &str) -> &'a Case {
     cases.iter().find(|c| c.name == name).expect("a known case")
 }
 
-/// What the server saw of one call (keyed by `CLIENT/CALL`): arrival instants, and for
-/// HTTP-date hints how far ahead each sent date was.
-#[derive(Default, Debug)]
-struct Seen {
-    arrivals: Vec<Instant>,
-    date_ahead: Vec<f64>,
-}
-
-type Log = Arc<Mutex<BTreeMap<String, Seen>>>;
-
-/// The loopback server: one request per connection (`Connection: close`), answered by the
-/// call's timeline.
-async fn serve(listener: TcpListener, log: Log, timelines: Arc<BTreeMap<String, Vec<Answer>>>) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            return;
-        };
-        let (log, timelines) = (log.clone(), timelines.clone());
-        tokio::spawn(async move {
-            let _ = answer(stream, log, timelines).await;
-        });
-    }
-}
-
-async fn answer(
-    mut stream: TcpStream,
-    log: Log,
-    timelines: Arc<BTreeMap<String, Vec<Answer>>>,
-) -> std::io::Result<()> {
-    let Some(head) = scripted::read_request(&mut stream).await? else {
-        return Ok(());
-    };
-    let arrived = Instant::now();
-    let mut parts = head.path().trim_start_matches('/').split('/');
-    let key = format!(
-        "{}/{}",
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or("")
-    );
-    let case = key.split('/').nth(1).unwrap_or("").to_string();
-    let attempt = {
-        let mut log = log.lock().unwrap();
-        let seen = log.entry(key.clone()).or_default();
-        seen.arrivals.push(arrived);
-        seen.arrivals.len()
-    };
-    let planned = timelines
-        .get(&case)
-        .and_then(|t| t.get(attempt - 1))
-        .cloned();
-    let (status, headers) = match planned {
-        None => (200, vec![]),
-        Some(Answer::Reset) => return scripted::reset(stream),
-        Some(Answer::Status(code, h)) => (
-            code,
-            h.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ),
-        Some(Answer::DateAhead(code, ahead)) => {
-            let now = SystemTime::now();
-            let date = httpdate::fmt_http_date(now + ahead);
-            // The date has whole seconds: what it really asks for is measured from now.
-            let at = httpdate::parse_http_date(&date).unwrap();
-            let ahead = at.duration_since(now).unwrap_or_default().as_secs_f64();
-            log.lock()
-                .unwrap()
-                .get_mut(&key)
-                .unwrap()
-                .date_ahead
-                .push(ahead);
-            (code, vec![("retry-after".to_string(), date)])
-        }
-    };
-    let body: &[u8] = if status == 200 {
-        b"{}"
-    } else {
-        br#"{"error":{"message":"conformance test","type":"test"}}"#
-    };
-    scripted::write_answer(stream, status, &headers, body).await
-}
-
 /// The SDK makes `calls` at once against `base`; each call's end and the delays it decided.
 fn sdk_calls(sdk: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String, Vec<f64>)> {
     support::python::json_lines("llm_sdk_client.py", &["calls", sdk, base, &calls.join(",")])
@@ -303,125 +202,9 @@ fn sdk_calls(sdk: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String,
         .collect()
 }
 
-/// stormrig's preset makes `calls` at once against `base` through the live engine's
-/// client; each call's end, named as the SDK script names it.
-async fn stormrig_calls(
-    preset_name: &str,
-    sdk: &str,
-    base: &str,
-    epoch: &Epoch,
-    calls: &[&str],
-) -> BTreeMap<String, String> {
-    let config = preset(preset_name).unwrap();
-    let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
-        draw_key: stormrig::draws::config_key(preset_name),
-        name: preset_name,
-        config: &config,
-        clients: NonZeroU32::MIN,
-        base_uri: base.to_string(),
-        max_in_flight: calls.len() as u64,
-        max_connections: None,
-        seed: SEED,
-        propagate_deadline: false,
-        attempt_log: false,
-        wire: http::Dialer {
-            protocol: Protocol::Http1,
-            tls: None,
-        },
-        trace: None,
-        classes: &[],
-        class_policies: &[],
-    }));
-    let tasks: Vec<_> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            let rt = rt.clone();
-            let epoch = *epoch;
-            let tmpl = RequestTemplate {
-                method: Method::POST,
-                path: format!("/stormrig-{sdk}/{call}/v1/chat"),
-                headers: HeaderMap::new(),
-                body: Bytes::from_static(b"{}"),
-                grpc: false,
-                class: None,
-                tokens: None,
-            };
-            let call = call.to_string();
-            tokio::spawn(async move {
-                let done = rt
-                    .drive(&epoch, &tmpl, i as u64 + 1, epoch.elapsed(), None)
-                    .await;
-                let end = match (&done.reply, done.ok) {
-                    (_, true) => "ok".to_string(),
-                    (Some(Reply::Response { status, .. }), false) => format!("status {status}"),
-                    (Some(Reply::Failed(TransportError::Reset)), false) => {
-                        "connection-error".to_string()
-                    }
-                    (other, _) => format!("{other:?}"),
-                };
-                (call, end)
-            })
-        })
-        .collect();
-    let mut ends = BTreeMap::new();
-    for t in tasks {
-        let (call, end) = t.await.unwrap();
-        ends.insert(call, end);
-    }
-    ends
-}
-
-/// The request id [`stormrig_calls`] gave `call`.
-fn request_of(calls: &[&str], call: &str) -> u64 {
-    calls.iter().position(|c| *c == call).expect("a call") as u64 + 1
-}
-
-/// The delays stormrig's live client decided for request `request` of `preset_name`, as
-/// the policy draws them: the live driver seeds each request's jitter from (seed, config,
-/// request) alone, so the same policy with the same seed decides the same delays. (A
-/// jittered call's delays do not depend on its answer's status; its hint-free answers
-/// draw one number per retry.) The live gaps are then held to these, and these, not the
-/// gaps, are compared with the SDK's own as distributions: the gaps carry each client's
-/// own timer and scheduling lateness, which is no part of the retry policy.
-fn replayed_delays(preset_name: &str, request: u64, retries: usize) -> Vec<f64> {
-    let mut client = RetryClient::new(&preset(preset_name).unwrap());
-    let mut rng = stormrig::draws::LazyRng::new(stormrig::draws::request_seed(
-        SEED,
-        stormrig::draws::config_key(preset_name),
-        request,
-    ));
-    let now = Now::virtual_at(Duration::ZERO);
-    let mut req = client.start(now, "POST", None);
-    let mut delays = Vec::new();
-    while delays.len() < retries {
-        assert!(matches!(
-            client.before_attempt(now, &mut req),
-            Permit::Send { .. }
-        ));
-        let failed = AttemptOutcome::Response(Response::status(503));
-        match client.on_outcome(now, &mut req, &failed, &mut rng) {
-            Decision::Retry { after, .. } => delays.push(after.as_secs_f64()),
-            other => panic!("{preset_name}: {other:?} before {retries} retries"),
-        }
-    }
-    delays
-}
-
 /// The seed of stormrig's calls.
 const SEED: u64 = 11;
 
-/// The gaps between a call's arrivals, in seconds.
-fn gaps(seen: &Seen) -> Vec<f64> {
-    seen.arrivals
-        .windows(2)
-        .map(|w| (w[1] - w[0]).as_secs_f64())
-        .collect()
-}
-
-/// Allowance for stormrig's own work between reading an answer and sending the next
-/// attempt (new connection included), above the delay it waited.
-const WORK: f64 = 0.020;
 /// The most the SDK may spend between the server sending an HTTP-date and the SDK
 /// reading its clock to compute the delay (Python, on a machine other builds load).
 const SDK_WORK: f64 = 0.25;
@@ -473,7 +256,17 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
     let ours: Vec<BTreeMap<String, String>> = rt.block_on(async {
         let mut v = Vec::new();
         for (sdk, name) in pairs {
-            v.push(stormrig_calls(name, sdk, &base, &epoch, &calls_of(sdk)).await);
+            v.push(
+                stormrig_calls(
+                    name,
+                    &format!("stormrig-{sdk}"),
+                    &base,
+                    &epoch,
+                    &calls_of(sdk),
+                    SEED,
+                )
+                .await,
+            );
         }
         v
     });
@@ -482,6 +275,7 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
     let log = log.lock().unwrap();
     for (((sdk, name), theirs), ours) in pairs.iter().zip(&theirs).zip(&ours) {
         let mut jitter = (Vec::new(), Vec::new());
+        let mut lateness = Lateness::default();
         eprintln!(
             "{sdk} vs {name}: call, attempts and end; delays (s): SDK decided / SDK measured \
              at the server | stormrig measured"
@@ -529,7 +323,7 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
                 );
             }
             let ours_decided =
-                replayed_delays(name, request_of(&calls_of(sdk), call), g_ours.len());
+                replayed_delays(name, SEED, request_of(&calls_of(sdk), call), g_ours.len());
             for (k, (d, ours)) in decided.iter().zip(&g_ours).enumerate() {
                 let nominal = 0.5 * 2f64.powi(k as i32);
                 // The hint each client was given: an HTTP-date is its own per call, whole
@@ -555,16 +349,8 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
                                 "{sdk} {call} retry {k}: decided {d:.4} s for a hint of \
                                  {theirs:.4} s"
                             );
-                            assert!(
-                                (ours - d).abs() <= WORK,
-                                "{name} {call} retry {k}: waited {ours:.4} s, the SDK \
-                                 decided {d:.4} s"
-                            );
                         }
-                        assert!(
-                            *ours >= h - 0.002 && *ours <= h + WORK,
-                            "{name} {call} retry {k}: waited {ours:.4} s for a hint of {h:.4} s"
-                        );
+                        lateness.check(&format!("{name} {call} retry {k} (hinted)"), *ours, h);
                     }
                     None => {
                         assert!(
@@ -578,16 +364,14 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
                              [{:.3}, {nominal:.3}] s",
                             0.75 * nominal
                         );
-                        assert!(
-                            *ours >= mine - 0.002 && *ours <= mine + WORK,
-                            "{name} {call} retry {k}: waited {ours:.4} s, decided {mine:.4} s"
-                        );
+                        lateness.check(&format!("{name} {call} retry {k}"), *ours, mine);
                         jitter.0.push(d / nominal);
                         jitter.1.push(mine / nominal);
                     }
                 }
             }
         }
+        lateness.assert_median(name);
         let (d, p) = ks_two_sample(&jitter.0, &jitter.1);
         let (m_sdk, m_ours) = (mean(&jitter.0), mean(&jitter.1));
         eprintln!(
