@@ -26,6 +26,7 @@ mod suite {
     mod gates_diff;
     mod gates_eval;
     mod gates_junit;
+    mod google_api_core_conformance;
     mod grpc_calls;
     mod grpc_real_client;
     mod hostile_files;
@@ -40,6 +41,7 @@ mod suite {
     mod live_run;
     mod llm_sdk_conformance;
     mod llm_sdk_hints;
+    mod one_line_run;
     mod policy_api;
     mod protocols;
     mod provider_breakers;

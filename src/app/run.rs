@@ -22,6 +22,38 @@ fn check_work(plan: &Plan, scale: f64) -> Result<(), AppError> {
         .map_err(|r| AppError::bad(format!("{}: {}: {}", sc.path.display(), r.field, r.message)))
 }
 
+/// A one-line run's flags made into `scenario.toml` in its run directory, which `common`
+/// then names as its scenario and output: the run loads, validates and reports it as any
+/// file, and the file repeats the run. A run with a scenario file is left as it is.
+fn materialize(common: &mut CommonArgs) -> Result<(), AppError> {
+    let (Some(rate), None) = (common.quick.rate, &common.scenario) else {
+        return Ok(());
+    };
+    let quick = crate::scenario::quick::Quick {
+        url: common.quick.url.clone(),
+        rate,
+        duration: common.duration.take().unwrap_or_else(|| "20s".into()),
+        faults: common.quick.faults.clone(),
+        configs: common.quick.configs.clone(),
+    };
+    let text = crate::scenario::quick::scenario_text(&quick).map_err(AppError::bad)?;
+    let dir = out_dir(common, "quick-run");
+    files::prepare_dir(&dir).map_err(AppError::failed)?;
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, text).map_err(AppError::failed)?;
+    common.scenario = Some(path);
+    common.out = Some(dir);
+    Ok(())
+}
+
+/// The scenario file `run` and `sim` read, once [`materialize`] has run.
+fn scenario_path(common: &CommonArgs) -> &Path {
+    common
+        .scenario
+        .as_deref()
+        .expect("clap requires a scenario or --rate, and materialize writes one")
+}
+
 /// The plan of `run` and `sim`, made with the command line's overrides.
 fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
     let duration = common
@@ -35,7 +67,7 @@ fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
         only: common.only.clone(),
         duration,
     };
-    plan::load_with(&common.scenario, &overrides).map_err(AppError::bad)
+    plan::load_with(scenario_path(common), &overrides).map_err(AppError::bad)
 }
 
 /// Where a run writes: `--out`, or `reports/<scenario>/<UTC timestamp>/`.
@@ -61,7 +93,8 @@ fn count_panics() {
     }));
 }
 
-pub(super) fn run_live(args: RunArgs) -> Result<Exit, AppError> {
+pub(super) fn run_live(mut args: RunArgs) -> Result<Exit, AppError> {
+    materialize(&mut args.common)?;
     let plan = prepare(&args.common)?;
     check_work(&plan, 1.0)?;
     let mut gates = gates_of(&plan, &args.common.gates)?;
@@ -77,7 +110,7 @@ pub(super) fn run_live(args: RunArgs) -> Result<Exit, AppError> {
             live::telemetry::TelemetryError::NotLoopback { addr }.to_string(),
         ));
     }
-    let scenario_bytes = std::fs::read(&args.common.scenario).map_err(AppError::failed)?;
+    let scenario_bytes = std::fs::read(scenario_path(&args.common)).map_err(AppError::failed)?;
     // Opened now, with every input read: a path that is one of them, or a FIFO no one
     // reads, is refused before any load.
     let events = args
@@ -222,7 +255,8 @@ fn print_run_notes(plan: &Plan, output: &live::LiveOutput) {
     }
 }
 
-pub(super) fn run_sim(args: SimArgs) -> Result<Exit, AppError> {
+pub(super) fn run_sim(mut args: SimArgs) -> Result<Exit, AppError> {
+    materialize(&mut args.common)?;
     let plan = prepare(&args.common)?;
     if !args.scale.is_finite() || args.scale <= 0.0 {
         return Err(AppError::bad(format!(

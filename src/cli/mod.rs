@@ -16,7 +16,7 @@ mod sweep;
 pub use bench::BenchCommand;
 pub use calibrate::CalibrateArgs;
 pub use k8s::K8sArgs;
-pub use run::{CommonArgs, RunArgs, ShardArgs, SimArgs};
+pub use run::{CommonArgs, QuickArgs, RunArgs, ShardArgs, SimArgs};
 pub use sweep::{CapacityArgs, SweepArgs};
 
 /// Rehearse retry storms before production has one.

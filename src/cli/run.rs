@@ -7,8 +7,11 @@ use clap::Args;
 /// Options shared by `run` and `sim`.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// The scenario file.
-    pub scenario: PathBuf,
+    /// The scenario file (or none, with `--rate`: a one-line run).
+    #[arg(required_unless_present = "rate")]
+    pub scenario: Option<PathBuf>,
+    #[command(flatten)]
+    pub quick: QuickArgs,
     /// Output directory (default: reports/<scenario>/<timestamp>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -28,9 +31,29 @@ pub struct CommonArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Override the scenario's duration (e.g. "5s"): a quick rehearsal live, a longer storm
-    /// in the simulator. Faults that would start after it are dropped.
+    /// in the simulator. Faults that would start after it are dropped. With `--rate`, how
+    /// long the one-line run lasts (default 20s).
     #[arg(long)]
     pub duration: Option<String>,
+}
+
+/// A run without a scenario file: the flags become `scenario.toml` in the run directory.
+#[derive(Debug, Args)]
+pub struct QuickArgs {
+    /// Constant load in requests per second, without a scenario file (e.g. `--rate 300`).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub rate: Option<f64>,
+    /// With `--rate`: the loopback URL to rehearse (default: the built-in target).
+    #[arg(long, value_name = "URL", requires = "rate")]
+    pub url: Option<String>,
+    /// With `--rate`: a fault, WHAT@AT+FOR (`503@5s+10s`, `503:0.3@5s+10s` for a share of
+    /// the requests, `reset@5s+2s`, `hang@...`, `lost-response@...`); repeatable.
+    #[arg(long = "fault", value_name = "SPEC", requires = "rate")]
+    pub faults: Vec<String>,
+    /// With `--rate`: a preset to run side by side; repeatable (default: no-retry, naive,
+    /// aws-standard).
+    #[arg(long = "config", value_name = "PRESET", requires = "rate")]
+    pub configs: Vec<String>,
 }
 
 #[derive(Debug, Args)]

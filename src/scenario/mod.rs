@@ -11,6 +11,7 @@ pub mod load;
 pub mod load_shape;
 pub mod model;
 pub mod provider;
+pub mod quick;
 pub mod schedule;
 pub mod shape;
 pub mod source;

@@ -2,10 +2,108 @@
 //! tests that hold a preset against the real client library it names: the same server
 //! answers the library and stormrig, so what differs is the clients alone.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
+
+// One timeline per call, the call named by its path (`/CLIENT/CALL/...`): the server the
+// clients that make many calls at once are compared on.
+
+/// What the server answers to one attempt.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// A status with extra headers.
+    Status(u16, Vec<(&'static str, &'static str)>),
+    /// A status with `Retry-After` an HTTP-date this far ahead of the moment it is sent.
+    DateAhead(u16, Duration),
+    /// Close the connection with a TCP reset, no answer.
+    Reset,
+}
+
+/// What the server saw of one call (keyed by `CLIENT/CALL`): arrival instants, and for
+/// HTTP-date hints how far ahead each sent date was.
+#[derive(Default, Debug)]
+pub struct Seen {
+    pub arrivals: Vec<Instant>,
+    pub date_ahead: Vec<f64>,
+}
+
+pub type Log = Arc<Mutex<BTreeMap<String, Seen>>>;
+
+/// The loopback server: one request per connection (`Connection: close`), answered by the
+/// call's timeline.
+pub async fn serve(listener: TcpListener, log: Log, timelines: Arc<BTreeMap<String, Vec<Answer>>>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            return;
+        };
+        let (log, timelines) = (log.clone(), timelines.clone());
+        tokio::spawn(async move {
+            let _ = answer(stream, log, timelines).await;
+        });
+    }
+}
+
+async fn answer(
+    mut stream: TcpStream,
+    log: Log,
+    timelines: Arc<BTreeMap<String, Vec<Answer>>>,
+) -> std::io::Result<()> {
+    let Some(head) = read_request(&mut stream).await? else {
+        return Ok(());
+    };
+    let arrived = Instant::now();
+    let mut parts = head.path().trim_start_matches('/').split('/');
+    let key = format!(
+        "{}/{}",
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("")
+    );
+    let case = key.split('/').nth(1).unwrap_or("").to_string();
+    let attempt = {
+        let mut log = log.lock().unwrap();
+        let seen = log.entry(key.clone()).or_default();
+        seen.arrivals.push(arrived);
+        seen.arrivals.len()
+    };
+    let planned = timelines
+        .get(&case)
+        .and_then(|t| t.get(attempt - 1))
+        .cloned();
+    let (status, headers) = match planned {
+        None => (200, vec![]),
+        Some(Answer::Reset) => return reset(stream),
+        Some(Answer::Status(code, h)) => (
+            code,
+            h.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        Some(Answer::DateAhead(code, ahead)) => {
+            let now = SystemTime::now();
+            let date = httpdate::fmt_http_date(now + ahead);
+            // The date has whole seconds: what it really asks for is measured from now.
+            let at = httpdate::parse_http_date(&date).unwrap();
+            let ahead = at.duration_since(now).unwrap_or_default().as_secs_f64();
+            log.lock()
+                .unwrap()
+                .get_mut(&key)
+                .unwrap()
+                .date_ahead
+                .push(ahead);
+            (code, vec![("retry-after".to_string(), date)])
+        }
+    };
+    let body: &[u8] = if status == 200 {
+        b"{}"
+    } else {
+        br#"{"error":{"message":"conformance test","type":"test"}}"#
+    };
+    write_answer(stream, status, &headers, body).await
+}
 
 /// The head of one request (request line and headers, as text), its body read and dropped.
 pub struct Head(pub String);

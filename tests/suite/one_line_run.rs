@@ -1,0 +1,144 @@
+//! Runs without a scenario file (`run --rate 100 --fault 503@1s+1s`): the flags become
+//! `scenario.toml` in the run directory, which must give the same run as the file would,
+//! and bad flags are refused by name before any load.
+
+use crate::support::process::{bin, exits, succeed, tmp_dir};
+
+fn summary(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The figures that do not depend on when the run happened, per config.
+fn counts(summary: &serde_json::Value) -> Vec<(String, u64, u64, u64, u64)> {
+    summary["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k} in {c}"));
+            (
+                c["name"].as_str().unwrap().to_string(),
+                n("upstream_requests"),
+                n("attempts"),
+                n("downstream_arrivals"),
+                n("budget_refusals"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_one_line_sim_is_the_run_of_the_scenario_it_writes() {
+    let root = tmp_dir("one-line-sim");
+    let quick = root.join("quick");
+    succeed(
+        bin()
+            .args([
+                "sim",
+                "-q",
+                "--rate",
+                "150",
+                "--duration",
+                "6s",
+                "--fault",
+                "503@1s+2s",
+                "--fault",
+                "reset:0.5@4s+1s",
+                "--config",
+                "naive",
+                "--config",
+                "aws-standard",
+                "--out",
+            ])
+            .arg(&quick),
+    );
+    let written = quick.join("scenario.toml");
+    let text = std::fs::read_to_string(&written).expect("the run writes its scenario");
+    assert!(
+        text.contains("rate = 150.0") && text.contains("status = 503"),
+        "{text}"
+    );
+    let again = root.join("again");
+    succeed(
+        bin()
+            .args(["sim", "-q"])
+            .arg(&written)
+            .arg("--out")
+            .arg(&again),
+    );
+    let (a, b) = (counts(&summary(&quick)), counts(&summary(&again)));
+    assert_eq!(a, b);
+    let names: Vec<&str> = a.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["naive", "aws-standard"]);
+    // The faults were applied: naive retried them.
+    assert!(a[0].2 > a[0].1, "{a:?}");
+}
+
+#[test]
+fn a_one_line_live_run_counts_exactly_against_the_builtin_target() {
+    let dir = tmp_dir("one-line-live").join("run");
+    let out = exits(
+        bin()
+            .args(["run", "-q", "--rate", "100", "--duration", "2s"])
+            .args(["--fault", "503@0.5s+1s", "--out"])
+            .arg(&dir),
+        0,
+    );
+    let s = summary(&dir);
+    let configs = s["configs"].as_array().unwrap();
+    let names: Vec<&str> = configs
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["no-retry", "naive", "aws-standard"],
+        "the default presets"
+    );
+    for c in configs {
+        assert_eq!(c["attempts"], c["downstream_arrivals"], "{}", c["name"]);
+        assert!(c["upstream_requests"].as_u64().unwrap() >= 150, "{c}");
+    }
+    assert!(
+        std::fs::read_to_string(dir.join("scenario.toml"))
+            .unwrap()
+            .contains("builtin = \"default\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_one_line_flags_are_refused_by_name_before_any_load() {
+    let dir = tmp_dir("one-line-bad");
+    for (args, says) in [
+        (
+            vec!["--rate", "100", "--fault", "503@5s"],
+            "--fault \"503@5s\"",
+        ),
+        (vec!["--rate", "0"], "--rate 0"),
+        (
+            vec!["--rate", "100", "--config", "aws-standart"],
+            "aws-standard",
+        ),
+        (
+            vec!["--rate", "100", "--url", "http://127.0.0.1:9/\"x"],
+            "--url",
+        ),
+        (vec!["--rate", "100", "--duration", "5 sec"], "duration"),
+    ] {
+        let out = exits(
+            bin().arg("run").args(&args).arg("--out").arg(dir.join("r")),
+            2,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!dir.join("r/summary.json").exists(), "{args:?} ran");
+    }
+    // Neither a file and flags, nor flags without --rate.
+    exits(
+        bin().args(["run", "scenarios/downstream-503-10s.toml", "--rate", "5"]),
+        2,
+    );
+    exits(bin().args(["run", "--fault", "503@1s+1s"]), 2);
+}
