@@ -175,7 +175,7 @@ mod tests {
             ("503@5s", "no '+'"),
             ("600@1s+1s", "status from 100"),
             ("503:2@1s+1s", "(0, 1]"),
-            ("503@1s+\"x\"", "durations"),
+            ("503@1s+1 s", "durations"),
         ] {
             let e = scenario_text(&quick(&[spec])).unwrap_err().to_string();
             assert!(e.contains(spec) && e.contains(why), "{spec}: {e}");
