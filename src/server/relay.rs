@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TE};
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -56,8 +56,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use super::counters::{Counters, Trouble};
+use super::grpc;
 use super::Resp;
 pub use crate::headers::MAX_INFORMATIONAL;
+use crate::policy::GrpcStatus;
 use crate::scenario::Protocol;
 
 /// The longest request or response body the proxy buffers to relay (bytes).
@@ -100,16 +102,28 @@ fn mark(resp: &mut Resp, value: &'static str) {
 fn failed_exchange(
     counters: &Counters,
     e: &(dyn std::error::Error + Send + Sync + 'static),
-) -> (Resp, bool) {
+) -> (Resp, bool, Option<(GrpcStatus, &'static str)>) {
     let connect = e
         .downcast_ref::<hyper_util::client::legacy::Error>()
         .is_some_and(|e| e.is_connect());
+    // What a gRPC client makes of each when it talks to the server itself: UNAVAILABLE.
+    let unavailable = |why| Some((GrpcStatus::Unavailable, why));
     if connect && crate::tls::is_handshake_failure(e) {
         let why = format!("upstream TLS handshake failed: {}", crate::tls::describe(e));
-        (marked(&why, crate::headers::UPSTREAM_TLS_HANDSHAKE), false)
+        let resp = marked(&why, crate::headers::UPSTREAM_TLS_HANDSHAKE);
+        (
+            resp,
+            false,
+            unavailable("stormrig proxy: upstream TLS handshake failed"),
+        )
     } else if connect {
         let why = "upstream connect failed";
-        (marked(why, crate::headers::UPSTREAM_CONNECT_FAILED), false)
+        let resp = marked(why, crate::headers::UPSTREAM_CONNECT_FAILED);
+        (
+            resp,
+            false,
+            unavailable("stormrig proxy: upstream connect failed"),
+        )
     } else {
         counters.forward();
         let mut resp = gateway(
@@ -119,7 +133,11 @@ fn failed_exchange(
         if let Some(reset) = UpstreamReset::of(e) {
             resp.extensions_mut().insert(reset);
         }
-        (resp, true)
+        (
+            resp,
+            true,
+            unavailable("stormrig proxy: upstream closed before a complete answer"),
+        )
     }
 }
 
@@ -269,12 +287,32 @@ impl Upstream {
 
     /// Sends the request upstream and returns the answer to relay (or the gateway error
     /// standing for it) and whether the upstream received the request; counts `forwarded`.
+    /// `arrived`: when the request reached the proxy, so that a gRPC call's `grpc-timeout`
+    /// goes on shortened by the time spent here (faults' latency, slots).
     pub(crate) async fn forward(
         &self,
         counters: &Counters,
         parts: hyper::http::request::Parts,
         body: Bytes,
+        arrived: tokio::time::Instant,
     ) -> (Resp, bool) {
+        let call = grpc::has_grpc_content(&parts.headers);
+        let (mut resp, forwarded, status) = self.exchange(counters, parts, body, arrived).await;
+        if let (true, Some((status, why))) = (call, status) {
+            grpc::gateway_status(&mut resp, status, why);
+        }
+        (resp, forwarded)
+    }
+
+    /// [`Upstream::forward`] as HTTP sees it; with a gateway answer, the gRPC status it
+    /// stands for (used when the request is a gRPC call).
+    async fn exchange(
+        &self,
+        counters: &Counters,
+        parts: hyper::http::request::Parts,
+        body: Bytes,
+        arrived: tokio::time::Instant,
+    ) -> (Resp, bool, Option<(GrpcStatus, &'static str)>) {
         let path = parts
             .uri
             .path_and_query()
@@ -283,28 +321,39 @@ impl Upstream {
         let uri: Uri = match format!("{}://{}{}", self.scheme, self.addr, path).parse() {
             Ok(u) => u,
             Err(_) => {
-                return (
-                    gateway(StatusCode::BAD_GATEWAY, "bad request target"),
-                    false,
-                )
+                let why = "bad request target";
+                let status = Some((GrpcStatus::Internal, "stormrig proxy: bad request target"));
+                return (gateway(StatusCode::BAD_GATEWAY, why), false, status);
             }
         };
+        let call = grpc::has_grpc_content(&parts.headers);
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = parts.method;
         *req.uri_mut() = uri;
         *req.headers_mut() = parts.headers;
         strip_hop_by_hop(req.headers_mut());
+        if call {
+            // gRPC servers want `te: trailers` (the one TE value HTTP/2 carries), and the
+            // call's deadline shortened by what the proxy spent of it.
+            req.headers_mut()
+                .insert(TE, HeaderValue::from_static("trailers"));
+            grpc::shorten_timeout(req.headers_mut(), arrived.elapsed());
+        }
         let too_many_interim = bound_interim_answers(&mut req);
 
         let exchange = async {
             let resp = self.client.request(req).await?;
             let (parts, body) = resp.into_parts();
             // Bounded: past MAX_BODY the body is dropped (and its connection with it).
-            let bytes = http_body_util::Limited::new(body, MAX_BODY)
+            let collected = http_body_util::Limited::new(body, MAX_BODY)
                 .collect()
-                .await?
-                .to_bytes();
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((parts, bytes))
+                .await?;
+            let trailers = collected.trailers().cloned();
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((
+                parts,
+                collected.to_bytes(),
+                trailers,
+            ))
         };
         let bounded = async {
             tokio::select! {
@@ -318,19 +367,48 @@ impl Upstream {
             counters.forward();
             counters.trouble_seen(Trouble::ProtocolError);
             let why = format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers");
-            return (marked(&why, crate::headers::UPSTREAM_PROTOCOL_ERROR), true);
+            let resp = marked(&why, crate::headers::UPSTREAM_PROTOCOL_ERROR);
+            let status = (
+                GrpcStatus::Internal,
+                "stormrig proxy: upstream protocol error",
+            );
+            return (resp, true, Some(status));
         };
         match result {
-            Ok(Ok((mut parts, bytes))) => {
+            Ok(Ok((_, bytes, _))) if call && grpc::messages(&bytes).is_some_and(|n| n > 1) => {
+                // A unary call has one answer message: an answer of several (a server-
+                // streaming method) is refused, as the proxy buffers an answer whole to see
+                // it end, which would deliver a stream's messages all at once, late, and
+                // hold a long stream in memory up to MAX_BODY.
+                counters.forward();
+                counters.trouble_seen(Trouble::ProtocolError);
+                let why = "the upstream answered a gRPC call with more than one message";
+                let resp = marked(why, crate::headers::UPSTREAM_PROTOCOL_ERROR);
+                let status = (
+                    GrpcStatus::Unimplemented,
+                    "stormrig proxy: server-streaming calls are not relayed, unary calls only",
+                );
+                (resp, true, Some(status))
+            }
+            Ok(Ok((mut parts, bytes, trailers))) => {
                 counters.forward();
                 strip_hop_by_hop(&mut parts.headers);
-                (Response::from_parts(parts, Full::new(bytes)), true)
+                let mut resp = Response::from_parts(parts, Full::new(bytes));
+                if call {
+                    resp.extensions_mut().insert(grpc::Relayed(trailers));
+                }
+                (resp, true, None)
             }
             Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
                 counters.forward();
                 counters.trouble_seen(Trouble::BodyTooLarge);
                 let why = format!("upstream response body longer than {MAX_BODY} bytes");
-                (marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE), true)
+                let resp = marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE);
+                let status = (
+                    GrpcStatus::ResourceExhausted,
+                    "stormrig proxy: upstream answer too large to relay",
+                );
+                (resp, true, Some(status))
             }
             Ok(Err(e)) => failed_exchange(counters, e.as_ref()),
             Err(_) => {
@@ -338,7 +416,11 @@ impl Upstream {
                 counters.trouble_seen(Trouble::Timeout);
                 let mut resp = gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out");
                 mark(&mut resp, crate::headers::UPSTREAM_TIMEOUT);
-                (resp, true)
+                let status = (
+                    GrpcStatus::DeadlineExceeded,
+                    "stormrig proxy: upstream timed out",
+                );
+                (resp, true, Some(status))
             }
         }
     }
