@@ -79,6 +79,8 @@ pub(crate) struct Upstream {
     addr: SocketAddr,
     /// `http` or `https`.
     scheme: &'static str,
+    /// Whether it speaks HTTP/2: a request's authority is then `:authority` alone.
+    h2: bool,
     timeout: Duration,
 }
 
@@ -281,6 +283,7 @@ impl Upstream {
             client,
             addr,
             scheme: if wire.tls.is_some() { "https" } else { "http" },
+            h2,
             timeout,
         }
     }
@@ -332,6 +335,12 @@ impl Upstream {
         *req.uri_mut() = uri;
         *req.headers_mut() = parts.headers;
         strip_hop_by_hop(req.headers_mut());
+        if self.h2 {
+            // HTTP/2 names the authority in `:authority`, from the upstream's URI: a `host`
+            // header passed on beside it is a second one, which servers refuse (nginx:
+            // "client sent duplicate host header", 400).
+            req.headers_mut().remove(hyper::header::HOST);
+        }
         if call {
             // gRPC servers want `te: trailers` (the one TE value HTTP/2 carries), and the
             // call's deadline shortened by what the proxy spent of it.
