@@ -26,6 +26,7 @@ mod suite {
     mod gates_eval;
     mod gates_junit;
     mod grpc_calls;
+    mod grpc_proxy;
     mod grpc_real_client;
     mod hostile_files;
     mod hostile_input;

@@ -497,7 +497,7 @@ async fn answer(
             // A relayed gRPC call is served when its own status says so (a failed call
             // travels in an HTTP 200).
             let call_ok =
-                !resp.extensions().get::<grpc::Relayed>().is_some() || grpc::relayed_ok(&resp);
+                resp.extensions().get::<grpc::Relayed>().is_none() || grpc::relayed_ok(&resp);
             shared
                 .counters
                 .respond(status.as_u16(), forwarded && status.is_success() && call_ok);

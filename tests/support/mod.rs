@@ -143,6 +143,7 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
             .expect("run completes")
     })
 }
+pub mod grpc_server;
 pub mod http;
 pub mod process;
 pub mod python;
