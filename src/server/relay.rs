@@ -62,6 +62,10 @@ pub use crate::headers::MAX_INFORMATIONAL;
 use crate::policy::GrpcStatus;
 use crate::scenario::Protocol;
 
+/// An upstream answer read whole: its head, body and trailers.
+type Exchanged = (hyper::http::response::Parts, Bytes, Option<HeaderMap>);
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The longest request or response body the proxy buffers to relay (bytes).
 pub const MAX_BODY: usize = 1 << 20;
 
@@ -383,54 +387,65 @@ impl Upstream {
             );
             return (resp, true, Some(status));
         };
-        match result {
-            Ok(Ok((_, bytes, _))) if call && grpc::messages(&bytes).is_some_and(|n| n > 1) => {
-                // A unary call has one answer message: an answer of several (a server-
-                // streaming method) is refused, as the proxy buffers an answer whole to see
-                // it end, which would deliver a stream's messages all at once, late, and
-                // hold a long stream in memory up to MAX_BODY.
-                counters.forward();
-                counters.trouble_seen(Trouble::ProtocolError);
-                let why = "the upstream answered a gRPC call with more than one message";
-                let resp = marked(why, crate::headers::UPSTREAM_PROTOCOL_ERROR);
-                let status = (
-                    GrpcStatus::Unimplemented,
-                    "stormrig proxy: server-streaming calls are not relayed, unary calls only",
-                );
-                (resp, true, Some(status))
+        settle(counters, call, result)
+    }
+}
+
+/// What the proxy answers once the exchange ended (or its timeout did): the upstream's
+/// answer, or the gateway answer standing for what went wrong; whether the upstream
+/// received the request; and, for a gateway answer, the gRPC status it stands for.
+fn settle(
+    counters: &Counters,
+    call: bool,
+    result: Result<Result<Exchanged, BoxError>, tokio::time::error::Elapsed>,
+) -> (Resp, bool, Option<(GrpcStatus, &'static str)>) {
+    match result {
+        Ok(Ok((_, bytes, _))) if call && grpc::messages(&bytes).is_some_and(|n| n > 1) => {
+            // A unary call has one answer message: an answer of several (a server-
+            // streaming method) is refused, as the proxy buffers an answer whole to see
+            // it end, which would deliver a stream's messages all at once, late, and
+            // hold a long stream in memory up to MAX_BODY.
+            counters.forward();
+            counters.trouble_seen(Trouble::ProtocolError);
+            let why = "the upstream answered a gRPC call with more than one message";
+            let resp = marked(why, crate::headers::UPSTREAM_PROTOCOL_ERROR);
+            let status = (
+                GrpcStatus::Unimplemented,
+                "stormrig proxy: server-streaming calls are not relayed, unary calls only",
+            );
+            (resp, true, Some(status))
+        }
+        Ok(Ok((mut parts, bytes, trailers))) => {
+            counters.forward();
+            strip_hop_by_hop(&mut parts.headers);
+            let mut resp = Response::from_parts(parts, Full::new(bytes));
+            if call {
+                resp.extensions_mut().insert(grpc::Relayed(trailers));
             }
-            Ok(Ok((mut parts, bytes, trailers))) => {
-                counters.forward();
-                strip_hop_by_hop(&mut parts.headers);
-                let mut resp = Response::from_parts(parts, Full::new(bytes));
-                if call {
-                    resp.extensions_mut().insert(grpc::Relayed(trailers));
-                }
-                (resp, true, None)
-            }
-            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                counters.forward();
-                counters.trouble_seen(Trouble::BodyTooLarge);
-                let why = format!("upstream response body longer than {MAX_BODY} bytes");
-                let resp = marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE);
-                let status = (
-                    GrpcStatus::ResourceExhausted,
-                    "stormrig proxy: upstream answer too large to relay",
-                );
-                (resp, true, Some(status))
-            }
-            Ok(Err(e)) => failed_exchange(counters, e.as_ref()),
-            Err(_) => {
-                counters.forward();
-                counters.trouble_seen(Trouble::Timeout);
-                let mut resp = gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out");
-                mark(&mut resp, crate::headers::UPSTREAM_TIMEOUT);
-                let status = (
-                    GrpcStatus::DeadlineExceeded,
-                    "stormrig proxy: upstream timed out",
-                );
-                (resp, true, Some(status))
-            }
+            (resp, true, None)
+        }
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            counters.forward();
+            counters.trouble_seen(Trouble::BodyTooLarge);
+            let why = format!("upstream response body longer than {MAX_BODY} bytes");
+            let resp = marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE);
+            let status = (
+                GrpcStatus::ResourceExhausted,
+                "stormrig proxy: upstream answer too large to relay",
+            );
+            (resp, true, Some(status))
+        }
+        Ok(Err(e)) => failed_exchange(counters, e.as_ref()),
+        Err(_) => {
+            counters.forward();
+            counters.trouble_seen(Trouble::Timeout);
+            let mut resp = gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out");
+            mark(&mut resp, crate::headers::UPSTREAM_TIMEOUT);
+            let status = (
+                GrpcStatus::DeadlineExceeded,
+                "stormrig proxy: upstream timed out",
+            );
+            (resp, true, Some(status))
         }
     }
 }
