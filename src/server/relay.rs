@@ -26,6 +26,16 @@
 //! `src/proto/settings.rs`): a flood costs the upstream its own writes, not the proxy
 //! unbounded memory.
 //!
+//! A gRPC call (`content-type: application/grpc...`, over HTTP/2) is relayed as one: the
+//! upstream's trailers are kept with its body and written back after it by
+//! [`super::grpc::answer`] (a trailers-only answer keeps its status in its headers);
+//! `te: trailers` goes with the call, and `grpc-timeout` shortened by the time the call
+//! spent at the proxy. Each gateway answer below carries, for a call, the gRPC status it
+//! stands for, and goes back trailers-only: UNAVAILABLE for a connect or TLS failure or an
+//! upstream that closed early, DEADLINE_EXCEEDED for the upstream timeout,
+//! RESOURCE_EXHAUSTED for a body too large, INTERNAL for a protocol error, and UNIMPLEMENTED
+//! for an answer of more than one message (a server-streaming method, not relayed).
+//!
 //! Counting: `forwarded` counts requests the upstream received: a forward that ended with
 //! a response, a broken connection or a timeout after the connection was made. A connect
 //! error (refused, unreachable) is not forwarded. `executions` counts forwarded non-GET/HEAD
