@@ -2,7 +2,7 @@
 
 Used by tests/suite/grpc_proxy.rs as the real gRPC service behind stormrig's fault proxy
 (and behind nginx's grpc_pass). Generic (no generated code): every unary method answers an
-empty message, except by name: `Unavailable` fails the call UNAVAILABLE with
+message `ok` (2 bytes), except by name: `Unavailable` fails the call UNAVAILABLE with
 `grpc-retry-pushback-ms: 300` in its trailing metadata (a status the server itself sets, so
 that the test sees the upstream's own status relayed), `Slow` answers after 2 s, and
 `Stream` is a server-streaming method answering two messages. Calls are counted per
@@ -46,7 +46,7 @@ def answer(method):
             context.abort(grpc.StatusCode.UNAVAILABLE, "grpc_server.py: Unavailable")
         if method.endswith("/Slow"):
             time.sleep(2)
-        return b""
+        return b"ok"
 
     return handle
 
