@@ -2,7 +2,7 @@
 //! proxy: one home for both sides of each header, so the client and the server can never
 //! disagree on a name.
 
-use hyper::header::HeaderName;
+use hyper::header::{HeaderName, HeaderValue};
 
 /// The most interim (1xx) answers read before the final one, by the live client and by the
 /// fault proxy's upstream leg alike; one more is a protocol error. A real server sends one
@@ -58,6 +58,8 @@ pub const GRPC_STATUS: &str = "grpc-status";
 pub const GRPC_MESSAGE: &str = "grpc-message";
 /// gRPC's server pushback (gRFC A6): milliseconds before a retry, negative = do not retry.
 pub const GRPC_PUSHBACK_MS: &str = "grpc-retry-pushback-ms";
+/// A gRPC call's deadline as what remains of it ([`grpc_timeout`], [`parse_grpc_timeout`]).
+pub const GRPC_TIMEOUT: &str = "grpc-timeout";
 /// `content-type` of a gRPC call and its answer (protobuf is the default subtype; stormrig
 /// does not look inside the message).
 pub const GRPC_CONTENT_TYPE: &str = "application/grpc";
@@ -81,6 +83,50 @@ pub fn parse_u64(value: &[u8]) -> Option<u64> {
     })
 }
 
+/// `grpc-timeout` for `d`: at most 8 digits and a unit, the finest unit that fits, rounded
+/// up so the server never sees a deadline earlier than the sender's (gRPC's PROTOCOL-HTTP2,
+/// "Timeout → "grpc-timeout" TimeoutValue TimeoutUnit", TimeoutValue "at most 8 digits").
+/// The client writes it from a call's deadline, the proxy again for what remains of it.
+pub fn grpc_timeout(d: std::time::Duration) -> HeaderValue {
+    const MAX: u128 = 99_999_999;
+    let ns = d.as_nanos();
+    let units: [(u128, &str); 6] = [
+        (1, "n"),
+        (1_000, "u"),
+        (1_000_000, "m"),
+        (1_000_000_000, "S"),
+        (60_000_000_000, "M"),
+        (3_600_000_000_000, "H"),
+    ];
+    for (per, unit) in units {
+        let n = ns.div_ceil(per);
+        if n <= MAX {
+            return HeaderValue::from_str(&format!("{n}{unit}")).expect("digits and a letter");
+        }
+    }
+    HeaderValue::from_static("99999999H")
+}
+
+/// The duration a `grpc-timeout` value stands for: 1 to 8 ASCII digits and one of the units
+/// `H M S m u n`; anything else is unreadable (`None`).
+pub fn parse_grpc_timeout(value: &[u8]) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let (&unit, digits) = value.split_last()?;
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = parse_u64(digits)?;
+    Some(match unit {
+        b'H' => Duration::from_secs(n * 3600),
+        b'M' => Duration::from_secs(n * 60),
+        b'S' => Duration::from_secs(n),
+        b'm' => Duration::from_millis(n),
+        b'u' => Duration::from_micros(n),
+        b'n' => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
 // Parsed at compile time: `HeaderName::from_static` at run time validates the name on
 // every call, and these are set or read on every request.
 pub(crate) const H_REQUEST: HeaderName = HeaderName::from_static(REQUEST);
@@ -99,7 +145,28 @@ pub(crate) const H_GRPC_PUSHBACK_MS: HeaderName = HeaderName::from_static(GRPC_P
 
 #[cfg(test)]
 mod tests {
-    use super::parse_u64;
+    use super::{grpc_timeout, parse_grpc_timeout, parse_u64};
+    use std::time::Duration;
+
+    #[test]
+    fn grpc_timeouts_read_back_what_was_written_rounded_up() {
+        for d in [
+            Duration::from_nanos(1),
+            Duration::from_millis(1500),
+            Duration::from_nanos(100_000_001),
+            Duration::from_secs(200_000),
+        ] {
+            let back = parse_grpc_timeout(grpc_timeout(d).as_bytes()).unwrap();
+            assert!(
+                back >= d && back - d < d / 1000 + Duration::from_micros(1),
+                "{d:?}"
+            );
+        }
+        assert_eq!(parse_grpc_timeout(b"2M"), Some(Duration::from_secs(120)));
+        for bad in [&b"5"[..], b"m", b"123456789m", b"5x", b"-5m", b"5 m"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn one_rule_for_every_stormrig_number() {

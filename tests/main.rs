@@ -28,6 +28,7 @@ mod suite {
     mod gates_junit;
     mod google_api_core_conformance;
     mod grpc_calls;
+    mod grpc_proxy;
     mod grpc_real_client;
     mod hostile_files;
     mod hostile_input;

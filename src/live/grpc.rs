@@ -27,34 +27,32 @@ pub fn call_headers(headers: &mut HeaderMap) {
     headers.insert(TE, HeaderValue::from_static("trailers"));
 }
 
-/// `grpc-timeout` for `d`: at most 8 digits and a unit, the finest unit that fits, rounded
-/// up so the server never sees a deadline earlier than the client's.
+/// `grpc-timeout` for `d` (see [`crate::headers::grpc_timeout`]).
 pub fn timeout_header(d: Duration) -> HeaderValue {
-    const MAX: u128 = 99_999_999;
-    let ns = d.as_nanos();
-    let units: [(u128, &str); 6] = [
-        (1, "n"),
-        (1_000, "u"),
-        (1_000_000, "m"),
-        (1_000_000_000, "S"),
-        (60_000_000_000, "M"),
-        (3_600_000_000_000, "H"),
-    ];
-    for (per, unit) in units {
-        let n = ns.div_ceil(per);
-        if n <= MAX {
-            return HeaderValue::from_str(&format!("{n}{unit}")).expect("digits and a letter");
-        }
-    }
-    HeaderValue::from_static("99999999H")
+    crate::headers::grpc_timeout(d)
 }
 
 /// The policy's view of the reply to a gRPC call. A reply with `grpc-status` is what that
 /// says; one without it is read by gRPC's HTTP-to-gRPC mapping (503 → UNAVAILABLE), and a
 /// 200 without a status is INTERNAL, as gRPC's clients read a stream that ended without one.
+/// The fault proxy's answer for a real server it could not reach (marked
+/// `x-stormrig-upstream`, UNAVAILABLE) is the transport failure it stands for, as for
+/// plain HTTP: a client talking to the server itself would have failed to connect.
 pub fn to_outcome(reply: &Reply) -> AttemptOutcome<'_> {
+    use crate::headers::{UPSTREAM_CONNECT_FAILED, UPSTREAM_TLS_HANDSHAKE};
+    use crate::policy::TransportError;
     match reply {
         Reply::Failed(e) => AttemptOutcome::Transport(*e),
+        Reply::Response { .. }
+            if reply.header(ReplyHeader::Upstream) == Some(UPSTREAM_CONNECT_FAILED) =>
+        {
+            AttemptOutcome::Transport(TransportError::ConnectRefused)
+        }
+        Reply::Response { .. }
+            if reply.header(ReplyHeader::Upstream) == Some(UPSTREAM_TLS_HANDSHAKE) =>
+        {
+            AttemptOutcome::Transport(TransportError::TlsHandshake)
+        }
         Reply::Response { status, .. } => {
             let grpc_status = match reply.header(ReplyHeader::GrpcStatus) {
                 Some(v) => GrpcStatus::from_header(v),
@@ -121,5 +119,16 @@ mod tests {
         );
         assert_eq!(g(&reply(503, &[])).0, Some(GrpcStatus::Unavailable));
         assert_eq!(g(&reply(200, &[])).0, Some(GrpcStatus::Internal));
+        let unreached = reply(
+            200,
+            &[
+                ("grpc-status", "14"),
+                ("x-stormrig-upstream", "connect-failed"),
+            ],
+        );
+        assert!(matches!(
+            to_outcome(&unreached),
+            AttemptOutcome::Transport(crate::policy::TransportError::ConnectRefused)
+        ));
     }
 }

@@ -61,7 +61,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
-    check_grpc(&file, &load, &choice, wire.protocol).map_err(refused)?;
+    check_grpc(&file, &load, wire.protocol).map_err(refused)?;
     let faults = file
         .faults
         .iter()
@@ -190,32 +190,25 @@ fn check_header(file: &ScenarioFile) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// gRPC calls need a protocol that carries trailers and the built-in target, reached
-/// directly: the fault proxy and topology layers relay bodies without their trailers.
+/// gRPC calls need a protocol that carries trailers, and a hop that relays them: the
+/// built-in target and the fault proxy in front of a `url` target do; topology layers relay
+/// bodies without their trailers.
 fn check_grpc(
     file: &ScenarioFile,
     load: &super::Load,
-    choice: &TargetChoice,
     protocol: super::Protocol,
 ) -> Result<(), Refusal> {
     if load.grpc.is_none() {
         return Ok(());
     }
     super::grpc::check_protocol(protocol)?;
-    let relayed = if matches!(choice, TargetChoice::Url { .. }) {
-        Some("a `url` target (stormrig's fault proxy")
-    } else if !file.topology.is_empty() {
-        Some("topology layers (a layer")
-    } else {
-        None
-    };
-    if let Some(what) = relayed {
+    if !file.topology.is_empty() {
         return Err(Refusal {
             field: "load.grpc".into(),
-            message: format!(
-                "gRPC calls go to the built-in target only: {what} relays bodies without \
-                 their trailers, where a gRPC status travels)"
-            ),
+            message: "gRPC calls cannot cross topology layers: a layer relays bodies without \
+                      their trailers, where a gRPC status travels (the built-in target and a \
+                      `url` target, through stormrig's fault proxy, take them)"
+                .into(),
         });
     }
     Ok(())

@@ -34,6 +34,7 @@ mod fault_api;
 mod grpc;
 mod provider;
 pub mod proxy;
+mod relay;
 mod request;
 mod slots;
 

@@ -25,51 +25,13 @@
 //!    faults changing the slot count. `model.service_time` is not used: the real server's
 //!    own time is the service time. Pass `concurrency = u32::MAX` for "no limit but the
 //!    capacity faults" (what [`serve_standalone`] does);
-//! 6. the forward over a pooled keep-alive client (hyper-util legacy `Client`). Every header
-//!    but the hop-by-hop ones is passed on, so `x-stormrig-request`, `x-stormrig-attempt` and
-//!    `idempotency-key` reach the real server's logs. The upstream response (status,
-//!    headers, body, its own 5xx included) is relayed back; the body is buffered whole, so
-//!    that an upstream that closes mid-response is seen as a failure (502) instead of a
-//!    truncated 200. What is buffered is bounded: a body (request or response) longer than
-//!    [`MAX_BODY`] (1 MiB) is not relayed. A request body beyond it is answered 413; a
-//!    response body beyond it is cut off (the upstream connection closed) and answered 502
-//!    with `x-stormrig-upstream: body-too-large`, counted as `body_too_large`. Memory per
-//!    request is thus at most [`MAX_BODY`], whatever the upstream sends (an endless chunked
-//!    body included), and the proxy's at most that times the requests it has in flight.
-//!    Interim (1xx) answers are bounded too: past [`MAX_INFORMATIONAL`] of them before the
-//!    final answer, the exchange is abandoned (its upstream connection closed) and answered
-//!    502 with `x-stormrig-upstream: protocol-error`, counted as `protocol_errors`. hyper's
-//!    HTTP/1 client skips 1xx answers in a loop of its own (`Client::parse` in
-//!    hyper-1.12.0 `src/proto/h1/role.rs`, "Loop to skip information status code headers")
-//!    with no limit, so an upstream that sends `100 Continue` without end would keep a core
-//!    busy until the upstream timeout; the proxy counts them with `hyper::ext::on_informational`.
-//!    Other upstream elements are bounded by hyper and h2 themselves: a response head by
-//!    hyper's read buffer (~400 KiB, then an error: 502), a head trickled byte by byte by the
-//!    upstream timeout; over HTTP/2, header blocks by h2's header list size limit and its
-//!    count of CONTINUATION frames (h2-0.4.20 `src/codec/framed_read.rs` lines 331-332), and
-//!    PING and SETTINGS floods by h2 holding one pending PONG or SETTINGS ACK at a time and
-//!    reading no further frame until it is written (`src/proto/ping_pong.rs` lines 97-132,
-//!    `src/proto/settings.rs`): a flood costs the upstream its own writes, not the proxy
-//!    unbounded memory;
+//! 6. the forward to the upstream and the relay of its answer ([`super::relay`]: headers
+//!    passed on, bodies buffered whole and bounded by [`MAX_BODY`], interim answers by
+//!    [`MAX_INFORMATIONAL`], upstream resets relayed as resets, gateway errors marked; a
+//!    gRPC call relayed with its trailers, the proxy's own answers to it trailers-only);
 //! 7. **lost-response** faults: the request is forwarded (the real server executes), then the
 //!    response is dropped: answered with the fault's `status`, or held without an answer
 //!    until the client leaves (exactly as the built-in target does).
-//!
-//! Counting: `forwarded` counts requests the upstream received: a forward that ended with
-//! a response, a broken connection or a timeout after the connection was made. A connect
-//! error (refused, unreachable) is not forwarded. `executions` counts forwarded non-GET/HEAD
-//! requests (`duplicate_executions` per `x-stormrig-request`). A forward in progress at
-//! [`super::TargetHandle::shutdown`] is abandoned and may be uncounted.
-//!
-//! Resets are relayed as resets ([`UpstreamReset`]): an upstream that resets the connection
-//! or closes it before a whole response (HTTP/1.1) gets the client's connection closed
-//! without an answer, an RST_STREAM or GOAWAY (HTTP/2) gets the client's stream reset with
-//! the same code; each is forwarded and counted as an upstream reset, not as an answer.
-//!
-//! Gateway errors, counted in `responses_by_status` like any answer: connection refused,
-//! or a response that does not parse → **502**; no complete response within
-//! the upstream timeout ([`ProxyOptions::upstream_timeout`], default 30 s) → **504** with
-//! `x-stormrig-upstream: timeout`, counted as `upstream_timeouts`.
 //!
 //! # Standalone proxy and its control endpoint
 //!
@@ -104,15 +66,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
-use hyper::{Method, Request, Response, StatusCode, Uri};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
 
-use super::counters::Counters;
 pub use super::counters::Trouble;
 use super::fault_api::FaultRegistry;
 use super::{start_inner, Resp, Shared, TargetConfig, TargetError, TargetHandle};
@@ -126,11 +83,16 @@ use crate::scenario::validate;
 pub const CONTROL_PREFIX: &str = "/_stormrig/";
 
 /// The longest request or response body the proxy buffers to relay (bytes).
-pub const MAX_BODY: usize = 1 << 20;
+pub use super::relay::MAX_BODY;
 
 /// Past this many interim (1xx) answers from the upstream, the exchange ends as a protocol
 /// error (502, `x-stormrig-upstream: protocol-error`); the live client holds the same bound.
-pub use crate::headers::MAX_INFORMATIONAL;
+pub use super::relay::MAX_INFORMATIONAL;
+
+/// The HTTP version and TLS of the proxy's upstream side.
+pub use super::relay::UpstreamWire;
+
+pub(crate) use super::relay::{Upstream, UpstreamReset};
 
 /// Knobs of the proxy that a [`TargetConfig`] does not carry.
 #[derive(Debug, Clone)]
@@ -143,14 +105,6 @@ pub struct ProxyOptions {
     pub upstream: UpstreamWire,
     /// What the proxy's own listener speaks.
     pub listen: super::Listen,
-}
-
-/// The HTTP version and TLS of the proxy's upstream side.
-#[derive(Debug, Clone, Default)]
-pub struct UpstreamWire {
-    pub protocol: crate::scenario::Protocol,
-    /// TLS configuration and the name the certificate must carry (the url's host).
-    pub tls: Option<(Arc<rustls::ClientConfig>, String)>,
 }
 
 impl Default for ProxyOptions {
@@ -182,15 +136,6 @@ pub fn random_token() -> String {
         }
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The real server behind the proxy.
-pub(crate) struct Upstream {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    addr: SocketAddr,
-    /// `http` or `https`.
-    scheme: &'static str,
-    timeout: Duration,
 }
 
 /// The standalone proxy's faults and who may change them.
@@ -624,267 +569,5 @@ pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
                  POST {CONTROL_PREFIX}faults/start|stop, GET {CONTROL_PREFIX}metrics\n"
             ),
         ),
-    }
-}
-
-/// A 502 the proxy made itself, marked (`x-stormrig-upstream: MARK`) so that the client and
-/// the counts tell it from the service's own answers.
-fn marked(why: &str, value: &'static str) -> Resp {
-    let mut resp = gateway(StatusCode::BAD_GATEWAY, why);
-    mark(&mut resp, value);
-    resp
-}
-
-/// Marks an answer the proxy made itself: `x-stormrig-upstream: VALUE`.
-fn mark(resp: &mut Resp, value: &'static str) {
-    resp.headers_mut()
-        .insert(crate::headers::UPSTREAM, HeaderValue::from_static(value));
-}
-
-/// The answer to an exchange that failed before a complete response: a connect or TLS
-/// handshake that failed never reached the service (not forwarded); anything later did, and
-/// an upstream reset is relayed as a reset.
-fn failed_exchange(
-    counters: &Counters,
-    e: &(dyn std::error::Error + Send + Sync + 'static),
-) -> (Resp, bool) {
-    let connect = e
-        .downcast_ref::<hyper_util::client::legacy::Error>()
-        .is_some_and(|e| e.is_connect());
-    if connect && crate::tls::is_handshake_failure(e) {
-        let why = format!("upstream TLS handshake failed: {}", crate::tls::describe(e));
-        (marked(&why, crate::headers::UPSTREAM_TLS_HANDSHAKE), false)
-    } else if connect {
-        let why = "upstream connect failed";
-        (marked(why, crate::headers::UPSTREAM_CONNECT_FAILED), false)
-    } else {
-        counters.forward();
-        let mut resp = gateway(
-            StatusCode::BAD_GATEWAY,
-            "upstream closed or reset before a complete response",
-        );
-        if let Some(reset) = UpstreamReset::of(e) {
-            resp.extensions_mut().insert(reset);
-        }
-        (resp, true)
-    }
-}
-
-/// Headers that belong to one connection, not to the message (RFC 9110 §7.6.1).
-fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
-        .collect();
-    for n in named {
-        headers.remove(n);
-    }
-    for n in [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    ] {
-        headers.remove(n);
-    }
-    // The relayed body is whole: hyper writes its length.
-    headers.remove(CONTENT_LENGTH);
-}
-
-fn gateway(status: StatusCode, why: &str) -> Resp {
-    text(status, format!("stormrig proxy: {why}\n"))
-}
-
-/// The upstream reset the request instead of answering: its connection was reset or cut
-/// before a whole response head (HTTP/1.1), or its stream reset (RST_STREAM) or refused by a
-/// GOAWAY (HTTP/2). The proxy does to its client what the upstream did to it: it closes the
-/// client's connection without an answer (HTTP/1.1) or resets the client's stream with the
-/// same code (HTTP/2), so the client's outcome is the one it would have had without the
-/// proxy (`reset`, `stream-reset`). Carried as an extension of the gateway answer it stands
-/// for, which is never sent.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct UpstreamReset(Option<h2::Reason>);
-
-impl UpstreamReset {
-    /// The reset `e` stands for, if it is one. A response that did not parse stays a
-    /// gateway error (502): the upstream answered, badly, and did not reset anything.
-    fn of(e: &(dyn std::error::Error + 'static)) -> Option<UpstreamReset> {
-        let mut next = Some(e);
-        while let Some(e) = next {
-            if let Some(h2e) = e.downcast_ref::<h2::Error>() {
-                if h2e.is_reset() || h2e.is_go_away() {
-                    return Some(UpstreamReset(h2e.reason()));
-                }
-            }
-            if let Some(he) = e.downcast_ref::<hyper::Error>() {
-                if he.is_incomplete_message() {
-                    return Some(UpstreamReset(None));
-                }
-                if he.is_parse() {
-                    return None;
-                }
-            }
-            if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
-                if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
-                    return Some(UpstreamReset(None));
-                }
-            }
-            next = e.source();
-        }
-        None
-    }
-
-    /// The RST_STREAM code to reset the client's stream with (HTTP/2).
-    pub(crate) fn code(self) -> Option<h2::Reason> {
-        self.0
-    }
-}
-
-/// Counts the interim answers the upstream sends to `req`; the returned `Notify` is woken
-/// (a permit is stored) once there are more than [`MAX_INFORMATIONAL`].
-fn bound_interim_answers(req: &mut Request<Full<Bytes>>) -> Arc<tokio::sync::Notify> {
-    let tripped = Arc::new(tokio::sync::Notify::new());
-    let seen = std::sync::atomic::AtomicUsize::new(0);
-    let trip = tripped.clone();
-    hyper::ext::on_informational(req, move |_| {
-        if seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == MAX_INFORMATIONAL {
-            trip.notify_one();
-        }
-    });
-    tripped
-}
-
-impl Upstream {
-    pub(crate) fn new(addr: SocketAddr, timeout: Duration, wire: &UpstreamWire) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(timeout));
-        // The connector's own address is the resolved one; the certificate is checked
-        // against the url's host.
-        connector.enforce_http(false);
-        let (mut config, name) = match &wire.tls {
-            Some((config, name)) => ((**config).clone(), crate::tls::server_name(name)),
-            // Clear text: the TLS side is never used (the scheme is http).
-            None => (
-                rustls::ClientConfig::builder_with_provider(Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default protocol versions")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth(),
-                None,
-            ),
-        };
-        // The connector offers the ALPN names of the versions enabled below.
-        config.alpn_protocols.clear();
-        let mut builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(config)
-            .https_or_http();
-        if let Some(name) = name {
-            builder =
-                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
-        }
-        let h2 = wire.protocol.is_h2();
-        let https = if h2 {
-            builder.enable_http2().wrap_connector(connector)
-        } else {
-            builder.enable_http1().wrap_connector(connector)
-        };
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .http2_only(h2)
-            .build(https);
-        Upstream {
-            client,
-            addr,
-            scheme: if wire.tls.is_some() { "https" } else { "http" },
-            timeout,
-        }
-    }
-
-    /// Sends the request upstream and returns the answer to relay (or the gateway error
-    /// standing for it) and whether the upstream received the request; counts `forwarded`.
-    pub(crate) async fn forward(
-        &self,
-        counters: &Counters,
-        parts: hyper::http::request::Parts,
-        body: Bytes,
-    ) -> (Resp, bool) {
-        let path = parts
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/");
-        let uri: Uri = match format!("{}://{}{}", self.scheme, self.addr, path).parse() {
-            Ok(u) => u,
-            Err(_) => {
-                return (
-                    gateway(StatusCode::BAD_GATEWAY, "bad request target"),
-                    false,
-                )
-            }
-        };
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = parts.method;
-        *req.uri_mut() = uri;
-        *req.headers_mut() = parts.headers;
-        strip_hop_by_hop(req.headers_mut());
-        let too_many_interim = bound_interim_answers(&mut req);
-
-        let exchange = async {
-            let resp = self.client.request(req).await?;
-            let (parts, body) = resp.into_parts();
-            // Bounded: past MAX_BODY the body is dropped (and its connection with it).
-            let bytes = http_body_util::Limited::new(body, MAX_BODY)
-                .collect()
-                .await?
-                .to_bytes();
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((parts, bytes))
-        };
-        let bounded = async {
-            tokio::select! {
-                r = tokio::time::timeout(self.timeout, exchange) => Some(r),
-                () = too_many_interim.notified() => None,
-            }
-        };
-        let Some(result) = bounded.await else {
-            // Dropping the exchange closes its upstream connection: hyper's connection task
-            // sees its response receiver gone the next time it yields.
-            counters.forward();
-            counters.trouble_seen(Trouble::ProtocolError);
-            let why = format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers");
-            return (marked(&why, crate::headers::UPSTREAM_PROTOCOL_ERROR), true);
-        };
-        match result {
-            Ok(Ok((mut parts, bytes))) => {
-                counters.forward();
-                strip_hop_by_hop(&mut parts.headers);
-                (Response::from_parts(parts, Full::new(bytes)), true)
-            }
-            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                counters.forward();
-                counters.trouble_seen(Trouble::BodyTooLarge);
-                let why = format!("upstream response body longer than {MAX_BODY} bytes");
-                (marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE), true)
-            }
-            Ok(Err(e)) => failed_exchange(counters, e.as_ref()),
-            Err(_) => {
-                counters.forward();
-                counters.trouble_seen(Trouble::Timeout);
-                let mut resp = gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out");
-                mark(&mut resp, crate::headers::UPSTREAM_TIMEOUT);
-                (resp, true)
-            }
-        }
     }
 }

@@ -87,7 +87,7 @@ pub(super) async fn serve_request(
     if call {
         // A gRPC answer is shaped by gRPC's framing; connection-level delivery faults
         // apply to plain HTTP answers only.
-        return Ok(grpc::answer(resp));
+        return Ok(grpc::answer(resp).await);
     }
     let delivery = resp.extensions_mut().remove::<crate::scenario::Delivery>();
     Ok(delivery::deliver(resp, delivery, &hold, h2).await)
@@ -195,6 +195,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
         amount,
         ticket,
         arrived,
+        arrived_at: shared.counters.epoch() + t,
     };
     // If the client goes away, this future is dropped; the work task carries on.
     let worked = match spawn_tracked(&shared, work(shared.clone(), job)).await {
@@ -416,6 +417,8 @@ struct Job {
     /// The second the arrival was counted at, to take it back out if the real server
     /// cannot be reached (proxy mode).
     arrived: usize,
+    /// When it arrived: a relayed gRPC call's deadline is shortened by the time since.
+    arrived_at: Instant,
 }
 
 /// Queue for a slot, then serve (the service model) or forward (proxy mode).
@@ -430,7 +433,9 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
         return Worked::Shed; // the ticket drops: the key is forgotten
     }
     if let Some(upstream) = &s.upstream {
-        let (resp, forwarded) = upstream.forward(&s.counters, job.parts, job.body).await;
+        let (resp, forwarded) = upstream
+            .forward(&s.counters, job.parts, job.body, job.arrived_at)
+            .await;
         s.slots.release();
         if !forwarded {
             s.counters.unreached(job.arrived);
@@ -489,9 +494,13 @@ async fn answer(
             _,
         ) => {
             let status = resp.status();
+            // A relayed gRPC call is served when its own status says so (a failed call
+            // travels in an HTTP 200).
+            let call_ok =
+                resp.extensions().get::<grpc::Relayed>().is_none() || grpc::relayed_ok(&resp);
             shared
                 .counters
-                .respond(status.as_u16(), forwarded && status.is_success());
+                .respond(status.as_u16(), forwarded && status.is_success() && call_ok);
             Ok(resp)
         }
         (

@@ -77,8 +77,16 @@ fn bad_grpc_fields_are_refused_where_they_are_written() {
     assert!(e.contains("faults[0].grpc_status"), "{e}");
     let e = refused(&good.replace("method = \"Get\"", "method = \"G/et\""));
     assert!(e.contains("load.grpc.method"), "{e}");
-    let e = refused(&good.replace("builtin = \"default\"", "url = \"http://127.0.0.1:9\""));
-    assert!(e.contains("load.grpc") && e.contains("trailers"), "{e}");
+    // A `url` target takes gRPC calls through the fault proxy; topology layers do not.
+    let url = good.replace("builtin = \"default\"", "url = \"http://127.0.0.1:9\"");
+    stormrig::scenario::parse(std::path::Path::new("s.toml"), &url).expect("a url target");
+    let layered =
+        format!("{good}\n[[topology]]\nname = \"edge\"\nconfig = {{ preset = \"naive\" }}\n");
+    let e = refused(&layered);
+    assert!(
+        e.contains("load.grpc") && e.contains("topology") && e.contains("trailers"),
+        "{e}"
+    );
     let e = refused(&good.replace("rate = 100.0", "rate = 100.0\nbody = \"x\""));
     assert!(e.contains("load.body"), "{e}");
 }

@@ -144,6 +144,7 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
     })
 }
 pub mod conformance;
+pub mod grpc_server;
 pub mod http;
 pub mod process;
 pub mod python;

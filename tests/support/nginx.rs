@@ -73,6 +73,93 @@ impl Nginx {
         }
     }
 
+    /// nginx as a gRPC gateway: HTTP/2 in clear on its port, every call passed to
+    /// `upstream` with `grpc_pass` (a pool of kept-alive upstream connections). Its access
+    /// log, one line per call it answered: `$http_x_stormrig_config $http_x_stormrig_request
+    /// $http_x_stormrig_attempt $status $request_uri`, then the call's `grpc-status` as sent
+    /// in the trailers, then as sent in the headers (a trailers-only answer; "-" where none).
+    pub fn start_grpc(upstream: SocketAddr) -> Nginx {
+        assert!(
+            Path::new(NGINX).exists(),
+            "nginx is not installed ({NGINX} missing): run the tests with `bash tests/run.sh`, \
+             which installs it, or `apt-get update && apt-get install -y nginx`"
+        );
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let prefix =
+            std::env::temp_dir().join(format!("stormrig-nginx-grpc-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&prefix);
+        std::fs::create_dir_all(prefix.join("tmp")).unwrap();
+        std::fs::create_dir_all(prefix.join("logs")).unwrap();
+        let p = prefix.display();
+        // `getuid` has no preconditions and cannot fail.
+        let root = unsafe { libc::getuid() } == 0;
+        let conf = format!(
+            r#"{user}
+worker_processes 1;
+daemon on;
+pid {p}/nginx.pid;
+error_log {p}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    log_format grpc '$http_x_stormrig_config $http_x_stormrig_request $http_x_stormrig_attempt '
+                    '$status $request_uri $sent_trailer_grpc_status $sent_http_grpc_status';
+    access_log {p}/access.log grpc;
+    client_body_temp_path {p}/tmp/body;
+    proxy_temp_path {p}/tmp/proxy;
+    fastcgi_temp_path {p}/tmp/fastcgi;
+    uwsgi_temp_path {p}/tmp/uwsgi;
+    scgi_temp_path {p}/tmp/scgi;
+    keepalive_requests 1000000;
+    upstream grpcio {{
+        server {upstream};
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port} http2;
+        location / {{
+            grpc_pass grpc://grpcio;
+        }}
+    }}
+}}
+"#,
+            user = if root { "user root;" } else { "" },
+        );
+        std::fs::write(prefix.join("nginx.conf"), conf).unwrap();
+        std::fs::write(prefix.join("access.log"), "").unwrap();
+        let out = Command::new(NGINX)
+            .arg("-p")
+            .arg(&prefix)
+            .arg("-c")
+            .arg(prefix.join("nginx.conf"))
+            .arg("-e")
+            .arg(prefix.join("error.log"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nginx (grpc_pass) did not start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The master binds the listener before it daemonizes and writes its pid.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !prefix.join("nginx.pid").exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nginx wrote no pid file"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Nginx {
+            prefix,
+            port,
+            tls_port: None,
+            h2c_port: None,
+        }
+    }
+
     /// Points `plan` at this nginx (plain HTTP/1.1), its fault windows stretched over the
     /// whole (shortened) run.
     pub fn target(&self, plan: &mut stormrig::plan::Plan) {
