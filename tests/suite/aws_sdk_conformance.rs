@@ -16,7 +16,6 @@
 //! client's own work; and the two sets of delays, each divided by its range, must pass a
 //! two-sample Kolmogorov-Smirnov test. The hinted delay is `max(t, min(hint, t + 5 s))`.
 
-use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,16 +25,14 @@ use hyper::Method;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::support;
-use crate::support::conformance::Lateness;
+use crate::support::conformance::{end_of, runtime, Lateness};
 use crate::support::scripted;
 use crate::support::stats::{ks_two_sample, mean};
 use stormrig::live::clock::Epoch;
-use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
-use stormrig::live::http::{self, Reply};
+use stormrig::live::driver::RequestTemplate;
 use stormrig::policy::{
     preset, AttemptOutcome, Decision, Now, Permit, Response, RetryClient, TransportError,
 };
-use stormrig::scenario::Protocol;
 
 /// What the server answers to one attempt of a call.
 #[derive(Clone, Debug)]
@@ -183,26 +180,7 @@ const SEED: u64 = 5;
 /// stormrig's preset makes the calls one after another through the live engine's client.
 /// Its decided delays are filled in afterwards by [`replayed_delays`].
 async fn stormrig_calls(base: &str, epoch: &Epoch, n: usize) -> Vec<Call> {
-    let config = preset(PRESET).unwrap();
-    let rt = ConfigRuntime::new(RuntimeSpec {
-        draw_key: stormrig::draws::config_key(PRESET),
-        name: PRESET,
-        config: &config,
-        clients: NonZeroU32::MIN,
-        base_uri: base.to_string(),
-        max_in_flight: 1,
-        max_connections: None,
-        seed: SEED,
-        propagate_deadline: false,
-        attempt_log: true,
-        wire: http::Dialer {
-            protocol: Protocol::Http1,
-            tls: None,
-        },
-        trace: None,
-        classes: &[],
-        class_policies: &[],
-    });
+    let rt = runtime(PRESET, base, SEED, 1, true);
     let tmpl = RequestTemplate {
         method: Method::GET,
         path: "/2015-03-31/functions/".to_string(),
@@ -217,12 +195,7 @@ async fn stormrig_calls(base: &str, epoch: &Epoch, n: usize) -> Vec<Call> {
         let done = rt
             .drive(epoch, &tmpl, i as u64 + 1, epoch.elapsed(), None)
             .await;
-        ends.push(match (&done.reply, done.ok) {
-            (_, true) => "ok".to_string(),
-            (Some(Reply::Response { status, .. }), false) => format!("status {status}"),
-            (Some(Reply::Failed(TransportError::Reset)), false) => "connection-error".to_string(),
-            (other, _) => format!("{other:?}"),
-        });
+        ends.push(end_of(&done));
     }
     let log = rt.with(|s| s.take_log());
     ends.into_iter()

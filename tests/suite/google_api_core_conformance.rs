@@ -13,15 +13,12 @@
 //! run out here (a call would take two minutes); `src/policy/tests.rs` holds the preset to
 //! it through the policy.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::net::TcpListener;
-
-use crate::support;
-use crate::support::conformance::{gaps, replayed_delays, request_of, stormrig_calls, Lateness};
-use crate::support::scripted::{serve, Answer, Log};
+use crate::support::conformance::{
+    gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
+};
+use crate::support::scripted::{self, Answer};
 use crate::support::stats::{ks_two_sample, mean};
 use stormrig::live::clock::Epoch;
 
@@ -66,26 +63,6 @@ fn cases() -> Vec<Case> {
     v
 }
 
-/// The library makes `calls` at once against `base`; each call's end and the delays it drew.
-fn library_calls(base: &str, calls: &[&str]) -> BTreeMap<String, (String, Vec<f64>)> {
-    support::python::json_lines(
-        "google_api_core_client.py",
-        &["calls", base, &calls.join(",")],
-    )
-    .into_iter()
-    .map(|v| {
-        let delays = v["delays"].as_array().unwrap();
-        (
-            v["call"].as_str().unwrap().to_string(),
-            (
-                v["outcome"].as_str().unwrap().to_string(),
-                delays.iter().map(|d| d.as_f64().unwrap()).collect(),
-            ),
-        )
-    })
-    .collect()
-}
-
 const PRESET: &str = "google-api-core";
 const SEED: u64 = 23;
 
@@ -93,25 +70,20 @@ const SEED: u64 = 23;
 fn google_api_core_retries_as_the_library_does_call_by_call() {
     let cases = cases();
     let calls: Vec<&str> = cases.iter().map(|c| c.name).collect();
-    let timelines: Arc<BTreeMap<String, Vec<Answer>>> = Arc::new(
-        cases
-            .iter()
-            .map(|c| (c.name.to_string(), c.answers.clone()))
-            .collect(),
-    );
-    let log: Log = Arc::default();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(serve(listener, log.clone(), timelines));
+    let timelines = cases
+        .iter()
+        .map(|c| (c.name.to_string(), c.answers.clone()))
+        .collect();
+    let (base, log) = scripted::start(&rt, timelines);
     let started = Instant::now();
     // The library first, then stormrig, so that neither's timers share the cores with the
     // other's work.
-    let theirs = library_calls(&base, &calls);
+    let theirs = library_calls("google_api_core_client.py", &[], &base, &calls);
     let epoch = Epoch::start();
     let ours = rt.block_on(stormrig_calls(
         PRESET,

@@ -37,15 +37,15 @@
 //!   to 4,294,967 s; an unhinted one in the jitter range for both.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use rand::SeedableRng;
-use tokio::net::TcpListener;
 
 use crate::support;
-use crate::support::conformance::{gaps, replayed_delays, request_of, stormrig_calls, Lateness};
-use crate::support::scripted::{serve, Answer, Log};
+use crate::support::conformance::{
+    gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
+};
+use crate::support::scripted::{self, Answer};
 use crate::support::stats::{ks_two_sample, mean};
 use stormrig::live::clock::Epoch;
 use stormrig::policy::{preset, AttemptOutcome, Decision, Now, Permit, Response, RetryClient};
@@ -187,19 +187,7 @@ fn case_of<'a>(cases: &'a [Case], name: &str) -> &'a Case {
 
 /// The SDK makes `calls` at once against `base`; each call's end and the delays it decided.
 fn sdk_calls(sdk: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String, Vec<f64>)> {
-    support::python::json_lines("llm_sdk_client.py", &["calls", sdk, base, &calls.join(",")])
-        .into_iter()
-        .map(|v| {
-            let delays = v["delays"].as_array().unwrap();
-            (
-                v["call"].as_str().unwrap().to_string(),
-                (
-                    v["outcome"].as_str().unwrap().to_string(),
-                    delays.iter().map(|d| d.as_f64().unwrap()).collect(),
-                ),
-            )
-        })
-        .collect()
+    library_calls("llm_sdk_client.py", &[sdk], base, calls)
 }
 
 /// The seed of stormrig's calls.
@@ -212,21 +200,16 @@ const SDK_WORK: f64 = 0.25;
 #[test]
 fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
     let cases = cases();
-    let timelines: Arc<BTreeMap<String, Vec<Answer>>> = Arc::new(
-        cases
-            .iter()
-            .map(|c| (c.name.to_string(), c.answers.clone()))
-            .collect(),
-    );
-    let log: Log = Arc::default();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(serve(listener, log.clone(), timelines));
+    let timelines = cases
+        .iter()
+        .map(|c| (c.name.to_string(), c.answers.clone()))
+        .collect();
+    let (base, log) = scripted::start(&rt, timelines);
     let epoch = Epoch::start();
 
     let started = Instant::now();

@@ -13,7 +13,7 @@ use hyper::Method;
 
 use super::scripted::Seen;
 use stormrig::live::clock::Epoch;
-use stormrig::live::driver::{ConfigRuntime, RequestTemplate, RuntimeSpec};
+use stormrig::live::driver::{ConfigRuntime, Final, RequestTemplate, RuntimeSpec};
 use stormrig::live::http::{self, Reply};
 use stormrig::policy::{
     preset, AttemptOutcome, Decision, Now, Permit, Response, RetryClient, TransportError,
@@ -30,26 +30,7 @@ pub async fn stormrig_calls(
     calls: &[&str],
     seed: u64,
 ) -> BTreeMap<String, String> {
-    let config = preset(preset_name).unwrap();
-    let rt = Arc::new(ConfigRuntime::new(RuntimeSpec {
-        draw_key: stormrig::draws::config_key(preset_name),
-        name: preset_name,
-        config: &config,
-        clients: NonZeroU32::MIN,
-        base_uri: base.to_string(),
-        max_in_flight: calls.len() as u64,
-        max_connections: None,
-        seed,
-        propagate_deadline: false,
-        attempt_log: false,
-        wire: http::Dialer {
-            protocol: Protocol::Http1,
-            tls: None,
-        },
-        trace: None,
-        classes: &[],
-        class_policies: &[],
-    }));
+    let rt = Arc::new(runtime(preset_name, base, seed, calls.len() as u64, false));
     let tasks: Vec<_> = calls
         .iter()
         .enumerate()
@@ -70,14 +51,7 @@ pub async fn stormrig_calls(
                 let done = rt
                     .drive(&epoch, &tmpl, i as u64 + 1, epoch.elapsed(), None)
                     .await;
-                let end = match (&done.reply, done.ok) {
-                    (_, true) => "ok".to_string(),
-                    (Some(Reply::Response { status, .. }), false) => format!("status {status}"),
-                    (Some(Reply::Failed(TransportError::Reset)), false) => {
-                        "connection-error".to_string()
-                    }
-                    (other, _) => format!("{other:?}"),
-                };
+                let end = end_of(&done);
                 (call, end)
             })
         })
@@ -88,6 +62,75 @@ pub async fn stormrig_calls(
         ends.insert(call, end);
     }
     ends
+}
+
+/// The live engine's client for `preset_name` against `base`, over HTTP/1.1 with no trace
+/// headers but `x-stormrig-request`.
+pub fn runtime(
+    preset_name: &str,
+    base: &str,
+    seed: u64,
+    max_in_flight: u64,
+    attempt_log: bool,
+) -> ConfigRuntime {
+    let config = preset(preset_name).unwrap();
+    ConfigRuntime::new(RuntimeSpec {
+        draw_key: stormrig::draws::config_key(preset_name),
+        name: preset_name,
+        config: &config,
+        clients: NonZeroU32::MIN,
+        base_uri: base.to_string(),
+        max_in_flight,
+        max_connections: None,
+        seed,
+        propagate_deadline: false,
+        attempt_log,
+        wire: http::Dialer {
+            protocol: Protocol::Http1,
+            tls: None,
+        },
+        trace: None,
+        classes: &[],
+        class_policies: &[],
+    })
+}
+
+/// How a call ended, named as the library scripts name it: `ok`, `status 503`,
+/// `connection-error`.
+pub fn end_of(done: &Final) -> String {
+    match (&done.reply, done.ok) {
+        (_, true) => "ok".to_string(),
+        (Some(Reply::Response { status, .. }), false) => format!("status {status}"),
+        (Some(Reply::Failed(TransportError::Reset)), false) => "connection-error".to_string(),
+        (other, _) => format!("{other:?}"),
+    }
+}
+
+/// A library script's calls (`SCRIPT calls ARGS... BASE CALL,...`): each call's end and the
+/// delays the library decided, as the script prints them, one JSON line per call.
+pub fn library_calls(
+    script: &str,
+    args: &[&str],
+    base: &str,
+    calls: &[&str],
+) -> BTreeMap<String, (String, Vec<f64>)> {
+    let joined = calls.join(",");
+    let mut all = vec!["calls"];
+    all.extend_from_slice(args);
+    all.extend([base, joined.as_str()]);
+    super::python::json_lines(script, &all)
+        .into_iter()
+        .map(|v| {
+            let delays = v["delays"].as_array().unwrap();
+            (
+                v["call"].as_str().unwrap().to_string(),
+                (
+                    v["outcome"].as_str().unwrap().to_string(),
+                    delays.iter().map(|d| d.as_f64().unwrap()).collect(),
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The request id [`stormrig_calls`] gave `call`.

@@ -47,6 +47,18 @@ pub async fn serve(listener: TcpListener, log: Log, timelines: Arc<BTreeMap<Stri
     }
 }
 
+/// Starts the per-call timeline server on loopback on `rt`: its base URL and its log.
+pub fn start(
+    rt: &tokio::runtime::Runtime,
+    timelines: BTreeMap<String, Vec<Answer>>,
+) -> (String, Log) {
+    let log: Log = Arc::default();
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(serve(listener, log.clone(), Arc::new(timelines)));
+    (base, log)
+}
+
 async fn answer(
     mut stream: TcpStream,
     log: Log,
