@@ -25,8 +25,9 @@ struct State {
     serving: u32,
     peak_serving: u32,
     next_id: u64,
-    /// Each waiter is sent the instant its slot was handed over.
-    waiters: VecDeque<(u64, oneshot::Sender<Instant>)>,
+    /// Each waiter, with the instant it began to wait, is sent the instant its slot was
+    /// handed over.
+    waiters: VecDeque<(u64, oneshot::Sender<Instant>, Instant)>,
 }
 
 /// The slot count in force now.
@@ -77,7 +78,7 @@ impl Slots {
             let (tx, rx) = oneshot::channel();
             let id = st.next_id;
             st.next_id += 1;
-            st.waiters.push_back((id, tx));
+            st.waiters.push_back((id, tx, Instant::now()));
             (id, rx)
         };
         // Removes our entry if we stop waiting for any reason (timeout or cancellation), so
@@ -92,7 +93,7 @@ impl Slots {
                 Ok(r) => r.ok(),
                 Err(_) => {
                     let mut st = self.lock();
-                    if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == id) {
+                    if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == id) {
                         st.waiters.remove(pos);
                         cleanup.armed = false;
                         return Err(Refused::Timeout);
@@ -135,14 +136,16 @@ impl Slots {
         Self::pump_locked_at(st, capacity, Instant::now());
     }
 
-    /// Hands free slots to waiters, each granted as of `now`.
+    /// Hands free slots to waiters, each granted as of `now`, or as of when it began to wait
+    /// if that is later (a slot whose release was late is never handed to a request from
+    /// before it arrived).
     fn pump_locked_at(st: &mut State, capacity: u32, now: Instant) {
         while st.serving < capacity {
-            let Some((_, tx)) = st.waiters.pop_front() else {
+            let Some((_, tx, waiting_since)) = st.waiters.pop_front() else {
                 break;
             };
             // A waiter that went away (its receiver dropped) is skipped.
-            if tx.send(now).is_ok() {
+            if tx.send(now.max(waiting_since)).is_ok() {
                 st.serving += 1;
                 st.peak_serving = st.peak_serving.max(st.serving);
             }
@@ -170,7 +173,7 @@ impl Drop for Cleanup<'_> {
         if self.armed {
             let capacity = (self.slots.capacity)();
             let mut st = self.slots.lock();
-            if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == self.id) {
+            if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == self.id) {
                 st.waiters.remove(pos);
             } else {
                 // We were granted a slot but are being cancelled before using it: pass it on.
@@ -253,6 +256,16 @@ mod tests {
         std::thread::sleep(Duration::from_millis(2));
         g.release_at(ended);
         assert_eq!(w.await.unwrap(), Ok(ended));
+        // A waiter that began to wait after the end of the service released late is granted
+        // as of its own arrival, never before it.
+        let ended = Instant::now();
+        std::thread::sleep(Duration::from_millis(1));
+        let g3 = g.clone();
+        let w3 = tokio::spawn(async move { (Instant::now(), g3.acquire().await) });
+        tokio::task::yield_now().await;
+        g.release_at(ended);
+        let (asked, granted) = w3.await.unwrap();
+        assert!(granted.unwrap() >= asked, "granted before it asked");
         let g2 = g.clone();
         let w2 = tokio::spawn(async move { g2.acquire().await });
         tokio::task::yield_now().await;
