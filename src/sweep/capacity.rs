@@ -658,10 +658,10 @@ pub fn evaluate_gates(r: &CapacityResult, gates_: &[Gate]) -> Result<Vec<GateVer
 
 /// How far a found limit lies from the first failing point, as a share of that point: a
 /// service model optimistic by more than this carries the live limit past it. The live
-/// built-in target holds each slot some tenths of a millisecond to ~1.5 ms longer than its
-/// model's service time (timer and scheduling; measured with `stormrig calibrate` from 0.3 to
-/// 1.6 ms, varying with the service time and the machine's load), too machine-dependent to
-/// bake into the model, so the answer says how much error it tolerates instead.
+/// built-in target now holds each slot for its model's service time to about 1 % (measured
+/// with `stormrig calibrate`), but a real service's fitted model, and a live run's own noise
+/// near a knee, err by more than a small margin, so the answer says how much error it
+/// tolerates.
 pub fn margin(o: &Outcome) -> Option<f64> {
     match *o {
         Outcome::Found { limit, beyond } if beyond != 0.0 => {
