@@ -56,6 +56,7 @@ mod suite {
     mod proxy_local;
     mod proxy_nginx;
     mod proxy_protocol;
+    mod recommendation;
     mod report_html;
     mod request_classes;
     mod scenario_errors;

@@ -593,16 +593,24 @@ impl PreFault {
 /// Offered load and goodput over the second half of the whole seconds of load before the
 /// first fault (the first half holds the start-up, whose responses lag their arrivals);
 /// `None` without a fault or without a whole second of load before it.
-fn pre_fault(rows: &[SecondRow], shape: &RunShape<'_>) -> Option<PreFault> {
-    let first_start = shape.faults.iter().map(|f| f.start_s).reduce(f64::min)?;
-    let load_end = shape.load_duration.as_secs() as usize;
+/// The seconds `overloaded` compares (of a config's `rows` per-second rows): the second half
+/// of the whole seconds of load before the first fault; `None` without a fault or a whole
+/// second before it.
+pub fn pre_fault_seconds(
+    rows: usize,
+    faults: &[FaultBand],
+    load_duration_s: f64,
+) -> Option<std::ops::Range<usize>> {
+    let first_start = faults.iter().map(|f| f.start_s).reduce(f64::min)?;
     let n = (first_start.max(0.0).floor() as usize)
-        .min(load_end)
-        .min(rows.len());
-    if n == 0 {
-        return None;
-    }
-    let window = &rows[n / 2..n];
+        .min(load_duration_s as usize)
+        .min(rows);
+    (n > 0).then_some(n / 2..n)
+}
+
+fn pre_fault(rows: &[SecondRow], shape: &RunShape<'_>) -> Option<PreFault> {
+    let seconds = pre_fault_seconds(rows.len(), shape.faults, shape.load_duration.as_secs_f64());
+    let window = &rows[seconds?];
     let per_s =
         |f: fn(&SecondRow) -> u64| window.iter().map(f).sum::<u64>() as f64 / window.len() as f64;
     Some(PreFault {

@@ -363,9 +363,23 @@ pub fn write_attempts(dir: &Path, rows: &[AttemptRow]) -> Result<(), FilesError>
     write_atomic(dir, ATTEMPTS_CSV, &bytes)
 }
 
+/// summary.json: the run, and the recommendation drawn from its configs (derived, so it is
+/// written but not read back: a reader recomputes it from the configs).
+#[derive(Serialize)]
+struct SummaryFile<'a> {
+    #[serde(flatten)]
+    run: &'a RunResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recommendation: Option<super::recommend::Recommendation>,
+}
+
 /// Writes summary.json: the last file of a run, whose presence marks the directory finished.
 pub fn write_summary(dir: &Path, run: &RunResult) -> Result<(), FilesError> {
-    let json = serde_json::to_vec_pretty(run).map_err(|source| FilesError::Json {
+    let json = serde_json::to_vec_pretty(&SummaryFile {
+        run,
+        recommendation: super::recommend::recommend(&run.configs),
+    })
+    .map_err(|source| FilesError::Json {
         path: dir.join(SUMMARY_JSON),
         source,
     })?;

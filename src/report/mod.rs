@@ -8,4 +8,5 @@ pub mod files;
 pub mod gates;
 pub mod html;
 pub mod junit;
+pub mod recommend;
 pub mod text;

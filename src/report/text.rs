@@ -138,6 +138,9 @@ pub fn summary(run: &RunResult) -> String {
     if let Some(line) = peak_retries_line(run) {
         prose(&mut out, &line);
     }
+    if let Some(r) = super::recommend::recommend(&run.configs) {
+        prose(&mut out, &r.sentence);
+    }
     out
 }
 

@@ -28,6 +28,7 @@
 //! TLS handshake fails never sent a request: nothing is counted.
 
 mod counters;
+mod deadline;
 mod dedup;
 mod delivery;
 mod fault_api;

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -25,7 +25,9 @@ struct State {
     serving: u32,
     peak_serving: u32,
     next_id: u64,
-    waiters: VecDeque<(u64, oneshot::Sender<()>)>,
+    /// Each waiter, with the instant it began to wait, is sent the instant its slot was
+    /// handed over.
+    waiters: VecDeque<(u64, oneshot::Sender<Instant>, Instant)>,
 }
 
 /// The slot count in force now.
@@ -58,15 +60,17 @@ impl Slots {
     }
 
     /// Takes a slot, waiting in FIFO order when none is free. On `Ok`, the caller holds one
-    /// slot and must call [`Slots::release`].
-    pub(crate) async fn acquire(&self) -> Result<(), Refused> {
+    /// slot and must call [`Slots::release`]; the instant is when the slot became its own
+    /// (for a waiter, when the previous holder released it, not when the waiter's task got to
+    /// run again), from which its service time runs, as in the modeled target.
+    pub(crate) async fn acquire(&self) -> Result<Instant, Refused> {
         let (id, mut rx) = {
             let capacity = (self.capacity)();
             let mut st = self.lock();
             if st.waiters.is_empty() && st.serving < capacity {
                 st.serving += 1;
                 st.peak_serving = st.peak_serving.max(st.serving);
-                return Ok(());
+                return Ok(Instant::now());
             }
             if st.waiters.len() >= self.queue {
                 return Err(Refused::QueueFull);
@@ -74,7 +78,7 @@ impl Slots {
             let (tx, rx) = oneshot::channel();
             let id = st.next_id;
             st.next_id += 1;
-            st.waiters.push_back((id, tx));
+            st.waiters.push_back((id, tx, Instant::now()));
             (id, rx)
         };
         // Removes our entry if we stop waiting for any reason (timeout or cancellation), so
@@ -86,35 +90,39 @@ impl Slots {
         };
         let granted = match self.queue_timeout {
             Some(limit) => match tokio::time::timeout(limit, &mut rx).await {
-                Ok(r) => r.is_ok(),
+                Ok(r) => r.ok(),
                 Err(_) => {
                     let mut st = self.lock();
-                    if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == id) {
+                    if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == id) {
                         st.waiters.remove(pos);
                         cleanup.armed = false;
                         return Err(Refused::Timeout);
                     }
                     // Granted between the timer firing and taking the lock: the slot is ours.
                     drop(st);
-                    rx.try_recv().is_ok()
+                    rx.try_recv().ok()
                 }
             },
-            None => (&mut rx).await.is_ok(),
+            None => (&mut rx).await.ok(),
         };
         cleanup.armed = false;
-        if granted {
-            Ok(())
-        } else {
-            Err(Refused::Closed)
-        }
+        granted.ok_or(Refused::Closed)
     }
 
     /// Gives a slot back and hands freed slots to waiters, FIFO.
     pub(crate) fn release(&self) {
+        self.release_at(Instant::now());
+    }
+
+    /// Gives back a slot whose service ended at `ended` (not after now), and hands it to the
+    /// next waiter as of that instant: the wake-up of the task that releases it, a few
+    /// microseconds to a fraction of a millisecond on a loaded machine, is then not added to
+    /// the next request's time in the slot, so the slot serves at the model's rate.
+    pub(crate) fn release_at(&self, ended: Instant) {
         let capacity = (self.capacity)();
         let mut st = self.lock();
         st.serving -= 1;
-        Self::pump_locked(&mut st, capacity);
+        Self::pump_locked_at(&mut st, capacity, ended.min(Instant::now()));
     }
 
     /// Hands free slots to waiters (call when capacity may have grown).
@@ -125,12 +133,19 @@ impl Slots {
     }
 
     fn pump_locked(st: &mut State, capacity: u32) {
+        Self::pump_locked_at(st, capacity, Instant::now());
+    }
+
+    /// Hands free slots to waiters, each granted as of `now`, or as of when it began to wait
+    /// if that is later (a slot whose release was late is never handed to a request from
+    /// before it arrived).
+    fn pump_locked_at(st: &mut State, capacity: u32, now: Instant) {
         while st.serving < capacity {
-            let Some((_, tx)) = st.waiters.pop_front() else {
+            let Some((_, tx, waiting_since)) = st.waiters.pop_front() else {
                 break;
             };
             // A waiter that went away (its receiver dropped) is skipped.
-            if tx.send(()).is_ok() {
+            if tx.send(now.max(waiting_since)).is_ok() {
                 st.serving += 1;
                 st.peak_serving = st.peak_serving.max(st.serving);
             }
@@ -158,7 +173,7 @@ impl Drop for Cleanup<'_> {
         if self.armed {
             let capacity = (self.slots.capacity)();
             let mut st = self.slots.lock();
-            if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == self.id) {
+            if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == self.id) {
                 st.waiters.remove(pos);
             } else {
                 // We were granted a slot but are being cancelled before using it: pass it on.
@@ -185,7 +200,7 @@ mod tests {
     #[tokio::test]
     async fn fifo_queue_bound_timeout_and_capacity_change() {
         let (g, cap) = slots_with(2, Some(Duration::from_millis(50)));
-        assert_eq!(g.acquire().await, Ok(()));
+        assert!(g.acquire().await.is_ok());
         let g1 = g.clone();
         let w1 = tokio::spawn(async move { g1.acquire().await });
         tokio::task::yield_now().await;
@@ -197,7 +212,7 @@ mod tests {
         // Capacity grows to 2: the first waiter (FIFO) gets a slot at once.
         cap.store(2, Ordering::SeqCst);
         g.pump();
-        assert_eq!(w1.await.unwrap(), Ok(()));
+        assert!(w1.await.unwrap().is_ok());
         assert_eq!(g.serving(), 2);
         // Capacity drops to 1: a release does not hand the slot on (2 → 1 serving).
         cap.store(1, Ordering::SeqCst);
@@ -210,10 +225,59 @@ mod tests {
         assert_eq!(g.peak_serving(), 2);
     }
 
+    /// A waiter's slot is its own from the release that handed it over, not from when its
+    /// task runs again: its service time is not lengthened by the wake-up.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_waiter_holds_its_slot_from_the_release() {
+        let (g, _cap) = slots_with(1, None);
+        assert!(g.acquire().await.is_ok());
+        let g1 = g.clone();
+        let w = tokio::spawn(async move { g1.acquire().await });
+        tokio::task::yield_now().await;
+        let before = Instant::now();
+        g.release();
+        let after = Instant::now();
+        // The waiter's task cannot run before this one yields.
+        std::thread::sleep(Duration::from_millis(2));
+        let granted = w.await.unwrap().unwrap();
+        assert!(before <= granted && granted <= after, "{granted:?}");
+    }
+
+    /// A slot released late (its task woke after the service's end) is handed over as of
+    /// the end of the service, never as of a later instant nor a future one.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_late_release_hands_the_slot_over_as_of_the_service_end() {
+        let (g, _cap) = slots_with(1, None);
+        assert!(g.acquire().await.is_ok());
+        let g1 = g.clone();
+        let w = tokio::spawn(async move { g1.acquire().await });
+        tokio::task::yield_now().await;
+        let ended = Instant::now();
+        std::thread::sleep(Duration::from_millis(2));
+        g.release_at(ended);
+        assert_eq!(w.await.unwrap(), Ok(ended));
+        // A waiter that began to wait after the end of the service released late is granted
+        // as of its own arrival, never before it.
+        let ended = Instant::now();
+        std::thread::sleep(Duration::from_millis(1));
+        let g3 = g.clone();
+        let w3 = tokio::spawn(async move { (Instant::now(), g3.acquire().await) });
+        tokio::task::yield_now().await;
+        g.release_at(ended);
+        let (asked, granted) = w3.await.unwrap();
+        assert!(granted.unwrap() >= asked, "granted before it asked");
+        let g2 = g.clone();
+        let w2 = tokio::spawn(async move { g2.acquire().await });
+        tokio::task::yield_now().await;
+        g.release_at(Instant::now() + Duration::from_secs(1));
+        let granted = w2.await.unwrap().unwrap();
+        assert!(granted <= Instant::now(), "granted in the future");
+    }
+
     #[tokio::test]
     async fn cancelled_waiter_frees_its_place() {
         let (g, _cap) = slots_with(1, None);
-        assert_eq!(g.acquire().await, Ok(()));
+        assert!(g.acquire().await.is_ok());
         let g1 = g.clone();
         let w = tokio::spawn(async move { g1.acquire().await });
         tokio::task::yield_now().await;
@@ -225,7 +289,7 @@ mod tests {
         let w2 = tokio::spawn(async move { g2.acquire().await });
         tokio::task::yield_now().await;
         g.release();
-        assert_eq!(w2.await.unwrap(), Ok(()));
+        assert!(w2.await.unwrap().is_ok());
         assert_eq!(g.serving(), 1);
     }
 }

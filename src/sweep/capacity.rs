@@ -27,6 +27,8 @@
 use serde::Serialize;
 
 use super::grid::{Axis, Base};
+use super::overload::before_fault;
+pub use super::overload::{FirstFailed, Overload, OVERLOADED};
 use super::run::{missing, parallel, per_config, simulate};
 use super::SweepError;
 use crate::metrics::{GateVerdict, RunResult};
@@ -64,33 +66,6 @@ impl Direction {
                 "--find {s}: expected `largest` or `smallest`"
             ))),
         }
-    }
-}
-
-/// What [`ConfigCapacity::binding`] says when the probe beyond the limit was overloaded.
-pub const OVERLOADED: &str = "overloaded before the fault";
-
-/// Offered load and goodput before the fault of a run that was overloaded there.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Overload {
-    /// The field's value (for a probe: its own).
-    pub value: f64,
-    pub offered_rps: f64,
-    pub goodput_rps: f64,
-}
-
-impl Overload {
-    /// "overloaded before the fault at load.rate = 1200: pre-fault goodput 812 of 1,200
-    /// req/s".
-    pub fn describe(&self, axis: &Axis) -> String {
-        let n = |v: f64| crate::metrics::numbers::thousands(v.round().max(0.0) as u64);
-        format!(
-            "{OVERLOADED} at {} = {}: pre-fault goodput {} of {} req/s",
-            axis.path,
-            axis.label(self.value),
-            n(self.goodput_rps),
-            n(self.offered_rps)
-        )
     }
 }
 
@@ -374,6 +349,7 @@ pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, 
             value,
             offered_rps,
             goodput_rps,
+            ..before_fault(run, &summary.name)
         }),
         _ => None,
     };
@@ -571,10 +547,10 @@ pub fn evaluate_gates(r: &CapacityResult, gates_: &[Gate]) -> Result<Vec<GateVer
 
 /// How far a found limit lies from the first failing point, as a share of that point: a
 /// service model optimistic by more than this carries the live limit past it. The live
-/// built-in target holds each slot some tenths of a millisecond to ~1.5 ms longer than its
-/// model's service time (timer and scheduling; measured with `stormrig calibrate` from 0.3 to
-/// 1.6 ms, varying with the service time and the machine's load), too machine-dependent to
-/// bake into the model, so the answer says how much error it tolerates instead.
+/// built-in target now holds each slot for its model's service time to about 1 % (measured
+/// with `stormrig calibrate`), but a real service's fitted model, and a live run's own noise
+/// near a knee, err by more than a small margin, so the answer says how much error it
+/// tolerates.
 pub fn margin(o: &Outcome) -> Option<f64> {
     match *o {
         Outcome::Found { limit, beyond } if beyond != 0.0 => {

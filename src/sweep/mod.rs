@@ -21,6 +21,7 @@ pub mod confirm;
 pub mod edit;
 pub mod files;
 pub mod grid;
+pub mod overload;
 pub mod page;
 pub mod run;
 

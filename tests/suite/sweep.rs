@@ -406,9 +406,12 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
     let dir = support::process::tmp_dir("capacity-confirm-disagrees");
     let path = write(&dir, "metastable-small.toml", META_SMALL);
     let out = dir.join("out");
-    // The small target serves in a constant 10 ms: the simulator's median is 10.1 ms (the
-    // histogram's bucket), live's cannot be below the 10 ms sleep plus the request's own
-    // path, so a median objective of 10.6 ms holds simulated and fails live.
+    // The small target serves in a constant 10 ms: the simulator's median is 10.103 ms (its
+    // path is 2 x 50 us, in the histogram's bucket); live's is the 10 ms slot, held to the
+    // microsecond, plus the real path (sockets, HTTP parsing, task wake-ups), measured at
+    // 0.3-0.6 ms on the loaded two-core test machine (10.415 ms at 200 req/s). A median
+    // objective of 10.15 ms therefore holds simulated and fails live while the live path
+    // takes over 0.15 ms.
     let o = stormrig(&[
         "capacity",
         path.to_str().unwrap(),
@@ -419,7 +422,7 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
         "--objective",
         "recovery_time_s <= 5",
         "--objective",
-        "latency_ms.p50 <= 10.6",
+        "latency_ms.p50 <= 10.15",
         "--confirm",
         "--out",
         out.to_str().unwrap(),
@@ -440,7 +443,7 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
         .lines()
         .find(|l| l.starts_with("live disagrees: naive-timeout at load.rate = 200"))
         .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(said.contains("latency_ms.p50 <= 10.6"), "{said}");
+    assert!(said.contains("latency_ms.p50 <= 10.15"), "{said}");
     assert!(said.contains("live - threshold = +"), "{said}");
     // capacity.json: both figures of both objectives at both values.
     let json: serde_json::Value =
@@ -460,7 +463,7 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
     let p50 = &objectives[1];
     let sim = p50["sim_at_limit"].as_f64().unwrap();
     let live_p50 = p50["live_at_limit"].as_f64().unwrap();
-    assert!(sim <= 10.6 && live_p50 > 10.6, "{p50}");
+    assert!(sim <= 10.15 && live_p50 > 10.15, "{p50}");
     assert_eq!(p50["live_passed_at_limit"], false, "{p50}");
     // capacity.csv: the same figures in the objective's columns.
     let csv = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
@@ -472,7 +475,7 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
         row[i.unwrap_or_else(|| panic!("{name} in {csv}"))]
     };
     assert_eq!(col("live_agrees"), "false");
-    assert_eq!(col("objective_2"), "*: latency_ms.p50 <= 10.6");
+    assert_eq!(col("objective_2"), "*: latency_ms.p50 <= 10.15");
     assert_eq!(col("objective_2.sim_at_limit").parse::<f64>().unwrap(), sim);
     assert_eq!(
         col("objective_2.live_at_limit").parse::<f64>().unwrap(),

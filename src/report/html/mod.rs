@@ -333,6 +333,13 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
             escape(&shared.join(", "))
         );
     }
+    if let Some(r) = crate::report::recommend::recommend(&run.configs) {
+        let _ = writeln!(
+            p,
+            "<p class=\"recommendation\" id=\"recommendation\">{}</p>",
+            escape(&r.sentence)
+        );
+    }
     p.push_str("<div class=\"cards\">\n");
     for (i, c) in run.configs.iter().enumerate() {
         let bound = c.amplification_bound.map_or(String::new(), |b| {
