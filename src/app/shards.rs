@@ -3,11 +3,11 @@
 //! `merge` and `k8s` commands.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::reports::{finish, gates_of};
 use super::{AppError, Exit};
-use crate::cli::{K8sArgs, ShardArgs};
+use crate::cli::{K8sArgs, ShardArgs, SpreadArg};
 use crate::plan::Plan;
 use crate::shard::dump::{self, Head};
 use crate::shard::{merge, Dump, Shard};
@@ -248,9 +248,20 @@ pub fn k8s(args: &K8sArgs) -> Result<Exit, AppError> {
             mean_rate * crate::plan::fleet_bound(&c.config, sc.load.clients, mean_rate, sc.duration)
         })
         .sum();
+    let ttl = crate::scenario::units::duration::parse(&args.ttl)
+        .map_err(|e| AppError::bad(format!("--ttl: {e}")))?;
+    if ttl.as_secs() > i32::MAX as u64 {
+        return Err(AppError::bad(format!(
+            "--ttl {}: more than Kubernetes' limit of {} s",
+            args.ttl,
+            i32::MAX
+        )));
+    }
     let start = SystemTime::now() + delay;
+    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
     let spec = k8s::Spec {
         name: k8s::dns_label(&sc.name, 40),
+        run_id: k8s::run_id(start),
         namespace: args.namespace.clone(),
         image: args.image.clone(),
         scenario_text: text,
@@ -258,14 +269,27 @@ pub fn k8s(args: &K8sArgs) -> Result<Exit, AppError> {
         start_at: humantime::format_rfc3339_seconds(start).to_string(),
         attempts_per_s_per_shard: attempts_per_s / f64::from(args.shards),
         deadline_s: (delay + sc.duration + sc.drain).as_secs() + 120,
+        shards_done_by: unix(start + sc.duration + sc.drain) + 120,
         storage: args.storage.clone(),
         storage_class: args.storage_class.clone(),
+        spread: match args.spread {
+            SpreadArg::Soft => k8s::Spread::Soft,
+            SpreadArg::Strict => k8s::Spread::Strict,
+        },
+        ttl_s: ttl.as_secs(),
     };
     let yaml = k8s::yaml(&k8s::manifests(&spec)).map_err(AppError::failed)?;
     super::out::say(yaml)?;
     eprintln!(
-        "stormrig: common start {} (apply within {}); {} shards of about {:.0} attempts/s each",
-        spec.start_at, args.start_delay, args.shards, spec.attempts_per_s_per_shard
+        "stormrig: run {} starts at {} (apply within {}); {} shards of about {:.0} attempts/s \
+         each; merged results in /results/{}/merged on claim {}-results",
+        spec.run_id,
+        spec.start_at,
+        args.start_delay,
+        args.shards,
+        spec.attempts_per_s_per_shard,
+        spec.run_id,
+        spec.prefix()
     );
     Ok(Exit::Ok)
 }

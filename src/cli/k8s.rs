@@ -31,4 +31,20 @@ pub struct K8sArgs {
     /// Default: the cluster's default class.
     #[arg(long)]
     pub storage_class: Option<String>,
+    /// How shard pods spread over nodes: `soft` prefers distinct nodes but schedules anyway
+    /// when they are full; `strict` never lets one node hold two more shards than another
+    /// (a pod left pending past the common start refuses to run).
+    #[arg(long, value_enum, default_value_t = SpreadArg::Soft)]
+    pub spread: SpreadArg,
+    /// How long finished Jobs and their pods (with their logs) are kept before the cluster
+    /// deletes them (`ttlSecondsAfterFinished`); the results stay on the claim.
+    #[arg(long, default_value = "24h")]
+    pub ttl: String,
+}
+
+/// `--spread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SpreadArg {
+    Soft,
+    Strict,
 }

@@ -15,7 +15,7 @@ mod sweep;
 
 pub use bench::BenchCommand;
 pub use calibrate::CalibrateArgs;
-pub use k8s::K8sArgs;
+pub use k8s::{K8sArgs, SpreadArg};
 pub use run::{CommonArgs, QuickArgs, RunArgs, ShardArgs, SimArgs};
 pub use sweep::{CapacityArgs, SweepArgs};
 
@@ -126,7 +126,7 @@ pub enum Command {
     },
     /// Print Kubernetes manifests (YAML) for a sharded storm: a ConfigMap holding the
     /// scenario, a ReadWriteMany claim for the results, an Indexed Job with one pod per shard
-    /// (JOB_COMPLETION_INDEX is the shard) and a merge Job writing /results/merged.
+    /// (JOB_COMPLETION_INDEX is the shard) and a merge Job writing /results/RUN/merged.
     K8s(K8sArgs),
     /// Rebuild index.html of a run directory from its CSV/JSON files.
     Report {

@@ -18,6 +18,10 @@ pub const REQUESTS_PER_CORE: f64 = 60_000.0;
 pub struct Spec {
     /// Object name prefix: the scenario's name made a DNS label.
     pub name: String,
+    /// This run's id (the common start as `YYYYMMDDhhmmss`): it ends every object's name
+    /// and names the results folder, so a second run never collides with the first's
+    /// immutable Job templates, nor reads its shard summaries.
+    pub run_id: String,
     pub namespace: String,
     pub image: String,
     /// The scenario file's text and its file name inside the ConfigMap.
@@ -30,14 +34,45 @@ pub struct Spec {
     pub attempts_per_s_per_shard: f64,
     /// Seconds from now until the merge may give up: start delay, load, drain, and slack.
     pub deadline_s: u64,
+    /// The instant (Unix seconds) by which every shard has written its summary or failed:
+    /// the common start, the load, the drain and a slack. The merge names a shard that has
+    /// not, rather than waiting out its own deadline in silence.
+    pub shards_done_by: u64,
     pub storage: String,
     pub storage_class: Option<String>,
+    /// How strictly shard pods are spread over nodes.
+    pub spread: Spread,
+    /// Seconds a finished Job (and its pods, with their logs) is kept before the cluster
+    /// deletes it. The results stay on the claim.
+    pub ttl_s: u64,
 }
+
+/// How strictly shard pods are spread over nodes: many source addresses are the point of
+/// sharding, and four shards on one node share its one address and network card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spread {
+    /// Prefer distinct nodes, but still schedule when they are full: a pod scheduled late
+    /// refuses to start after the common start, so the soft form is the default.
+    Soft,
+    /// Never place a shard where one node would hold two more shards than another.
+    Strict,
+}
+
+/// The user and group the pods run as: any non-root id satisfies the restricted Pod
+/// Security profile; 65532 is the "nonroot" user of distroless images.
+const NON_ROOT: u64 = 65_532;
+
+/// Exit codes of the merge pod's wait. Each fails the merge Job at once through its pod
+/// failure policy: a retry of the merge cannot bring back a shard that failed.
+pub const MERGE_SHARD_FAILED: u8 = 42;
+pub const MERGE_SHARD_MISSING: u8 = 43;
 
 /// Where things are mounted in the pods.
 const SCENARIO_DIR: &str = "/scenario";
 const SCENARIO_FILE: &str = "scenario.toml";
 const RESULTS_DIR: &str = "/results";
+/// Writable scratch space: the root filesystem is read-only.
+const TMP_DIR: &str = "/tmp";
 
 /// `text` as a DNS-1123 label of at most `max` characters (lowercase alphanumerics and
 /// '-', starting and ending alphanumeric).
@@ -191,17 +226,20 @@ pub fn resources(attempts_per_s: f64) -> (u64, u64) {
 
 /// The manifests, in the order they are applied.
 pub fn manifests(s: &Spec) -> Vec<Value> {
-    let labels = json!({ "app.kubernetes.io/name": "stormrig", "stormrig/run": s.name });
+    let prefix = s.prefix();
+    let labels = json!({ "app.kubernetes.io/name": "stormrig", "stormrig/run": prefix });
     let meta = |name: String| json!({ "name": name, "namespace": s.namespace, "labels": labels });
-    let config_map = format!("{}-scenario", s.name);
-    let claim = format!("{}-results", s.name);
+    let config_map = format!("{prefix}-scenario");
+    let claim = format!("{prefix}-results");
     let volumes = json!([
         { "name": "scenario", "configMap": { "name": config_map } },
         { "name": "results", "persistentVolumeClaim": { "claimName": claim } },
+        { "name": "tmp", "emptyDir": {} },
     ]);
     let mounts = json!([
         { "name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": true },
         { "name": "results", "mountPath": RESULTS_DIR },
+        { "name": "tmp", "mountPath": TMP_DIR },
     ]);
 
     let mut pvc_spec = json!({
@@ -213,12 +251,12 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
     }
 
     let pod = Pod {
-        labels: &labels,
+        run: &prefix,
         volumes: &volumes,
         mounts: &mounts,
     };
-    let shard_job = shard_job(s, &pod, meta(format!("{}-shards", s.name)));
-    let merge_job = merge_job(s, &pod, meta(format!("{}-merge", s.name)));
+    let shard_job = shard_job(s, &pod, meta(format!("{prefix}-shards")));
+    let merge_job = merge_job(s, &pod, meta(format!("{prefix}-merge")));
 
     vec![
         json!({
@@ -238,17 +276,112 @@ pub fn manifests(s: &Spec) -> Vec<Value> {
     ]
 }
 
-/// What the shard pods and the merge pod share: labels, volumes and where they are mounted.
+impl Spec {
+    /// What every object's name starts with: the scenario's name and the run id.
+    pub fn prefix(&self) -> String {
+        format!("{}-{}", self.name, self.run_id)
+    }
+
+    /// This run's folder on the claim.
+    fn results(&self) -> String {
+        format!("{RESULTS_DIR}/{}", self.run_id)
+    }
+}
+
+/// The run id of a run starting at `start`: its UTC time as `YYYYMMDDhhmmss`, a DNS label
+/// that sorts in time order.
+pub fn run_id(start: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(start)
+        .to_string()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect()
+}
+
+/// What the shard pods and the merge pod share: the run's label, volumes and mounts.
 struct Pod<'a> {
-    labels: &'a Value,
+    run: &'a str,
     volumes: &'a Value,
     mounts: &'a Value,
+}
+
+impl Pod<'_> {
+    /// Labels of a pod of `role`: the run's, so a selector finds this run's pods only.
+    fn labels(&self, role: &str) -> Value {
+        json!({
+            "app.kubernetes.io/name": "stormrig",
+            "stormrig/run": self.run,
+            "stormrig/role": role,
+        })
+    }
+
+    /// A pod spec that the restricted Pod Security profile admits (non-root, no privilege
+    /// escalation, every capability dropped, the runtime's default seccomp profile), with a
+    /// read-only root filesystem: stormrig writes only to the results claim.
+    fn spec(&self, container: Value) -> Value {
+        let mut container = container;
+        container["volumeMounts"] = self.mounts.clone();
+        container["securityContext"] = json!({
+            "allowPrivilegeEscalation": false,
+            "capabilities": { "drop": ["ALL"] },
+            "readOnlyRootFilesystem": true,
+        });
+        json!({
+            "restartPolicy": "Never",
+            "securityContext": {
+                "runAsNonRoot": true,
+                "runAsUser": NON_ROOT,
+                "runAsGroup": NON_ROOT,
+                // The claim's files become writable by the pods' group.
+                "fsGroup": NON_ROOT,
+                "seccompProfile": { "type": "RuntimeDefault" },
+            },
+            "containers": [container],
+            "volumes": self.volumes,
+        })
+    }
 }
 
 /// The indexed Job whose pods each run one shard, all from the common start.
 fn shard_job(s: &Spec, pod: &Pod<'_>, metadata: Value) -> Value {
     let scenario = format!("{SCENARIO_DIR}/{SCENARIO_FILE}");
+    let results = s.results();
     let (cpu_m, mem_mi) = resources(s.attempts_per_s_per_shard);
+    // The shard's exit code is left beside its folder, so the merge can tell a shard that
+    // failed (refused to start late, bad input) from one still running.
+    let run_and_record = format!(
+        "mkdir -p {results} && stormrig run {scenario} --shards={shards} \
+         --start-at={start} --out={results}/shard-$SHARD_INDEX --quiet; rc=$?; \
+         echo $rc > {results}/shard-$SHARD_INDEX.exit; exit $rc",
+        shards = s.shards,
+        start = s.start_at,
+    );
+    let mut spec = pod.spec(json!({
+        "name": "shard",
+        "image": s.image,
+        "command": ["/bin/sh", "-c", run_and_record],
+        // The Job controller sets JOB_COMPLETION_INDEX itself (stormrig reads it);
+        // SHARD_INDEX names the output folder.
+        "env": [{
+            "name": "SHARD_INDEX",
+            "valueFrom": { "fieldRef": {
+                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+            } },
+        }],
+        "resources": {
+            "requests": { "cpu": format!("{cpu_m}m"), "memory": format!("{mem_mi}Mi") },
+            "limits": { "memory": format!("{}Mi", mem_mi * 2) },
+        },
+    }));
+    spec["topologySpreadConstraints"] = json!([{
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": match s.spread {
+            Spread::Soft => "ScheduleAnyway",
+            Spread::Strict => "DoNotSchedule",
+        },
+        "labelSelector": { "matchLabels": { "stormrig/run": pod.run, "stormrig/role": "shard" } },
+    }]);
     json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -260,53 +393,48 @@ fn shard_job(s: &Spec, pod: &Pod<'_>, metadata: Value) -> Value {
             // A shard run again would start after the common start and not line up.
             "backoffLimit": 0,
             "activeDeadlineSeconds": s.deadline_s,
-            "template": {
-                "metadata": { "labels": pod.labels },
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{
-                        "name": "shard",
-                        "image": s.image,
-                        "command": ["stormrig"],
-                        // `--flag=value`: a bare RFC 3339 value would be a YAML timestamp.
-                        "args": [
-                            "run", scenario,
-                            format!("--shards={}", s.shards),
-                            format!("--start-at={}", s.start_at),
-                            format!("--out={RESULTS_DIR}/shard-$(SHARD_INDEX)"),
-                            "--quiet",
-                        ],
-                        // The Job controller sets JOB_COMPLETION_INDEX itself (stormrig
-                        // reads it); SHARD_INDEX names the output directory in `args`.
-                        "env": [{
-                            "name": "SHARD_INDEX",
-                            "valueFrom": { "fieldRef": {
-                                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-                            } },
-                        }],
-                        "resources": {
-                            "requests": { "cpu": format!("{cpu_m}m"), "memory": format!("{mem_mi}Mi") },
-                            "limits": { "memory": format!("{}Mi", mem_mi * 2) },
-                        },
-                        "volumeMounts": pod.mounts,
-                    }],
-                    "volumes": pod.volumes,
-                },
-            },
+            "ttlSecondsAfterFinished": s.ttl_s,
+            "template": { "metadata": { "labels": pod.labels("shard") }, "spec": spec },
         },
     })
 }
 
-/// The Job that waits for every shard's summary and merges them.
+/// The Job that waits for every shard's summary and merges them; it names the first shard
+/// that failed or is missing and fails at once, rather than waiting out its deadline.
 fn merge_job(s: &Spec, pod: &Pod<'_>, metadata: Value) -> Value {
+    let results = s.results();
     let dirs: Vec<String> = (0..s.shards)
-        .map(|i| format!("{RESULTS_DIR}/shard-{i}"))
+        .map(|i| format!("{results}/shard-{i}"))
         .collect();
     let wait_and_merge = format!(
-        "for d in {dirs}; do until [ -f \"$d/summary.json\" ]; do sleep 5; done; done; \
-         exec stormrig merge {dirs} --out {RESULTS_DIR}/merged",
-        dirs = dirs.join(" ")
+        "for d in {dirs}; do \
+           until [ -f \"$d/summary.json\" ]; do \
+             if [ -f \"$d.exit\" ] && [ \"$(cat \"$d.exit\")\" != 0 ]; then \
+               echo \"stormrig: shard $d failed with exit $(cat \"$d.exit\") before writing its summary; see its pod's log\" >&2; \
+               exit {failed}; \
+             fi; \
+             if [ \"$(date +%s)\" -gt {done_by} ]; then \
+               echo \"stormrig: shard $d wrote no summary by {done_by} (Unix time): its pod never started, was evicted or was killed\" >&2; \
+               exit {missing}; \
+             fi; \
+             sleep 5; \
+           done; \
+         done; \
+         exec stormrig merge {dirs} --out {results}/merged",
+        dirs = dirs.join(" "),
+        failed = MERGE_SHARD_FAILED,
+        missing = MERGE_SHARD_MISSING,
+        done_by = s.shards_done_by,
     );
+    let spec = pod.spec(json!({
+        "name": "merge",
+        "image": s.image,
+        "command": ["/bin/sh", "-c", wait_and_merge],
+        "resources": {
+            "requests": { "cpu": "250m", "memory": "256Mi" },
+            "limits": { "memory": "1Gi" },
+        },
+    }));
     json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -315,24 +443,18 @@ fn merge_job(s: &Spec, pod: &Pod<'_>, metadata: Value) -> Value {
             "completions": 1,
             "parallelism": 1,
             "backoffLimit": 2,
-            "activeDeadlineSeconds": s.deadline_s + 600,
-            "template": {
-                "metadata": { "labels": pod.labels },
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{
-                        "name": "merge",
-                        "image": s.image,
-                        "command": ["/bin/sh", "-c", wait_and_merge],
-                        "resources": {
-                            "requests": { "cpu": "250m", "memory": "256Mi" },
-                            "limits": { "memory": "1Gi" },
-                        },
-                        "volumeMounts": pod.mounts,
-                    }],
-                    "volumes": pod.volumes,
+            // A shard that failed or is missing will not come back on a retry.
+            "podFailurePolicy": { "rules": [{
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": "merge",
+                    "operator": "In",
+                    "values": [MERGE_SHARD_FAILED, MERGE_SHARD_MISSING],
                 },
-            },
+            }] },
+            "activeDeadlineSeconds": s.deadline_s + 600,
+            "ttlSecondsAfterFinished": s.ttl_s,
+            "template": { "metadata": { "labels": pod.labels("merge") }, "spec": spec },
         },
     })
 }

@@ -358,8 +358,9 @@ fn k8s_manifests_pass_the_kubernetes_schemas() {
         "job-completion-index",
         "kind: ConfigMap",
         "kind: PersistentVolumeClaim",
-        "stormrig merge /results/shard-0",
-        "/results/shard-19 --out /results/merged",
+        "ttlSecondsAfterFinished: 86400",
+        "whenUnsatisfiable: ScheduleAnyway",
+        "runAsNonRoot: true",
     ] {
         assert!(yaml.contains(needle), "{needle} missing from:\n{yaml}");
     }
@@ -383,4 +384,132 @@ fn k8s_manifests_pass_the_kubernetes_schemas() {
         .arg(support::repo_root().join("scenarios/downstream-503-10s.toml"))
         .args(["--shards", "2", "--image", "x"]);
     exit_2(c, &["downstream-503-10s.toml", "--shards 2", "1 client"]);
+}
+
+/// The manifests' pods against the restricted Pod Security profile, and their commands
+/// rehearsed on this machine exactly as the pods would run them (paths moved under a
+/// temporary folder): two shards from the common start, then the merge's wait and merge;
+/// then the merge's wait meeting a shard that failed and a shard that never wrote its
+/// summary, each named, each failing at once with the code its pod failure policy ends
+/// the Job on.
+#[test]
+fn k8s_pods_are_restricted_and_their_commands_shard_merge_and_name_a_failed_shard() {
+    use support::pod_security::restricted_violations;
+    let dir = tmp_dir("shards-k8s-local");
+    let sc = write(&dir, "s.toml", &scenario("builtin = \"default\""));
+    let out = support::process::succeed(
+        bin()
+            .arg("k8s")
+            .arg(&sc)
+            .args(["--shards", "2", "--image", "x", "--start-delay", "5s"])
+            .args(["--ttl", "1h", "--spread", "strict"]),
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let jobs: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Job").collect();
+    assert_eq!(jobs.len(), 2);
+    // The checker is not vacuous: a pod without a security context breaks it.
+    let mut bare = jobs[0]["spec"]["template"]["spec"].clone();
+    bare["securityContext"] = Value::Null;
+    bare["containers"][0]["securityContext"] = Value::Null;
+    assert!(restricted_violations(&bare).len() >= 4, "{bare}");
+
+    let run_id = docs[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("shards-")
+        .and_then(|n| n.strip_suffix("-scenario"))
+        .unwrap()
+        .to_string();
+    assert_eq!(run_id.len(), 14, "{run_id}");
+    for d in &docs {
+        let name = d["metadata"]["name"].as_str().unwrap();
+        assert!(name.contains(&run_id), "{name}");
+    }
+    for job in &jobs {
+        let pod = &job["spec"]["template"]["spec"];
+        assert_eq!(restricted_violations(pod), Vec::<String>::new(), "{pod}");
+        assert_eq!(job["spec"]["ttlSecondsAfterFinished"], 3600);
+    }
+    let shard_pod = &jobs[0]["spec"]["template"]["spec"];
+    assert_eq!(
+        shard_pod["topologySpreadConstraints"][0]["whenUnsatisfiable"],
+        "DoNotSchedule"
+    );
+
+    // The pods' commands, here: the scenario and results paths moved into `dir`.
+    let results = dir.join("results");
+    let local = |job: &Value| {
+        job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+            .as_str()
+            .unwrap()
+            .replace("/scenario/scenario.toml", sc.to_str().unwrap())
+            .replace("/results", results.to_str().unwrap())
+    };
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_stormrig")).parent().unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let sh = |script: &str, index: Option<u32>| {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(script).env("PATH", &path);
+        if let Some(i) = index {
+            c.env("SHARD_INDEX", i.to_string())
+                .env("JOB_COMPLETION_INDEX", i.to_string());
+        }
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c
+    };
+    let (shard_script, merge_script) = (local(jobs[0]), local(jobs[1]));
+    let shards: Vec<_> = (0..2)
+        .map(|i| sh(&shard_script, Some(i)).spawn().unwrap())
+        .collect();
+    let merge = sh(&merge_script, None).spawn().unwrap();
+    for (i, child) in shards.into_iter().enumerate() {
+        let w = wait_watched(child, std::time::Instant::now(), Duration::from_secs(60));
+        assert_eq!(w.code(), 0, "shard {i}: {}", w.stderr);
+    }
+    let w = wait_watched(merge, std::time::Instant::now(), Duration::from_secs(60));
+    assert_eq!(w.code(), 0, "merge: {}", w.stderr);
+    let run_dir = results.join(&run_id);
+    let merged = summary(&run_dir.join("merged"));
+    assert_eq!(merged["shards"], 2, "{merged}");
+    for i in 0..2 {
+        let exit = std::fs::read_to_string(run_dir.join(format!("shard-{i}.exit"))).unwrap();
+        assert_eq!(exit.trim(), "0");
+    }
+
+    // Shard 1 failed before its summary: the merge names it and ends with 42.
+    let shard_1 = run_dir.join("shard-1");
+    std::fs::remove_file(shard_1.join("summary.json")).unwrap();
+    std::fs::write(run_dir.join("shard-1.exit"), "2\n").unwrap();
+    let w = watch(sh(&merge_script, None), Duration::from_secs(30));
+    assert_eq!(
+        w.code(),
+        i32::from(stormrig::shard::k8s::MERGE_SHARD_FAILED),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.stderr.contains("shard-1 failed with exit 2"),
+        "{}",
+        w.stderr
+    );
+    // Shard 1 never ran and its time is up: the merge names it and ends with 43.
+    std::fs::remove_file(run_dir.join("shard-1.exit")).unwrap();
+    let gt = merge_script.find("-gt ").unwrap() + 4;
+    let end = gt + merge_script[gt..].find(' ').unwrap();
+    let past = format!("{}0{}", &merge_script[..gt], &merge_script[end..]);
+    let w = watch(sh(&past, None), Duration::from_secs(30));
+    assert_eq!(
+        w.code(),
+        i32::from(stormrig::shard::k8s::MERGE_SHARD_MISSING),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.stderr.contains("shard-1 wrote no summary"),
+        "{}",
+        w.stderr
+    );
 }

@@ -146,6 +146,7 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
 pub mod conformance;
 pub mod grpc_server;
 pub mod http;
+pub mod pod_security;
 pub mod process;
 pub mod python;
 pub mod scripted;
