@@ -12,6 +12,7 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
         Command::Sweep(args) => sweep::sweep(args),
         Command::Capacity(args) => sweep::capacity(args),
         Command::Calibrate(args) => super::calibrate::calibrate(args),
+        Command::New { file, force } => super::template::new(&file, force),
         Command::Check {
             scenarios,
             strict,

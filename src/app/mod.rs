@@ -20,6 +20,7 @@ mod run;
 pub mod shards;
 mod signals;
 pub mod sweep;
+mod template;
 
 pub use dispatch::run;
 

@@ -39,6 +39,15 @@ pub enum Command {
     Capacity(CapacityArgs),
     /// Measure a target under a bounded step load and fit a service model (targets/NAME.toml).
     Calibrate(CalibrateArgs),
+    /// Write a commented scenario template to start from (FILE `-`: standard output).
+    New {
+        /// Where to write it; the scenario's name is the file's stem.
+        #[arg(default_value = "scenario.toml")]
+        file: PathBuf,
+        /// Overwrite FILE if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Validate scenario files without running them.
     Check {
         /// Scenario files.

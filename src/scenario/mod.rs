@@ -15,6 +15,7 @@ pub mod quick;
 pub mod schedule;
 pub mod shape;
 pub mod source;
+pub mod template;
 pub mod timeline;
 pub mod units;
 pub mod validate;

@@ -1,6 +1,7 @@
 //! Runs without a scenario file (`run --rate 100 --fault 503@1s+1s`): the flags become
 //! `scenario.toml` in the run directory, which must give the same run as the file would,
-//! and bad flags are refused by name before any load.
+//! and bad flags are refused by name before any load. And the first file of one's own,
+//! from `stormrig new`.
 
 use crate::support::process::{bin, exits, succeed, tmp_dir};
 
@@ -141,4 +142,35 @@ fn bad_one_line_flags_are_refused_by_name_before_any_load() {
         2,
     );
     exits(bin().args(["run", "--fault", "503@1s+1s"]), 2);
+}
+
+/// `stormrig new` writes a template that `check --strict` accepts and `sim` runs with its
+/// gate passing, named after the file; it never overwrites a file without `--force`.
+#[test]
+fn new_writes_a_template_that_checks_and_simulates_and_never_overwrites() {
+    let dir = tmp_dir("new-template");
+    let file = dir.join("payments storm.toml");
+    succeed(bin().arg("new").arg(&file));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("name = \"payments-storm\""), "{text}");
+    succeed(bin().args(["check", "--strict", "--explain"]).arg(&file));
+    let out = dir.join("out");
+    succeed(bin().arg("sim").arg(&file).arg("--out").arg(&out).arg("-q"));
+    let names: Vec<String> = counts(&summary(&out)).into_iter().map(|c| c.0).collect();
+    assert_eq!(names, ["no-retry", "naive", "aws-standard", "mine"]);
+
+    std::fs::write(&file, "my own work\n").unwrap();
+    let refused = exits(bin().arg("new").arg(&file), 2);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("payments storm.toml") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "my own work\n");
+    succeed(bin().arg("new").arg(&file).arg("--force"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+
+    let printed = succeed(bin().args(["new", "-"]));
+    let printed = String::from_utf8(printed.stdout).unwrap();
+    assert_eq!(printed, text.replace("payments-storm", "my-storm"));
 }
