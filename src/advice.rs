@@ -10,6 +10,7 @@ use crate::metrics::drain::thresholds;
 use crate::metrics::numbers::fmt_pct;
 use crate::plan::Plan;
 use crate::policy::outcome::is_idempotent_method;
+use crate::policy::words;
 use crate::policy::{
     AttemptOutcome, BudgetConfig, GrpcStatus, OutcomeClass, Response, RetryConfig, TransportError,
 };
@@ -217,10 +218,6 @@ fn grpc_names(statuses: &[GrpcStatus]) -> String {
     names.join(", ")
 }
 
-fn compact<T: serde::Serialize>(x: &T) -> String {
-    serde_json::to_string(x).unwrap_or_else(|_| "?".into())
-}
-
 /// Each config's resolved policy in words (`stormrig check --explain`), then, for a load
 /// with request classes, which policy each class runs under.
 pub fn explain(plan: &Plan) -> String {
@@ -310,12 +307,12 @@ fn explain_policy(
                 format!("; {method} once it may have reached the server (only never-sent failures are retried)")
             }
         );
+        let _ = writeln!(out, "  backoff: {}", words::backoff(&c.backoff));
+        let _ = writeln!(out, "  jitter: {}", words::jitter(&c.jitter));
         let _ = writeln!(
             out,
-            "  backoff: {}; jitter: {}; Retry-After: {}",
-            compact(&c.backoff),
-            compact(&c.jitter),
-            compact(&c.retry_after)
+            "  server hints: {}",
+            words::retry_after(&c.retry_after)
         );
         let (t, reasons) = thresholds(c);
         let th: Vec<String> = [
@@ -329,12 +326,21 @@ fn explain_policy(
             None => format!("{k}: none ({})", reasons.get(k).map_or("", String::as_str)),
         })
         .collect();
-        let _ = writeln!(out, "  budget: {}", compact(&c.budget));
+        let _ = writeln!(out, "  budget: {}", words::budget(&c.budget));
         if !matches!(c.budget, BudgetConfig::None) {
             let _ = writeln!(out, "  drains above: {}", th.join("; "));
         }
         if let Some(b) = &c.breaker {
-            let _ = writeln!(out, "  breaker: {}", compact(b));
+            let _ = writeln!(out, "  breaker: {}", words::breaker(b));
+        }
+        if let Some(cost) = &c.cost {
+            let _ = writeln!(out, "  cost caps: {}", words::cost(cost, &c.attempt_cost));
+        }
+        if let Some(f) = &c.failover {
+            let _ = writeln!(out, "  failover: {}", words::failover(f));
+        }
+        if !c.ladder.is_empty() {
+            let _ = writeln!(out, "  fallback: {}", words::ladder(&c.ladder));
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::reports::gates_of;
 use super::run::insecure_warning;
 use super::{printable, AppError, Exit};
+use crate::metrics::numbers::count;
 use crate::plan;
 
 pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Exit, AppError> {
@@ -15,10 +16,10 @@ pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Ex
         let plan = plan::load(p).map_err(AppError::bad)?;
         gates_of(&plan, &[])?;
         super::out::line(format!(
-            "{}: ok ({} configs, {} faults, {} s)",
+            "{}: ok ({}, {}, {} s)",
             printable(&p.display().to_string()),
-            plan.configs.len(),
-            plan.scenario.faults.len(),
+            count(plan.configs.len(), "config"),
+            count(plan.scenario.faults.len(), "fault"),
             plan.scenario.duration.as_secs_f64()
         ))?;
         if let Some(w) = insecure_warning(&plan) {

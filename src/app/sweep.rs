@@ -73,10 +73,10 @@ pub fn sweep(args: SweepArgs) -> Result<Exit, AppError> {
     let result = run::sweep(&base, &plan, &axes, &opts).map_err(to_app)?;
     let secs = wall.elapsed().as_secs_f64();
     eprintln!(
-        "swept {} points x {} seed(s) x {} configs in {:.2} s wall",
-        result.points.len(),
-        result.seeds,
-        result.configs.len(),
+        "swept {} x {} x {} in {:.2} s wall",
+        crate::metrics::numbers::count(result.points.len(), "point"),
+        crate::metrics::numbers::count(result.seeds as usize, "seed"),
+        crate::metrics::numbers::count(result.configs.len(), "config"),
         secs
     );
     let dir = out_dir(&args.out, &plan.scenario.name, "sweep");

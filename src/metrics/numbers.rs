@@ -12,6 +12,15 @@ pub fn fmt_pct(share: f64) -> String {
     }
 }
 
+/// `n` and its noun, singular for one: "1 fault", "3 configs".
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `n` with thousands separators: 12345 → "12,345".
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();

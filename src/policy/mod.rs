@@ -47,6 +47,7 @@ pub mod retry_after;
 pub mod spec;
 mod status_classes;
 pub mod thresholds;
+pub mod words;
 
 pub use backoff::{Backoff, Jitter};
 pub use breaker::{BreakerConfig, BreakerState};

@@ -105,7 +105,10 @@ pub fn summary(run: &RunResult) -> String {
             &c.name,
             &format!(
                 " {:>9} {:>8} {:>9.1} {:>9}",
-                c.budget_refusals, success, c.latency_ms.p99, recovery
+                refused(c),
+                success,
+                c.latency_ms.p99,
+                recovery
             ),
         );
     }
@@ -337,6 +340,14 @@ fn class_table(out: &mut String, c: &ConfigSummary) {
             k.latency_ms.p99
         );
     }
+}
+
+/// Retries refused by the config's own limits: by its budget, and by its cost caps (a
+/// request whose next retry would pass a cap ends as `cost-cap`). Both are the client
+/// holding back, and a user looking for why a capped config sent less looks here.
+fn refused(c: &ConfigSummary) -> u64 {
+    let by_cost = c.failures_by_reason.get("cost-cap").copied().unwrap_or(0);
+    c.budget_refusals + by_cost
 }
 
 /// One line on a budgeted config: where it drains, what the run observed, when it refused:

@@ -206,3 +206,72 @@ fn explain_names_the_grpc_statuses_a_config_retries() {
     );
     assert!(!out.contains("[\"unavailable\""), "no raw JSON: {out}");
 }
+
+/// Three LLM configs that differ only in their failover, breakers, cost caps and fallback
+/// must read differently, each stage in words, none as data.
+#[test]
+fn explain_names_failover_breakers_caps_and_fallback_in_words() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/llm-provider-outage-failover.toml");
+    let text = fs::read_to_string(p).unwrap()
+        + r#"
+[[configs]]
+name = "capped"
+preset = "naive"
+attempt_cost = "tokens"
+cost = { global_cap = 50000 }
+breaker = { failure_rate = 0.5, open_for = "10s" }
+"#;
+    let dir = crate::support::process::tmp_dir("explain-llm");
+    let file = crate::support::process::write(&dir, "llm.toml", &text);
+    let o = crate::support::process::succeed(
+        crate::support::process::bin()
+            .args(["check", "--explain"])
+            .arg(&file),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(4 configs, 1 fault, 20 s)"), "{out}");
+    // A config's lines: its name's line and the indented lines below it.
+    let section = |name: &str| -> String {
+        let head = format!("{name} (");
+        let mut lines = out.lines().skip_while(|l| !l.starts_with(&head));
+        let first = lines.next().unwrap_or_else(|| panic!("{name}: {out}"));
+        std::iter::once(first)
+            .chain(lines.take_while(|l| l.starts_with("  ")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let same = section("same-provider");
+    assert!(
+        !same.contains("failover:") && !same.contains("fallback:"),
+        "{same}"
+    );
+    let failover = section("failover");
+    assert!(
+        failover.contains("failover: first tries to a; 1 retry there, then on to b"),
+        "{failover}"
+    );
+    let ladder = section("breaker-ladder");
+    assert!(
+        ladder.contains("a breaker per provider opens after 3 consecutive failures"),
+        "{ladder}"
+    );
+    assert!(ladder.contains("refuses every attempt for 15s"), "{ladder}");
+    assert!(ladder.contains("fallback: when every attempt failed: a cached answer for 60 % of requests, then a static answer"), "{ladder}");
+    let capped = section("capped");
+    assert!(capped.contains("cost caps: retries stop once they would spend more than 50000 for the whole client in tokens"), "{capped}");
+    assert!(
+        capped.contains("first attempts are never refused"),
+        "{capped}"
+    );
+    assert!(
+        capped.contains("breaker: opens after 50 % failures among the last 20 calls"),
+        "{capped}"
+    );
+    for line in out.lines() {
+        assert!(
+            !line.contains('{') && !line.contains("\"kind\""),
+            "raw data: {line}"
+        );
+    }
+}

@@ -104,3 +104,35 @@ fn a_derived_cost_without_a_provider_or_a_price_is_refused_naming_the_field() {
         .replace("attempt_cost = \"money\"\n", "");
     refused(&nowhere, "names no [[provider]]");
 }
+
+/// The console's `refused` column counts the retries a cost cap refused, as it counts the
+/// budget's: a capped config that sent less must show why where people look.
+#[test]
+fn the_console_counts_cost_cap_refusals_as_refused() {
+    use crate::support::process::{bin, succeed, tmp_dir, write};
+    let dir = tmp_dir("cost-console");
+    let file = write(&dir, "capped.toml", &scenario(CAPPED));
+    let out = dir.join("out");
+    let o = succeed(bin().arg("sim").arg(&file).arg("--out").arg(&out));
+    let console = String::from_utf8(o.stdout).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let table = &console[console.find(" refused ").expect("refused column")..];
+    for c in summary["configs"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        let by_cost = c["failures_by_reason"]["cost-cap"].as_u64().unwrap_or(0);
+        assert!(by_cost > 0, "{name}: {c}");
+        let expected = c["budget_refusals"].as_u64().unwrap() + by_cost;
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {table}"));
+        let shown: u64 = row[name.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(shown, expected, "{row}");
+    }
+}

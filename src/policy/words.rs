@@ -1,0 +1,247 @@
+//! Each stage of a retry config in words, for `check --explain`: a reader deciding between
+//! configs should not have to decode `{"kind":"aws-quota","capacity":500.0,...}`, and three
+//! LLM configs that differ in their failover, breakers and caps must read differently.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use super::backoff::{Backoff, Jitter};
+use super::breaker::BreakerConfig;
+use super::budget::{BudgetConfig, DepositOn};
+use super::cost::{AttemptCost, CostConfig, CostUnit};
+use super::duration::format_duration;
+use super::failover::FailoverConfig;
+use super::ladder::Rung;
+use super::retry_after::{HintHeader, RetryAfterConfig};
+
+fn d(x: Duration) -> String {
+    format_duration(x)
+}
+
+/// The nominal delay before retry n.
+pub fn backoff(b: &Backoff) -> String {
+    match b {
+        Backoff::None => "none: each retry is sent at once".into(),
+        Backoff::Constant { delay } => format!("constant {} before every retry", d(*delay)),
+        Backoff::Linear { base, cap } => format!(
+            "linear: {} × n before retry n{}",
+            d(*base),
+            cap.map_or(String::new(), |c| format!(", at most {}", d(c)))
+        ),
+        Backoff::Exponential {
+            base,
+            multiplier,
+            cap,
+            throttling_base,
+        } => format!(
+            "exponential: {} × {multiplier}^(n−1) before retry n{}{}",
+            d(*base),
+            cap.map_or(String::new(), |c| format!(", at most {}", d(c))),
+            throttling_base.map_or(String::new(), |t| format!(
+                " ({} in place of {} after a throttling failure)",
+                d(t),
+                d(*base)
+            ))
+        ),
+    }
+}
+
+/// How the nominal delay d is randomized.
+pub fn jitter(j: &Jitter) -> String {
+    match j {
+        Jitter::None => "none (every client waits exactly d: retries stay in step)".into(),
+        Jitter::Full => "full: uniform in [0, d)".into(),
+        Jitter::Equal => "equal: uniform in [d/2, d)".into(),
+        Jitter::Decorrelated => "decorrelated: uniform in [base, 3 × the previous delay)".into(),
+        Jitter::Proportional { pct } => format!("±{pct} % around d"),
+        Jitter::Downward { pct } => format!("up to {pct} % below d"),
+    }
+}
+
+/// Which server hint is honoured, and how far.
+pub fn retry_after(r: &RetryAfterConfig) -> String {
+    let header = match r.header {
+        HintHeader::None => return "no server hint is honoured".into(),
+        HintHeader::RetryAfter => "Retry-After",
+        HintHeader::RetryAfterMs => "retry-after-ms, else Retry-After",
+        HintHeader::XAmzRetryAfter => {
+            return format!(
+                "x-amz-retry-after: the hint, kept between the computed backoff and {} more",
+                d(r.cap.unwrap_or(super::retry_after::AMZ_DEFAULT_EXTRA))
+            )
+        }
+        HintHeader::GrpcRetryPushbackMs => "grpc-retry-pushback-ms (negative: no retry)",
+    };
+    let mut s = format!("{header} honoured");
+    if let Some(up_to) = r.honour_up_to {
+        let _ = write!(s, " when above 0 and at most {}", d(up_to));
+    }
+    if let Some(cap) = r.cap {
+        let _ = write!(s, ", capped at {}", d(cap));
+    }
+    if let Some(above) = r.refuse_above {
+        let _ = write!(s, "; a hint above {} ends the retries", d(above));
+    }
+    s
+}
+
+/// The retry budget: what it spends, what refills it.
+pub fn budget(b: &BudgetConfig) -> String {
+    match b {
+        BudgetConfig::None => {
+            "none: every retryable failure is retried up to the attempt limit".into()
+        }
+        BudgetConfig::Ratio(c) => format!(
+            "ratio: retries ≤ {} % of the {} over the last {}, plus a reserve of {} per second",
+            c.ratio * 100.0,
+            match c.deposit {
+                DepositOn::Request => "requests",
+                DepositOn::Success => "successful requests",
+            },
+            d(c.ttl),
+            c.min_per_sec
+        ),
+        BudgetConfig::AwsQuota(c) => format!(
+            "AWS retry quota of {} tokens: a retry after a transient failure costs {}, after a \
+             throttling failure {}, after a timeout {}; a success returns {} (or what its \
+             retry cost); no tokens, no retry",
+            c.capacity, c.transient_cost, c.throttling_cost, c.timeout_cost, c.success_increment
+        ),
+        BudgetConfig::GrpcThrottling(c) => format!(
+            "gRPC retry throttling: {} tokens, one lost per retryable failure, {} regained per \
+             success; retries only while more than half remain",
+            c.max_tokens, c.token_ratio
+        ),
+        BudgetConfig::Envoy(c) => match c.budget_percent {
+            Some(p) => format!(
+                "Envoy retry budget: concurrent retries ≤ {p} % of active requests, at least {}",
+                c.min_retry_concurrency
+            ),
+            None => format!(
+                "Envoy retry circuit breaker: at most {} retries in flight at once",
+                c.max_retries
+            ),
+        },
+    }
+}
+
+/// When the circuit opens, for how long, and how it closes.
+pub fn breaker(b: &BreakerConfig) -> String {
+    let mut opens = Vec::new();
+    if let Some(n) = b.failure_threshold {
+        opens.push(format!("{n} consecutive failures"));
+    }
+    if let Some(r) = b.failure_rate {
+        opens.push(format!(
+            "{} % failures among the last {} calls (after {} calls)",
+            r * 100.0,
+            b.window,
+            b.min_calls
+        ));
+    }
+    format!(
+        "opens after {}; refuses every attempt for {}, then lets {} probe{} through",
+        opens.join(" or "),
+        d(b.open_for),
+        b.half_open_probes,
+        if b.half_open_probes == 1 { "" } else { "s" }
+    )
+}
+
+/// The cost caps, with the rule that makes them bound retries rather than spending.
+pub fn cost(c: &CostConfig, unit: &AttemptCost) -> String {
+    let unit = match unit {
+        AttemptCost::Fixed(x) if *x == 1.0 => "attempts".to_string(),
+        AttemptCost::Fixed(x) => format!("cost units ({x} per attempt)"),
+        AttemptCost::Derived(u) | AttemptCost::Resolved { unit: u, .. } => match u {
+            CostUnit::Tokens => "tokens".to_string(),
+            CostUnit::Money => "money (tokens at the provider's price)".to_string(),
+        },
+    };
+    let mut caps = Vec::new();
+    if let Some(r) = c.per_request_cap {
+        caps.push(format!("{r} per request"));
+    }
+    if let Some(g) = c.global_cap {
+        caps.push(format!("{g} for the whole client"));
+    }
+    format!(
+        "retries stop once they would spend more than {} in {unit}; first attempts are never \
+         refused (their cost counts), so spending can pass a cap",
+        caps.join(" or ")
+    )
+}
+
+/// Which provider each attempt goes to.
+pub fn failover(f: &FailoverConfig) -> String {
+    let mut s = format!(
+        "first tries to {}; {} retr{} there, then {}",
+        f.providers[0],
+        f.same_provider_retries,
+        if f.same_provider_retries == 1 {
+            "y"
+        } else {
+            "ies"
+        },
+        if f.providers.len() > 1 {
+            format!("on to {} in turn", f.providers[1..].join(", "))
+        } else {
+            "no other provider".into()
+        }
+    );
+    if let Some(b) = &f.breaker {
+        let _ = write!(s, "; a breaker per provider {}", breaker(b));
+    }
+    s
+}
+
+/// What the client answers itself when its attempts could not.
+pub fn ladder(rungs: &[Rung]) -> String {
+    let steps: Vec<String> = rungs
+        .iter()
+        .map(|r| match r {
+            Rung::Model(name) => format!("one more attempt at {name}"),
+            Rung::Cached(share) => format!("a cached answer for {} % of requests", share * 100.0),
+            Rung::Static(_) => "a static answer".into(),
+        })
+        .collect();
+    format!("when every attempt failed: {}", steps.join(", then "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::presets;
+
+    #[test]
+    fn no_stage_is_printed_as_data() {
+        for p in presets::PRESETS {
+            let c = presets::preset(p.name).unwrap();
+            let text = [
+                backoff(&c.backoff),
+                jitter(&c.jitter),
+                retry_after(&c.retry_after),
+                budget(&c.budget),
+            ]
+            .join(" ");
+            assert!(
+                !text.contains('{') && !text.contains('"'),
+                "{}: {text}",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn caps_say_what_they_bound() {
+        let c = CostConfig {
+            per_request_cap: None,
+            global_cap: Some(2.0),
+        };
+        let t = cost(&c, &AttemptCost::Derived(CostUnit::Money));
+        assert!(
+            t.contains("2 for the whole client") && t.contains("never refused"),
+            "{t}"
+        );
+    }
+}
