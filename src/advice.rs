@@ -271,9 +271,17 @@ fn explain_policy(
         );
         let _ = writeln!(
             out,
-            "  retries: statuses {} as transient, {} as throttling; transport {}{}",
+            "  retries: statuses {} as transient, {} as throttling{}; transport {}{}",
             list(&r.statuses),
             list(&r.throttling_statuses),
+            if r.hinted_statuses.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} as throttling only with a Retry-After",
+                    list(&r.hinted_statuses)
+                )
+            },
             list(&r.transport),
             if r.throttling_codes.is_empty() && r.transient_codes.is_empty() {
                 String::new()

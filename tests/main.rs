@@ -72,4 +72,5 @@ mod suite {
     mod telemetry;
     mod topology_live;
     mod topology_plan;
+    mod urllib3_conformance;
 }

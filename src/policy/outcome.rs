@@ -208,6 +208,12 @@ pub struct RetryOn {
     /// Statuses retried as throttling (e.g. `[429]`).
     #[serde(default)]
     pub throttling_statuses: Vec<StatusPattern>,
+    /// Statuses retried as throttling only when the answer carries a non-empty `Retry-After`
+    /// header (any value): urllib3's `Retry.RETRY_AFTER_STATUS_CODES` (413, 429, 503), retried by
+    /// its default `Retry` only "on the presence of" that header (`util/retry.py`
+    /// `is_retry`). The listed statuses above win over this list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hinted_statuses: Vec<StatusPattern>,
     /// Transport failures retried (as transient).
     #[serde(default)]
     pub transport: Vec<TransportError>,
@@ -273,7 +279,7 @@ impl RetryOn {
     ///
     /// Otherwise, order (first match wins): status < 400 → success; throttling error code → throttling;
     /// throttling status → throttling; transient error code or transient status → transient;
-    /// `x-should-retry: true` (with [`RetryOn::x_should_retry`]) → transient; otherwise
+    /// a hinted status with a `Retry-After` → throttling; `x-should-retry: true` (with [`RetryOn::x_should_retry`]) → transient; otherwise
     /// non-retryable. Transport failures are transient when listed, else non-retryable.
     pub fn classify(&self, outcome: &AttemptOutcome<'_>) -> Classified {
         match outcome {
@@ -317,6 +323,10 @@ impl RetryOn {
                     OutcomeClass::Throttling
                 } else if has(&self.transient_codes) || any(&self.statuses) {
                     OutcomeClass::Transient
+                } else if r.retry_after.is_some_and(|v| !v.trim().is_empty())
+                    && any(&self.hinted_statuses)
+                {
+                    OutcomeClass::Throttling
                 } else if self.x_should_retry && server_says_retry(r.should_retry) == Some(true) {
                     // The server says this failure is worth another try. (Its `false` is
                     // not a class: a 503 stays transient, and the client stops the retries.)
@@ -439,6 +449,7 @@ mod tests {
             grpc_statuses: vec![GrpcStatus::Unavailable],
             grpc_throttling_statuses: vec![GrpcStatus::ResourceExhausted],
             x_should_retry: false,
+            hinted_statuses: vec![],
         }
     }
 
@@ -448,6 +459,36 @@ mod tests {
             grpc_status: Some(g),
             ..Response::default()
         })
+    }
+
+    /// urllib3's rule: a hinted status is throttling only with a non-empty `Retry-After`,
+    /// and the plain lists win over it.
+    #[test]
+    fn a_hinted_status_is_retried_only_with_a_retry_after() {
+        let on = RetryOn {
+            statuses: vec![StatusPattern::Exact(503)],
+            hinted_statuses: vec![StatusPattern::Exact(429), StatusPattern::Exact(503)],
+            ..RetryOn::default()
+        };
+        let class = |status: u16, retry_after: Option<&'static str>| {
+            on.classify(&AttemptOutcome::Response(Response {
+                status,
+                retry_after,
+                ..Response::default()
+            }))
+            .class
+        };
+        assert_eq!(class(429, Some("1")), OutcomeClass::Throttling);
+        assert_eq!(
+            class(429, Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+            OutcomeClass::Throttling
+        );
+        assert_eq!(class(429, None), OutcomeClass::NonRetryable);
+        assert_eq!(class(429, Some("")), OutcomeClass::NonRetryable);
+        assert_eq!(class(429, Some("  ")), OutcomeClass::NonRetryable);
+        assert_eq!(class(503, Some("1")), OutcomeClass::Transient);
+        assert_eq!(class(503, None), OutcomeClass::Transient);
+        assert_eq!(class(500, Some("1")), OutcomeClass::NonRetryable);
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub const GOOGLE_API_CORE_CHECKED: &str = "google-api-core 2.44.0";
 /// The version of botocore `tests/suite/aws_sdk_conformance.rs` runs against
 /// `aws-standard` (pinned in `tests/python/requirements.txt`).
 pub const AWS_STANDARD_CHECKED: &str = "botocore 1.44.8";
+/// The urllib3 release the `urllib3` preset is held against, side by side
+/// (`tests/suite/urllib3_conformance.rs`).
+pub const URLLIB3_CHECKED: &str = "urllib3 2.8.0";
 
 /// Every preset, in display order.
 pub const PRESETS: &[PresetInfo] = &[
@@ -62,7 +65,8 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "openai-python-v1", summary: "as openai-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "openai-python 1.x (1.109.1) _base_client.py (_calculate_retry_timeout, _should_retry)", library: "openai (Python) 1.x", checked_against: "source" },
     PresetInfo { name: "anthropic-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, x-should-retry obeyed; retry-after-ms then Retry-After followed whenever > 0 (no upper window; stormrig clamps hints at 300 s)", source: "anthropic-sdk-python >= 1 _constants.py, _base_client.py (_parse_retry_after_header, _calculate_retry_timeout, _should_retry)", library: "anthropic (Python) >= 1", checked_against: ANTHROPIC_PYTHON_CHECKED },
     PresetInfo { name: "anthropic-python-v0", summary: "as anthropic-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "anthropic-sdk-python 0.x (0.125.0) _base_client.py (_calculate_retry_timeout)", library: "anthropic (Python) 0.x", checked_against: "source" },
-    PresetInfo { name: "google-api-core", summary: "retries until 120 s have passed (no attempt limit; stormrig stops at 100), full jitter 1 s x2 cap 60 s, a retry whose wait would end past 120 s not made, 429/500/503 + connection errors (not read timeouts), every method, Retry-After ignored", source: "google-api-core retry/retry_base.py (if_transient_error, exponential_sleep_generator, _retry_error_helper, _DEFAULT_* constants), retry/retry_unary.py (retry_target)", library: "google-api-core (Python) 2.x", checked_against: GOOGLE_API_CORE_CHECKED },];
+    PresetInfo { name: "google-api-core", summary: "retries until 120 s have passed (no attempt limit; stormrig stops at 100), full jitter 1 s x2 cap 60 s, a retry whose wait would end past 120 s not made, 429/500/503 + connection errors (not read timeouts), every method, Retry-After ignored", source: "google-api-core retry/retry_base.py (if_transient_error, exponential_sleep_generator, _retry_error_helper, _DEFAULT_* constants), retry/retry_unary.py (retry_target)", library: "google-api-core (Python) 2.x", checked_against: GOOGLE_API_CORE_CHECKED },
+    PresetInfo { name: "urllib3", summary: "4 attempts, no backoff, 413/429/503 retried only with a Retry-After (followed; stormrig clamps hints at 300 s), connection errors for every method, read errors and resets for idempotent methods only", source: "urllib3 2.x util/retry.py (Retry.DEFAULT = Retry(3), RETRY_AFTER_STATUS_CODES, is_retry, get_backoff_time, increment), connectionpool.py (urlopen)", library: "urllib3 (Python) 2.x, its default Retry", checked_against: URLLIB3_CHECKED },];
 
 /// The names of every preset.
 pub fn preset_names() -> &'static [&'static str] {
@@ -83,6 +87,7 @@ pub fn preset_names() -> &'static [&'static str] {
         "anthropic-python",
         "anthropic-python-v0",
         "google-api-core",
+        "urllib3",
     ];
     NAMES
 }
@@ -106,6 +111,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "anthropic-python" => anthropic_python(),
         "anthropic-python-v0" => anthropic_python_v0(),
         "google-api-core" => google_api_core(),
+        "urllib3" => urllib3(),
         _ => {
             let suggestion = preset_names()
                 .iter()
@@ -612,6 +618,47 @@ pub fn google_api_core() -> RetryConfig {
             throttling_base: None,
         },
         jitter: Jitter::Full,
+        ..base()
+    }
+}
+
+/// `urllib3`: what `urllib3.PoolManager().request(...)` does with no `retries` argument,
+/// `Retry.DEFAULT = Retry(3)` (urllib3 2.8.0 `util/retry.py` line 569): `total=3`, so four
+/// attempts. Its `backoff_factor` is 0, so `get_backoff_time` is 0 before every retry
+/// (lines 321-338). No status is in a force list: `is_retry` (lines 423-443) retries a
+/// status only when it is in `RETRY_AFTER_STATUS_CODES` = {413, 429, 503} (line 205), the
+/// method is in `DEFAULT_ALLOWED_METHODS` (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) and the
+/// answer has a non-empty `Retry-After` (`connectionpool.py` `urlopen`, `has_retry_after =
+/// bool(response.headers.get("Retry-After"))`), and `sleep` then waits what it says
+/// (seconds or an HTTP-date, capped at `retry_after_max`, 6 h; stormrig clamps every hint at
+/// 300 s). Errors: a connection error (refused, connect timeout: `NewConnectionError` is a
+/// `ConnectTimeoutError`) is retried for any method; a read error (read timeout, a reset
+/// or a broken answer, `ProtocolError`) only for the allowed methods, which is stormrig's
+/// rule for requests that may have reached the server; a TLS failure counts as "other"
+/// and is retried. Not modelled: a fractional `Retry-After` ("1.5"), which urllib3 refuses
+/// by raising `InvalidHeader`, where stormrig ignores the hint and retries at once.
+/// `requests` mounts `Retry(0, read=False)` by default, so this preset is urllib3 used
+/// directly, not `requests`.
+pub fn urllib3() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 4,
+        retry_on: RetryOn {
+            hinted_statuses: vec![Exact(413), Exact(429), Exact(503)],
+            transport: vec![
+                ConnectRefused,
+                ConnectTimeout,
+                Reset,
+                ReadTimeout,
+                PerTryTimeout,
+                Protocol,
+                TlsHandshake,
+            ],
+            ..RetryOn::default()
+        },
+        retry_after: RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            ..RetryAfterConfig::default()
+        },
         ..base()
     }
 }

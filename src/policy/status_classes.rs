@@ -38,6 +38,7 @@ impl StatusClasses {
             error_code: None,
             grpc_status: None,
             should_retry: None,
+            retry_after: None,
             ..
         }) = outcome
         {

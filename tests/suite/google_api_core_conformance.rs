@@ -86,6 +86,7 @@ fn google_api_core_retries_as_the_library_does_call_by_call() {
     let theirs = library_calls("google_api_core_client.py", &[], &base, &calls);
     let epoch = Epoch::start();
     let ours = rt.block_on(stormrig_calls(
+        hyper::Method::POST,
         PRESET,
         "stormrig-google",
         &base,

@@ -241,6 +241,7 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
         for (sdk, name) in pairs {
             v.push(
                 stormrig_calls(
+                    hyper::Method::POST,
                     name,
                     &format!("stormrig-{sdk}"),
                     &base,

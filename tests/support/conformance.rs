@@ -21,8 +21,10 @@ use stormrig::policy::{
 use stormrig::scenario::Protocol;
 
 /// stormrig's preset makes `calls` at once against `base` (paths `/CLIENT/CALL/...`)
-/// through the live engine's client; each call's end, named as the SDK scripts name it.
+/// through the live engine's client, each a `method` request; each call's end, named as
+/// the SDK scripts name it.
 pub async fn stormrig_calls(
+    method: Method,
     preset_name: &str,
     client: &str,
     base: &str,
@@ -38,7 +40,7 @@ pub async fn stormrig_calls(
             let rt = rt.clone();
             let epoch = *epoch;
             let tmpl = RequestTemplate {
-                method: Method::POST,
+                method: method.clone(),
                 path: format!("/{client}/{call}/v1/call"),
                 headers: HeaderMap::new(),
                 body: Bytes::from_static(b"{}"),
