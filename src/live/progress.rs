@@ -225,6 +225,9 @@ mod tests {
             arrivals: 400_000_000,
             in_flight: 10_000,
             budget_level_pct: Some(100.0),
+            successes: 0,
+            attempts_by_outcome: Default::default(),
+            latency: Default::default(),
         };
         let line = config_line(&s, Duration::from_millis(1), 9_999_999.0);
         assert!(line.chars().count() <= WIDTH, "{line}");

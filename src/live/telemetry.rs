@@ -83,6 +83,46 @@ pub struct Snapshot {
     pub in_flight: u64,
     /// The budget's last level in % of its capacity; None without a budget level.
     pub budget_level_pct: Option<f64>,
+    /// Logical requests that ended successful.
+    pub successes: u64,
+    /// Attempts by outcome (`ok`, `transient`, `throttle`, `timeout`, ...: the attempt log's
+    /// labels).
+    pub attempts_by_outcome: std::collections::BTreeMap<String, u64>,
+    /// End-to-end latency of the finished requests so far (for `/metrics`; an event line
+    /// stays one line of counts).
+    #[serde(skip)]
+    pub latency: LatencyBuckets,
+}
+
+/// A latency distribution as a Prometheus histogram: cumulative counts at the bucket
+/// bounds, the count and the sum. Drawn from the run's own HDR histogram, so it is the
+/// same latency the summary reports (each bound holds the values the HDR histogram
+/// records as equivalent to it, within its 2 significant digits).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyBuckets {
+    /// (upper bound in seconds, requests at or below it).
+    pub buckets: Vec<(f64, u64)>,
+    pub count: u64,
+    pub sum_s: f64,
+}
+
+/// Prometheus's default bucket bounds, in seconds: 5 ms to 10 s.
+const LATENCY_BOUNDS_S: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+impl LatencyBuckets {
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+        let count = h.len();
+        LatencyBuckets {
+            buckets: LATENCY_BOUNDS_S
+                .iter()
+                .map(|&le| (le, h.count_between(0, (le * 1e6) as u64)))
+                .collect(),
+            count,
+            sum_s: h.mean() * count as f64 / 1e6,
+        }
+    }
 }
 
 impl Snapshot {
@@ -118,6 +158,9 @@ pub fn snapshot(rt: &ConfigRuntime, target: &TargetProbe) -> Snapshot {
             arrivals,
             in_flight,
             budget_level_pct: level.zip(capacity).map(|(l, c)| 100.0 * l / c),
+            successes: sum(|s| s.successes),
+            attempts_by_outcome: g.recorder().attempts_by_outcome(),
+            latency: LatencyBuckets::of(&g.recorder().latency_us()),
         }
     })
 }
@@ -284,7 +327,7 @@ pub fn metrics_text(snaps: &[Snapshot], meta: &RunMeta, scenario: &str) -> Strin
     );
     type Figure = fn(&Snapshot) -> Option<f64>;
     #[rustfmt::skip]
-    let series: [(&str, &str, &str, Figure); 8] = [
+    let series: [(&str, &str, &str, Figure); 9] = [
         ("stormrig_upstream_requests_total", "counter", "Logical requests the load generator started.", |s| Some(s.upstream as f64)),
         ("stormrig_attempts_total", "counter", "HTTP requests the client sent (first tries and retries).", |s| Some(s.attempts as f64)),
         ("stormrig_retries_total", "counter", "Retries the client sent.", |s| Some(s.retries as f64)),
@@ -292,15 +335,54 @@ pub fn metrics_text(snaps: &[Snapshot], meta: &RunMeta, scenario: &str) -> Strin
         ("stormrig_budget_refusals_total", "counter", "Retries the retry budget refused.", |s| Some(s.budget_refusals as f64)),
         ("stormrig_downstream_arrivals_total", "counter", "Requests the config's target counted.", |s| Some(s.arrivals as f64)),
         ("stormrig_in_flight", "gauge", "Logical requests of the config in flight now.", |s| Some(s.in_flight as f64)),
-        ("stormrig_budget_level_percent", "gauge", "The retry budget's level in % of its capacity.", |s| s.budget_level_pct),
+        ("stormrig_successes_total", "counter", "Logical requests that ended successful.", |s| Some(s.successes as f64)),
+        ("stormrig_budget_level_ratio", "gauge", "The retry budget's level as a share of its capacity (0 to 1).", |s| s.budget_level_pct.map(|p| p / 100.0)),
     ];
+    // Every per-config series carries the run, so two runs scraped by one Prometheus (or a
+    // run's shards) never mix.
+    let run = label(&meta.id);
+    let labels = |s: &Snapshot| format!("run=\"{run}\",config=\"{}\"", label(&s.config));
     for (name, kind, help, f) in series {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         for s in snaps {
             if let Some(v) = f(s) {
-                let _ = writeln!(out, "{name}{{config=\"{}\"}} {v}", label(&s.config));
+                let _ = writeln!(out, "{name}{{{}}} {v}", labels(s));
             }
         }
+    }
+    let name = "stormrig_attempts_by_outcome_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Attempts by how they ended (the attempt log's outcome labels).\n# TYPE {name} counter"
+    );
+    for s in snaps {
+        for (outcome, n) in &s.attempts_by_outcome {
+            let _ = writeln!(
+                out,
+                "{name}{{{},outcome=\"{}\"}} {n}",
+                labels(s),
+                label(outcome)
+            );
+        }
+    }
+    let name = "stormrig_request_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} End-to-end latency of finished logical requests, from their intended start.\n# TYPE {name} histogram"
+    );
+    for s in snaps {
+        let l = &s.latency;
+        for (le, n) in &l.buckets {
+            let _ = writeln!(out, "{name}_bucket{{{},le=\"{le}\"}} {n}", labels(s));
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{},le=\"+Inf\"}} {}",
+            labels(s),
+            l.count
+        );
+        let _ = writeln!(out, "{name}_sum{{{}}} {}", labels(s), l.sum_s);
+        let _ = writeln!(out, "{name}_count{{{}}} {}", labels(s), l.count);
     }
     out
 }

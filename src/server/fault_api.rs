@@ -142,16 +142,17 @@ impl FaultRegistry {
         use std::fmt::Write;
         let now = self.now();
         let mut out = String::new();
+        // `kind` as the fault file names it; a status fault's code in `status`, as
+        // Prometheus's naming guide wants one meaning per label.
         let labels = |e: &Entry| {
-            format!(
-                "{{id=\"{}\",kind=\"{}\"}}",
-                e.id,
-                e.fault
-                    .kind
-                    .label()
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-            )
+            let v = serde_json::to_value(&e.fault.kind).unwrap_or_default();
+            let kind = v["kind"].as_str().unwrap_or("?");
+            let status = v["status"]
+                .as_u64()
+                .map(|s| format!(",status=\"{s}\""))
+                .or_else(|| v["status"].as_str().map(|s| format!(",status=\"{s}\"")))
+                .unwrap_or_default();
+            format!("{{id=\"{}\",kind=\"{kind}\"{status}}}", e.id)
         };
         let _ = writeln!(
             out,

@@ -135,7 +135,7 @@ async fn a_fault_added_mid_run_faults_exactly_the_requests_inside_its_span() {
     let text = proxy.metrics_text();
     assert!(
         text.contains(&format!(
-            "stormrig_proxy_fault_active{{id=\"{id}\",kind=\"503\"}} 1"
+            "stormrig_proxy_fault_active{{id=\"{id}\",kind=\"status\",status=\"503\"}} 1"
         )),
         "{text}"
     );
@@ -252,7 +252,7 @@ async fn faults_are_scheduled_switched_and_checked_like_scenario_faults() {
     let (st, _, _) = send(a, "GET", "/x", 2, 1, &[]).await.unwrap();
     assert_eq!(st, StatusCode::OK);
     assert!(proxy.metrics_text().contains(&format!(
-        "stormrig_proxy_fault_active{{id=\"{id}\",kind=\"500\"}} 0"
+        "stormrig_proxy_fault_active{{id=\"{id}\",kind=\"status\",status=\"500\"}} 0"
     )));
 
     // Refused with the field named, and nothing added.

@@ -32,12 +32,19 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// The value of `name{config="CONFIG"}` in a Prometheus text.
-fn sample(text: &str, name: &str, config: &str) -> Option<f64> {
-    let prefix = format!("{name}{{config=\"{config}\"}} ");
+/// The value of `name{run="...",config="CONFIG"[,...]}` in a Prometheus text, `extra`
+/// being the labels after the config's (`,le="0.1"`), if any.
+fn sample_with(text: &str, name: &str, config: &str, extra: &str) -> Option<f64> {
+    let tail = format!(",config=\"{config}\"{extra}}} ");
     text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
+        .filter(|l| l.starts_with(&format!("{name}{{run=\"")))
+        .find_map(|l| l.split_once(&tail).map(|(_, v)| v))
         .map(|v| v.parse().unwrap())
+}
+
+/// The value of `name{run="...",config="CONFIG"}` in a Prometheus text.
+fn sample(text: &str, name: &str, config: &str) -> Option<f64> {
+    sample_with(text, name, config, "")
 }
 
 #[test]
@@ -107,10 +114,48 @@ fn a_live_run_serves_metrics_streams_events_and_carries_its_identity() {
             }
         }
     }
-    // Only a config with a budget has a level.
-    let level = sample(&scrapes[1], "stormrig_budget_level_percent", "aws-standard").unwrap();
-    assert!((0.0..=100.0).contains(&level), "{level}");
-    assert!(sample(&scrapes[1], "stormrig_budget_level_percent", "no-retry").is_none());
+    // Only a config with a budget has a level, a share of its capacity.
+    let level = sample(&scrapes[1], "stormrig_budget_level_ratio", "aws-standard").unwrap();
+    assert!((0.0..=1.0).contains(&level), "{level}");
+    assert!(sample(&scrapes[1], "stormrig_budget_level_ratio", "no-retry").is_none());
+    // Attempts by outcome add up to the attempts; the latency histogram is cumulative and
+    // its +Inf bucket is its count, the requests that finished: successes and failures.
+    let last = &scrapes[1];
+    for config in ["no-retry", "aws-standard"] {
+        let attempts = sample(last, "stormrig_attempts_total", config).unwrap();
+        // Every outcome line of the config: sent attempts that ended, so at most the
+        // attempts sent (some are still in flight at a scrape).
+        let config_label = format!("config=\"{config}\",outcome=");
+        let by_outcome: f64 = last
+            .lines()
+            .filter(|l| l.starts_with("stormrig_attempts_by_outcome_total{"))
+            .filter(|l| l.contains(&config_label))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum();
+        assert!(
+            by_outcome <= attempts && by_outcome > 0.0,
+            "{config}: {by_outcome} of {attempts}"
+        );
+        let finished = sample(last, "stormrig_successes_total", config).unwrap()
+            + sample(last, "stormrig_failures_total", config).unwrap();
+        let h = "stormrig_request_duration_seconds";
+        let count = sample(last, &format!("{h}_count"), config).unwrap();
+        assert_eq!(count, finished, "{config}");
+        let inf = sample_with(last, &format!("{h}_bucket"), config, ",le=\"+Inf\"").unwrap();
+        assert_eq!(inf, count);
+        let mut previous = 0.0;
+        for le in ["0.005", "0.01", "0.1", "1", "10"] {
+            let n = sample_with(
+                last,
+                &format!("{h}_bucket"),
+                config,
+                &format!(",le=\"{le}\""),
+            )
+            .unwrap_or_else(|| panic!("{h} le={le}: {last}"));
+            assert!(n >= previous && n <= count, "{config} le={le}: {n}");
+            previous = n;
+        }
+    }
 
     // Events: one line per config per second, seconds in order, from the first on.
     let summary: Value =
@@ -145,6 +190,13 @@ fn a_live_run_serves_metrics_streams_events_and_carries_its_identity() {
     assert!(age <= done.wall, "{age:?} > {:?}", done.wall);
     assert!(!run["host"].as_str().unwrap().is_empty());
     assert!(run["id"].as_str().unwrap().len() >= 16);
+    // Every per-config series names the run.
+    let run_label = format!("{{run=\"{}\",config=", run["id"].as_str().unwrap());
+    assert!(
+        scrapes[1].contains(&format!("stormrig_attempts_total{run_label}")),
+        "{}",
+        scrapes[1]
+    );
     assert_eq!(summary["stormrig_version"], env!("CARGO_PKG_VERSION"));
     let sum = std::process::Command::new("sha256sum")
         .arg(&scenario)
