@@ -22,6 +22,7 @@ mod suite {
     mod docs;
     mod fault_api;
     mod fleets;
+    mod fuzz_inputs;
     mod fuzz_scenarios;
     mod gates_diff;
     mod gates_eval;

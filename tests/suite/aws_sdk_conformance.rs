@@ -273,11 +273,7 @@ fn range_of(a: &Answer, k: usize) -> f64 {
 fn aws_standard_retries_as_botocore_does_call_by_call() {
     let timeline = Arc::new(timeline());
     let n = timeline.len();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::support::two_worker_runtime();
     let ((boto_base, boto_log), (ours_base, ours_log)) =
         rt.block_on(async { (server(&timeline).await, server(&timeline).await) });
     let boto = botocore_calls(&boto_base, n);

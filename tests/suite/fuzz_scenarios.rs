@@ -15,6 +15,8 @@ use proptest::prelude::*;
 use stormrig::app::{self, Exit};
 use stormrig::cli::Cli;
 
+use crate::support::mutate::{apply, mutation, Mutation};
+
 /// Cases per run of the property.
 const FUZZ_CASES: u32 = 1000;
 /// The longest a single `check` may take, even of a file grown to thousands of tables.
@@ -37,101 +39,26 @@ fn shipped() -> Vec<(String, String)> {
     v
 }
 
-/// One way to spoil a file.
+/// One way to spoil a scenario file: a text mutation, or a table repeated until the file
+/// is huge.
 #[derive(Debug, Clone)]
-enum Mutation {
-    FlipByte { at: usize, byte: u8 },
-    Truncate { at: usize },
-    Extreme { nth: usize, value: &'static str },
-    DeleteLine { nth: usize },
+enum ScenarioMutation {
+    Text(Mutation),
     HugeTable { what: usize, n: usize },
 }
 
-const EXTREMES: &[&str] = &[
-    "0",
-    "-1",
-    "-0.0",
-    "1e308",
-    "-1e308",
-    "1e-320",
-    "nan",
-    "inf",
-    "-inf",
-    "4294967295",
-    "4294967296",
-    "18446744073709551615",
-    "9223372036854775807",
-    "99999999999999999999999",
-    "\"99999999h\"",
-    "\"18446744073709551616s\"",
-    "\"1e3s\"",
-    "\"\"",
-    "[]",
-    "{}",
-];
-
-fn mutation() -> impl Strategy<Value = Mutation> {
+fn scenario_mutation() -> impl Strategy<Value = ScenarioMutation> {
     prop_oneof![
-        (any::<usize>(), any::<u8>()).prop_map(|(at, byte)| Mutation::FlipByte { at, byte }),
-        any::<usize>().prop_map(|at| Mutation::Truncate { at }),
-        (any::<usize>(), proptest::sample::select(EXTREMES))
-            .prop_map(|(nth, value)| Mutation::Extreme { nth, value }),
-        any::<usize>().prop_map(|nth| Mutation::DeleteLine { nth }),
-        (0usize..4, prop_oneof![Just(2usize), Just(200), Just(5000)])
-            .prop_map(|(what, n)| Mutation::HugeTable { what, n }),
+        4 => mutation().prop_map(ScenarioMutation::Text),
+        1 => (0usize..4, prop_oneof![Just(2usize), Just(200), Just(5000)])
+            .prop_map(|(what, n)| ScenarioMutation::HugeTable { what, n }),
     ]
 }
 
-fn apply(text: &str, m: &Mutation) -> Vec<u8> {
-    let mut bytes = text.as_bytes().to_vec();
+fn spoil(text: &str, m: &ScenarioMutation) -> Vec<u8> {
     match m {
-        Mutation::FlipByte { at, byte } => {
-            let i = at % bytes.len();
-            bytes[i] = *byte;
-            bytes
-        }
-        Mutation::Truncate { at } => {
-            bytes.truncate(at % (bytes.len() + 1));
-            bytes
-        }
-        Mutation::Extreme { nth, value } => {
-            // The nth number (a run of digits, with its decimal point) becomes `value`.
-            let spans: Vec<(usize, usize)> = {
-                let mut v = Vec::new();
-                let mut i = 0;
-                while i < bytes.len() {
-                    if bytes[i].is_ascii_digit() {
-                        let s = i;
-                        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
-                            i += 1;
-                        }
-                        v.push((s, i));
-                    } else {
-                        i += 1;
-                    }
-                }
-                v
-            };
-            if spans.is_empty() {
-                return bytes;
-            }
-            let (s, e) = spans[nth % spans.len()];
-            bytes.splice(s..e, value.bytes());
-            bytes
-        }
-        Mutation::DeleteLine { nth } => {
-            let lines: Vec<&str> = text.lines().collect();
-            let k = nth % lines.len();
-            lines
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != k)
-                .map(|(_, l)| *l)
-                .collect::<Vec<_>>()
-                .join("\n")
-                .into_bytes()
-        }
-        Mutation::HugeTable { what, n } => {
+        ScenarioMutation::Text(m) => apply(text, m),
+        ScenarioMutation::HugeTable { what, n } => {
             let block = match what {
                 0 => "\n[[faults]]\nkind = \"status\"\nstatus = 503\nat = \"1s\"\nfor = \"1s\"\n",
                 1 => "\n[[configs]]\npreset = \"naive\"\n",
@@ -164,11 +91,11 @@ proptest! {
     #[test]
     fn check_of_any_mutation_is_bounded_total_and_located(
         which in any::<usize>(),
-        m in mutation(),
+        m in scenario_mutation(),
     ) {
         let files = shipped();
         let (name, text) = &files[which % files.len()];
-        let bytes = apply(text, &m);
+        let bytes = spoil(text, &m);
         let path = tmp_file(name);
         std::fs::write(&path, &bytes).unwrap();
         let cli = Cli::try_parse_from(["stormrig".as_ref(), "check".as_ref(), path.as_os_str()])

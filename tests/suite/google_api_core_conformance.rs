@@ -70,11 +70,7 @@ const SEED: u64 = 23;
 fn google_api_core_retries_as_the_library_does_call_by_call() {
     let cases = cases();
     let calls: Vec<&str> = cases.iter().map(|c| c.name).collect();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::support::two_worker_runtime();
     let timelines = cases
         .iter()
         .map(|c| (c.name.to_string(), c.answers.clone()))

@@ -197,11 +197,7 @@ fn a6_attempts(methods: &[&str]) -> Vec<usize> {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    crate::support::two_worker_runtime()
 }
 
 #[test]

@@ -200,11 +200,7 @@ const SDK_WORK: f64 = 0.25;
 #[test]
 fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
     let cases = cases();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::support::two_worker_runtime();
     let timelines = cases
         .iter()
         .map(|c| (c.name.to_string(), c.answers.clone()))

@@ -286,11 +286,7 @@ fn live_run_through_the_proxy_matches_nginx_log_per_config() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/connection-resets.toml");
     let base = stormrig::plan::load(&path).expect("shipped scenario plans");
     assert!(base.configs.len() >= 2);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::support::two_worker_runtime();
     for config in &base.configs {
         let mut plan = base.clone();
         plan.configs = vec![config.clone()];
@@ -347,11 +343,7 @@ fn every_nginx_line_of_a_three_config_run_joins_one_attempt_log_row() {
     for f in &mut plan.scenario.faults {
         f.probability = 0.5;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::support::two_worker_runtime();
     let out = rt.block_on(async {
         let (_tx, rx) = tokio::sync::watch::channel(false);
         let opts = stormrig::live::RunOptions {

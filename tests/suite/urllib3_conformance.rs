@@ -160,11 +160,7 @@ const SEED: u64 = 29;
 #[test]
 fn urllib3_retries_as_the_library_does_call_by_call() {
     let cases = cases();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::support::two_worker_runtime();
     let timelines = cases
         .iter()
         .map(|c| (c.name.to_string(), c.answers.clone()))

@@ -116,6 +116,16 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
 
 pub mod nginx;
 
+/// The tokio runtime of the in-process loopback tests that drive a client and a server
+/// together: two workers, one per core of the machines CI runs on.
+pub fn two_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// A plan from scenario text, as if read from `tests/inline.toml`.
 pub fn plan_of(text: &str) -> stormrig::plan::Plan {
     let path = std::path::Path::new("tests/inline.toml");
@@ -146,6 +156,7 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
 pub mod conformance;
 pub mod grpc_server;
 pub mod http;
+pub mod mutate;
 pub mod pod_security;
 pub mod process;
 pub mod python;
