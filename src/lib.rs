@@ -30,6 +30,7 @@ pub mod scenario;
 pub mod server;
 pub mod session;
 pub mod shard;
+pub mod shed;
 pub mod sim;
 pub mod sweep;
 pub mod tls;

@@ -43,6 +43,7 @@ mod suite {
     mod live_run;
     mod llm_sdk_conformance;
     mod llm_sdk_hints;
+    mod load_shedding;
     mod one_line_run;
     mod policy_api;
     mod protocols;

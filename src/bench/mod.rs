@@ -665,6 +665,7 @@ pub(crate) fn one_fault_target(kind: FaultKind, length: Duration) -> TargetConfi
             service_time: Dist::Constant {
                 value: Duration::ZERO,
             },
+            shedding: Default::default(),
         },
         faults: vec![Fault {
             at: Duration::ZERO,

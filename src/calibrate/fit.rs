@@ -109,6 +109,7 @@ pub fn fit(
             queue,
             queue_timeout: stated.queue_timeout,
             service_time: dist.clone(),
+            shedding: stated.shedding,
         };
         let checks = check(plans, measured, &model, step)?;
         let error = checks.iter().map(|c| c.error).fold(0.0, f64::max);
@@ -124,6 +125,7 @@ pub fn fit(
             queue,
             queue_timeout: stated.queue_timeout,
             service_time: dist,
+            shedding: stated.shedding,
         },
         plateau,
         max_throughput,

@@ -356,6 +356,7 @@ async fn start_targets(
                         service_time: crate::scenario::Dist::Constant {
                             value: Duration::ZERO,
                         },
+                        shedding: Default::default(),
                     },
                     faults: sc.faults.clone(),
                     seed: sc.seed,

@@ -175,6 +175,10 @@ pub struct ConfigSummary {
     /// Target-side goodput and damage figures.
     pub target_served_ok: u64,
     pub target_shed: u64,
+    /// `target_shed` by reason (queue full, queue timeout, CoDel, the cap on work in
+    /// progress, the rate limit); the reasons add up to it.
+    #[serde(default)]
+    pub target_shed_by_reason: super::ShedCounts,
     /// Requests the fault proxy handed to the real server (0 for the built-in target).
     #[serde(default)]
     pub target_forwarded: u64,
@@ -481,6 +485,7 @@ pub fn summarize(
         amplification_bound,
         target_served_ok: target.served_ok,
         target_shed: target.shed,
+        target_shed_by_reason: target.shed_by_reason,
         target_forwarded: target.forwarded,
         target_unreached: target.unreached,
         duplicate_executions: target.duplicate_executions,

@@ -24,8 +24,12 @@ pub struct TargetStats {
     pub resets: u64,
     /// Requests held without an answer until the client gave up (hang faults).
     pub hangs: u64,
-    /// Requests refused because the queue was full or a queued request waited too long.
+    /// Requests answered without service by the service's own shedding: the queue was
+    /// full, a queued request waited too long, CoDel sloughed it, the cap on work in
+    /// progress or the rate limit refused it. Each reason apart in `shed_by_reason`.
     pub shed: u64,
+    #[serde(default)]
+    pub shed_by_reason: super::shed::ShedCounts,
     /// Requests forwarded to a real upstream server (fault proxy only).
     pub forwarded: u64,
     /// Requests the fault proxy could not hand to the real server (the connect or the TLS
@@ -99,6 +103,7 @@ impl TargetStats {
         self.resets += other.resets;
         self.hangs += other.hangs;
         self.shed += other.shed;
+        self.shed_by_reason.merge(&other.shed_by_reason);
         self.forwarded += other.forwarded;
         self.unreached += other.unreached;
         self.executions += other.executions;

@@ -151,8 +151,9 @@ impl TargetCounts {
         self.stats.hangs += 1;
     }
 
-    pub fn shed(&mut self) {
+    pub fn shed(&mut self, reason: super::shed::ShedReason) {
         self.stats.shed += 1;
+        self.stats.shed_by_reason.count(reason);
     }
 
     pub fn lost_response(&mut self) {

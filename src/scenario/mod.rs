@@ -14,6 +14,7 @@ pub mod provider;
 pub mod quick;
 pub mod schedule;
 pub mod shape;
+pub mod shedding;
 pub mod source;
 pub mod template;
 pub mod timeline;

@@ -251,6 +251,15 @@ pub struct ServiceModelSpec {
     #[serde(default, with = "duration::option")]
     pub queue_timeout: Option<Duration>,
     pub service_time: Option<Dist>,
+    /// Queue discipline: `"fifo"` (default), `"lifo"` or CoDel ([`super::shedding`]).
+    #[serde(default)]
+    pub discipline: Option<super::shedding::DisciplineSpec>,
+    /// Work in progress (queued or served) at most; arrivals past it get 503 at once.
+    #[serde(default)]
+    pub max_in_flight: Option<u32>,
+    /// A token bucket in front of the work, answering 429 (with `Retry-After`) when empty.
+    #[serde(default)]
+    pub rate_limit: Option<super::shedding::RateLimitSpec>,
 }
 
 /// The resolved service model: concurrency slots, a bounded FIFO queue in front of them,
@@ -265,6 +274,9 @@ pub struct ServiceModel {
     /// A request that waited this long for a slot is answered 503 without service.
     pub queue_timeout: Option<Duration>,
     pub service_time: Dist,
+    /// How it sheds besides the queue's bound and timeout (none by default).
+    #[serde(default, skip_serializing_if = "super::shedding::Shedding::is_default")]
+    pub shedding: super::shedding::Shedding,
 }
 
 impl Default for ServiceModel {
@@ -276,6 +288,7 @@ impl Default for ServiceModel {
             service_time: Dist::Constant {
                 value: Duration::from_millis(2),
             },
+            shedding: Default::default(),
         }
     }
 }
@@ -291,6 +304,18 @@ impl ServiceModel {
                 .service_time
                 .clone()
                 .unwrap_or_else(|| self.service_time.clone()),
+            shedding: super::shedding::Shedding {
+                // Checked before the overlay (`validate::check_service_spec`).
+                discipline: match &spec.discipline {
+                    Some(d) => d.resolve().unwrap_or_default(),
+                    None => self.shedding.discipline,
+                },
+                max_in_flight: spec.max_in_flight.or(self.shedding.max_in_flight),
+                rate_limit: match &spec.rate_limit {
+                    Some(r) => r.resolve().ok(),
+                    None => self.shedding.rate_limit,
+                },
+            },
         }
     }
 }

@@ -147,8 +147,8 @@ impl Counters {
         self.lock().hang();
     }
 
-    pub(crate) fn shed(&self) {
-        self.lock().shed();
+    pub(crate) fn shed(&self, reason: crate::metrics::ShedReason) {
+        self.lock().shed(reason);
     }
 
     pub(crate) fn lost_response(&self) {

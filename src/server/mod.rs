@@ -488,7 +488,12 @@ async fn start_serving(
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
-        slots: Slots::new(capacity, config.model.queue, config.model.queue_timeout),
+        slots: Slots::new(
+            capacity,
+            config.model.queue,
+            config.model.queue_timeout,
+            &config.model.shedding,
+        ),
         model: config.model,
         counters: Counters::new(epoch),
         dedup: config

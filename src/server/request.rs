@@ -29,6 +29,7 @@ use crate::headers::{
     H_SHOULD_RETRY,
 };
 use crate::scenario::timeline::Action;
+use crate::shed::Shed;
 
 pub(crate) fn respond(
     shared: &Shared,
@@ -64,7 +65,8 @@ fn status_response(parts: &StatusParts) -> Resp {
 /// What the work task reports back.
 enum Worked {
     Served,
-    Shed,
+    /// The service shed it, for this reason (counted).
+    Shed(Shed),
     /// Proxy mode: what the real server (or the gateway error standing for it) answered,
     /// and whether the request reached it.
     Relayed {
@@ -429,12 +431,13 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
     }
     let granted = match s.slots.acquire().await {
         Ok(granted) => granted,
-        Err(why) => {
-            if why != Refused::Closed {
-                s.counters.shed();
-            }
-            return Worked::Shed; // the ticket drops: the key is forgotten
+        // The ticket drops in either case: the key is forgotten.
+        Err(Refused::Shed(why)) => {
+            s.counters.shed(why.reason());
+            return Worked::Shed(why);
         }
+        // Shutting down: answered 503, not counted as a shed of the service.
+        Err(Refused::Closed) => return Worked::Shed(Shed::QueueFull),
     };
     if let Some(upstream) = &s.upstream {
         let (resp, forwarded) = upstream
@@ -486,7 +489,24 @@ async fn answer(
                 .trouble_seen(super::counters::Trouble::Reset);
             Err(CloseConnection::with_code("upstream reset", reset.code()))
         }
-        (Worked::Shed, _) => Ok(respond(
+        (Worked::Shed(Shed::RateLimited), _) => {
+            let mut r = respond(
+                shared,
+                StatusCode::TOO_MANY_REQUESTS,
+                b"rate limited\n",
+                false,
+            );
+            let after = shared
+                .model
+                .shedding
+                .rate_limit
+                .and_then(|l| l.retry_after_s);
+            if let Some(secs) = after {
+                r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+            }
+            Ok(r)
+        }
+        (Worked::Shed(_), _) => Ok(respond(
             shared,
             StatusCode::SERVICE_UNAVAILABLE,
             b"overloaded\n",

@@ -1,8 +1,11 @@
-//! Concurrency slots with a bounded FIFO queue in front, whose slot count can change while
-//! the run goes on (capacity faults). A tokio `Semaphore` cannot shrink below the permits
-//! already handed out, so this is a small slot counter of its own: the capacity in force *at the
-//! moment a request asks for a slot* (or when a slot frees up) decides; requests already
-//! being served when capacity drops finish normally.
+//! Concurrency slots with a bounded queue in front, whose slot count can change while the run
+//! goes on (capacity faults), and the service's load shedding before and in the queue (the
+//! rate limit, the cap on work in progress, the discipline: FIFO, LIFO or CoDel). A tokio
+//! `Semaphore` cannot shrink below the permits already handed out, so this is a small slot
+//! counter of its own: the capacity in force *at the moment a request asks for a slot* (or
+//! when a slot frees up) decides; requests already being served when capacity drops finish
+//! normally. The shedding rules are `crate::shed`'s, which the modeled target
+//! (`sim::target`) applies at the same steps, to nanoseconds since its own start.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -10,24 +13,38 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use crate::scenario::shedding::{Discipline, Shedding};
+use crate::shed::{self, Codel, Gate, Shed};
+
 /// Why a request got no slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// The queue was full on arrival.
-    QueueFull,
-    /// The request waited `queue_timeout` without getting a slot.
-    Timeout,
+    /// The service shed it (counted by the caller, by reason).
+    Shed(Shed),
     /// The target is shutting down.
     Closed,
 }
+
+/// What a waiter is sent: the instant its slot became its own, or why it was shed instead.
+type Grant = Result<Instant, Shed>;
 
 struct State {
     serving: u32,
     peak_serving: u32,
     next_id: u64,
-    /// Each waiter, with the instant it began to wait, is sent the instant its slot was
-    /// handed over.
-    waiters: VecDeque<(u64, oneshot::Sender<Instant>, Instant)>,
+    /// Each waiter, with the instant it began to wait, is sent its [`Grant`].
+    waiters: VecDeque<(u64, oneshot::Sender<Grant>, Instant)>,
+    /// The instant the shedding rules count their nanoseconds from.
+    start: Instant,
+    gate: Gate,
+    lifo: bool,
+    codel: Option<Codel>,
+}
+
+impl State {
+    fn ns(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.start).as_nanos()).unwrap_or(u64::MAX)
+    }
 }
 
 /// The slot count in force now.
@@ -41,7 +58,12 @@ pub(crate) struct Slots {
 }
 
 impl Slots {
-    pub(crate) fn new(capacity: CapacityFn, queue: u32, queue_timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        capacity: CapacityFn,
+        queue: u32,
+        queue_timeout: Option<Duration>,
+        shedding: &Shedding,
+    ) -> Self {
         Slots {
             capacity,
             queue: queue as usize,
@@ -51,6 +73,10 @@ impl Slots {
                 peak_serving: 0,
                 next_id: 0,
                 waiters: VecDeque::new(),
+                start: Instant::now(),
+                gate: Gate::new(shedding),
+                lifo: shedding.discipline == Discipline::Lifo,
+                codel: shed::codel(shedding.discipline, 0),
             }),
         }
     }
@@ -59,26 +85,35 @@ impl Slots {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes a slot, waiting in FIFO order when none is free. On `Ok`, the caller holds one
-    /// slot and must call [`Slots::release`]; the instant is when the slot became its own
-    /// (for a waiter, when the previous holder released it, not when the waiter's task got to
-    /// run again), from which its service time runs, as in the modeled target.
+    /// Takes a slot, past the rate limit and the cap on work in progress, waiting in the
+    /// discipline's order when none is free. On `Ok`, the caller holds one slot and must
+    /// call [`Slots::release`]; the instant is when the slot became its own (for a waiter,
+    /// when the previous holder released it, not when the waiter's task got to run again),
+    /// from which its service time runs, as in the modeled target.
     pub(crate) async fn acquire(&self) -> Result<Instant, Refused> {
-        let (id, mut rx) = {
+        let (id, rx) = {
             let capacity = (self.capacity)();
             let mut st = self.lock();
+            let now = Instant::now();
+            let t = st.ns(now);
+            let in_work = st.serving as usize + st.waiters.len();
+            st.gate.admit(t, in_work).map_err(Refused::Shed)?;
             if st.waiters.is_empty() && st.serving < capacity {
+                // A free slot at once: CoDel hears of a wait of zero (it never sheds it).
+                if let Some(c) = st.codel.as_mut() {
+                    c.shed(t, 0);
+                }
                 st.serving += 1;
                 st.peak_serving = st.peak_serving.max(st.serving);
-                return Ok(Instant::now());
+                return Ok(now);
             }
             if st.waiters.len() >= self.queue {
-                return Err(Refused::QueueFull);
+                return Err(Refused::Shed(Shed::QueueFull));
             }
             let (tx, rx) = oneshot::channel();
             let id = st.next_id;
             st.next_id += 1;
-            st.waiters.push_back((id, tx, Instant::now()));
+            st.waiters.push_back((id, tx, now));
             (id, rx)
         };
         // Removes our entry if we stop waiting for any reason (timeout or cancellation), so
@@ -86,30 +121,35 @@ impl Slots {
         let mut cleanup = Cleanup {
             slots: self,
             id,
+            rx,
             armed: true,
         };
         let granted = match self.queue_timeout {
-            Some(limit) => match tokio::time::timeout(limit, &mut rx).await {
+            Some(limit) => match tokio::time::timeout(limit, &mut cleanup.rx).await {
                 Ok(r) => r.ok(),
                 Err(_) => {
                     let mut st = self.lock();
                     if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == id) {
                         st.waiters.remove(pos);
                         cleanup.armed = false;
-                        return Err(Refused::Timeout);
+                        return Err(Refused::Shed(Shed::QueueTimeout));
                     }
-                    // Granted between the timer firing and taking the lock: the slot is ours.
+                    // Answered between the timer firing and taking the lock: the answer holds.
                     drop(st);
-                    rx.try_recv().ok()
+                    cleanup.rx.try_recv().ok()
                 }
             },
-            None => (&mut rx).await.ok(),
+            None => (&mut cleanup.rx).await.ok(),
         };
         cleanup.armed = false;
-        granted.ok_or(Refused::Closed)
+        match granted {
+            Some(Ok(at)) => Ok(at),
+            Some(Err(why)) => Err(Refused::Shed(why)),
+            None => Err(Refused::Closed),
+        }
     }
 
-    /// Gives a slot back and hands freed slots to waiters, FIFO.
+    /// Gives a slot back and hands freed slots to waiters.
     pub(crate) fn release(&self) {
         self.release_at(Instant::now());
     }
@@ -136,16 +176,29 @@ impl Slots {
         Self::pump_locked_at(st, capacity, Instant::now());
     }
 
-    /// Hands free slots to waiters, each granted as of `now`, or as of when it began to wait
-    /// if that is later (a slot whose release was late is never handed to a request from
-    /// before it arrived).
+    /// Hands free slots to waiters in the discipline's order, each granted as of `now`, or
+    /// as of when it began to wait if that is later (a slot whose release was late is never
+    /// handed to a request from before it arrived); under CoDel a waiter may be shed instead,
+    /// and the slot goes on to the next.
     fn pump_locked_at(st: &mut State, capacity: u32, now: Instant) {
         while st.serving < capacity {
-            let Some((_, tx, waiting_since)) = st.waiters.pop_front() else {
+            let next = match st.lifo {
+                true => st.waiters.pop_back(),
+                false => st.waiters.pop_front(),
+            };
+            let Some((_, tx, waiting_since)) = next else {
                 break;
             };
+            let granted = now.max(waiting_since);
+            let (t, since) = (st.ns(granted), st.ns(waiting_since));
+            if let Some(c) = st.codel.as_mut() {
+                if c.shed(t, t - since) {
+                    let _ = tx.send(Err(Shed::Codel));
+                    continue;
+                }
+            }
             // A waiter that went away (its receiver dropped) is skipped.
-            if tx.send(now.max(waiting_since)).is_ok() {
+            if tx.send(Ok(granted)).is_ok() {
                 st.serving += 1;
                 st.peak_serving = st.peak_serving.max(st.serving);
             }
@@ -165,6 +218,7 @@ impl Slots {
 struct Cleanup<'a> {
     slots: &'a Slots,
     id: u64,
+    rx: oneshot::Receiver<Grant>,
     armed: bool,
 }
 
@@ -175,7 +229,7 @@ impl Drop for Cleanup<'_> {
             let mut st = self.slots.lock();
             if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == self.id) {
                 st.waiters.remove(pos);
-            } else {
+            } else if let Ok(Ok(_)) = self.rx.try_recv() {
                 // We were granted a slot but are being cancelled before using it: pass it on.
                 st.serving -= 1;
                 Slots::pump_locked(&mut st, capacity);
@@ -193,7 +247,12 @@ mod tests {
     fn slots_with(queue: u32, timeout: Option<Duration>) -> (Arc<Slots>, Arc<AtomicU32>) {
         let cap = Arc::new(AtomicU32::new(1));
         let c = cap.clone();
-        let g = Slots::new(Box::new(move || c.load(Ordering::SeqCst)), queue, timeout);
+        let g = Slots::new(
+            Box::new(move || c.load(Ordering::SeqCst)),
+            queue,
+            timeout,
+            &Shedding::default(),
+        );
         (Arc::new(g), cap)
     }
 
@@ -208,7 +267,7 @@ mod tests {
         let w2 = tokio::spawn(async move { g2.acquire().await });
         tokio::task::yield_now().await;
         // Queue of 2 is full.
-        assert_eq!(g.acquire().await, Err(Refused::QueueFull));
+        assert_eq!(g.acquire().await, Err(Refused::Shed(Shed::QueueFull)));
         // Capacity grows to 2: the first waiter (FIFO) gets a slot at once.
         cap.store(2, Ordering::SeqCst);
         g.pump();
@@ -219,7 +278,7 @@ mod tests {
         g.release();
         assert_eq!(g.serving(), 1);
         // The second waiter waits past its timeout.
-        assert_eq!(w2.await.unwrap(), Err(Refused::Timeout));
+        assert_eq!(w2.await.unwrap(), Err(Refused::Shed(Shed::QueueTimeout)));
         g.release();
         assert_eq!(g.serving(), 0);
         assert_eq!(g.peak_serving(), 2);
@@ -281,7 +340,7 @@ mod tests {
         let g1 = g.clone();
         let w = tokio::spawn(async move { g1.acquire().await });
         tokio::task::yield_now().await;
-        assert_eq!(g.acquire().await, Err(Refused::QueueFull));
+        assert_eq!(g.acquire().await, Err(Refused::Shed(Shed::QueueFull)));
         w.abort();
         let _ = w.await;
         // The aborted waiter's place is free again and the release does not leak a slot.

@@ -283,10 +283,15 @@ pub(super) struct Sim<'a> {
     pub(super) claimed: u64,
     next_id: u64,
     user_n: Vec<u64>,
-    // Service slots: in force, taken, FIFO waiters (attempt index, generation).
+    // Service slots: in force, taken, waiters (attempt index, generation, since when, ns).
     pub(super) cap: u32,
     pub(super) serving: u32,
-    pub(super) queue: VecDeque<(u32, u32)>,
+    pub(super) queue: VecDeque<(u32, u32, u64)>,
+    /// The service's shedding (`crate::shed`): rate limit and cap before the queue, the
+    /// discipline's order, CoDel when asked for.
+    pub(super) gate: crate::shed::Gate,
+    pub(super) lifo: bool,
+    pub(super) codel: Option<crate::shed::Codel>,
     attempts: u64,
     /// The load's method is idempotent (read once: every request without classes sends it).
     pub(super) idempotent: bool,
@@ -377,6 +382,9 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         cap,
         serving: 0,
         queue: VecDeque::new(),
+        gate: crate::shed::Gate::new(&cfg.model.shedding),
+        lifo: cfg.model.shedding.discipline == crate::scenario::shedding::Discipline::Lifo,
+        codel: crate::shed::codel(cfg.model.shedding.discipline, 0),
         attempts: 0,
         idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,

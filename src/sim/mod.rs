@@ -381,6 +381,7 @@ fn scale_model(m: &ServiceModel, scale: f64) -> ServiceModel {
         },
         queue_timeout: m.queue_timeout,
         service_time: m.service_time.clone(),
+        shedding: m.shedding.scaled(scale),
     }
 }
 

@@ -10,6 +10,7 @@ use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, REPLY_RESET};
 use super::verdicts::Segment;
 use crate::idempotency::Begin;
 use crate::scenario::timeline::Action;
+use crate::shed::Shed;
 
 /// The body every simulated attempt sends: the scenario's, the same for every attempt, so a
 /// key is never reused with another body (the live target's 422) here.
@@ -162,7 +163,17 @@ impl Sim<'_> {
         let Err(secs) = p.admit(at.route(), at.request, dur(t)) else {
             return false;
         };
-        let value = secs.to_string();
+        let part = self.retry_after_index(secs.to_string());
+        let at = &mut self.atts[a as usize];
+        at.act = Act::Status;
+        at.reply_status = 429;
+        at.reply_fault = part;
+        self.fault_act(t, a);
+        true
+    }
+
+    /// The reply parts of a 429 carrying `Retry-After: value` and nothing else, added once.
+    fn retry_after_index(&mut self, value: String) -> u16 {
         let part = match self.parts.iter().position(|p| {
             p.lost_status.is_none()
                 && p.grpc.is_none()
@@ -184,12 +195,21 @@ impl Sim<'_> {
                 self.parts.len() - 1
             }
         };
-        let at = &mut self.atts[a as usize];
-        at.act = Act::Status;
-        at.reply_status = 429;
-        at.reply_fault = u16::try_from(part).unwrap_or(NO_FAULT);
-        self.fault_act(t, a);
-        true
+        u16::try_from(part).unwrap_or(NO_FAULT)
+    }
+
+    /// The reply parts of the service rate limit's 429: its `Retry-After`, if it sends one.
+    fn retry_after_part(&mut self) -> u16 {
+        match self
+            .cfg
+            .model
+            .shedding
+            .rate_limit
+            .and_then(|l| l.retry_after_s)
+        {
+            Some(secs) => self.retry_after_index(secs.to_string()),
+            None => NO_FAULT,
+        }
     }
 
     /// A terminal fault acts (after its added latency), if the client is still connected.
@@ -225,19 +245,27 @@ impl Sim<'_> {
         self.push(t + ns(NET_DELAY), Kind::Reply, a, gen);
     }
 
-    /// The work asks for a service slot: at once if one is free and nobody waits, else in
-    /// FIFO order, or refused when the queue is full.
+    /// The work asks for a service slot, past the rate limit and the cap on work in
+    /// progress: at once if one is free and nobody waits, else in the discipline's order, or
+    /// refused when the queue is full (the live target's `Slots::acquire`).
     pub(super) fn work_start(&mut self, t: u64, a: u32) {
+        let in_work = self.serving as usize + self.queue.len();
+        if let Err(why) = self.gate.admit(t, in_work) {
+            return self.work_shed(t, a, why);
+        }
         if self.queue.is_empty() && self.serving < self.cap {
+            // A free slot at once: CoDel hears of a wait of zero (it never sheds it).
+            if let Some(c) = self.codel.as_mut() {
+                c.shed(t, 0);
+            }
             self.grant(t, a);
         } else if self.queue.len() >= self.cfg.model.queue as usize {
-            self.counters.shed();
-            self.work_shed(t, a);
+            self.work_shed(t, a, Shed::QueueFull);
         } else {
             let at = &mut self.atts[a as usize];
             at.queued = true;
             let gen = at.gen;
-            self.queue.push_back((a, gen));
+            self.queue.push_back((a, gen, t));
             if let Some(qt) = self.cfg.model.queue_timeout {
                 self.push(t.saturating_add(ns(qt)), Kind::QueueTimeout, a, gen);
             }
@@ -265,28 +293,42 @@ impl Sim<'_> {
         self.push(t.saturating_add(ns(service)), Kind::ServiceDone, a, gen);
     }
 
-    /// Hands free slots to waiters, FIFO.
+    /// Hands free slots to waiters in the discipline's order; under CoDel a waiter may be
+    /// shed instead, and the slot goes on to the next.
     pub(super) fn pump(&mut self, t: u64) {
         while self.serving < self.cap {
-            let Some((a, _)) = self.queue.pop_front() else {
+            let next = match self.lifo {
+                true => self.queue.pop_back(),
+                false => self.queue.pop_front(),
+            };
+            let Some((a, _, since)) = next else {
                 break;
             };
+            if let Some(c) = self.codel.as_mut() {
+                if c.shed(t, t - since) {
+                    self.atts[a as usize].queued = false;
+                    self.work_shed(t, a, Shed::Codel);
+                    continue;
+                }
+            }
             self.grant(t, a);
         }
     }
 
     pub(super) fn queue_timeout(&mut self, t: u64, a: u32) {
-        // Every waiter has the same queue timeout, so the one expiring is normally the head.
-        if let Some(pos) = self.queue.iter().position(|(w, _)| *w == a) {
+        // Every waiter has the same queue timeout, so under FIFO the one expiring is normally
+        // the head (under LIFO, the tail's far end: the search runs from the front).
+        if let Some(pos) = self.queue.iter().position(|(w, ..)| *w == a) {
             self.queue.remove(pos);
         }
         self.atts[a as usize].queued = false;
-        self.counters.shed();
-        self.work_shed(t, a);
+        self.work_shed(t, a, Shed::QueueTimeout);
     }
 
-    /// The work ended without service: 503 to the client, if still connected.
-    pub(super) fn work_shed(&mut self, t: u64, a: u32) {
+    /// The work ended without service (counted by reason): 503 to the client, or 429 with
+    /// the rate limit's `Retry-After`, if still connected.
+    pub(super) fn work_shed(&mut self, t: u64, a: u32, why: Shed) {
+        self.counters.shed(why.reason());
         let at = &mut self.atts[a as usize];
         at.work_active = false;
         if std::mem::take(&mut at.ticket) {
@@ -296,8 +338,13 @@ impl Sim<'_> {
             }
         }
         if at.handler_alive {
-            self.counters.respond(503, None);
-            self.send_reply(t, a, 503, NO_FAULT);
+            let status = why.status();
+            let part = match why {
+                Shed::RateLimited => self.retry_after_part(),
+                _ => NO_FAULT,
+            };
+            self.counters.respond(status, None);
+            self.send_reply(t, a, status, part);
         }
         self.maybe_free(a);
     }

@@ -25,6 +25,7 @@ fn serve_ok() -> TargetConfig {
             service_time: Dist::Constant {
                 value: Duration::ZERO,
             },
+            shedding: Default::default(),
         },
         faults: Vec::new(),
         seed: 1,

@@ -23,6 +23,7 @@ use stormrig::policy::{
 use stormrig::scenario::classes::ClassSection;
 use stormrig::scenario::grpc::GrpcSection;
 use stormrig::scenario::provider::{PriceSection, ProviderSection};
+use stormrig::scenario::shedding::{DisciplineTable, RateLimitSpec};
 use stormrig::scenario::{
     DedupSpec, Dist, FaultSection, LayerSpec, LoadSection, RateStep, ScenarioFile,
     ServiceModelSpec, TargetFile, TargetSpec,
@@ -109,6 +110,8 @@ fn code_keys() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("`[target]`", fields::<TargetSpec>()),
         ("`[target.service]`", fields::<ServiceModelSpec>()),
         ("Distributions", tagged::<Dist>()),
+        ("`discipline`", fields::<DisciplineTable>()),
+        ("`rate_limit`", fields::<RateLimitSpec>()),
         ("`[target.dedup]`", fields::<DedupSpec>()),
         ("`[[faults]]`", fields::<FaultSection>()),
         ("`[[topology]]`", fields::<LayerSpec>()),

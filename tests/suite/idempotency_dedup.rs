@@ -22,6 +22,7 @@ fn model(service_ms: u64) -> ServiceModel {
         service_time: Dist::Constant {
             value: Duration::from_millis(service_ms),
         },
+        shedding: Default::default(),
     }
 }
 

@@ -29,6 +29,7 @@ fn config(faults: Vec<Fault>) -> TargetConfig {
             queue: 64,
             queue_timeout: Some(ms(1000)),
             service_time: Dist::Constant { value: ms(0) },
+            shedding: Default::default(),
         },
         faults,
         seed: 7,

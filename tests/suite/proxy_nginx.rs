@@ -93,6 +93,7 @@ async fn proxy_counts_match_nginx_access_log_exactly() {
             service_time: Dist::Constant {
                 value: Duration::ZERO,
             },
+            shedding: Default::default(),
         },
         faults,
         seed: 11,

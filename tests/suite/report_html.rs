@@ -253,6 +253,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         amplification_bound: shape.bound,
         target_served_ok: sum(|r| r.target_served_ok),
         target_shed: if shape.storm_amp > 2.0 { 1234 } else { 0 },
+        target_shed_by_reason: Default::default(),
         target_forwarded: 0,
         target_unreached: 0,
         duplicate_executions: (shape.storm_amp * 40.0) as u64,

@@ -35,6 +35,7 @@ fn model(
         service_time: Dist::Constant {
             value: ms(service_ms),
         },
+        shedding: Default::default(),
     }
 }
 

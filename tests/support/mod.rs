@@ -72,6 +72,7 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         amplification_bound: Some(3.0),
         target_served_ok: 950,
         target_shed: 10,
+        target_shed_by_reason: Default::default(),
         target_forwarded: 0,
         target_unreached: 0,
         duplicate_executions: 0,

@@ -38,6 +38,28 @@ pub fn check_service_spec(prefix: &str, s: &ServiceModelSpec) -> Checked<()> {
     if let Some(d) = &s.service_time {
         check_dist(&format!("{prefix}.service_time"), d)?;
     }
+    if let Some(d) = &s.discipline {
+        d.resolve()
+            .or_else(|m| refuse(format!("{prefix}.discipline"), m))?;
+    }
+    if let Some(n) = s.max_in_flight {
+        if n == 0 {
+            return refuse(
+                format!("{prefix}.max_in_flight"),
+                "0 is outside [1, 10000000]; with no request allowed in, nothing is served",
+            );
+        }
+        check_count(
+            &format!("{prefix}.max_in_flight"),
+            "requests",
+            n.into(),
+            limits::MAX_SLOTS.into(),
+        )?;
+    }
+    if let Some(r) = &s.rate_limit {
+        r.resolve()
+            .or_else(|(field, m)| refuse(format!("{prefix}.rate_limit.{field}"), m))?;
+    }
     Ok(())
 }
 
