@@ -411,6 +411,18 @@ fn bad_recordings_are_refused_with_file_line_and_field() {
     );
     write(&dir, "access.log", &line("01", "-"));
     refused(&s, &format!("{d}/access.log:1: load.file: request"), "`-`");
+    // The planned-arrivals ceiling counts the recording's requests.
+    write(
+        &dir,
+        "access.log",
+        &(line("01", "GET /health HTTP/1.1") + &line("01", "GET /health HTTP/1.1")),
+    );
+    let capped = std::fs::read_to_string(&s).unwrap().replace(
+        "format = \"nginx-combined\"",
+        "format = \"nginx-combined\"\nmax_planned_arrivals = 1",
+    );
+    let capped = write(&dir, "capped.toml", &capped);
+    refused(&capped, "load.file", "plans 2 arrivals");
     // A path of no class.
     write(&dir, "access.log", &line("01", "GET /admin HTTP/1.1"));
     refused(
