@@ -22,6 +22,10 @@ pub enum Kind {
     RunFile,
     /// A shard's dump (`shard.json`): 1 GiB.
     ShardDump,
+    /// A recorded load (`load.file`: a rate series or an access log): 256 MiB, about
+    /// 1.5 million lines of an nginx `combined` log; a longer recording is cut with
+    /// `from`/`to` only after it is read, so split it beforehand.
+    Recording,
 }
 
 impl Kind {
@@ -29,7 +33,7 @@ impl Kind {
     pub const fn max_bytes(self) -> u64 {
         match self {
             Kind::Scenario | Kind::Certificates => 16 << 20,
-            Kind::RunFile => 256 << 20,
+            Kind::RunFile | Kind::Recording => 256 << 20,
             Kind::ShardDump => 1 << 30,
         }
     }
@@ -40,6 +44,7 @@ impl Kind {
             Kind::Certificates => "a certificate file",
             Kind::RunFile => "a run directory's file",
             Kind::ShardDump => "a shard dump",
+            Kind::Recording => "a recorded load",
         }
     }
 }

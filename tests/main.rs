@@ -59,6 +59,7 @@ mod suite {
     mod proxy_nginx;
     mod proxy_protocol;
     mod recommendation;
+    mod recorded_load;
     mod report_html;
     mod request_classes;
     mod scenario_errors;

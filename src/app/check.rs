@@ -26,6 +26,10 @@ pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Ex
             eprintln!("{w}");
             warned += 1;
         }
+        if let Some(w) = skipped_lines_warning(&plan) {
+            eprintln!("{}: warning: load.file: {w}", p.display());
+            warned += 1;
+        }
         for w in crate::advice::warnings(&plan) {
             eprintln!(
                 "{}: warning: config {}: {}",
@@ -171,4 +175,29 @@ pub(super) fn presets_table() -> String {
         );
     }
     out
+}
+
+/// A recording replayed without some of its lines (`load.skip_bad_lines`): said, never
+/// silent.
+fn skipped_lines_warning(plan: &plan::Plan) -> Option<String> {
+    use crate::scenario::LoadShape;
+    let (file, skipped) = match &plan.scenario.load.shape {
+        LoadShape::Series {
+            file,
+            skipped_lines,
+            ..
+        }
+        | LoadShape::Trace {
+            file,
+            skipped_lines,
+            ..
+        } => (file, *skipped_lines),
+        _ => return None,
+    };
+    (skipped > 0).then(|| {
+        format!(
+            "{skipped} bad line(s) of {} skipped under skip_bad_lines; the replay lacks them",
+            file.display()
+        )
+    })
 }

@@ -92,15 +92,15 @@ impl RequestMix {
         }
     }
 
-    /// One template per class of `classes`, picked per request by the seeded mix.
+    /// One template per class, picked per request by `mix` (seeded, or a trace's own).
     pub fn classes(
         templates: Vec<RequestTemplate>,
-        classes: &[crate::scenario::classes::RequestClass],
+        mix: crate::scenario::classes::ClassMix,
         seed: u64,
     ) -> RequestMix {
         RequestMix {
             templates,
-            mix: crate::scenario::classes::ClassMix::new(classes),
+            mix,
             seed,
         }
     }

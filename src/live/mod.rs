@@ -397,7 +397,7 @@ async fn start_targets(
         };
         if !sc.load.classes.is_empty() {
             handle.0.count_classes(server::ArrivalClasses {
-                mix: crate::scenario::classes::ClassMix::new(&sc.load.classes),
+                mix: crate::scenario::classes::ClassMix::of_load(&sc.load),
                 seed: sc.seed,
                 writes: sc.load.classes.iter().map(|c| c.writes()).collect(),
             });
@@ -731,7 +731,7 @@ fn requests(plan: &Plan) -> Result<RequestMix, LiveError> {
         .collect::<Result<Vec<_>, LiveError>>()?;
     Ok(RequestMix::classes(
         templates,
-        &load.classes,
+        crate::scenario::classes::ClassMix::of_load(load),
         plan.scenario.seed,
     ))
 }

@@ -119,12 +119,28 @@ impl RequestClass {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassMix {
     cumulative: Vec<f64>,
+    /// A recorded trace's class of each request, by id (from its logged path): the trace
+    /// says which call each request was, so nothing is drawn.
+    recorded: Option<std::sync::Arc<[u16]>>,
 }
 
 impl ClassMix {
+    /// The mix of `load`: its classes' weights, or the classes its recorded trace gives.
+    pub fn of_load(load: &super::Load) -> ClassMix {
+        let mut mix = ClassMix::new(&load.classes);
+        if let super::LoadShape::Trace {
+            classes: Some(c), ..
+        } = &load.shape
+        {
+            mix.recorded = Some(std::sync::Arc::clone(c));
+        }
+        mix
+    }
+
     pub fn new(classes: &[RequestClass]) -> ClassMix {
         let mut sum = 0.0;
         ClassMix {
+            recorded: None,
             cumulative: classes
                 .iter()
                 .map(|c| {
@@ -138,6 +154,12 @@ impl ClassMix {
     /// The class (index) of request `request`: 0 when there is one class or none.
     #[inline]
     pub fn class_of(&self, seed: u64, request: u64) -> usize {
+        if let Some(recorded) = &self.recorded {
+            return usize::try_from(request)
+                .ok()
+                .and_then(|i| recorded.get(i))
+                .map_or(0, |&c| usize::from(c));
+        }
         if self.cumulative.len() <= 1 {
             return 0;
         }

@@ -57,7 +57,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let refused = |r: Refusal| located(path, &map, r);
 
     check_header(&file).map_err(refused)?;
-    let load = validate::check_load(&file.load, file.duration).map_err(refused)?;
+    let recorded = read_recording(path, &file.load, &map)?;
+    let load = validate::check_load(&file.load, file.duration, recorded).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
@@ -160,6 +161,33 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         gates: file.gates,
         baseline: file.baseline,
         providers,
+    })
+}
+
+/// The recording of a `series` or `trace` load, read and cut. A refusal of its content
+/// names the recording, its line and `load.file`; one of a field, the scenario's line.
+fn read_recording(
+    path: &Path,
+    load: &super::model::LoadSection,
+    map: &SourceMap,
+) -> Result<Option<super::recording::read::Recorded>, ScenarioError> {
+    use super::recording::read::{read, ReadError};
+    read(path, load).map_err(|e| match e {
+        ReadError::Field(r) => located(path, map, r),
+        ReadError::Unreadable { file, reason } => located(
+            path,
+            map,
+            Refusal {
+                field: "load.file".into(),
+                message: format!("`{}` cannot be read: {reason}", file.display()),
+            },
+        ),
+        ReadError::Content { file, error } => ScenarioError::new(
+            file,
+            Some(error.line()),
+            Some("load.file".into()),
+            ErrorKind::Invalid(format!("{error} (the recording of {})", path.display())),
+        ),
     })
 }
 

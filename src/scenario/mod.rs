@@ -12,6 +12,7 @@ pub mod load_shape;
 pub mod model;
 pub mod provider;
 pub mod quick;
+pub mod recording;
 pub mod schedule;
 pub mod shape;
 pub mod shedding;

@@ -71,13 +71,29 @@ fn default_drain() -> Duration {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
-    /// `constant`, `poisson`, `ramp`, `steps`, `closed` or `burst`.
+    /// `constant`, `poisson`, `ramp`, `steps`, `closed`, `burst`, `series` or `trace`.
     pub kind: String,
     /// Arrivals per second (`constant`, `poisson`).
     pub rate: Option<f64>,
-    /// Start and end rate (`ramp`).
+    /// Start and end rate (`ramp`); for a recording (`series`, `trace`), the replayed
+    /// window in seconds from its start.
     pub from: Option<f64>,
     pub to: Option<f64>,
+    /// The recording (`series`, `trace`), relative to the scenario file.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// How a series becomes arrivals: `poisson` (default) or `constant`.
+    #[serde(default)]
+    pub arrivals: Option<String>,
+    /// Time compression of a recording (`series`, `trace`): 2 replays it in half the time.
+    #[serde(default)]
+    pub speed: Option<f64>,
+    /// The access log's format (`trace`): `nginx-combined` or `nginx-json`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Bad lines of a recording skipped and counted instead of refused (default 0).
+    #[serde(default)]
+    pub skip_bad_lines: Option<u64>,
     /// Rate steps (`steps`).
     pub steps: Option<Vec<RateStep>>,
     /// Users (`closed`).

@@ -10,12 +10,13 @@
 //! sends, waits for the outcome, thinks, sends again), so its start times depend on response
 //! times and cannot be scheduled in advance.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::load_shape::{LoadShape, RateStep};
+use super::load_shape::{LoadShape, RateStep, SeriesArrivals};
 
 /// Seeded arrival times; see the module docs.
 #[derive(Debug, Clone)]
@@ -54,6 +55,23 @@ enum State {
         k: usize,
         i: u64,
     },
+    /// A Poisson process of piecewise-constant rate (a recorded series), by time
+    /// rescaling: unit exponential gaps in integrated rate Λ, each mapped back to the
+    /// instant where the integral of the steps' rates reaches it.
+    SeriesPoisson {
+        steps: Vec<RateStep>,
+        /// The step the last arrival fell in, and Λ at its start.
+        k: usize,
+        mass_before: f64,
+        /// Λ of the next arrival.
+        target: f64,
+        rng: Box<ChaCha8Rng>,
+    },
+    /// A recorded trace's instants, in nanoseconds.
+    Trace {
+        times: Arc<[u64]>,
+        i: usize,
+    },
 }
 
 /// The arrival schedule for `shape` over `duration`, drawn from `seed` where random.
@@ -82,6 +100,30 @@ pub fn arrivals(shape: &LoadShape, duration: Duration, seed: u64) -> Arrivals {
         LoadShape::Burst { requests } if duration > Duration::ZERO => {
             State::Burst { left: *requests }
         }
+        LoadShape::Series {
+            steps,
+            arrivals: SeriesArrivals::Constant,
+            ..
+        } => State::Steps {
+            steps: steps.clone(),
+            k: 0,
+            i: 0,
+        },
+        LoadShape::Series {
+            steps,
+            arrivals: SeriesArrivals::Poisson,
+            ..
+        } => State::SeriesPoisson {
+            steps: steps.clone(),
+            k: 0,
+            mass_before: 0.0,
+            target: 0.0,
+            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+        },
+        LoadShape::Trace { times, .. } => State::Trace {
+            times: Arc::clone(times),
+            i: 0,
+        },
         _ => State::Done,
     };
     Arrivals {
@@ -101,7 +143,7 @@ pub fn expected_count(shape: &LoadShape, duration: Duration) -> f64 {
     match shape {
         LoadShape::Constant { rate } | LoadShape::Poisson { rate } => rate * t,
         LoadShape::Ramp { from, to } => (from + to) / 2.0 * t,
-        LoadShape::Steps { steps } => steps
+        LoadShape::Steps { steps } | LoadShape::Series { steps, .. } => steps
             .iter()
             .enumerate()
             .map(|(k, s)| {
@@ -112,6 +154,10 @@ pub fn expected_count(shape: &LoadShape, duration: Duration) -> f64 {
             .sum(),
         LoadShape::Closed { .. } => 0.0,
         LoadShape::Burst { requests } => f64::from(*requests),
+        LoadShape::Trace { times, .. } => {
+            let end = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+            times.partition_point(|&t| t < end) as f64
+        }
     }
 }
 
@@ -175,6 +221,17 @@ impl Arrivals {
     /// clock is in nanoseconds).
     #[inline]
     pub fn next_nanos(&mut self) -> Option<u64> {
+        if let State::Trace { times, i } = &mut self.state {
+            let t = times
+                .get(*i)
+                .copied()
+                .filter(|&t| u128::from(t) < self.end.as_nanos());
+            *i += 1;
+            if t.is_none() {
+                self.state = State::Done;
+            }
+            return t;
+        }
         let State::Constant { rate, i } = &mut self.state else {
             return self
                 .next()
@@ -248,6 +305,22 @@ impl Iterator for Arrivals {
                 *k += 1;
                 *i = 0;
             },
+            State::SeriesPoisson {
+                steps,
+                k,
+                mass_before,
+                target,
+                rng,
+            } => {
+                let u: f64 = rng.gen();
+                *target += -(1.0 - u).ln();
+                next_in_steps(steps, k, mass_before, *target, end)
+            }
+            State::Trace { times, i } => {
+                let t = times.get(*i).map(|&t| Duration::from_nanos(t));
+                *i += 1;
+                t.filter(|t| *t < end)
+            }
         };
         if out.is_none() {
             self.state = State::Done;
@@ -257,6 +330,38 @@ impl Iterator for Arrivals {
 }
 
 impl std::iter::FusedIterator for Arrivals {}
+
+/// The instant where the integrated rate of `steps` reaches `target`, advancing the
+/// current step `k` (and Λ at its start) past steps it has used up; `None` past the last
+/// step (which ends at `end`) or at `end`.
+fn next_in_steps(
+    steps: &[RateStep],
+    k: &mut usize,
+    mass_before: &mut f64,
+    target: f64,
+    end: Duration,
+) -> Option<Duration> {
+    loop {
+        let step = steps.get(*k)?;
+        let stop = steps.get(*k + 1).map_or(end, |s| s.at.min(end));
+        let start = step.at.min(stop).as_secs_f64();
+        let span = stop.as_secs_f64() - start;
+        let mass = if usable(step.rate) {
+            step.rate * span
+        } else {
+            0.0
+        };
+        if target - *mass_before < mass {
+            let t = start + (target - *mass_before) / step.rate;
+            return before(t, stop).or_else(|| before(t.min(stop.as_secs_f64()), end));
+        }
+        if stop >= end {
+            return None;
+        }
+        *mass_before += mass;
+        *k += 1;
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -115,6 +115,12 @@ pub enum SimError {
     Unsupported(String),
     #[error("--scale {0}: must be a finite number above 0")]
     Scale(f64),
+    /// A trace replays its recorded requests one for one: there is no rate to scale.
+    #[error(
+        "--scale {0}: a trace load replays its recorded requests one for one, with no rate \
+         to scale; run it at --scale 1 (or record a series, whose rates scale)"
+    )]
+    TraceScale(f64),
 }
 
 /// Simulates the plan. Each config runs independently over the same arrival schedule
@@ -125,6 +131,9 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     if !scale.is_finite() || scale <= 0.0 {
         return Err(SimError::Scale(scale));
     }
+    if scale != 1.0 && matches!(sc.load.shape, LoadShape::Trace { .. }) {
+        return Err(SimError::TraceScale(scale));
+    }
     let (model, dedup) = modeled_target(plan)?;
     let model = scale_model(model, scale);
     let dedup_retention = dedup.filter(|d| d.enabled).map(|d| ns(d.retention));
@@ -134,7 +143,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     let max_in_flight = u64::from(scale_count(sc.load.max_in_flight, scale));
 
     let (method, classes) = sim_classes(&sc.load, &request_classes);
-    let mix = crate::scenario::classes::ClassMix::new(&sc.load.classes);
+    let mix = crate::scenario::classes::ClassMix::of_load(&sc.load);
 
     let builder = ResultBuilder::new(plan, &shape, sc.duration);
     let mut result = builder.header(Engine::Sim, false, None);
@@ -409,5 +418,24 @@ fn scale_shape(shape: &LoadShape, scale: f64) -> LoadShape {
         LoadShape::Burst { requests } => LoadShape::Burst {
             requests: scale_count(*requests, scale),
         },
+        LoadShape::Series {
+            file,
+            arrivals,
+            steps,
+            skipped_lines,
+        } => LoadShape::Series {
+            file: file.clone(),
+            arrivals: *arrivals,
+            steps: steps
+                .iter()
+                .map(|s| crate::scenario::RateStep {
+                    at: s.at,
+                    rate: s.rate * scale,
+                })
+                .collect(),
+            skipped_lines: *skipped_lines,
+        },
+        // Refused at any other scale (`SimError::TraceScale`).
+        LoadShape::Trace { .. } => shape.clone(),
     }
 }

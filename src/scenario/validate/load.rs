@@ -11,10 +11,13 @@ use super::check_count;
 use super::refuse::{forbid, refuse, require, unknown_kind, Checked, Refusal};
 use crate::scenario::limits::{self, big};
 use crate::scenario::model::*;
+use crate::scenario::recording::read::Recorded;
 use crate::scenario::units::duration::format as fmt_d;
 
 /// Load kinds as written in files.
-pub const LOAD_KINDS: &[&str] = &["constant", "poisson", "ramp", "steps", "closed", "burst"];
+pub const LOAD_KINDS: &[&str] = &[
+    "constant", "poisson", "ramp", "steps", "closed", "burst", "series", "trace",
+];
 
 fn check_rate(field: &str, rate: f64) -> Checked<()> {
     if !(rate.is_finite() && rate > 0.0) {
@@ -156,8 +159,9 @@ fn check_headers(field: &str, headers: &std::collections::BTreeMap<String, Strin
     Ok(())
 }
 
-/// Refuses the load's shape fields (`rate`, `from`, `to`, `steps`, `users`, `think_time`)
-/// that are set but not among `used` by its kind.
+/// Refuses the load's shape fields (`rate`, `from`, `to`, `steps`, `users`, `think_time`,
+/// and a recording's `file`, `arrivals`, `speed`, `format`, `skip_bad_lines`) that are set
+/// but not among `used` by its kind.
 fn forbid_unused(l: &LoadSection, kind_desc: &str, takes: &str, used: &[&str]) -> Checked<()> {
     let set = [
         ("rate", l.rate.is_some()),
@@ -166,13 +170,24 @@ fn forbid_unused(l: &LoadSection, kind_desc: &str, takes: &str, used: &[&str]) -
         ("steps", l.steps.is_some()),
         ("users", l.users.is_some()),
         ("think_time", l.think_time.is_some()),
+        ("file", l.file.is_some()),
+        ("arrivals", l.arrivals.is_some()),
+        ("speed", l.speed.is_some()),
+        ("format", l.format.is_some()),
+        ("skip_bad_lines", l.skip_bad_lines.is_some()),
     ];
     let unused: Vec<_> = set.into_iter().filter(|(n, _)| !used.contains(n)).collect();
     forbid(kind_desc, takes, &unused, "load")
 }
 
-pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
-    let shape = check_shape(l, duration)?;
+/// `recorded` is the recording of a `series` or `trace` load, read and cut beforehand
+/// ([`crate::scenario::recording::read`]), whose refusals name the recording's own lines.
+pub fn check_load(
+    l: &LoadSection,
+    duration: Duration,
+    recorded: Option<Recorded>,
+) -> Checked<Load> {
+    let shape = check_shape(l, duration, recorded)?;
     check_request(l)?;
     let clients = check_ceilings(l)?;
     let f = |name: &str| format!("load.{name}");
@@ -227,7 +242,11 @@ pub fn check_load(l: &LoadSection, duration: Duration) -> Checked<Load> {
 }
 
 /// The load's shape: the fields its kind takes, each set and within range, and none other.
-fn check_shape(l: &LoadSection, duration: Duration) -> Checked<LoadShape> {
+fn check_shape(
+    l: &LoadSection,
+    duration: Duration,
+    recorded: Option<Recorded>,
+) -> Checked<LoadShape> {
     let f = |name: &str| format!("load.{name}");
     let shape = match l.kind.as_str() {
         "constant" | "poisson" => {
@@ -283,9 +302,74 @@ fn check_shape(l: &LoadSection, duration: Duration) -> Checked<LoadShape> {
             )?;
             LoadShape::Burst { requests }
         }
+        "series" | "trace" => check_recorded(l, duration, recorded)?,
         other => return refuse(f("kind"), unknown_kind("load kind", other, LOAD_KINDS)),
     };
     Ok(shape)
+}
+
+/// A `series` or `trace` load: the recording's fields only, and a duration that covers
+/// the replay (the recording is not cut silently: `load.to` cuts it on purpose).
+fn check_recorded(
+    l: &LoadSection,
+    duration: Duration,
+    recorded: Option<Recorded>,
+) -> Checked<LoadShape> {
+    let mut used = vec!["file", "from", "to", "speed", "skip_bad_lines"];
+    used.push(if l.kind == "series" {
+        "arrivals"
+    } else {
+        "format"
+    });
+    forbid_unused(
+        l,
+        &format!("a {} load", l.kind),
+        "`file` and its window (`from`, `to`, `speed`)",
+        &used,
+    )?;
+    let Some(recorded) = recorded else {
+        return refuse("load.file", "is missing; give the recording's path");
+    };
+    let end = recorded.end();
+    if end > duration {
+        let whole = Duration::from_secs(end.as_secs() + u64::from(end.subsec_nanos() > 0));
+        return refuse(
+            "duration",
+            format!(
+                "{} is shorter than the replay of load.file ({:.3} s once windowed by                  from/to and compressed by speed); set duration = \"{}\" or more, or cut \
+                 the recording with load.to",
+                fmt_d(duration),
+                end.as_secs_f64(),
+                fmt_d(whole)
+            ),
+        );
+    }
+    Ok(match recorded {
+        Recorded::Series {
+            file,
+            arrivals,
+            steps,
+            skipped,
+            ..
+        } => LoadShape::Series {
+            file,
+            arrivals,
+            steps,
+            skipped_lines: skipped,
+        },
+        Recorded::Trace {
+            file,
+            times,
+            classes,
+            skipped,
+            ..
+        } => LoadShape::Trace {
+            file,
+            times,
+            classes,
+            skipped_lines: skipped,
+        },
+    })
 }
 
 /// A `steps` load: at least one step, sorted by `at` within the duration, not all at rate 0.
@@ -463,6 +547,7 @@ pub fn planned_field(shape: &LoadShape) -> String {
         LoadShape::Steps { .. } => "load.steps",
         LoadShape::Closed { .. } => "load.users",
         LoadShape::Burst { .. } => "load.clients",
+        LoadShape::Series { .. } | LoadShape::Trace { .. } => "load.file",
         _ => "load.rate",
     }
     .to_string()

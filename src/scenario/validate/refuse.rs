@@ -65,7 +65,7 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(c, _)| c.to_string())
 }
 
-pub(super) fn unknown_kind(what: &str, value: &str, known: &[&str]) -> String {
+pub(crate) fn unknown_kind(what: &str, value: &str, known: &[&str]) -> String {
     let hint = match suggest(value, known.iter().copied()) {
         Some(s) => format!(" (did you mean `{s}`?)"),
         None => String::new(),
