@@ -62,7 +62,7 @@ pub fn restricted_violations(pod: &Value) -> Vec<String> {
     }
     let pod_non_root = psc["runAsNonRoot"] == Value::Bool(true);
     let pod_seccomp = seccomp_ok(&psc["seccompProfile"]);
-    if psc["runAsUser"] == Value::from(0) {
+    if psc["runAsUser"] == 0 {
         out.push("pod runAsUser is 0".into());
     }
     if psc["seccompProfile"]["type"] == "Unconfined" {
@@ -90,7 +90,7 @@ pub fn restricted_violations(pod: &Value) -> Vec<String> {
         if !non_root {
             out.push(format!("{name}: runAsNonRoot is not true"));
         }
-        if sc["runAsUser"] == Value::from(0) {
+        if sc["runAsUser"] == 0 {
             out.push(format!("{name}: runAsUser is 0"));
         }
         let seccomp = match &sc["seccompProfile"] {
