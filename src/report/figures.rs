@@ -155,6 +155,7 @@ pub const FIGURES: &[Figure] = &[
     row("amplification_bound",                 Ratio,             Neither, Fixed),
     row("target_served_ok",                    Attempts,          Higher,  OnlyGrows),
     row("target_shed",                         Attempts,          Lower,   OnlyGrows),
+    row("target_shed_by_reason.*",             Attempts,          Lower,   OnlyGrows),
     row("target_forwarded",                    Attempts,          Neither, OnlyGrows),
     row("target_unreached",                    Attempts,          Lower,   OnlyGrows),
     row("duplicate_executions",                Requests,          Lower,   OnlyGrows),

@@ -68,8 +68,7 @@ fn failure_steps_thresholds_predict_every_drain() {
 #[test]
 fn useful_and_wasted_retries_add_up_in_every_shipped_scenario() {
     let mut checked = 0;
-    for entry in std::fs::read_dir(crate::support::repo_root().join("scenarios")).unwrap() {
-        let path = entry.unwrap().path();
+    for path in crate::support::shipped_scenarios() {
         let file = path.file_name().unwrap().to_str().unwrap().to_string();
         let run = match simulate(&file) {
             Ok(r) => r,
