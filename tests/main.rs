@@ -75,5 +75,6 @@ mod suite {
     mod telemetry;
     mod topology_live;
     mod topology_plan;
+    mod toxiproxy_api;
     mod urllib3_conformance;
 }

@@ -3,11 +3,13 @@
 #
 #   bash tests/run.sh [ARGS...]      # ARGS go to `cargo test --release` (a filter, --test NAME)
 #
-# 1. System packages: nginx (the real target of the proxy, TLS and h2c tests) and Chromium
-#    (the report's browser check). Missing ones are installed with apt-get when this runs as
-#    root, or through `sudo -n` when that needs no password. Otherwise it says exactly what
-#    to install and exits 3: a missing tool fails the run, it is never skipped.
-# 2. The Python environment of the real-client comparisons (tests/python/venv.sh, pinned).
+# 1. System packages: nginx (the real target of the proxy, TLS and h2c tests), Chromium
+#    (the report's browser check) and Node with npm (the real JavaScript clients). Missing
+#    ones are installed with apt-get when this runs as root, or through `sudo -n` when that
+#    needs no password. Otherwise it says exactly what to install and exits 3: a missing
+#    tool fails the run, it is never skipped.
+# 2. The Python environment and the Node packages of the real-client comparisons
+#    (tests/python/venv.sh, tests/node/modules.sh; both pinned).
 # 3. `cargo test --release --no-fail-fast`: every test binary runs even when one fails.
 # 4. The browser check: a real run's HTML report loaded by headless Chromium, offline, with no
 #    console error (skipped only when ARGS narrow the run to some tests).
@@ -19,6 +21,9 @@ say() { echo "tests/run.sh: $*" >&2; }
 packages=()
 [ -x /usr/sbin/nginx ] || packages+=(nginx)
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || packages+=(chromium)
+# Node runs the real JavaScript clients (Toxiproxy's); npm installs them.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     as_root=()
@@ -48,6 +53,8 @@ fi
 
 say "preparing the Python environment (tests/python/venv.sh)"
 bash tests/python/venv.sh >/dev/null
+say "preparing the Node packages (tests/node/modules.sh)"
+bash tests/node/modules.sh >/dev/null
 
 cargo test --release --no-fail-fast "$@"
 

@@ -46,6 +46,12 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
             allow_remote.as_deref(),
             control_token,
         ),
+        Command::Toxiproxy {
+            listen,
+            config,
+            seed,
+            allow_remote,
+        } => super::proxy::toxiproxy(listen, config.as_deref(), seed, allow_remote),
         Command::Merge {
             dirs,
             out,

@@ -1,5 +1,6 @@
-//! `stormrig proxy`: the standalone fault-injecting proxy in front of a real upstream,
-//! until SIGINT or SIGTERM.
+//! `stormrig proxy`: the standalone fault-injecting proxy in front of a real upstream, and
+//! `stormrig toxiproxy`: named proxies driven through Toxiproxy's API; both until SIGINT or
+//! SIGTERM.
 
 use std::path::Path;
 
@@ -72,6 +73,51 @@ pub(super) fn proxy(
             "stormrig proxy: {} arrivals, {} forwarded, peak in flight {}",
             stats.arrivals, stats.forwarded, stats.peak_in_flight
         );
+        Ok(Exit::Ok)
+    })
+}
+
+pub(super) fn toxiproxy(
+    listen: std::net::SocketAddr,
+    config: Option<&Path>,
+    seed: u64,
+    allow_remote: Option<String>,
+) -> Result<Exit, AppError> {
+    use crate::server::toxiproxy;
+    if !listen.ip().is_loopback() {
+        return Err(AppError::bad(format!(
+            "--listen {listen}: the API listens on loopback only (127.0.0.1 or [::1])"
+        )));
+    }
+    let populate = match config {
+        Some(p) => Some((
+            p,
+            crate::input::read(p, crate::input::Kind::Scenario)
+                .map_err(|e| AppError::bad(e.to_string()))?,
+        )),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(AppError::failed)?;
+    rt.block_on(async {
+        let options = toxiproxy::Options { seed, allow_remote };
+        let server = toxiproxy::serve(listen, options)
+            .await
+            .map_err(AppError::failed)?;
+        if let Some((path, body)) = populate {
+            if let Err(e) = server.populate(&body).await {
+                server.shutdown().await;
+                return Err(AppError::bad(format!("{}: {e}", path.display())));
+            }
+        }
+        eprintln!(
+            "stormrig toxiproxy: API on http://{} (Toxiproxy's routes: /proxies, /populate, /reset, /version)",
+            server.addr()
+        );
+        shutdown_signal().await;
+        server.shutdown().await;
         Ok(Exit::Ok)
     })
 }

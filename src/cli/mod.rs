@@ -112,6 +112,24 @@ pub enum Command {
         #[arg(long)]
         control_token: Option<String>,
     },
+    /// Serve Toxiproxy's HTTP API (named proxies with their own listen address and
+    /// upstream, toxics latency, bandwidth, slow_close, slicer, timeout and reset_peer) on a
+    /// control port of its own, so Toxiproxy's client libraries drive stormrig's counting
+    /// proxies; until SIGINT/SIGTERM. The proxies relay HTTP, on loopback.
+    Toxiproxy {
+        /// Loopback address of the API (Toxiproxy's default port is 8474).
+        #[arg(long, default_value = "127.0.0.1:8474")]
+        listen: std::net::SocketAddr,
+        /// A JSON array of proxies to create at start, as `toxiproxy-server -config`.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Seed of the per-request toxicity draws.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Allow this non-loopback upstream host explicitly.
+        #[arg(long)]
+        allow_remote: Option<String>,
+    },
     /// Benchmarks to compare stormrig with peer tools (wrk, oha, nginx); loopback only,
     /// bounded in time, `key=value` output (see tests/bench/peers.sh).
     #[command(subcommand)]

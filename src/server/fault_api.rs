@@ -31,7 +31,7 @@ use crate::scenario::model::{Fault, FaultSection};
 use crate::scenario::validate;
 
 /// How long a fault added without `for` lasts: until removed, in practice.
-const UNTIL_REMOVED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub(crate) const UNTIL_REMOVED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Where a fault came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +104,18 @@ impl FaultRegistry {
             hits: Arc::default(),
         });
         id
+    }
+
+    /// Replaces every fault added through an API by `faults`, each held until removed. The
+    /// Toxiproxy API keeps its toxics as the truth and installs their faults whole on each
+    /// change, so a fault never outlives the toxic it came from.
+    pub(crate) fn replace_api_faults(&mut self, faults: Vec<Fault>) {
+        self.entries.retain(|e| e.source != Source::Api);
+        for mut f in faults {
+            f.at = Duration::ZERO;
+            f.length = UNTIL_REMOVED;
+            self.add(f, true, Source::Api);
+        }
     }
 
     /// The enabled faults as the server's timeline, counting into their entries.
@@ -320,13 +332,9 @@ pub(crate) fn route(
         }
         _ => return unknown(method, sub),
     };
-    let armed = match reg.armed() {
-        Ok(a) => a,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
-    };
-    shared.arm(armed, reg.epoch);
-    shared.spawn_capacity_pump();
-    shared.slots.pump();
+    if let Err(e) = rearm(shared, &reg) {
+        return error(StatusCode::BAD_REQUEST, e.to_string());
+    }
     match changed {
         Answer::Entry(status, id) => {
             let entry = reg.entries.iter().find(|e| e.id == id);
@@ -334,6 +342,15 @@ pub(crate) fn route(
         }
         Answer::Body(v) => reply(StatusCode::OK, v),
     }
+}
+
+/// Puts the registry's enabled faults in force on the proxy's server at once.
+pub(crate) fn rearm(shared: &Arc<Shared>, reg: &FaultRegistry) -> Result<(), super::TargetError> {
+    let armed = reg.armed()?;
+    shared.arm(armed, reg.epoch);
+    shared.spawn_capacity_pump();
+    shared.slots.pump();
+    Ok(())
 }
 
 /// What a change answers once the set is re-armed.

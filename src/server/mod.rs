@@ -38,6 +38,7 @@ pub mod proxy;
 mod relay;
 mod request;
 mod slots;
+pub mod toxiproxy;
 
 use std::future::Future;
 use std::net::SocketAddr;

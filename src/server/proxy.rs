@@ -245,6 +245,21 @@ impl StandaloneProxy {
         self.handle.in_flight()
     }
 
+    /// Replaces the faults added at run time (through the fault API or the Toxiproxy API)
+    /// by `faults`, each in force from now until removed; the `--faults` file's windows stay.
+    pub fn set_faults(&self, faults: Vec<Fault>) -> Result<(), TargetError> {
+        // What the server builds from the faults (status codes, header values) is checked
+        // before any of them replaces what is in force.
+        super::ArmedFaults::new(faults.clone(), 0)?;
+        let shared = &self.handle.shared;
+        let Some(control) = shared.control.as_ref() else {
+            return Ok(());
+        };
+        let mut reg = control.registry.lock().unwrap_or_else(|e| e.into_inner());
+        reg.replace_api_faults(faults);
+        super::fault_api::rearm(shared, &reg)
+    }
+
     /// The `/_stormrig/metrics` text now.
     pub fn metrics_text(&self) -> String {
         control_metrics(&self.handle.shared)

@@ -158,6 +158,7 @@ pub mod conformance;
 pub mod grpc_server;
 pub mod http;
 pub mod mutate;
+pub mod node;
 pub mod pod_security;
 pub mod process;
 pub mod python;

@@ -31,11 +31,16 @@ pub fn python() -> PathBuf {
 /// Runs `tests/python/SCRIPT` with `args` in the environment and returns what it printed,
 /// one JSON value per line. Panics with the script's own message when it fails.
 pub fn json_lines<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Vec<serde_json::Value> {
-    let out = Command::new(python())
-        .arg(super::repo_root().join("tests/python").join(script))
-        .args(args)
-        .output()
-        .expect("the Python script runs");
+    let mut cmd = Command::new(python());
+    cmd.arg(super::repo_root().join("tests/python").join(script))
+        .args(args);
+    printed_json_lines(script, &mut cmd)
+}
+
+/// Runs a client script to its end and reads what it printed, one JSON value per line.
+/// Panics with the script's own message when it fails.
+pub fn printed_json_lines(script: &str, cmd: &mut Command) -> Vec<serde_json::Value> {
+    let out = cmd.output().expect("the script runs");
     assert!(
         out.status.success(),
         "{script} failed: {}",

@@ -1,0 +1,38 @@
+//! The Node packages of the tests that hold stormrig against a real JavaScript client
+//! (Toxiproxy's client library): installed once per test binary by `tests/node/modules.sh`,
+//! pinned by `tests/node/package-lock.json`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The `node_modules` directory, installing it on first use. Panics with the script's own
+/// message when it cannot be made (no npm, no registry): a test that needs the real client
+/// fails loudly rather than pass without it.
+pub fn modules() -> PathBuf {
+    static MODULES: OnceLock<PathBuf> = OnceLock::new();
+    MODULES
+        .get_or_init(|| {
+            let out = Command::new("bash")
+                .arg(super::repo_root().join("tests/node/modules.sh"))
+                .output()
+                .expect("bash runs tests/node/modules.sh");
+            assert!(
+                out.status.success(),
+                "tests/node/modules.sh failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        })
+        .clone()
+}
+
+/// Runs `tests/node/SCRIPT` with `args` and the pinned packages; what it printed, one JSON
+/// value per line.
+pub fn json_lines<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Vec<serde_json::Value> {
+    let mut cmd = Command::new("node");
+    cmd.arg(super::repo_root().join("tests/node").join(script))
+        .args(args)
+        .env("NODE_PATH", modules());
+    super::python::printed_json_lines(script, &mut cmd)
+}
