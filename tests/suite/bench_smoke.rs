@@ -6,31 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use stormrig::bench::{self, GeneratorOpts, OpenLoopOpts};
-use stormrig::scenario::{Dist, ServiceModel};
-use stormrig::server::{self, TargetConfig};
+use stormrig::server;
 
 fn kv(text: &str) -> BTreeMap<String, String> {
     text.split_whitespace()
         .filter_map(|w| w.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-}
-
-fn serve_ok() -> TargetConfig {
-    TargetConfig {
-        model: ServiceModel {
-            concurrency: 1024,
-            queue: 1024,
-            queue_timeout: None,
-            service_time: Dist::Constant {
-                value: Duration::ZERO,
-            },
-            shedding: Default::default(),
-        },
-        faults: Vec::new(),
-        seed: 1,
-        dedup: None,
-    }
 }
 
 fn loopback() -> SocketAddr {
@@ -79,9 +61,10 @@ async fn generator_counts_match_target_arrivals() {
             tls: None,
         };
         let start = tokio::time::Instant::now();
-        let handle = server::start_listening(loopback(), serve_ok(), start, listen)
-            .await
-            .unwrap();
+        let handle =
+            server::start_listening(loopback(), crate::support::instant_target(), start, listen)
+                .await
+                .unwrap();
         let opts = GeneratorOpts {
             url: format!("http://{}/", handle.addr()),
             connections: 8,
@@ -147,9 +130,13 @@ async fn open_loop_at_200(
     duration: Duration,
     pacing: stormrig::live::pacer::Pacing,
 ) -> (bench::OpenLoopReport, OpenLoopOpts, u64) {
-    let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
-        .await
-        .unwrap();
+    let handle = server::start(
+        loopback(),
+        crate::support::instant_target(),
+        tokio::time::Instant::now(),
+    )
+    .await
+    .unwrap();
     let opts = OpenLoopOpts {
         url: format!("http://{}/", handle.addr()),
         rate: 200.0,
@@ -403,9 +390,13 @@ async fn floor_counts_match_target_arrivals() {
         batch: Duration::from_micros(50),
     };
     for mode in [FloorMode::Closed, open] {
-        let handle = server::start(loopback(), serve_ok(), tokio::time::Instant::now())
-            .await
-            .unwrap();
+        let handle = server::start(
+            loopback(),
+            crate::support::instant_target(),
+            tokio::time::Instant::now(),
+        )
+        .await
+        .unwrap();
         let url = format!("http://{}/", handle.addr());
         let opts = FloorOpts::new(&url, 8, Duration::from_millis(300), mode).unwrap();
         let (opts, r) = tokio::task::spawn_blocking(move || {

@@ -9,32 +9,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stormrig::scenario::model::{Dist, ServiceModel};
+use stormrig::server;
 use stormrig::server::toxiproxy::{self, Options};
-use stormrig::server::{self, TargetConfig};
 
 use crate::support::{node, two_worker_runtime};
 
 fn local() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
-}
-
-/// The built-in target, serving at once: the upstream that counts what the proxies relay.
-fn serve_ok() -> TargetConfig {
-    TargetConfig {
-        model: ServiceModel {
-            concurrency: 64,
-            queue: 64,
-            queue_timeout: None,
-            service_time: Dist::Constant {
-                value: Duration::ZERO,
-            },
-            shedding: Default::default(),
-        },
-        faults: Vec::new(),
-        seed: 1,
-        dedup: None,
-    }
 }
 
 fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
@@ -53,9 +34,13 @@ fn ms(v: &Value) -> f64 {
 fn toxiproxys_node_client_drives_named_proxies_and_a_latency_toxic() {
     let rt = two_worker_runtime();
     let (target, api) = rt.block_on(async {
-        let target = server::start(local(), serve_ok(), tokio::time::Instant::now())
-            .await
-            .unwrap();
+        let target = server::start(
+            local(),
+            crate::support::instant_target(),
+            tokio::time::Instant::now(),
+        )
+        .await
+        .unwrap();
         let api = toxiproxy::serve(local(), Options::default()).await.unwrap();
         (target, api)
     });

@@ -117,6 +117,42 @@ pub fn run(configs: Vec<ConfigSummary>) -> RunResult {
 
 pub mod nginx;
 
+/// The built-in target serving every request at once, with room for 1,024 in flight and as
+/// many waiting: an upstream that counts what reaches it and adds no time of its own.
+pub fn instant_target() -> stormrig::server::TargetConfig {
+    use stormrig::scenario::{Dist, ServiceModel};
+    stormrig::server::TargetConfig {
+        model: ServiceModel {
+            concurrency: 1024,
+            queue: 1024,
+            queue_timeout: None,
+            service_time: Dist::Constant {
+                value: std::time::Duration::ZERO,
+            },
+            shedding: Default::default(),
+        },
+        faults: Vec::new(),
+        seed: 1,
+        dedup: None,
+    }
+}
+
+/// What a preparation script (`tests/python/venv.sh`, `tests/node/modules.sh`) printed: the
+/// path of what it made. Panics with the script's own message when it fails (no python3 or
+/// npm, no registry): a test that needs a real client fails loudly rather than pass without.
+pub fn prepared(script: &str) -> PathBuf {
+    let out = std::process::Command::new("bash")
+        .arg(repo_root().join(script))
+        .output()
+        .unwrap_or_else(|e| panic!("bash runs {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{script} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
 /// The tokio runtime of the in-process loopback tests that drive a client and a server
 /// together: two workers, one per core of the machines CI runs on.
 pub fn two_worker_runtime() -> tokio::runtime::Runtime {

@@ -6,24 +6,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The `node_modules` directory, installing it on first use. Panics with the script's own
-/// message when it cannot be made (no npm, no registry): a test that needs the real client
-/// fails loudly rather than pass without it.
+/// The `node_modules` directory, installing it on first use (see [`super::prepared`]).
 pub fn modules() -> PathBuf {
     static MODULES: OnceLock<PathBuf> = OnceLock::new();
     MODULES
-        .get_or_init(|| {
-            let out = Command::new("bash")
-                .arg(super::repo_root().join("tests/node/modules.sh"))
-                .output()
-                .expect("bash runs tests/node/modules.sh");
-            assert!(
-                out.status.success(),
-                "tests/node/modules.sh failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        })
+        .get_or_init(|| super::prepared("tests/node/modules.sh"))
         .clone()
 }
 

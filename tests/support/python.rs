@@ -6,25 +6,12 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The environment's interpreter, creating the environment on first use. Panics with the
-/// script's own message when it cannot be made (no python3, no package registry): a test that
-/// needs the real client must fail loudly rather than pass without it.
+/// The environment's interpreter, creating the environment on first use (see
+/// [`super::prepared`]).
 pub fn python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON
-        .get_or_init(|| {
-            let script = super::repo_root().join("tests/python/venv.sh");
-            let out = Command::new("bash")
-                .arg(&script)
-                .output()
-                .expect("bash runs tests/python/venv.sh");
-            assert!(
-                out.status.success(),
-                "tests/python/venv.sh failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        })
+        .get_or_init(|| super::prepared("tests/python/venv.sh"))
         .clone()
 }
 
