@@ -148,6 +148,11 @@ impl Second {
     }
 }
 
+/// An empty histogram of end-to-end latencies (microseconds, three significant digits).
+fn latency_histogram() -> RunHistogram {
+    RunHistogram::new(new_histogram(3))
+}
+
 fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).clamp(1, MAX_LATENCY_US)
 }
@@ -163,6 +168,12 @@ pub struct Recorder {
     /// Latency of single attempts that got an answer or an error
     /// ([`Self::attempt_latency_us`]).
     attempt_latency_us: RunHistogram,
+    /// [`Self::latency_us`] of the requests that succeeded, and of those that failed: one
+    /// percentile over both mixes fast 503s with slow successes and describes neither.
+    #[serde(default = "latency_histogram")]
+    success_latency_us: RunHistogram,
+    #[serde(default = "latency_histogram")]
+    failure_latency_us: RunHistogram,
     pub first_budget_refusal: Option<Duration>,
     failures_by_reason: LabelCounts<GiveUpReason>,
     attempts_by_outcome: LabelCounts<AttemptLabel>,
@@ -193,6 +204,8 @@ impl Recorder {
             seconds: Vec::new(),
             latency_us: RunHistogram::new(new_histogram(3)),
             attempt_latency_us: RunHistogram::new(new_histogram(3)),
+            success_latency_us: latency_histogram(),
+            failure_latency_us: latency_histogram(),
             first_budget_refusal: None,
             failures_by_reason: LabelCounts::new(),
             attempts_by_outcome: LabelCounts::new(),
@@ -273,11 +286,23 @@ impl Recorder {
         self.attempt_latency_us.view()
     }
 
+    /// [`Self::latency_us`] of the requests that succeeded.
+    pub fn success_latency_us(&self) -> Cow<'_, Histogram<u64>> {
+        self.success_latency_us.view()
+    }
+
+    /// [`Self::latency_us`] of the requests that failed.
+    pub fn failure_latency_us(&self) -> Cow<'_, Histogram<u64>> {
+        self.failure_latency_us.view()
+    }
+
     /// Adds the runs of equal latencies still open to their histograms, so that the
     /// accessors read them without a copy (see [`RunHistogram`]); nothing read changes.
     pub fn flush(&mut self) {
         self.latency_us.flush();
         self.attempt_latency_us.flush();
+        self.success_latency_us.flush();
+        self.failure_latency_us.flush();
         for s in &mut self.seconds {
             s.latency_us.flush();
         }
@@ -393,11 +418,13 @@ impl Recorder {
             None => {
                 s.successes += 1;
                 s.useful_retries += retries;
+                self.success_latency_us.record(us);
             }
             Some(reason) => {
                 s.failures += 1;
                 s.wasted_retries += retries;
                 self.failures_by_reason.add(reason, 1);
+                self.failure_latency_us.record(us);
             }
         }
     }
@@ -454,6 +481,8 @@ impl Recorder {
         }
         self.latency_us.add(&o.latency_us);
         self.attempt_latency_us.add(&o.attempt_latency_us);
+        self.success_latency_us.add(&o.success_latency_us);
+        self.failure_latency_us.add(&o.failure_latency_us);
         self.first_budget_refusal = match (self.first_budget_refusal, o.first_budget_refusal) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -537,6 +566,15 @@ mod tests {
         assert_eq!(m.first_budget_refusal, Some(s(1.5)));
         assert_eq!(m.latency_us().max(), b.latency_us().max());
         assert_eq!(m.failures_by_reason()["budget-refused"], 50);
+        // The split adds up to the whole, and each side merges as the whole does.
+        assert_eq!(m.success_latency_us().len(), 100);
+        assert_eq!(m.failure_latency_us().len(), 50);
+        assert_eq!(m.success_latency_us().max(), a.latency_us().max());
+        assert_eq!(m.failure_latency_us().min(), b.latency_us().min());
+        assert_eq!(
+            m.success_latency_us().len() + m.failure_latency_us().len(),
+            m.latency_us().len()
+        );
     }
 
     #[test]

@@ -151,6 +151,12 @@ pub struct ConfigSummary {
     pub unfinished: u64,
     pub latency_ms: Percentiles,
     pub attempt_latency_ms: Percentiles,
+    /// `latency_ms` of the requests that succeeded and of those that failed (zeros when
+    /// none did).
+    #[serde(default)]
+    pub success_latency_ms: Percentiles,
+    #[serde(default)]
+    pub failure_latency_ms: Percentiles,
     /// Seconds from the end of the last fault window until goodput was back near its
     /// pre-fault level; null when it never came back, when there was no fault, or when the
     /// run was `overloaded` before the fault (its pre-fault level was no normal to return to).
@@ -477,6 +483,8 @@ pub fn summarize(
         unfinished: rec.in_flight(),
         latency_ms: Percentiles::of(&rec.latency_us()),
         attempt_latency_ms: Percentiles::of(&rec.attempt_latency_us()),
+        success_latency_ms: Percentiles::of(&rec.success_latency_us()),
+        failure_latency_ms: Percentiles::of(&rec.failure_latency_us()),
         recovery_time_s,
         recovered,
         overloaded,

@@ -245,6 +245,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
             p999: 300.0,
             max: 1200.0,
         },
+        success_latency_ms: Percentiles::default(),
+        failure_latency_ms: Percentiles::default(),
         recovery_time_s: shape.recovery.map(|r| r as f64),
         recovered: Some(shape.recovery.is_some()),
         overloaded: Some(false),

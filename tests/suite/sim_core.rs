@@ -297,3 +297,30 @@ fn connection_level_faults_are_refused_clearly() {
     assert!(shown.contains("faults[1] is bandwidth 100 B/s"), "{shown}");
     assert!(shown.contains("stormrig run"), "{shown}");
 }
+
+/// Every finished request's latency is a success's or a failure's: over every shipped
+/// scenario and config, the slowest request overall is the slower of the two sides, and a
+/// side with no request is all zeros.
+#[test]
+fn latency_splits_into_successes_and_failures() {
+    let mut checked = 0;
+    for path in crate::support::shipped_scenarios() {
+        let p = plan::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let run = match sim::run(&p, &SimOptions::default()) {
+            Ok(o) => o.result,
+            Err(SimError::Unsupported(_)) => continue,
+            Err(e) => panic!("{}: {e}", path.display()),
+        };
+        for c in &run.configs {
+            let (all, ok, failed) = (c.latency_ms, c.success_latency_ms, c.failure_latency_ms);
+            let name = format!("{} {}", path.display(), c.name);
+            assert_eq!(all.max, ok.max.max(failed.max), "{name}");
+            for (side, n) in [(ok, c.successes), (failed, c.failures)] {
+                assert_eq!(side.max == 0.0, n == 0, "{name}: {side:?} for {n} requests");
+                assert!(side.p50 <= side.p99 && side.p99 <= side.max, "{name}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}

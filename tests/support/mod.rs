@@ -64,6 +64,8 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
             max: p99 * 3.0,
         },
         attempt_latency_ms: Percentiles::default(),
+        success_latency_ms: Percentiles::default(),
+        failure_latency_ms: Percentiles::default(),
         recovery_time_s: Some(4.0),
         recovered: Some(true),
         overloaded: Some(false),
