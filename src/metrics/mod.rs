@@ -22,10 +22,10 @@ pub mod verdict;
 
 pub use classes::{ClassCounts, ClassEnding, ClassSummary};
 pub use latency::Percentiles;
+pub use proxy_answered::{ProxyAnswer, ProxyAnswered};
 pub use recorder::{Recorder, RetryReason};
 pub use result::{summarize, ConfigSummary, Engine, GateVerdict, RunResult, RunShape};
 pub use result::{AttemptRow, LayerSummary, RunMeta, OVERLOAD_TOLERANCE};
 pub use series::{FaultBand, SecondRow};
-pub use proxy_answered::{ProxyAnswer, ProxyAnswered};
 pub use shed::{ShedCounts, ShedReason};
 pub use target::TargetStats;

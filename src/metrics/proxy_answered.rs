@@ -103,7 +103,10 @@ mod tests {
         b.count(ProxyAnswer::TooManyInterim);
         a.merge(&b);
         assert_eq!(a.total(), 4);
-        assert_eq!(a.described(), "connect_failed=1 timeout=2 too_many_interim=1");
+        assert_eq!(
+            a.described(),
+            "connect_failed=1 timeout=2 too_many_interim=1"
+        );
         assert_eq!(ProxyAnswered::default().described(), "");
     }
 }

@@ -123,7 +123,11 @@ fn a_dead_service_is_connect_failed_for_every_attempt() {
     let out = run_live(&plan_of(&text), false);
     let c = &out.result.configs[0];
     assert!(c.attempts > 0);
-    assert_eq!(c.proxy_answered.connect_failed, c.attempts, "{:?}", c.proxy_answered);
+    assert_eq!(
+        c.proxy_answered.connect_failed, c.attempts,
+        "{:?}",
+        c.proxy_answered
+    );
     assert_eq!(c.proxy_answered.total(), c.target_unreached);
     assert_eq!(c.downstream_arrivals, 0);
     assert_eq!(c.target_forwarded, 0);
