@@ -55,6 +55,7 @@ mod suite {
     mod provider_reports;
     mod provider_retry_after;
     mod provider_tokens;
+    mod proxy_answered;
     mod proxy_local;
     mod proxy_nginx;
     mod proxy_protocol;

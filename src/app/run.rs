@@ -379,12 +379,25 @@ fn unreached_verdict(plan: &Plan, result: &RunResult) -> Option<TlsVerdict> {
         return None;
     };
     let unreached: u64 = result.configs.iter().map(|c| c.target_unreached).sum();
-    if unreached == 0 {
+    let mut answered = crate::metrics::ProxyAnswered::default();
+    for c in &result.configs {
+        answered.merge(&c.proxy_answered);
+    }
+    if unreached == 0 && answered.total() == 0 {
         return None;
     }
     let attempts: u64 = result.configs.iter().map(|c| c.attempts).sum();
     let reached: u64 = result.configs.iter().map(|c| c.target_forwarded).sum();
     let url = printable(url);
+    if unreached == 0 {
+        // Every attempt reached the service, but the proxy answered some for it.
+        return Some(TlsVerdict::Some(format!(
+            "stormrig: warning: {} of {attempts} attempts were answered by the proxy itself, \
+             not by {url} ({}; see proxy_answered)",
+            answered.total(),
+            answered.described()
+        )));
+    }
     Some(if reached == 0 {
         TlsVerdict::All(format!(
             "{reached} of {attempts} attempts reached {url}: the proxy could not connect to it \
@@ -394,7 +407,9 @@ fn unreached_verdict(plan: &Plan, result: &RunResult) -> Option<TlsVerdict> {
         TlsVerdict::Some(format!(
             "stormrig: warning: {unreached} of {attempts} attempts never reached {url}: the \
              proxy could not connect to it (they are not in downstream_arrivals; see \
-             target_unreached)"
+             target_unreached); the proxy answered {} itself ({})",
+            answered.total(),
+            answered.described()
         ))
     })
 }

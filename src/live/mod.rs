@@ -344,7 +344,11 @@ async fn start_targets(
                 (handle, http::Dialer::new(wire, &ip, cert.as_ref())?)
             }
             Target::Url {
-                host, port, dedup, ..
+                host,
+                port,
+                dedup,
+                upstream_timeout,
+                ..
             } => {
                 let upstream = resolve(host, *port)?;
                 let cfg = TargetConfig {
@@ -383,6 +387,8 @@ async fn start_targets(
                         protocol: hop,
                         tls: None,
                     },
+                    upstream_timeout: upstream_timeout
+                        .unwrap_or(server::proxy::ProxyOptions::default().upstream_timeout),
                     ..server::proxy::ProxyOptions::default()
                 };
                 let handle =

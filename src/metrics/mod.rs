@@ -10,6 +10,7 @@ pub mod labels;
 pub mod latency;
 pub mod numbers;
 pub mod provider;
+pub mod proxy_answered;
 pub mod recorder;
 pub mod result;
 pub mod runs;
@@ -21,6 +22,7 @@ pub mod verdict;
 
 pub use classes::{ClassCounts, ClassEnding, ClassSummary};
 pub use latency::Percentiles;
+pub use proxy_answered::{ProxyAnswer, ProxyAnswered};
 pub use recorder::{Recorder, RetryReason};
 pub use result::{summarize, ConfigSummary, Engine, GateVerdict, RunResult, RunShape};
 pub use result::{AttemptRow, LayerSummary, RunMeta, OVERLOAD_TOLERANCE};

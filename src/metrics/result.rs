@@ -193,6 +193,11 @@ pub struct ConfigSummary {
     /// built-in target and the simulator).
     #[serde(default)]
     pub target_unreached: u64,
+    /// Attempts the fault proxy answered itself instead of the service, by reason (connect
+    /// or TLS failed, upstream timeout, body too large, too many interim answers, another
+    /// protocol error); all 0 for the built-in target and the simulator.
+    #[serde(default)]
+    pub proxy_answered: super::ProxyAnswered,
     /// Logical requests the target executed more than once.
     pub duplicate_executions: u64,
     /// The rest of the idempotency damage and dedup figures, flat in `summary.json`.
@@ -496,6 +501,7 @@ pub fn summarize(
         target_shed_by_reason: target.shed_by_reason,
         target_forwarded: target.forwarded,
         target_unreached: target.unreached,
+        proxy_answered: target.proxy_answered,
         duplicate_executions: target.duplicate_executions,
         idempotency: IdempotencyFigures::of(target),
         latency_curve: latency_curve(&rec.latency_us()),

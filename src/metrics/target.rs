@@ -37,6 +37,10 @@ pub struct TargetStats {
     /// `arrivals` and its per-second series leave them out (fault proxy only).
     #[serde(default)]
     pub unreached: u64,
+    /// Attempts the fault proxy answered itself, by reason (its unreached ones included):
+    /// the service's figures leave these answers out (fault proxy only).
+    #[serde(default)]
+    pub proxy_answered: super::ProxyAnswered,
     /// Side-effecting executions of write requests (each debits the request's amount), and
     /// logical requests executed more than once (the damage non-idempotent retries do).
     pub executions: u64,
@@ -106,6 +110,7 @@ impl TargetStats {
         self.shed_by_reason.merge(&other.shed_by_reason);
         self.forwarded += other.forwarded;
         self.unreached += other.unreached;
+        self.proxy_answered.merge(&other.proxy_answered);
         self.executions += other.executions;
         self.duplicate_executions += other.duplicate_executions;
         self.extra_executions += other.extra_executions;

@@ -108,6 +108,11 @@ impl TargetCounts {
         self.stats.unreached += 1;
     }
 
+    /// The fault proxy answered an arrival itself, for `reason`.
+    pub fn proxy_answered(&mut self, reason: super::ProxyAnswer) {
+        self.stats.proxy_answered.count(reason);
+    }
+
     /// A request left flight at second `sec` (answered, or dropped with its connection).
     #[inline]
     pub fn leave(&mut self, sec: usize) {

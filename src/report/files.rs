@@ -107,6 +107,10 @@ struct SummaryRow<'a> {
     /// drained, as `start-end` seconds joined by spaces.
     budget_drain_predicted_windows: String,
     budget_drain_observed_windows: String,
+    /// Attempts the fault proxy answered itself, and their reasons as `reason=N` joined by
+    /// spaces (empty when none).
+    proxy_answered: u64,
+    proxy_answered_by_reason: String,
 }
 
 impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
@@ -164,6 +168,8 @@ impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
             budget_lowest_level_pct: b.and_then(|b| b.lowest_level_pct),
             budget_drain_predicted_windows: windows(c, |w| w.drain_predicted),
             budget_drain_observed_windows: windows(c, |w| w.drain_observed),
+            proxy_answered: c.proxy_answered.total(),
+            proxy_answered_by_reason: c.proxy_answered.described(),
         }
     }
 }

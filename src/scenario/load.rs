@@ -124,10 +124,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
             host,
             port,
             model,
+            upstream_timeout,
         } => Target::Url {
             url,
             host,
             port,
+            upstream_timeout,
             dedup: file.target.dedup.clone(),
             model: match model {
                 Some(name) => Some(named_model(&name, "target.model")?),

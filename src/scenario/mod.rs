@@ -98,6 +98,13 @@ pub enum Target {
         model: Option<ServiceModel>,
         #[serde(skip_serializing_if = "Wire::is_default")]
         wire: Wire,
+        /// How long the proxy waits for the server's complete answer before it answers 504
+        /// itself (`None`: the proxy's default, 30 s).
+        #[serde(
+            skip_serializing_if = "Option::is_none",
+            with = "crate::scenario::units::duration::option"
+        )]
+        upstream_timeout: Option<std::time::Duration>,
     },
 }
 

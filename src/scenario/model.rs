@@ -246,6 +246,10 @@ pub struct TargetSpec {
     /// Accept any certificate (`https://` targets); reported at every run.
     #[serde(default)]
     pub insecure_skip_verify: Option<bool>,
+    /// `url` targets: how long the proxy waits for the service's complete answer before it
+    /// answers 504 itself (default 30 s).
+    #[serde(default, with = "duration::option")]
+    pub upstream_timeout: Option<Duration>,
 }
 
 /// A target definition file in `targets/`.

@@ -109,6 +109,11 @@ impl Counters {
         self.lock().unreached(arrived);
     }
 
+    /// The fault proxy answered a request itself, for `reason`.
+    pub(crate) fn proxy_answered(&self, reason: crate::metrics::ProxyAnswer) {
+        self.lock().proxy_answered(reason);
+    }
+
     /// Tokens a provider charged an arrival of class `class` (`served`: of its 200 answer).
     pub(crate) fn class_tokens(&self, class: usize, tokens: u64, served: bool) {
         self.lock().class_tokens(class, tokens, served);

@@ -69,6 +69,7 @@ use super::counters::{Counters, Trouble};
 use super::grpc;
 use super::Resp;
 pub use crate::headers::MAX_INFORMATIONAL;
+use crate::metrics::ProxyAnswer;
 use crate::policy::GrpcStatus;
 use crate::scenario::Protocol;
 
@@ -125,6 +126,7 @@ fn failed_exchange(
     // What a gRPC client makes of each when it talks to the server itself: UNAVAILABLE.
     let unavailable = |why| Some((GrpcStatus::Unavailable, why));
     if connect && crate::tls::is_handshake_failure(e) {
+        counters.proxy_answered(ProxyAnswer::TlsHandshake);
         let why = format!("upstream TLS handshake failed: {}", crate::tls::describe(e));
         let resp = marked(&why, crate::headers::UPSTREAM_TLS_HANDSHAKE);
         (
@@ -133,6 +135,7 @@ fn failed_exchange(
             unavailable("stormrig proxy: upstream TLS handshake failed"),
         )
     } else if connect {
+        counters.proxy_answered(ProxyAnswer::ConnectFailed);
         let why = "upstream connect failed";
         let resp = marked(why, crate::headers::UPSTREAM_CONNECT_FAILED);
         (
@@ -146,8 +149,15 @@ fn failed_exchange(
             StatusCode::BAD_GATEWAY,
             "upstream closed or reset before a complete response",
         );
-        if let Some(reset) = UpstreamReset::of(e) {
-            resp.extensions_mut().insert(reset);
+        match UpstreamReset::of(e) {
+            Some(reset) => {
+                resp.extensions_mut().insert(reset);
+            }
+            // An answer that did not parse: the proxy answers for it, marked and counted.
+            None => {
+                counters.proxy_answered(ProxyAnswer::ProtocolError);
+                mark(&mut resp, crate::headers::UPSTREAM_PROTOCOL_ERROR);
+            }
         }
         (
             resp,
@@ -338,6 +348,7 @@ impl Upstream {
         let uri: Uri = match format!("{}://{}{}", self.scheme, self.addr, path).parse() {
             Ok(u) => u,
             Err(_) => {
+                counters.proxy_answered(ProxyAnswer::ProtocolError);
                 let why = "bad request target";
                 let status = Some((GrpcStatus::Internal, "stormrig proxy: bad request target"));
                 return (gateway(StatusCode::BAD_GATEWAY, why), false, status);
@@ -389,6 +400,7 @@ impl Upstream {
             // sees its response receiver gone the next time it yields.
             counters.forward();
             counters.trouble_seen(Trouble::ProtocolError);
+            counters.proxy_answered(ProxyAnswer::TooManyInterim);
             let why = format!("upstream sent more than {MAX_INFORMATIONAL} interim (1xx) answers");
             let resp = marked(&why, crate::headers::UPSTREAM_PROTOCOL_ERROR);
             let status = (
@@ -417,6 +429,7 @@ fn settle(
             // hold a long stream in memory up to MAX_BODY.
             counters.forward();
             counters.trouble_seen(Trouble::ProtocolError);
+            counters.proxy_answered(ProxyAnswer::ProtocolError);
             let why = "the upstream answered a gRPC call with more than one message";
             let resp = marked(why, crate::headers::UPSTREAM_PROTOCOL_ERROR);
             let status = (
@@ -437,6 +450,7 @@ fn settle(
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             counters.forward();
             counters.trouble_seen(Trouble::BodyTooLarge);
+            counters.proxy_answered(ProxyAnswer::BodyTooLarge);
             let why = format!("upstream response body longer than {MAX_BODY} bytes");
             let resp = marked(&why, crate::headers::UPSTREAM_BODY_TOO_LARGE);
             let status = (
@@ -449,6 +463,7 @@ fn settle(
         Err(_) => {
             counters.forward();
             counters.trouble_seen(Trouble::Timeout);
+            counters.proxy_answered(ProxyAnswer::Timeout);
             let mut resp = gateway(StatusCode::GATEWAY_TIMEOUT, "upstream timed out");
             mark(&mut resp, crate::headers::UPSTREAM_TIMEOUT);
             let status = (

@@ -248,6 +248,7 @@ http {{
             dedup: None,
             model: None,
             wire: Default::default(),
+            upstream_timeout: None,
         };
         for f in &mut plan.scenario.faults {
             f.at = Duration::ZERO;

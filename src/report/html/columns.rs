@@ -274,6 +274,22 @@ duplicates while executing (409), keys reused with another body (422)",
         value: |c| Some(c.target_shed as f64),
         show: |c| int(c.target_shed),
     },
+    Column {
+        label: "proxy answered",
+        title: "attempts the fault proxy answered itself instead of the service \
+(connect or TLS failed, upstream timeout, body too large, too many interim answers, \
+another protocol error); by reason in summary.json",
+        figure: None,
+        shown: Shown::When(|c| c.proxy_answered.total() > 0),
+        value: |c| Some(c.proxy_answered.total() as f64),
+        show: |c| {
+            format!(
+                "{} ({})",
+                int(c.proxy_answered.total()),
+                c.proxy_answered.described()
+            )
+        },
+    },
 ];
 
 impl Column {

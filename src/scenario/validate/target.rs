@@ -73,8 +73,14 @@ pub enum TargetChoice {
         port: u16,
         /// The service model the simulator stands in for the server with.
         model: Option<String>,
+        /// How long the proxy waits for the service's complete answer (`None`: 30 s).
+        upstream_timeout: Option<std::time::Duration>,
     },
 }
+
+/// The longest `upstream_timeout` a scenario may set: past it a hung service would hold
+/// the run's end long after its drain.
+const MAX_UPSTREAM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Splits `http[s]://host[:port][/path]`; the port defaults to 80 (443 for https).
 pub fn parse_url(url: &str) -> Result<(String, u16), String> {
@@ -139,6 +145,14 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
             if let Some(m) = &t.model {
                 check_name("target.model", m)?;
             }
+            if let Some(t) = t.upstream_timeout {
+                if t.is_zero() || t > MAX_UPSTREAM_TIMEOUT {
+                    return refuse(
+                        "target.upstream_timeout",
+                        format!("{t:?} is outside (0s, 600s]"),
+                    );
+                }
+            }
             let (host, port) = parse_url(url).map_err(|m| Refusal {
                 field: "target.url".into(),
                 message: m,
@@ -158,6 +172,7 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
                 host: Host::parse(&host).canonical(),
                 port,
                 model: t.model.clone(),
+                upstream_timeout: t.upstream_timeout,
             })
         }
         (builtin, None) => {
@@ -172,6 +187,12 @@ pub fn check_target(t: &TargetSpec) -> Checked<TargetChoice> {
             }
             if t.allow_remote.is_some() {
                 return refuse("target.allow_remote", "applies to `url` targets only");
+            }
+            if t.upstream_timeout.is_some() {
+                return refuse(
+                    "target.upstream_timeout",
+                    "applies to `url` targets only (the proxy's wait for the real server)",
+                );
             }
             Ok(TargetChoice::Builtin(name))
         }
