@@ -230,3 +230,112 @@ fn a_config_without_hedging_counts_no_hedges() {
         );
     }
 }
+
+mod policy {
+    //! The hedge state machine through the policy's public API, answer by answer.
+
+    use std::time::Duration;
+    use stormrig::policy::{
+        preset, AttemptOutcome, GiveUpReason, GrpcStatus, HedgeDecision, HedgingConfig, Now,
+        Permit, Response, RetryClient, Shortcut,
+    };
+
+    fn at(ms: u64) -> Now {
+        Now::virtual_at(Duration::from_millis(ms))
+    }
+
+    fn client(shortcut: Shortcut) -> RetryClient {
+        let mut c = preset("grpc-hedging").unwrap();
+        c.max_attempts = 3;
+        c.hedging = Some(HedgingConfig {
+            max_attempts: 3,
+            delay: Duration::from_millis(50),
+            non_fatal: Some(vec![GrpcStatus::Unavailable]),
+            shortcut,
+        });
+        c.validate().unwrap();
+        RetryClient::new(&c)
+    }
+
+    fn grpc(status: GrpcStatus, pushback: Option<&'static str>) -> AttemptOutcome<'static> {
+        AttemptOutcome::Response(Response {
+            grpc_status: Some(status),
+            grpc_pushback_ms: pushback,
+            ..Response::status(200)
+        })
+    }
+
+    fn number(p: Option<Permit>) -> u32 {
+        match p {
+            Some(Permit::Send { attempt, .. }) => attempt,
+            other => panic!("expected a copy, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a6_sends_the_next_copy_at_once_after_a_non_fatal_status() {
+        let mut c = client(Shortcut::A6);
+        let mut req = c.start(at(0), "GET", None);
+        assert_eq!(number(Some(c.before_attempt(at(0), &mut req))), 1);
+        assert_eq!(c.arm_hedge(at(0), &mut req), Some(Duration::from_millis(50)));
+        // A timer not yet due sends nothing.
+        assert_eq!(c.hedge_due(at(49), &mut req), None);
+        assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
+        assert_eq!(c.arm_hedge(at(50), &mut req), Some(Duration::from_millis(50)));
+        let unavailable = grpc(GrpcStatus::Unavailable, None);
+        let d = c.on_hedge_outcome(at(60), &mut req, &unavailable);
+        assert!(matches!(d, HedgeDecision::SendNow { .. }), "{d:?}");
+        assert_eq!(number(c.hedge_permit(at(60), &mut req)), 3);
+        // Out of copies: no timer; the voided one sends nothing.
+        assert_eq!(c.arm_hedge(at(60), &mut req), None);
+        assert_eq!(c.hedge_due(at(100), &mut req), None);
+        let d = c.on_hedge_outcome(at(70), &mut req, &unavailable);
+        assert!(matches!(d, HedgeDecision::Await { .. }), "{d:?}");
+        let d = c.on_hedge_outcome(at(80), &mut req, &unavailable);
+        assert!(
+            matches!(
+                d,
+                HedgeDecision::GiveUp {
+                    reason: GiveUpReason::MaxAttempts,
+                    ..
+                }
+            ),
+            "{d:?}"
+        );
+        c.finish(at(80), req);
+    }
+
+    #[test]
+    fn grpc_java_keeps_the_timer_and_a_fatal_status_ends_the_call() {
+        let mut c = client(Shortcut::GrpcJava);
+        let mut req = c.start(at(0), "GET", None);
+        let _ = c.before_attempt(at(0), &mut req);
+        let _ = c.arm_hedge(at(0), &mut req);
+        assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
+        let _ = c.arm_hedge(at(50), &mut req);
+        let d = c.on_hedge_outcome(at(60), &mut req, &grpc(GrpcStatus::Unavailable, None));
+        assert!(matches!(d, HedgeDecision::Await { .. }), "{d:?}");
+        // INVALID_ARGUMENT is fatal: the call ends with copy 2 still out.
+        let d = c.on_hedge_outcome(at(70), &mut req, &grpc(GrpcStatus::InvalidArgument, None));
+        assert!(d.ends() && !matches!(d, HedgeDecision::Success), "{d:?}");
+        assert_eq!(c.hedge_due(at(100), &mut req), None);
+        c.finish(at(70), req);
+    }
+
+    #[test]
+    fn a_do_not_retry_pushback_stops_hedging_and_a_success_wins() {
+        let mut c = client(Shortcut::A6);
+        let mut req = c.start(at(0), "GET", None);
+        let _ = c.before_attempt(at(0), &mut req);
+        let _ = c.arm_hedge(at(0), &mut req);
+        assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
+        let _ = c.arm_hedge(at(50), &mut req);
+        let d = c.on_hedge_outcome(at(60), &mut req, &grpc(GrpcStatus::Unavailable, Some("-1")));
+        assert!(matches!(d, HedgeDecision::Await { .. }), "{d:?}");
+        // Frozen: the armed timer sends nothing.
+        assert_eq!(c.hedge_due(at(100), &mut req), None);
+        let d = c.on_hedge_outcome(at(110), &mut req, &grpc(GrpcStatus::Ok, None));
+        assert_eq!(d, HedgeDecision::Success);
+        c.finish(at(110), req);
+    }
+}
