@@ -277,11 +277,17 @@ mod policy {
         let mut c = client(Shortcut::A6);
         let mut req = c.start(at(0), "GET", None);
         assert_eq!(number(Some(c.before_attempt(at(0), &mut req))), 1);
-        assert_eq!(c.arm_hedge(at(0), &mut req), Some(Duration::from_millis(50)));
+        assert_eq!(
+            c.arm_hedge(at(0), &mut req),
+            Some(Duration::from_millis(50))
+        );
         // A timer not yet due sends nothing.
         assert_eq!(c.hedge_due(at(49), &mut req), None);
         assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
-        assert_eq!(c.arm_hedge(at(50), &mut req), Some(Duration::from_millis(50)));
+        assert_eq!(
+            c.arm_hedge(at(50), &mut req),
+            Some(Duration::from_millis(50))
+        );
         let unavailable = grpc(GrpcStatus::Unavailable, None);
         let d = c.on_hedge_outcome(at(60), &mut req, &unavailable);
         assert!(matches!(d, HedgeDecision::SendNow { .. }), "{d:?}");
