@@ -14,6 +14,10 @@
 
 use std::time::Duration;
 
+mod hedge;
+
+pub use hedge::Hedge;
+
 use crate::draws::{self, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::ladder::{self, Fallback};

@@ -31,6 +31,7 @@ mod suite {
     mod grpc_calls;
     mod grpc_proxy;
     mod grpc_real_client;
+    mod hedging;
     mod hostile_files;
     mod hostile_input;
     mod hostile_output;

@@ -190,6 +190,31 @@ pub struct Recorder {
     /// Per request class, by class index (empty for a load without classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<super::classes::ClassCounts>,
+    /// Hedged copies: sent, cancelled in flight, wasted (all zero without hedging).
+    #[serde(default)]
+    pub hedges: HedgeCounts,
+}
+
+/// What a hedging config's extra copies came to. A hedge is a copy of a call after its
+/// first; it is an attempt like any other (the target counts it on arrival).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HedgeCounts {
+    /// Copies sent after a call's first.
+    pub sent: u64,
+    /// Copies (the first included) still in flight when their call ended, closed by the
+    /// client.
+    pub cancelled: u64,
+    /// Hedges of ended calls that did not carry the call's answer: every hedge of a failed
+    /// call, every hedge but the winner of a successful one.
+    pub wasted: u64,
+}
+
+impl HedgeCounts {
+    fn merge(&mut self, o: &HedgeCounts) {
+        self.sent += o.sent;
+        self.cancelled += o.cancelled;
+        self.wasted += o.wasted;
+    }
 }
 
 impl Default for Recorder {
@@ -216,6 +241,7 @@ impl Recorder {
             degraded: Vec::new(),
             degraded_latency_us: new_histogram(3),
             classes: Vec::new(),
+            hedges: HedgeCounts::default(),
         }
     }
 
@@ -492,6 +518,7 @@ impl Recorder {
         self.client_in_flight += o.client_in_flight;
         self.client_in_flight_peak += o.client_in_flight_peak;
         self.breaker_opens += o.breaker_opens;
+        self.hedges.merge(&o.hedges);
         self.routes.merge(&o.routes);
         if self.degraded.len() < o.degraded.len() {
             self.degraded.resize(o.degraded.len(), 0);

@@ -141,6 +141,16 @@ pub struct ConfigSummary {
     pub useful_retries: u64,
     #[serde(default)]
     pub wasted_retries: u64,
+    /// A hedging config's copies after a call's first (they are among `attempts` and
+    /// `retries`, which count every attempt after a call's first as gRFC A6 line 343 does),
+    /// the copies still in flight when their call ended and were closed, and the hedges
+    /// whose answer their call did not use. All zero without hedging.
+    #[serde(default)]
+    pub hedges_sent: u64,
+    #[serde(default)]
+    pub hedges_cancelled: u64,
+    #[serde(default)]
+    pub hedges_wasted: u64,
     pub successes: u64,
     pub failures: u64,
     pub failures_by_reason: BTreeMap<String, u64>,
@@ -480,6 +490,9 @@ pub fn summarize(
         breaker_refusals,
         useful_retries,
         wasted_retries,
+        hedges_sent: rec.hedges.sent,
+        hedges_cancelled: rec.hedges.cancelled,
+        hedges_wasted: rec.hedges.wasted,
         successes,
         failures,
         failures_by_reason: rec.failures_by_reason(),

@@ -12,6 +12,9 @@ use super::config::RetryConfig;
 /// 1 + ratio + the reserve's share (min_per_sec over the run plus the initial ttl's worth,
 /// spread over the requests). Other budgets have no static bound tighter than the cap.
 ///
+/// A hedging config's cap counts its copies: its `max_attempts` is the hedging one (the
+/// config validates that), so a call's copies are bounded as a call's attempts are.
+///
 /// A fleet of N clients has N reserves: its bound is one instance's, at the rate each
 /// instance sees ([`fleet_bound`]).
 pub fn amplification_bound(config: &RetryConfig, mean_rate: f64, duration: Duration) -> f64 {

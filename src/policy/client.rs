@@ -37,6 +37,10 @@
 //! 7. budget refuses → `GiveUp(BudgetRefused)` (+ an event the first time);
 //! 8. otherwise `Retry { after: delay }`.
 
+mod hedge;
+
+pub use hedge::HedgeDecision;
+
 use super::breaker::{BreakerState, CircuitBreaker};
 use super::budget::{CostKind, RetryBudget};
 use super::config::RetryConfig;
@@ -192,6 +196,11 @@ pub struct RequestState {
     provider: usize,
     cost_spent: f64,
     ended: Option<GiveUpReason>,
+    /// Hedging: copies sent and not yet answered, no more copies to follow, and when the
+    /// armed timer of the next copy is due.
+    outstanding: u32,
+    hedge_frozen: bool,
+    next_hedge_at: Option<Duration>,
 }
 
 impl RequestState {
@@ -249,6 +258,13 @@ pub struct RetryClient {
 impl RetryClient {
     /// Build the client of a validated config.
     pub fn new(config: &RetryConfig) -> RetryClient {
+        let mut config = config.clone();
+        if let Some(non_fatal) = config.hedging.as_ref().and_then(|h| h.non_fatal.clone()) {
+            // A hedged config's non-fatal statuses are what its classifier calls retryable.
+            config.retry_on.grpc_statuses = non_fatal;
+            config.retry_on.grpc_throttling_statuses.clear();
+        }
+        let config = &config;
         RetryClient {
             config: config.clone(),
             statuses: StatusClasses::new(&config.retry_on),
@@ -312,6 +328,9 @@ impl RetryClient {
             provider: 0,
             cost_spent: 0.0,
             ended: None,
+            outstanding: 0,
+            hedge_frozen: false,
+            next_hedge_at: None,
         }
     }
 
@@ -406,6 +425,7 @@ impl RetryClient {
             }
         };
         req.attempts += 1;
+        req.outstanding += 1;
         req.awaiting_outcome = true;
         let cost = self.config.attempt_cost.at(provider.unwrap_or(0));
         req.cost_spent += cost;

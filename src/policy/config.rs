@@ -13,6 +13,7 @@ use super::cost::{AttemptCost, CostConfig};
 use super::duration;
 use super::error::{check, PolicyError};
 use super::failover::FailoverConfig;
+use super::hedging::HedgingConfig;
 use super::ladder::{self, Rung};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
 use super::retry_after::RetryAfterConfig;
@@ -74,6 +75,10 @@ pub struct RetryConfig {
     /// What the client answers itself when its attempts could not (empty: nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ladder: Vec<Rung>,
+    /// Hedged copies instead of retries (None: no hedging). `max_attempts` then equals its
+    /// `max_attempts`: the copies are the call's attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedging: Option<HedgingConfig>,
 }
 
 impl Default for RetryConfig {
@@ -116,6 +121,7 @@ impl Default for RetryConfig {
             cost: None,
             failover: None,
             ladder: Vec::new(),
+            hedging: None,
         }
     }
 }
@@ -142,7 +148,45 @@ impl RetryConfig {
                 validate_breaker(b, "failover.breaker")?;
             }
         }
-        ladder::validate(&self.ladder)
+        ladder::validate(&self.ladder)?;
+        self.validate_hedging()
+    }
+
+    /// Hedging's own values, and the stages it is not defined with. gRFC A6 defines hedges
+    /// only beside its retry throttle, and a breaker, cost caps, failover or a ladder would
+    /// each need a rule for copies in flight that no client this project reads has: refused
+    /// rather than guessed.
+    fn validate_hedging(&self) -> Result<(), PolicyError> {
+        let Some(h) = &self.hedging else {
+            return Ok(());
+        };
+        h.validate()?;
+        check(
+            self.max_attempts == h.max_attempts,
+            "max_attempts",
+            self.max_attempts,
+            "unset beside hedging: a config has a retry policy or a hedging policy, never both \
+             (gRFC A6); the hedged copies are its attempts",
+        )?;
+        check(
+            matches!(
+                self.budget,
+                BudgetConfig::None | BudgetConfig::GrpcThrottling(_)
+            ),
+            "budget",
+            self.budget.kind_name(),
+            "\"none\" or \"grpc-throttling\" beside hedging (hedges share gRPC's retry throttle, \
+             gRFC A6)",
+        )?;
+        for (field, set) in [
+            ("breaker", self.breaker.is_some()),
+            ("cost", self.cost.is_some()),
+            ("failover", self.failover.is_some()),
+            ("ladder", !self.ladder.is_empty()),
+        ] {
+            check(!set, field, "a table", "unset beside hedging")?;
+        }
+        Ok(())
     }
 
     /// Name, attempt count, timeouts and attempt cost: the scalar fields.

@@ -23,6 +23,7 @@
 //! * [`client`]: the per-config state machine ([`RetryClient`]); [`fleet`]: N instances of
 //!   it with their own budgets, and which instance sends which request;
 //! * [`thresholds`]: failure rates above which a budget drains (closed form + Monte Carlo);
+//! * [`hedging`]: extra copies of a call before any failure (gRFC A6), instead of retries;
 //! * [`duration`]: human duration strings in retry configs.
 
 pub mod backoff;
@@ -39,6 +40,7 @@ pub mod failover;
 pub mod fleet;
 pub mod give_up;
 mod grpc_status;
+pub mod hedging;
 pub mod ladder;
 pub mod outcome;
 pub mod presets;
@@ -52,13 +54,16 @@ pub mod words;
 pub use backoff::{Backoff, Jitter};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use budget::{BudgetConfig, CostKind, DepositOn, RetryBudget};
-pub use client::{Decision, GiveUpReason, Now, Permit, PolicyEvent, RequestState, RetryClient};
+pub use client::{
+    Decision, GiveUpReason, HedgeDecision, Now, Permit, PolicyEvent, RequestState, RetryClient,
+};
 pub use config::RetryConfig;
 pub use cost::{AttemptCost, CostConfig, CostScope, CostUnit};
 pub use error::PolicyError;
 pub use failover::FailoverConfig;
 pub use fleet::Fleet;
 pub use grpc_status::GrpcStatus;
+pub use hedging::{HedgingConfig, Shortcut};
 pub use ladder::Rung;
 pub use outcome::{
     attempt_label, is_idempotent_method, AttemptLabel, AttemptOutcome, OutcomeClass, Response,

@@ -9,6 +9,7 @@ use super::budget::{BudgetConfig, DepositOn};
 use super::config::RetryConfig;
 use super::error::PolicyError;
 use super::grpc_status::GrpcStatus;
+use super::hedging::{HedgingConfig, Shortcut};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
 use super::retry_after::{HintHeader, RetryAfterConfig};
 use serde::Serialize;
@@ -56,6 +57,7 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: "source" },
     PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: "source" },
     PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },
+    PresetInfo { name: "grpc-hedging", summary: "4 copies 500 ms apart (A6's example hedgingPolicy), non-fatal UNAVAILABLE/INTERNAL/ABORTED, first success wins and cancels the rest, a fatal status ends the call, retryThrottling 10/0.1 shared (a copy is scheduled only above 5 tokens), grpc-retry-pushback-ms: negative stops hedging; the next copy after a non-fatal status as grpc-java sends it", source: "gRFC A6 (A6-client-retries.md lines 136-157, 189-193, 205, 216-236); grpc-java RetriableStream.java (makeHedgingDecision, pushbackHedging, HedgingRunnable)", library: "gRPC (gRFC A6), grpc-java", checked_against: "source" },
     PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto", library: "Envoy", checked_against: "source" },
     PresetInfo { name: "istio", summary: "3 attempts, Envoy backoff, connect-failure/refused-stream/unavailable/cancelled/503, no retry limit", source: "istio/api virtual_service.proto; istio pilot retry.go", library: "Istio", checked_against: "source" },
     PresetInfo { name: "finagle", summary: "requeues only never-sent failures, zero backoff, RetryBudget 20 % / 10 s + 10/s", source: "finagle RetryBudget.scala, RequeueFilter.scala", library: "Finagle", checked_against: "source" },
@@ -77,6 +79,7 @@ pub fn preset_names() -> &'static [&'static str] {
         "aws-standard-classic",
         "aws-legacy",
         "grpc",
+        "grpc-hedging",
         "envoy",
         "istio",
         "finagle",
@@ -101,6 +104,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "aws-standard-classic" => aws_standard_classic(),
         "aws-legacy" => aws_legacy(),
         "grpc" => grpc(),
+        "grpc-hedging" => grpc_hedging(),
         "envoy" => envoy(),
         "istio" => istio(),
         "finagle" => finagle(),
@@ -357,6 +361,33 @@ pub fn grpc() -> RetryConfig {
             token_ratio: 0.1,
         }),
         ..base()
+    }
+}
+
+/// gRPC's hedging policy: gRPC has no default, so the copies, delay and non-fatal statuses
+/// are A6's own example (`A6-client-retries.md` lines 136-144); the throttle and pushback
+/// header are the `grpc` preset's. Where A6's text and grpc-java differ on the next copy
+/// after a non-fatal status, grpc-java's behaviour ([`Shortcut::GrpcJava`]) is the one a
+/// real client has.
+pub fn grpc_hedging() -> RetryConfig {
+    let hedging = HedgingConfig {
+        max_attempts: 4,
+        delay: ms(500),
+        non_fatal: Some(vec![
+            GrpcStatus::Unavailable,
+            GrpcStatus::Internal,
+            GrpcStatus::Aborted,
+        ]),
+        shortcut: Shortcut::GrpcJava,
+    };
+    RetryConfig {
+        max_attempts: hedging.max_attempts,
+        retry_on: RetryOn {
+            grpc_statuses: hedging.non_fatal.clone().unwrap_or_default(),
+            ..grpc().retry_on
+        },
+        hedging: Some(hedging),
+        ..grpc()
     }
 }
 

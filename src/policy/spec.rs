@@ -43,6 +43,7 @@ use super::cost::{AttemptCost, CostConfig};
 use super::duration;
 use super::error::PolicyError;
 use super::failover::FailoverConfig;
+use super::hedging::HedgingConfig;
 use super::ladder::Rung;
 use super::outcome::RetryOn;
 use super::presets;
@@ -88,6 +89,7 @@ pub struct RetryConfigSpec {
     pub failover: Option<FailoverConfig>,
     #[serde(default)]
     pub ladder: Option<Vec<Rung>>,
+    pub hedging: Option<HedgingConfig>,
 }
 
 impl RetryConfigSpec {
@@ -134,6 +136,27 @@ impl RetryConfigSpec {
         }
         if self.failover.is_some() {
             c.failover = self.failover.clone();
+        }
+        if let Some(h) = &self.hedging {
+            // A retry policy or a hedging policy, never both (gRFC A6, `A6-client-retries.md`
+            // line 349): hedging replaces a preset's retries, and a retry setting written
+            // beside it is refused rather than silently dropped.
+            for (field, written) in [
+                ("max_attempts", self.max_attempts.is_some()),
+                ("backoff", self.backoff.is_some()),
+                ("jitter", self.jitter.is_some()),
+            ] {
+                if written {
+                    return Err(PolicyError::invalid(
+                        field,
+                        "a retry setting",
+                        "unset beside hedging: a config has a retry policy or a hedging \
+                         policy, never both (gRFC A6)",
+                    ));
+                }
+            }
+            c.max_attempts = h.max_attempts;
+            c.hedging = Some(h.clone());
         }
         c.validate()?;
         Ok(c)

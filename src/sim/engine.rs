@@ -56,6 +56,8 @@ pub(super) enum Kind {
     LayerArrive,
     /// A layer's service time is over.
     LayerStart,
+    /// A hedged call's timer: its next copy may be due (see `hedge`).
+    HedgeDue,
 }
 
 /// What an event does: its kind, and the slab entry (request, attempt or user) it is for
@@ -117,6 +119,9 @@ pub(super) struct Req {
     pub(super) last_fault: u16,
     /// Its request class (0 without classes, and at a layer).
     pub(super) class: u8,
+    /// A hedged call's copies the client still waits for (attempt index, generation);
+    /// empty for every other request.
+    pub(super) copies: Vec<(u32, u32)>,
 }
 
 pub(super) struct Att {
@@ -297,6 +302,8 @@ pub(super) struct Sim<'a> {
     pub(super) idempotent: bool,
     /// Length of the timer lane at which its stale timers are swept out.
     sweep_at: usize,
+    /// The config hedges its calls: the client's requests take the hedged path (`hedge`).
+    pub(super) hedging: bool,
 }
 
 /// Simulates one config from t = 0 to the end of its drain.
@@ -388,6 +395,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         attempts: 0,
         idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,
+        hedging: cfg.config.hedging.is_some(),
         cfg,
     };
     sim.run()
@@ -510,6 +518,14 @@ impl Sim<'_> {
             }
             Kind::LayerArrive => self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_arrive),
             Kind::LayerStart => self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_start),
+            Kind::HedgeDue => {
+                let q = &self.reqs[idx as usize];
+                let go = q.gen == gen && q.req.is_some();
+                if go {
+                    self.hedge_due(t, idx);
+                }
+                go
+            }
             Kind::Capacity => {
                 self.cap = self
                     .cfg
@@ -623,6 +639,7 @@ impl Sim<'_> {
             last_status: NO_REPLY,
             last_fault: NO_FAULT,
             class: 0,
+            copies: Vec::new(),
         });
         (self.reqs.len() - 1) as u32
     }
@@ -711,6 +728,30 @@ impl Sim<'_> {
     pub(super) fn follow(&mut self, t: u64, r: u32, step: Next) {
         match step {
             Next::Send(attempt) => {
+                let a = self.send(t, r, attempt);
+                if self.hedging && self.reqs[r as usize].hop == 0 {
+                    self.first_copy(t, r, a);
+                }
+            }
+            Next::Wait(after) => {
+                let gen = self.reqs[r as usize].gen;
+                self.push(t.saturating_add(ns(after)), Kind::RetryDue, r, gen);
+            }
+            Next::Done(ending) => {
+                if self.reqs[r as usize].parent != NONE {
+                    self.relay(t, r, ending);
+                }
+                self.free_req(t, r);
+            }
+        }
+    }
+
+    /// Sends an attempt of request slot `r` now: the attempt slot it takes (returned), its
+    /// arrival at the next hop, its per-try timer.
+    #[inline(always)]
+    pub(super) fn send(&mut self, t: u64, r: u32, attempt: session::Attempt) -> u32 {
+        {
+            {
                 self.attempts += 1;
                 let q = &mut self.reqs[r as usize];
                 let id = q.req.as_ref().map_or(0, session::Request::id);
@@ -761,16 +802,7 @@ impl Sim<'_> {
                         self.sweep_timers();
                     }
                 }
-            }
-            Next::Wait(after) => {
-                let gen = self.reqs[r as usize].gen;
-                self.push(t.saturating_add(ns(after)), Kind::RetryDue, r, gen);
-            }
-            Next::Done(ending) => {
-                if self.reqs[r as usize].parent != NONE {
-                    self.relay(t, r, ending);
-                }
-                self.free_req(t, r);
+                a
             }
         }
     }
@@ -835,6 +867,20 @@ impl Sim<'_> {
                 })
             }
         };
+        if self.hedging && q.hop == 0 {
+            let attempt = self.atts[a as usize].attempt;
+            q.copies.retain(|&(c, _)| c != a);
+            let h = self.session.hedge_outcome_in(
+                now(t),
+                &mut q.req,
+                attempt,
+                dur(t.saturating_sub(sent_at)),
+                &outcome,
+                &mut q.rng,
+            );
+            self.follow_hedge(t, r, h);
+            return;
+        }
         let session = match q.hop {
             0 => &mut self.session,
             h => &mut self.hops[h as usize - 1].session,

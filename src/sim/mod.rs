@@ -38,6 +38,7 @@
 
 mod clock;
 mod engine;
+mod hedge;
 mod hop;
 mod layers;
 mod parallel;

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use stormrig::policy::{
-    Backoff, BreakerConfig, BudgetConfig, CostConfig, FailoverConfig, Jitter, RetryAfterConfig,
-    RetryConfigSpec, RetryOn, Rung,
+    Backoff, BreakerConfig, BudgetConfig, CostConfig, FailoverConfig, HedgingConfig, Jitter,
+    RetryAfterConfig, RetryConfigSpec, RetryOn, Rung,
 };
 use stormrig::scenario::classes::ClassSection;
 use stormrig::scenario::grpc::GrpcSection;
@@ -127,6 +127,7 @@ fn code_keys() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("`cost`", fields::<CostConfig>()),
         ("`failover`", fields::<FailoverConfig>()),
         ("`ladder`", one_of::<Rung>()),
+        ("`hedging`", fields::<HedgingConfig>()),
         ("Target files", fields::<TargetFile>()),
     ])
 }

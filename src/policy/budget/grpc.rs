@@ -93,6 +93,10 @@ impl RetryBudget for GrpcThrottle {
     fn set_level(&mut self, level: f64) {
         self.tokens_milli = ((level * 1000.0).round() as i64).clamp(0, self.max_milli);
     }
+
+    fn hedge_allowed(&self) -> bool {
+        self.retries_enabled()
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,12 @@ pub trait RetryBudget: Send + Debug {
     /// Overwrite the level (threshold sweeps start the bucket mid-range). Ignored by kinds
     /// without a settable level.
     fn set_level(&mut self, _level: f64) {}
+    /// May a hedged copy after a call's first be scheduled now? Only gRPC's throttle speaks
+    /// to hedges (gRFC A6: "subsequent hedged RPCs will only be sent if token_count is
+    /// greater than the threshold"); a config refuses hedging beside any other budget.
+    fn hedge_allowed(&self) -> bool {
+        true
+    }
 }
 
 /// `budget = { kind = "...", ... }`: which kind, and that kind's own knobs (each kind's

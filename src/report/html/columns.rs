@@ -30,6 +30,10 @@ fn has_breaker(c: &ConfigSummary) -> bool {
     c.breaker_refusals > 0 || !c.policy["breaker"].is_null()
 }
 
+fn has_hedging(c: &ConfigSummary) -> bool {
+    c.hedges_sent > 0 || !c.policy["hedging"].is_null()
+}
+
 /// A run with write requests (executions counted) or a dedup store at work.
 fn has_writes(c: &ConfigSummary) -> bool {
     let i = &c.idempotency;
@@ -164,6 +168,30 @@ const COLUMNS: &[Column] = &[
         shown: Shown::When(has_breaker),
         value: |c| Some(c.breaker_refusals as f64),
         show: |c| int(c.breaker_refusals),
+    },
+    Column {
+        label: "hedges sent",
+        title: "copies of a call sent after its first (hedging)",
+        figure: Some("hedges_sent"),
+        shown: Shown::When(has_hedging),
+        value: |c| Some(c.hedges_sent as f64),
+        show: |c| int(c.hedges_sent),
+    },
+    Column {
+        label: "hedges cancelled",
+        title: "copies still in flight when their call ended, closed by the client",
+        figure: Some("hedges_cancelled"),
+        shown: Shown::When(has_hedging),
+        value: |c| Some(c.hedges_cancelled as f64),
+        show: |c| int(c.hedges_cancelled),
+    },
+    Column {
+        label: "hedges wasted",
+        title: "hedges whose answer their call did not use",
+        figure: Some("hedges_wasted"),
+        shown: Shown::When(has_hedging),
+        value: |c| Some(c.hedges_wasted as f64),
+        show: |c| int(c.hedges_wasted),
     },
     Column {
         label: "dropped",

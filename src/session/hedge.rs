@@ -1,0 +1,177 @@
+//! A hedged call in the session: its copies counted as attempts (a copy after the first is a
+//! hedge), the copies still in flight when the call ends counted as cancelled, and the
+//! hedges whose answer the call did not use counted as wasted.
+//!
+//! The engine keeps the copies and the one hedge timer of each call; the session says when
+//! to send, when to (re)arm the timer, and when the call is over and its other copies must go.
+
+use std::time::Duration;
+
+use super::{Attempt, Ending, Request, Session};
+use crate::draws::LazyRng;
+use crate::policy::{attempt_label, AttemptOutcome, HedgeDecision, Now, Permit};
+
+/// What the engine does next with a hedged call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a hedged call that is not followed up never ends"]
+pub enum Hedge {
+    /// Send this copy now, and arm the call's hedge timer for the wait given (if any).
+    Send(Attempt, Option<Duration>),
+    /// Re-arm the call's hedge timer for this long from now (earlier timers are void).
+    Arm(Duration),
+    /// Nothing now: copies in flight or the armed timer carry the call on.
+    Idle,
+    /// The call has ended and is counted: close its copies still in flight (the session
+    /// counted them as cancelled).
+    Done(Ending),
+}
+
+impl Session {
+    /// Whether request `req`'s policy hedges (engines take the hedged path for it).
+    #[inline]
+    pub fn hedges(&self, req: &Request) -> bool {
+        self.fleets[usize::from(req.fleet)]
+            .client(req.instance)
+            .is_hedging()
+    }
+
+    /// After the first copy of the hedged call in `slot` was sent: the wait before the
+    /// next, if one may follow.
+    pub fn hedge_armed_in(&mut self, now: Now, slot: &mut Option<Request>) -> Option<Duration> {
+        let req = slot.as_mut()?;
+        self.fleets[usize::from(req.fleet)]
+            .client_mut(req.instance)
+            .arm_hedge(now, &mut req.state)
+    }
+
+    /// The hedge timer of the call in `slot` went off.
+    pub fn hedge_due_in(&mut self, now: Now, slot: &mut Option<Request>) -> Hedge {
+        let Some(req) = slot.as_mut() else {
+            return Hedge::Idle;
+        };
+        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        match client.hedge_due(now, &mut req.state) {
+            Some(permit) => self.send_hedge(now, slot, permit),
+            None => Hedge::Idle,
+        }
+    }
+
+    /// Counts a copy the policy allowed and arms the timer of the one after it.
+    fn send_hedge(&mut self, now: Now, slot: &mut Option<Request>, permit: Permit) -> Hedge {
+        let Permit::Send {
+            attempt,
+            timeout,
+            remaining_deadline,
+            idempotency_key,
+            provider,
+        } = permit
+        else {
+            return Hedge::Idle;
+        };
+        let Some(req) = slot.as_mut() else {
+            return Hedge::Idle;
+        };
+        self.rec.attempt_sent(now.mono, attempt);
+        self.rec.hedges.sent += 1;
+        if !self.classes.is_empty() {
+            self.rec.class_attempt(usize::from(req.class), attempt);
+        }
+        let next = self.fleets[usize::from(req.fleet)]
+            .client_mut(req.instance)
+            .arm_hedge(now, &mut req.state);
+        Hedge::Send(
+            Attempt {
+                number: attempt,
+                timeout,
+                remaining_deadline,
+                idempotency_key,
+                provider,
+                fallback: None,
+            },
+            next,
+        )
+    }
+
+    /// Takes the answer of copy number `attempt` of the hedged call in `slot` (sent
+    /// `latency` before `now`) to the policy and counts what follows.
+    pub fn hedge_outcome_in(
+        &mut self,
+        now: Now,
+        slot: &mut Option<Request>,
+        attempt: u32,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        _rng: &mut LazyRng,
+    ) -> Hedge {
+        let Some(req) = slot.as_mut() else {
+            return Hedge::Idle;
+        };
+        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        let d = client.on_hedge_outcome(now, &mut req.state, outcome);
+        let t = now.mono;
+        let label = attempt_label(outcome, d.class());
+        self.rec.attempt_done(t, latency, label, attempt);
+        let client = self.fleets[usize::from(req.fleet)].client(req.instance);
+        let level = client.budget_level();
+        let breaker = client.breaker_state().map(super::breaker_level);
+        self.rec.sample_policy(t, level, breaker);
+        let id = req.id;
+        self.log_row(
+            id,
+            attempt,
+            Some(t.saturating_sub(latency)),
+            label.as_str(),
+            level,
+        );
+        let (fleet, instance) = (req.fleet, req.instance);
+        if let HedgeDecision::GiveUp {
+            reason: crate::policy::GiveUpReason::BudgetRefused,
+            ..
+        } = d
+        {
+            self.rec.budget_refused(t);
+        }
+        self.drain_events(fleet, instance);
+        let ending = match d {
+            HedgeDecision::Success => Ending::Succeeded,
+            HedgeDecision::GiveUp { reason, .. } => Ending::GaveUp(reason),
+            HedgeDecision::Await { .. } => return Hedge::Idle,
+            HedgeDecision::Later { after, .. } => return Hedge::Arm(after),
+            HedgeDecision::SendNow { .. } => {
+                let Some(req) = slot.as_mut() else {
+                    return Hedge::Idle;
+                };
+                let permit = self.fleets[usize::from(fleet)]
+                    .client_mut(instance)
+                    .hedge_permit(now, &mut req.state);
+                return match permit {
+                    Some(p) => self.send_hedge(now, slot, p),
+                    None => Hedge::Idle,
+                };
+            }
+        };
+        let Some(req) = slot.take() else {
+            return Hedge::Idle;
+        };
+        self.end_hedged(now, req, attempt, ending)
+    }
+
+    /// Ends a hedged call whose copy `winner` answered for it: the hedges that did not carry
+    /// its answer are wasted (the engine closes and reports the copies still in flight).
+    fn end_hedged(&mut self, now: Now, req: Request, winner: u32, ending: Ending) -> Hedge {
+        let hedges = req.state.attempts().saturating_sub(1);
+        let won_by_hedge = u32::from(ending == Ending::Succeeded && winner > 1);
+        self.rec.hedges.wasted += u64::from(hedges - won_by_hedge);
+        match self.end(now, req, ending) {
+            super::Step::Done(e) => Hedge::Done(e),
+            _ => Hedge::Done(ending),
+        }
+    }
+
+    /// The engine closed copy `attempt` of call `id`, still in flight when the call ended:
+    /// counted as cancelled, and logged (`cancelled`, no send time of its own in the row).
+    pub fn hedge_cancelled(&mut self, id: u64, attempt: u32) {
+        self.rec.hedges.cancelled += 1;
+        self.log_row(id, attempt, None, "cancelled", None);
+    }
+}
