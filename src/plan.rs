@@ -272,6 +272,16 @@ fn plan_layer(
                     message: "a layer's attempts reach no provider: give a number".into(),
                 });
             }
+            if config.hedging.is_some() {
+                let field = format!("{path}.hedging");
+                return Err(PlanError {
+                    file: scenario.path.clone(),
+                    line: map.line(&field).unwrap_or(line),
+                    field,
+                    message: "hedged copies are sent by the load generator's own client only;                               a layer's client retries"
+                        .into(),
+                });
+            }
             if !config.ladder.is_empty() {
                 let field = format!("{path}.ladder");
                 return Err(PlanError {

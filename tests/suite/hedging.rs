@@ -214,6 +214,24 @@ fn bad_hedging_values_are_refused_naming_file_line_and_field() {
     }
 }
 
+/// A layer's client retries; hedged copies come from the load generator's client only, so a
+/// hedging config on a layer is refused rather than run as plain retries.
+#[test]
+fn a_hedging_config_on_a_layer_is_refused_naming_the_field() {
+    let dir = support::process::tmp_dir("hedging-layer");
+    let text = "name = \"layer\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[topology]]\nname = \"edge\"\nconfig = { preset = \"grpc-hedging\" }\n\n[[configs]]\npreset = \"grpc\"\n";
+    let path = support::process::write(&dir, "layer.toml", text);
+    let o = support::process::bin()
+        .current_dir(repo_root())
+        .args(["check", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("layer.toml:13"), "{err}");
+    assert!(err.contains("topology[0].config.hedging"), "{err}");
+}
+
 /// Without hedging the new figures are zero, and the shipped scenarios' summaries carry
 /// them (the figure table lists them: the every-figure test walks real summaries).
 #[test]
