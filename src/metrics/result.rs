@@ -414,6 +414,33 @@ pub const OVERLOAD_TOLERANCE: f64 = 0.05;
 /// Consecutive seconds goodput must hold for recovery to count.
 pub const RECOVERY_HOLD_S: usize = 3;
 
+/// Amplification over the run (arrivals / upstream) and its peak second (the busiest
+/// second's arrivals over the mean upstream rate, never below the run's).
+fn amplifications(
+    upstream: u64,
+    arrivals: u64,
+    peak_arrivals: u64,
+    load_duration: std::time::Duration,
+) -> (f64, f64) {
+    let amplification = if upstream > 0 {
+        arrivals as f64 / upstream as f64
+    } else {
+        0.0
+    };
+    let load_s = load_duration.as_secs_f64();
+    let mean_upstream_per_s = if load_s > 0.0 {
+        upstream as f64 / load_s
+    } else {
+        upstream as f64
+    };
+    let peak = if mean_upstream_per_s > 0.0 {
+        (peak_arrivals as f64 / mean_upstream_per_s).max(amplification)
+    } else {
+        0.0
+    };
+    (amplification, peak)
+}
+
 /// Builds one config's summary and per-second rows from its recorder and its target's counts.
 pub fn summarize(
     name: &str,
@@ -454,22 +481,12 @@ pub fn summarize(
     } else {
         recovery(&rows, shape)
     };
-    let amplification = if upstream > 0 {
-        target.arrivals as f64 / upstream as f64
-    } else {
-        0.0
-    };
-    let load_s = shape.load_duration.as_secs_f64();
-    let mean_upstream_per_s = if load_s > 0.0 {
-        upstream as f64 / load_s
-    } else {
-        upstream as f64
-    };
-    let peak_amplification_1s = if mean_upstream_per_s > 0.0 {
-        (peak_arrivals as f64 / mean_upstream_per_s).max(amplification)
-    } else {
-        0.0
-    };
+    let (amplification, peak_amplification_1s) = amplifications(
+        upstream,
+        target.arrivals,
+        peak_arrivals,
+        shape.load_duration,
+    );
     let first_budget_refusal_s = rec.first_budget_refusal.map(|d| d.as_secs_f64());
     let fault_windows = window_rates(&rows, shape.faults);
     let budget = budget_drain(config, &mut rows, &fault_windows, first_budget_refusal_s);

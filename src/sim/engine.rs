@@ -18,8 +18,10 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::clock::{dur, now, ns, sec, MIN_THINK, NET_DELAY};
+pub(super) use super::event::Kind;
+use super::event::{lane_of, Ev, Event, MIN_SWEEP, TIMEOUT_LANE};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
-use super::queue::{self, EventQueue};
+use super::queue::EventQueue;
 use super::verdicts::Verdicts;
 use crate::draws::{request_seed, LazyRng};
 use crate::idempotency::Store;
@@ -38,57 +40,6 @@ pub(super) const NO_FAULT: u16 = u16::MAX;
 /// `reply_status` values that are not HTTP statuses: a reset, the per-try timeout.
 pub(super) const REPLY_RESET: u16 = 0;
 pub(super) const REPLY_TIMEOUT: u16 = 1;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
-    Arrival,
-    UserStart,
-    RetryDue,
-    TargetArrive,
-    FaultAct,
-    WorkStart,
-    QueueTimeout,
-    ServiceDone,
-    Reply,
-    ClientTimeout,
-    Capacity,
-    /// An attempt reaches a topology layer.
-    LayerArrive,
-    /// A layer's service time is over.
-    LayerStart,
-    /// A hedged call's timer: its next copy may be due (see `hedge`).
-    HedgeDue,
-}
-
-/// What an event does: its kind, and the slab entry (request, attempt or user) it is for
-/// with that entry's generation when scheduled.
-#[derive(Clone, Copy, Debug)]
-struct Ev {
-    kind: Kind,
-    idx: u32,
-    gen: u32,
-}
-
-type Event = queue::Event<Ev>;
-
-/// The lane of the per-try timers.
-const TIMEOUT_LANE: usize = 1;
-/// The timer lane is not swept of stale timers below this length.
-const MIN_SWEEP: usize = 4096;
-
-/// The FIFO lane of each kind that is always scheduled a fixed delay after "now" (or, for
-/// arrivals, in schedule order); see `queue`.
-#[inline]
-fn lane_of(kind: Kind) -> Option<usize> {
-    match kind {
-        Kind::TargetArrive | Kind::LayerArrive | Kind::Reply => Some(0),
-        Kind::ClientTimeout => Some(TIMEOUT_LANE),
-        Kind::QueueTimeout => Some(2),
-        Kind::UserStart => Some(3),
-        Kind::Arrival => Some(4),
-        _ => None,
-    }
-}
 
 /// What the target does with an arrival after its added latency.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -38,6 +38,7 @@
 
 mod clock;
 mod engine;
+mod event;
 mod hedge;
 mod hop;
 mod layers;

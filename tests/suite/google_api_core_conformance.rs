@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use crate::support::conformance::{
-    gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
+    assert_call, gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
 };
 use crate::support::scripted::{self, Answer};
 use crate::support::stats::{ks_two_sample, mean};
@@ -107,15 +107,11 @@ fn google_api_core_retries_as_the_library_does_call_by_call() {
             seen_ours.arrivals.len(),
             ours[call],
         );
-        assert_eq!(
-            (seen_lib.arrivals.len(), end_lib.as_str()),
+        assert_call(
+            call,
+            ("google-api-core", seen_lib, end_lib),
+            (PRESET, seen_ours, &ours[call]),
             (case.attempts, case.end),
-            "google-api-core {call}: the library's attempts and end"
-        );
-        assert_eq!(
-            (seen_ours.arrivals.len(), ours[call].as_str()),
-            (case.attempts, case.end),
-            "{PRESET} {call}: stormrig's attempts and end, as the library's"
         );
         assert_eq!(drawn.len(), case.attempts - 1, "{call}: a delay per retry");
         let decided = replayed_delays(PRESET, SEED, request_of(&calls, call), g_ours.len());

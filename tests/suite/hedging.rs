@@ -201,16 +201,7 @@ fn bad_hedging_values_are_refused_naming_file_line_and_field() {
         let text = format!(
             "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[configs]]\nname = \"h\"\npreset = \"grpc-hedging\"\n{line}\n"
         );
-        let path = support::process::write(&dir, "bad.toml", &text);
-        let o = support::process::bin()
-            .current_dir(repo_root())
-            .args(["check", path.to_str().unwrap()])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{line}: {err}");
-        assert!(err.contains("bad.toml:1"), "{line}: {err}");
-        assert!(err.contains(field), "{line}: {err}");
+        support::process::check_refuses(&dir, "bad.toml", &text, "bad.toml:1", field);
     }
 }
 
@@ -220,16 +211,13 @@ fn bad_hedging_values_are_refused_naming_file_line_and_field() {
 fn a_hedging_config_on_a_layer_is_refused_naming_the_field() {
     let dir = support::process::tmp_dir("hedging-layer");
     let text = "name = \"layer\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[topology]]\nname = \"edge\"\nconfig = { preset = \"grpc-hedging\" }\n\n[[configs]]\npreset = \"grpc\"\n";
-    let path = support::process::write(&dir, "layer.toml", text);
-    let o = support::process::bin()
-        .current_dir(repo_root())
-        .args(["check", path.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("layer.toml:13"), "{err}");
-    assert!(err.contains("topology[0].config.hedging"), "{err}");
+    support::process::check_refuses(
+        &dir,
+        "layer.toml",
+        text,
+        "layer.toml:13",
+        "topology[0].config.hedging",
+    );
 }
 
 /// Without hedging the new figures are zero, and the shipped scenarios' summaries carry

@@ -43,7 +43,7 @@ use rand::SeedableRng;
 
 use crate::support;
 use crate::support::conformance::{
-    gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
+    assert_call, gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
 };
 use crate::support::scripted::{self, Answer};
 use crate::support::stats::{ks_two_sample, mean};
@@ -281,15 +281,11 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
                 fmt(&g_sdk),
                 fmt(&g_ours)
             );
-            assert_eq!(
-                (seen_sdk.arrivals.len(), end_sdk.as_str()),
+            assert_call(
+                call,
+                (sdk, seen_sdk, end_sdk),
+                (name, seen_ours, &ours[call]),
                 (case.attempts, case.end),
-                "{sdk} {call}: the SDK's attempts and end"
-            );
-            assert_eq!(
-                (seen_ours.arrivals.len(), ours[call].as_str()),
-                (case.attempts, case.end),
-                "{name} {call}: stormrig's attempts and end, as the SDK's"
             );
             assert_eq!(
                 decided.len(),

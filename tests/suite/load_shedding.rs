@@ -283,15 +283,6 @@ fn bad_shedding_values_are_refused_naming_file_line_and_field() {
         let text = format!(
             "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[target.service]\n{line}\n\n[[configs]]\npreset = \"no-retry\"\n"
         );
-        let path = support::process::write(&dir, "bad.toml", &text);
-        let o = support::process::bin()
-            .current_dir(repo_root())
-            .args(["check", path.to_str().unwrap()])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{line}: {err}");
-        assert!(err.contains("bad.toml:12"), "{line}: {err}");
-        assert!(err.contains(field), "{line}: {err}");
+        support::process::check_refuses(&dir, "bad.toml", &text, "bad.toml:12", field);
     }
 }

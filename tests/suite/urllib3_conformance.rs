@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use hyper::Method;
 
-use crate::support::conformance::{gaps, library_calls, stormrig_calls, Lateness};
+use crate::support::conformance::{assert_call, gaps, library_calls, stormrig_calls, Lateness};
 use crate::support::scripted::{self, Answer};
 use stormrig::live::clock::Epoch;
 
@@ -214,15 +214,11 @@ fn urllib3_retries_as_the_library_does_call_by_call() {
             seen_ours.arrivals.len(),
             ours[call],
         );
-        assert_eq!(
-            (seen_lib.arrivals.len(), end_lib.as_str()),
+        assert_call(
+            call,
+            ("urllib3", seen_lib, end_lib),
+            (PRESET, seen_ours, &ours[call]),
             (case.attempts, case.end),
-            "urllib3 {call}: the library's attempts and end"
-        );
-        assert_eq!(
-            (seen_ours.arrivals.len(), ours[call].as_str()),
-            (case.attempts, case.end),
-            "{PRESET} {call}: stormrig's attempts and end, as the library's"
         );
         assert_eq!(g_ours.len(), case.waits.len(), "{call}: a gap per retry");
         // The wait each client had to keep before retry k: the hint, or for an HTTP-date

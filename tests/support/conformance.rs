@@ -216,3 +216,26 @@ impl Lateness {
         assert!(median <= WORK, "{who}: median lateness {median:.4} s");
     }
 }
+
+/// One call's verdict: the library (`lib`: its name, what the server saw of it, how the call
+/// ended) and stormrig's preset (`preset`, the same) each made the scripted number of
+/// attempts and ended as scripted (`want`).
+pub fn assert_call(
+    call: &str,
+    lib: (&str, &Seen, &str),
+    preset: (&str, &Seen, &str),
+    want: (usize, &str),
+) {
+    assert_eq!(
+        (lib.1.arrivals.len(), lib.2),
+        want,
+        "{} {call}: the library's attempts and end",
+        lib.0
+    );
+    assert_eq!(
+        (preset.1.arrivals.len(), preset.2),
+        want,
+        "{} {call}: stormrig's attempts and end, as the library's",
+        preset.0
+    );
+}

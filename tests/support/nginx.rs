@@ -79,40 +79,11 @@ impl Nginx {
     /// $http_x_stormrig_attempt $status $request_uri`, then the call's `grpc-status` as sent
     /// in the trailers, then as sent in the headers (a trailers-only answer; "-" where none).
     pub fn start_grpc(upstream: SocketAddr) -> Nginx {
-        assert!(
-            Path::new(NGINX).exists(),
-            "nginx is not installed ({NGINX} missing): run the tests with `bash tests/run.sh`, \
-             which installs it, or `apt-get update && apt-get install -y nginx`"
-        );
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let prefix =
-            std::env::temp_dir().join(format!("stormrig-nginx-grpc-{}-{port}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&prefix);
-        std::fs::create_dir_all(prefix.join("tmp")).unwrap();
-        std::fs::create_dir_all(prefix.join("logs")).unwrap();
-        let p = prefix.display();
-        // `getuid` has no preconditions and cannot fail.
-        let root = unsafe { libc::getuid() } == 0;
-        let conf = format!(
-            r#"{user}
-worker_processes 1;
-daemon on;
-pid {p}/nginx.pid;
-error_log {p}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    log_format grpc '$http_x_stormrig_config $http_x_stormrig_request $http_x_stormrig_attempt '
+        Nginx::start_conf("grpc", |p, port| {
+            format!(
+                r#"    log_format grpc '$http_x_stormrig_config $http_x_stormrig_request $http_x_stormrig_attempt '
                     '$status $request_uri $sent_trailer_grpc_status $sent_http_grpc_status';
     access_log {p}/access.log grpc;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
-    keepalive_requests 1000000;
     upstream grpcio {{
         server {upstream};
         keepalive 16;
@@ -123,9 +94,72 @@ http {{
             grpc_pass grpc://grpcio;
         }}
     }}
-}}
+"#
+            )
+        })
+    }
+
+    /// nginx answering 200 to every request, with two access logs of the same requests:
+    /// `access.log` in the predefined `combined` format and `access.json` in a JSON
+    /// `log_format` with `$msec` (the formats `kind = "trace"` replays).
+    pub fn start_recording() -> Nginx {
+        Nginx::start_conf("rec", |p, port| {
+            format!(
+                r#"    log_format json escape=json '{{"msec":"$msec","request_method":"$request_method","request_uri":"$request_uri","status":$status}}';
+    access_log {p}/access.log combined;
+    access_log {p}/access.json json;
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            return 200 "ok\n";
+        }}
+    }}
+"#
+            )
+        })
+    }
+
+    /// nginx on a free loopback port, its folder named by `tag`, with `http` (given the
+    /// folder and the port) as the body of its `http` block, after the temp paths every
+    /// configuration needs; running once its pid file exists.
+    fn start_conf(tag: &str, http: impl FnOnce(&str, u16) -> String) -> Nginx {
+        assert!(
+            Path::new(NGINX).exists(),
+            "nginx is not installed ({NGINX} missing): run the tests with `bash tests/run.sh`, \
+             which installs it, or `apt-get update && apt-get install -y nginx`"
+        );
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let prefix = std::env::temp_dir().join(format!(
+            "stormrig-nginx-{tag}-{}-{port}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&prefix);
+        std::fs::create_dir_all(prefix.join("tmp")).unwrap();
+        std::fs::create_dir_all(prefix.join("logs")).unwrap();
+        let p = prefix.display().to_string();
+        // `getuid` has no preconditions and cannot fail.
+        let root = unsafe { libc::getuid() } == 0;
+        let conf = format!(
+            r#"{user}
+worker_processes 1;
+daemon on;
+pid {p}/nginx.pid;
+error_log {p}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    client_body_temp_path {p}/tmp/body;
+    proxy_temp_path {p}/tmp/proxy;
+    fastcgi_temp_path {p}/tmp/fastcgi;
+    uwsgi_temp_path {p}/tmp/uwsgi;
+    scgi_temp_path {p}/tmp/scgi;
+    keepalive_requests 1000000;
+{body}}}
 "#,
             user = if root { "user root;" } else { "" },
+            body = http(&p, port),
         );
         std::fs::write(prefix.join("nginx.conf"), conf).unwrap();
         std::fs::write(prefix.join("access.log"), "").unwrap();
@@ -140,88 +174,10 @@ http {{
             .unwrap();
         assert!(
             out.status.success(),
-            "nginx (grpc_pass) did not start: {}",
+            "nginx ({tag}) did not start: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         // The master binds the listener before it daemonizes and writes its pid.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while !prefix.join("nginx.pid").exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "nginx wrote no pid file"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Nginx {
-            prefix,
-            port,
-            tls_port: None,
-            h2c_port: None,
-        }
-    }
-
-    /// nginx answering 200 to every request, with two access logs of the same requests:
-    /// `access.log` in the predefined `combined` format and `access.json` in a JSON
-    /// `log_format` with `$msec` (the formats `kind = "trace"` replays).
-    pub fn start_recording() -> Nginx {
-        assert!(
-            Path::new(NGINX).exists(),
-            "nginx is not installed ({NGINX} missing): run the tests with `bash tests/run.sh`, \
-             which installs it, or `apt-get update && apt-get install -y nginx`"
-        );
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let prefix =
-            std::env::temp_dir().join(format!("stormrig-nginx-rec-{}-{port}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&prefix);
-        std::fs::create_dir_all(prefix.join("tmp")).unwrap();
-        let p = prefix.display();
-        // `getuid` has no preconditions and cannot fail.
-        let root = unsafe { libc::getuid() } == 0;
-        let conf = format!(
-            r#"{user}
-worker_processes 1;
-daemon on;
-pid {p}/nginx.pid;
-error_log {p}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    log_format json escape=json '{{"msec":"$msec","request_method":"$request_method","request_uri":"$request_uri","status":$status}}';
-    access_log {p}/access.log combined;
-    access_log {p}/access.json json;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
-    keepalive_requests 1000000;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            return 200 "ok\n";
-        }}
-    }}
-}}
-"#,
-            user = if root { "user root;" } else { "" },
-        );
-        std::fs::write(prefix.join("nginx.conf"), conf).unwrap();
-        let out = Command::new(NGINX)
-            .arg("-p")
-            .arg(&prefix)
-            .arg("-c")
-            .arg(prefix.join("nginx.conf"))
-            .arg("-e")
-            .arg(prefix.join("error.log"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "nginx (recording) did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while !prefix.join("nginx.pid").exists() {
             assert!(

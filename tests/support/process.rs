@@ -45,6 +45,21 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Writes `text` to `dir/file`, runs `check` on it and requires the refusal of a bad value:
+/// exit 2, before any load, with a message naming `at` (`file:LINE`) and `field`.
+pub fn check_refuses(dir: &Path, file: &str, text: &str, at: &str, field: &str) {
+    let path = write(dir, file, text);
+    let o = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["check", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{text}\n{err}");
+    assert!(err.contains(at), "{text}\nwanted {at}: {err}");
+    assert!(err.contains(field), "{text}\nwanted {field}: {err}");
+}
+
 /// What a watched child did.
 pub struct Watched {
     pub status: ExitStatus,

@@ -307,7 +307,8 @@ duplicates while executing (409), keys reused with another body (422)",
         title: "attempts the fault proxy answered itself instead of the service \
 (connect or TLS failed, upstream timeout, body too large, too many interim answers, \
 another protocol error); by reason in summary.json",
-        figure: None,
+        // The total of the reasons, each a figure of the same unit and direction.
+        figure: Some("proxy_answered.*"),
         shown: Shown::When(|c| c.proxy_answered.total() > 0),
         value: |c| Some(c.proxy_answered.total() as f64),
         show: |c| {
