@@ -466,6 +466,16 @@ impl RetryClient {
         }
     }
 
+    /// A retry the budget refused at `at`, its level then: the first one is an event (when
+    /// the budget first drained is a headline figure), later ones are only counted.
+    fn note_budget_refusal(&mut self, at: Duration, level: f64) {
+        if !self.budget_refused_once {
+            self.budget_refused_once = true;
+            self.events
+                .push(PolicyEvent::BudgetFirstRefusal { at, level });
+        }
+    }
+
     fn give_up(
         &mut self,
         req: &mut RequestState,
@@ -581,14 +591,8 @@ impl RetryClient {
                     req.holds_retry_slot = true;
                 }
                 None => {
-                    if !self.budget_refused_once {
-                        self.budget_refused_once = true;
-                        let level = b.level();
-                        self.events.push(PolicyEvent::BudgetFirstRefusal {
-                            at: now.mono,
-                            level,
-                        });
-                    }
+                    let level = b.level();
+                    self.note_budget_refusal(now.mono, level);
                     return self.give_up(req, GiveUpReason::BudgetRefused, c.class);
                 }
             }

@@ -18,7 +18,7 @@
 //! * when no copy is in flight and none can follow, the last failure is the call's (lines
 //!   995-1002).
 
-use super::{GiveUpReason, Now, Permit, PolicyEvent, RequestState, RetryClient};
+use super::{GiveUpReason, Now, Permit, RequestState, RetryClient};
 use crate::policy::budget::CostKind;
 use crate::policy::deadline;
 use crate::policy::hedging::Shortcut;
@@ -191,14 +191,8 @@ impl RetryClient {
         }
         if let Some(b) = self.budget.as_mut() {
             if b.try_retry(now.mono, kind, false).is_none() {
-                if !self.budget_refused_once {
-                    self.budget_refused_once = true;
-                    let level = b.level();
-                    self.events.push(PolicyEvent::BudgetFirstRefusal {
-                        at: now.mono,
-                        level,
-                    });
-                }
+                let level = b.level();
+                self.note_budget_refusal(now.mono, level);
                 return self.hedge_fails(req, GiveUpReason::BudgetRefused, c.class);
             }
         }
