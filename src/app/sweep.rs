@@ -149,13 +149,17 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
     let opts = CapacityOptions {
         direction,
         resolution: args.resolution.unwrap_or(axis.step / 8.0),
+        tolerance: match &args.model_tolerance {
+            Some(t) => crate::sweep::tolerance::parse(t).map_err(bad)?,
+            None => crate::sweep::tolerance::DEFAULT,
+        },
         jobs: args.jobs,
         stop: Some(super::signals::signal_flag()?),
         on_probe: Some(|done, total| eprintln!("capacity: {done} of {total} grid probes done")),
     };
     let wall = std::time::Instant::now();
     let mut result = capacity::search(&base, &plan, &axis, &objectives, &opts).map_err(to_app)?;
-    let probes: usize = result.configs.iter().map(|c| c.probes.len()).sum();
+    let probes: usize = result.configs.iter().map(|c| c.runs).sum();
     eprintln!(
         "{probes} simulator runs in {:.2} s wall",
         wall.elapsed().as_secs_f64()
@@ -216,7 +220,7 @@ fn write_capacity(dir: &Path, r: &CapacityResult) -> Result<(), AppError> {
     page::write(dir, "capacity.html", &html).map_err(failed)
 }
 
-/// Runs each found limit, and the value one grid step beyond it, live, one run at a time
+/// Runs each found limit, and the value beyond its knife edge, live, one run at a time
 /// (two at once would share the machine and the loopback target's cores), with progress on
 /// stderr: which config and value, how long the run lasts and the time spent so far; the
 /// live engine's own progress (bars on a terminal, periodic lines otherwise) under it.

@@ -53,8 +53,13 @@ pub struct CapacityArgs {
     /// A gate on the capacity figures, e.g. 'aws-standard: capacity.max_rate >= 800'.
     #[arg(long = "gate")]
     pub gates: Vec<String>,
-    /// Re-run each config's limit and the value one STEP beyond it live on loopback against
-    /// the built-in target, and report whether live agrees (exit 1 when it does not).
+    /// A limit must also hold with every service time this much longer than modeled
+    /// (a share, 0.05, or a percentage, 5%; 0: the knife edge as modeled). Default 5%.
+    #[arg(long = "model-tolerance")]
+    pub model_tolerance: Option<String>,
+    /// Re-run each config's limit, and the first grid value at or past where it fails as
+    /// modeled, live on loopback against the built-in target, and report whether live
+    /// agrees (exit 1 when it does not).
     #[arg(long)]
     pub confirm: bool,
     #[arg(long, default_value_t = 0)]

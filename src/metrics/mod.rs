@@ -9,6 +9,7 @@ pub mod judge;
 pub mod labels;
 pub mod latency;
 pub mod numbers;
+pub mod pre_fault;
 pub mod provider;
 pub mod proxy_answered;
 pub mod recorder;

@@ -113,7 +113,7 @@ pub fn summary(run: &RunResult) -> String {
         );
     }
     for c in &run.configs {
-        if let Some(line) = overload_line(c) {
+        if let Some(line) = overload_line(run, c) {
             prose(&mut out, &line);
         }
     }
@@ -434,18 +434,22 @@ pub fn drain_line(c: &ConfigSummary) -> Option<String> {
     Some(line)
 }
 
-/// "CONFIG: overloaded before the fault: ...", for a config whose goodput was already
-/// below its offered load (its recovery is not measured, so the table says no more).
-fn overload_line(c: &ConfigSummary) -> Option<String> {
+/// "CONFIG: overloaded before the fault: goodput 0 of 1,200 req/s offered; first attempts
+/// failed 94.1 % by timeout, ...; the target received ...", for a config whose goodput was
+/// already below its offered load (its recovery is not measured, so the table says no
+/// more): what the target received and how first attempts failed say it was saturated, not
+/// stopped.
+fn overload_line(run: &RunResult, c: &ConfigSummary) -> Option<String> {
     if c.overloaded != Some(true) {
         return None;
     }
     let (offered, goodput) = (c.pre_fault_offered_rps?, c.pre_fault_goodput_rps?);
     Some(format!(
-        "{}: overloaded before the fault: goodput {} of {} req/s offered; recovery is not \
+        "{}: overloaded before the fault: goodput {} of {} req/s offered{}; recovery is not \
          measured against a saturated baseline",
         c.name,
         crate::metrics::numbers::thousands(goodput.round() as u64),
-        crate::metrics::numbers::thousands(offered.round() as u64)
+        crate::metrics::numbers::thousands(offered.round() as u64),
+        crate::metrics::pre_fault::PreFaultWhy::of(run, &c.name).describe(offered)
     ))
 }

@@ -367,6 +367,27 @@ pub enum Dist {
     },
 }
 
+impl Dist {
+    /// The same distribution with every duration `factor` times as long: a service that
+    /// much slower than its model (`stormrig capacity --model-tolerance` asks whether a
+    /// limit survives it). Shape is kept: a log-normal's spread, a uniform's width ratio.
+    pub fn stretched(&self, factor: f64) -> Dist {
+        let s = |d: Duration| d.mul_f64(factor);
+        match *self {
+            Dist::Constant { value } => Dist::Constant { value: s(value) },
+            Dist::Uniform { min, max } => Dist::Uniform {
+                min: s(min),
+                max: s(max),
+            },
+            Dist::Exponential { mean } => Dist::Exponential { mean: s(mean) },
+            Dist::LogNormal { median, p99 } => Dist::LogNormal {
+                median: s(median),
+                p99: s(p99),
+            },
+        }
+    }
+}
+
 /// Server-side deduplication by `Idempotency-Key`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]

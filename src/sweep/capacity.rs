@@ -30,6 +30,7 @@ use super::grid::{Axis, Base};
 use super::overload::before_fault;
 pub use super::overload::{FirstFailed, Overload, OVERLOADED};
 use super::run::{missing, parallel, per_config, simulate};
+use super::tolerance::{self, SlowerProbe};
 use super::SweepError;
 use crate::metrics::{GateVerdict, RunResult};
 use crate::plan::Plan;
@@ -80,6 +81,10 @@ pub struct Probe {
     pub verdicts: Vec<GateVerdict>,
     /// Set when the run was overloaded before the fault: why every objective failed.
     pub overloaded: Option<Overload>,
+    /// With a model tolerance: the same value with every service time that much longer.
+    /// `passed` needs both; `verdicts` are the run as modeled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slower: Option<SlowerProbe>,
 }
 
 impl Probe {
@@ -90,6 +95,11 @@ impl Probe {
         } else {
             self.failed.clone()
         }
+    }
+
+    /// Every objective held with the service exactly as modeled.
+    pub fn as_modeled(&self) -> bool {
+        self.overloaded.is_none() && gates::all_passed(&self.verdicts)
     }
 }
 
@@ -113,6 +123,10 @@ pub enum Outcome {
 pub struct ConfigCapacity {
     pub config: String,
     pub outcome: Outcome,
+    /// The first value at which an objective fails with the service exactly as modeled (the
+    /// knife edge), beyond the limit; equal to `Found`'s `beyond` without a tolerance,
+    /// `null` when nothing fails as modeled within the range or there is no single limit.
+    pub edge: Option<f64>,
     /// The limit as a single figure (`Found`: the limit; `Range`: its low end;
     /// `HoldsEverywhere`: the hard end, a bound); `null` when nothing holds.
     pub limit: Option<f64>,
@@ -127,7 +141,10 @@ pub struct ConfigCapacity {
     pub overloaded: Option<Overload>,
     /// Every simulated probe, in the order run.
     pub probes: Vec<Probe>,
-    /// `--confirm`'s live re-run of the limit and one STEP beyond (`null`: not confirmed,
+    /// Simulator runs made for this config: each probe, its slower twin, and the runs that
+    /// placed the knife edge.
+    pub runs: usize,
+    /// `--confirm`'s live re-run of the limit and the value beyond its knife edge (see [`super::confirm::beyond`]) (`null`: not confirmed,
     /// or no single limit to confirm).
     pub live: Option<LiveCheck>,
 }
@@ -143,6 +160,9 @@ pub struct CapacityResult {
     pub axis: Axis,
     pub direction: Direction,
     pub resolution: f64,
+    /// A probe passes only if its objectives also hold with every service time this share
+    /// longer (`--model-tolerance`; 0: as modeled only).
+    pub model_tolerance: f64,
     pub objectives: Vec<String>,
     pub configs: Vec<ConfigCapacity>,
     /// Verdicts of `--gate`s on the capacity figures.
@@ -172,6 +192,8 @@ pub struct CapacityOptions {
     pub direction: Direction,
     /// Bisection stops when the bracket is this narrow (in the axis's unit).
     pub resolution: f64,
+    /// See [`CapacityResult::model_tolerance`].
+    pub tolerance: f64,
     pub jobs: usize,
     /// Set from outside (SIGINT, SIGTERM) to stop: grid probes not started are skipped, and
     /// only configs whose whole scan ran are refined and reported (marked partial).
@@ -234,8 +256,16 @@ pub fn search(
     let done = std::sync::atomic::AtomicUsize::new(0);
     let scans = parallel(names.len() * n, opts.jobs, |i| {
         let (ci, gi) = (i / n, i % n);
-        let probed =
-            (!stopped()).then(|| probe(&only(&plans[gi], ci), axis, grid[gi], objectives, seed));
+        let probed = (!stopped()).then(|| {
+            probe(
+                &only(&plans[gi], ci),
+                axis,
+                grid[gi],
+                objectives,
+                seed,
+                opts.tolerance,
+            )
+        });
         if let (Some(_), Some(tell)) = (&probed, opts.on_probe) {
             tell(
                 done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
@@ -270,6 +300,7 @@ pub fn search(
         axis: axis.clone(),
         direction: opts.direction,
         resolution: opts.resolution,
+        model_tolerance: opts.tolerance,
         objectives: objectives.iter().map(|g| g.text.clone()).collect(),
         configs,
         gates: Vec::new(),
@@ -296,7 +327,7 @@ pub fn plan_for(
     Ok(only(&base.point(std::slice::from_ref(axis), &[value])?, ci))
 }
 
-/// Simulates one value of a one-config plan (see [`plan_for`]) and judges it.
+/// Simulates one value of a one-config plan (see [`plan_for`]) as modeled and judges it.
 pub fn probe_plan(
     plan: &Plan,
     axis: &Axis,
@@ -304,20 +335,57 @@ pub fn probe_plan(
     objectives: &[Gate],
     seed: u64,
 ) -> Result<Probe, SweepError> {
-    probe(plan, axis, value, objectives, seed)
+    probe(plan, axis, value, objectives, seed, 0.0)
 }
 
-/// Simulates one value for one config and judges the objectives that apply to it.
+/// Simulates one value for one config and judges the objectives that apply to it; with a
+/// tolerance, again with the slower service, and it passes only if both do.
 fn probe(
     plan: &Plan,
     axis: &Axis,
     value: f64,
     objectives: &[Gate],
     seed: u64,
+    tolerance: f64,
 ) -> Result<Probe, SweepError> {
     let label = format!("{}={}", axis.path, axis.label(value));
     let run = simulate(plan, seed, &label)?;
-    judge(&run, value, objectives)
+    let mut p = judge(&run, value, objectives)?;
+    let Some(slow_plan) = (tolerance > 0.0)
+        .then(|| tolerance::slower(plan, tolerance))
+        .flatten()
+    else {
+        return Ok(p);
+    };
+    let slow = judge(
+        &simulate(
+            &slow_plan,
+            seed,
+            &format!("{label} ({})", tolerance::label(tolerance)),
+        )?,
+        value,
+        objectives,
+    )?;
+    let slower = SlowerProbe {
+        passed: slow.passed,
+        failed: slow.failed,
+        overloaded: slow.overloaded.is_some(),
+    };
+    if p.passed && !slower.passed {
+        p.passed = false;
+        let why = tolerance::label(tolerance);
+        p.failed = if slower.overloaded {
+            vec![format!("{OVERLOADED} ({why})")]
+        } else {
+            slower
+                .failed
+                .iter()
+                .map(|f| format!("{f} ({why})"))
+                .collect()
+        };
+    }
+    p.slower = Some(slower);
+    Ok(p)
 }
 
 /// The objectives that apply to the run's (single) config, judged.
@@ -368,6 +436,7 @@ pub fn judge(run: &RunResult, value: f64, objectives: &[Gate]) -> Result<Probe, 
             .collect(),
         verdicts,
         overloaded,
+        slower: None,
     })
 }
 
@@ -451,7 +520,14 @@ fn refine(
                     break;
                 }
                 let plan = only(&base.point(std::slice::from_ref(axis), &[mid])?, ci);
-                let p = probe(&plan, axis, mid, objectives, base_plan.scenario.seed)?;
+                let p = probe(
+                    &plan,
+                    axis,
+                    mid,
+                    objectives,
+                    base_plan.scenario.seed,
+                    opts.tolerance,
+                )?;
                 if p.passed {
                     ok = mid;
                 } else {
@@ -468,6 +544,17 @@ fn refine(
                 binding,
             )
         }
+    };
+    let mut runs = probes.len() + probes.iter().filter(|p| p.slower.is_some()).count();
+    let edge = match outcome {
+        Outcome::Found { limit, .. } if opts.tolerance > 0.0 => {
+            let (edge, more) =
+                knife_edge(base, base_plan, axis, ci, limit, &probes, objectives, opts)?;
+            runs += more;
+            edge
+        }
+        Outcome::Found { beyond, .. } => Some(beyond),
+        _ => None,
     };
     let limit = match outcome {
         Outcome::Found { limit, .. } => Some(limit),
@@ -496,13 +583,75 @@ fn refine(
     Ok(ConfigCapacity {
         config,
         outcome,
+        edge,
         limit,
         headroom,
         binding,
         overloaded,
         probes,
+        runs,
         live: None,
     })
+}
+
+/// The first value beyond `limit` at which an objective fails with the service as
+/// modeled: the nearest probe that failed so, bisected down to the resolution against the
+/// farthest one that held; `None` when every probe beyond the limit held as modeled. Also
+/// the number of simulator runs the bisection made.
+#[allow(clippy::too_many_arguments)]
+fn knife_edge(
+    base: &Base,
+    base_plan: &Plan,
+    axis: &Axis,
+    ci: usize,
+    limit: f64,
+    probes: &[Probe],
+    objectives: &[Gate],
+    opts: &CapacityOptions,
+) -> Result<(Option<f64>, usize), SweepError> {
+    // Distance from the limit in the search's direction: beyond it is positive.
+    let ahead = |v: f64| match opts.direction {
+        Direction::Largest => v - limit,
+        Direction::Smallest => limit - v,
+    };
+    let Some(mut bad) = probes
+        .iter()
+        .filter(|p| ahead(p.value) > 0.0 && !p.as_modeled())
+        .map(|p| p.value)
+        .min_by(|a, b| ahead(*a).total_cmp(&ahead(*b)))
+    else {
+        return Ok((None, 0));
+    };
+    let mut ok = probes
+        .iter()
+        .filter(|p| ahead(p.value) >= 0.0 && ahead(p.value) < ahead(bad) && p.as_modeled())
+        .map(|p| p.value)
+        .max_by(|a, b| ahead(*a).total_cmp(&ahead(*b)))
+        .unwrap_or(limit);
+    let integer_field = base.is_integer_field(axis);
+    let step_min = if integer_field {
+        opts.resolution.max(1.0)
+    } else {
+        opts.resolution
+    };
+    let mut runs = 0;
+    while (bad - ok).abs() > step_min {
+        let mut mid = axis.round((ok + bad) / 2.0);
+        if integer_field {
+            mid = mid.round();
+        }
+        if mid == ok || mid == bad {
+            break;
+        }
+        let plan = only(&base.point(std::slice::from_ref(axis), &[mid])?, ci);
+        runs += 1;
+        if probe_plan(&plan, axis, mid, objectives, base_plan.scenario.seed)?.as_modeled() {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok((Some(bad), runs))
 }
 
 /// The capacity figures gates can name: `capacity.limit`, `capacity.headroom`, and
@@ -545,16 +694,14 @@ pub fn evaluate_gates(r: &CapacityResult, gates_: &[Gate]) -> Result<Vec<GateVer
     Ok(out)
 }
 
-/// How far a found limit lies from the first failing point, as a share of that point: a
-/// service model optimistic by more than this carries the live limit past it. The live
-/// built-in target now holds each slot for its model's service time to about 1 % (measured
-/// with `stormrig calibrate`), but a real service's fitted model, and a live run's own noise
-/// near a knee, err by more than a small margin, so the answer says how much error it
-/// tolerates.
-pub fn margin(o: &Outcome) -> Option<f64> {
-    match *o {
-        Outcome::Found { limit, beyond } if beyond != 0.0 => {
-            Some(((beyond - limit) / beyond).abs())
+/// How far a found limit lies from the knife edge (the first value failing with the service
+/// exactly as modeled), as a share of that value: the distance a live service may stray
+/// from the model before the limit moves. Without a model tolerance it is only the
+/// bisection's last step, and a live run's noise near a knee crosses it.
+pub fn margin(c: &ConfigCapacity) -> Option<f64> {
+    match (c.limit, c.edge, &c.outcome) {
+        (Some(limit), Some(edge), Outcome::Found { .. }) if edge != 0.0 => {
+            Some(((edge - limit) / edge).abs())
         }
         _ => None,
     }
@@ -588,7 +735,8 @@ pub fn table(r: &CapacityResult) -> String {
             vec![
                 c.config.clone(),
                 found,
-                margin(&c.outcome).map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
+                c.edge.map_or("-".into(), unit),
+                margin(c).map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
                 c.headroom.map_or("-".into(), |h| {
                     format!("{}x", gates::fmt_num((h * 100.0).round() / 100.0))
                 }),
@@ -608,17 +756,25 @@ pub fn table(r: &CapacityResult) -> String {
         &[
             "CONFIG",
             &what.to_uppercase(),
+            "AS MODELED FAILS AT",
             "MARGIN",
             "HEADROOM",
             "BINDING OBJECTIVE",
         ],
         &rows,
     );
-    if r.configs.iter().any(|c| margin(&c.outcome).is_some()) {
+    if r.model_tolerance > 0.0 {
+        out.push_str(&format!(
+            "limits hold with the service as modeled and with every service time {} % longer \
+             (--model-tolerance); margin: how far the limit lies below the first value that \
+             fails as modeled, as a share of it\n",
+            gates::fmt_num((r.model_tolerance * 1000.0).round() / 10.0)
+        ));
+    } else if r.configs.iter().any(|c| margin(c).is_some()) {
         out.push_str(
-            "margin: how far the limit lies from the first failing point, as a share of it; a \
-             service model that much too optimistic moves the limit live (compare the fit \
-             error of `stormrig calibrate`)\n",
+            "margin: how far the limit lies from the first failing point, as a share of it; \
+             with --model-tolerance 0 the limit is a knife edge: a service that much slower \
+             than its model moves it live\n",
         );
     }
     if let Some(s) = r.axis.scenario_value {
@@ -653,7 +809,7 @@ fn flag(v: Option<bool>) -> String {
 
 /// `capacity.csv`: one row per config. With `--confirm`, `live_agrees` and, per objective
 /// N (1-based, in the order given), `objective_N` (its text) and its simulated and live
-/// figures at the limit and one step beyond (`objective_N.sim_at_limit`, ...).
+/// figures at the limit and beyond the knife edge (`objective_N.sim_at_limit`, ...).
 pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
     let mut header: Vec<String> = [
         "config",
@@ -662,6 +818,9 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
         "outcome",
         "limit",
         "beyond",
+        "edge",
+        "margin",
+        "model_tolerance",
         "range_high",
         "scenario_value",
         "headroom",
@@ -669,7 +828,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
         "overloaded_at",
         "overloaded_offered_rps",
         "overloaded_goodput_rps",
-        "probes",
+        "runs",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -704,6 +863,9 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
             outcome.to_string(),
             num(c.limit),
             num(beyond),
+            num(c.edge),
+            num(margin(c)),
+            num(Some(r.model_tolerance)),
             num(high),
             num(r.axis.scenario_value),
             num(c.headroom),
@@ -711,7 +873,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
             num(c.overloaded.map(|o| o.value)),
             num(c.overloaded.map(|o| o.offered_rps)),
             num(c.overloaded.map(|o| o.goodput_rps)),
-            c.probes.len().to_string(),
+            c.runs.to_string(),
         ];
         if confirmed {
             let live = c.live.as_ref();
@@ -736,7 +898,7 @@ pub fn csv(r: &CapacityResult) -> Result<Vec<u8>, SweepError> {
         .map_err(|e| SweepError::Io(format!("capacity.csv: {e}")))
 }
 
-/// One objective, simulated and live, at the limit and one STEP beyond it.
+/// One objective, simulated and live, at the limit and beyond its knife edge.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ObjectiveCheck {
     /// As written (`recovery_time_s <= 5`).
@@ -767,7 +929,7 @@ impl ObjectiveCheck {
 /// One config's live re-run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LiveCheck {
-    /// The limit the simulator found, and the value one STEP beyond it.
+    /// The limit the simulator found, and the value beyond its knife edge that live must fail at.
     pub limit: f64,
     pub beyond: f64,
     pub sim_passed_at_limit: bool,
@@ -789,21 +951,48 @@ pub struct LiveCheck {
 mod tests {
     use super::*;
 
+    fn config(outcome: Outcome, limit: Option<f64>, edge: Option<f64>) -> ConfigCapacity {
+        ConfigCapacity {
+            config: "c".into(),
+            outcome,
+            edge,
+            limit,
+            headroom: None,
+            binding: Vec::new(),
+            overloaded: None,
+            probes: Vec::new(),
+            runs: 0,
+            live: None,
+        }
+    }
+
     #[test]
-    fn the_margin_is_the_gap_to_the_first_failing_point() {
+    fn the_margin_is_the_gap_to_the_knife_edge() {
         let found = Outcome::Found {
             limit: 400.0,
             beyond: 406.25,
         };
-        let m = margin(&found).unwrap();
+        let m = margin(&config(found.clone(), Some(400.0), Some(406.25))).unwrap();
         assert!((m - 6.25 / 406.25).abs() < 1e-12, "{m}");
+        // With a tolerance the edge lies past the first point the slower service fails.
+        let m = margin(&config(found, Some(400.0), Some(450.0))).unwrap();
+        assert!((m - 50.0 / 450.0).abs() < 1e-12, "{m}");
         // Searching for the smallest capacity, the failing point lies below the limit.
         let smallest = Outcome::Found {
             limit: 8.0,
             beyond: 7.0,
         };
-        assert!((margin(&smallest).unwrap() - 1.0 / 7.0).abs() < 1e-12);
-        assert_eq!(margin(&Outcome::HoldsNowhere), None);
+        let m = margin(&config(smallest, Some(8.0), Some(7.0))).unwrap();
+        assert!((m - 1.0 / 7.0).abs() < 1e-12);
+        assert_eq!(margin(&config(Outcome::HoldsNowhere, None, None)), None);
+        let nothing_fails_as_modeled = Outcome::Found {
+            limit: 400.0,
+            beyond: 450.0,
+        };
+        assert_eq!(
+            margin(&config(nothing_fails_as_modeled, Some(400.0), None)),
+            None
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `capacity --confirm`: each found limit, and the value one grid STEP beyond it, run again
+//! `capacity --confirm`: each found limit, and a value past its knife edge, run again
 //! live, with every objective's simulated and live figure side by side.
 //!
 //! A bare "live agrees: no" cannot be acted on: the user needs to know which objective moved
@@ -11,7 +11,9 @@
 //! sockets): [`confirm`] hands each run to a closure, in a fixed order, so the edge can
 //! show progress and this module stays engine-free.
 
-use super::capacity::{self, CapacityResult, Direction, LiveCheck, ObjectiveCheck, Outcome, Probe};
+use super::capacity::{
+    self, CapacityResult, ConfigCapacity, Direction, LiveCheck, ObjectiveCheck, Outcome, Probe,
+};
 use super::grid::Base;
 use super::SweepError;
 use crate::metrics::RunResult;
@@ -29,7 +31,7 @@ impl Role {
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Limit => "the limit",
-            Role::Beyond => "one step beyond",
+            Role::Beyond => "beyond the edge",
         }
     }
 }
@@ -46,15 +48,38 @@ pub struct LiveRun<'a> {
     pub total: usize,
 }
 
-/// The value one grid STEP beyond `limit`, in the search's direction.
-pub fn step_beyond(r: &CapacityResult, limit: f64) -> f64 {
-    r.axis.round(match r.direction {
-        Direction::Largest => limit + r.axis.step,
-        Direction::Smallest => limit - r.axis.step,
+/// The value live must fail at: the first grid value at or past the knife edge (where the
+/// simulator fails with the service as modeled), so that a live service a little faster
+/// than its model is not asked to fail inside the tolerance the limit was kept from; one
+/// grid STEP beyond the limit when nothing failed as modeled within the range.
+pub fn beyond(r: &CapacityResult, c: &ConfigCapacity, limit: f64) -> f64 {
+    let past = |v: f64, edge: f64| match r.direction {
+        Direction::Largest => v >= edge,
+        Direction::Smallest => v <= edge,
+    };
+    let on_grid = c.edge.and_then(|edge| {
+        let mut at: Vec<f64> = r
+            .axis
+            .values
+            .iter()
+            .copied()
+            .filter(|v| past(*v, edge))
+            .collect();
+        at.sort_by(f64::total_cmp);
+        match r.direction {
+            Direction::Largest => at.first().copied(),
+            Direction::Smallest => at.last().copied(),
+        }
+    });
+    on_grid.unwrap_or_else(|| {
+        r.axis.round(match r.direction {
+            Direction::Largest => limit + r.axis.step,
+            Direction::Smallest => limit - r.axis.step,
+        })
     })
 }
 
-/// Runs every config with a single limit (`Found`) live at the limit and one STEP beyond,
+/// Runs every config with a single limit (`Found`) live at the limit and beyond its knife edge,
 /// through `live`, and stores the check in the config's `live`. Configs without a single
 /// limit are left unchecked (`live: null`). Every plan is built before the first live run,
 /// so a bad point is refused before any load is sent.
@@ -70,7 +95,7 @@ pub fn confirm<E>(
         let Outcome::Found { limit, .. } = c.outcome else {
             continue;
         };
-        let beyond = step_beyond(r, limit);
+        let beyond = beyond(r, c, limit);
         let mut plans = Vec::new();
         for (value, role) in [(limit, Role::Limit), (beyond, Role::Beyond)] {
             let plan = capacity::plan_for(base, base_plan, &r.axis, ci, value)?;
@@ -276,7 +301,7 @@ pub fn table(r: &CapacityResult) -> String {
             "CONFIG",
             "OBJECTIVE",
             "AT LIMIT",
-            "ONE STEP BEYOND",
+            "BEYOND THE EDGE",
             "LIVE AGREES",
         ],
         &rows,

@@ -10,7 +10,7 @@
 //!   in the gate grammar hold, by a grid scan and bisection; non-monotone outcomes are
 //!   reported as a range.
 //! * [`confirm`]: `capacity --confirm`'s comparison of the simulated and live figures at
-//!   each limit and one step beyond, objective by objective (the live runs are the caller's).
+//!   each limit and beyond its knife edge, objective by objective (the live runs are the caller's).
 //! * [`page`]: the self-contained HTML page of a sweep or a capacity search.
 //!
 //! Only the simulator is driven here: it is deterministic, so a sweep is a function of its
@@ -24,6 +24,7 @@ pub mod grid;
 pub mod overload;
 pub mod page;
 pub mod run;
+pub mod tolerance;
 
 pub use grid::{Axis, Base};
 pub use run::{Recovery, SweepOptions, SweepResult};

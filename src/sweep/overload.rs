@@ -5,7 +5,8 @@
 use serde::Serialize;
 
 use super::grid::Axis;
-use crate::metrics::result::pre_fault_seconds;
+pub use crate::metrics::pre_fault::FirstFailed;
+use crate::metrics::pre_fault::PreFaultWhy;
 use crate::metrics::RunResult;
 
 /// What `capacity::ConfigCapacity::binding` says when the probe beyond the limit was overloaded.
@@ -28,17 +29,6 @@ pub struct Overload {
     pub first_failed: Option<FirstFailed>,
 }
 
-/// How first attempts failed, as shares of first attempts, by the class the config gave
-/// the failure (transient: 5xx and resets; throttling: 429; timeout: per-try timeout or
-/// deadline at the client; other: failures the config does not retry).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct FirstFailed {
-    pub transient: f64,
-    pub throttling: f64,
-    pub timeout: f64,
-    pub other: f64,
-}
-
 impl Overload {
     /// "overloaded before the fault at load.rate = 850: pre-fault goodput 0 of 850 req/s;
     /// first attempts failed 76.1 % transient, 23.9 % by timeout; the target received 3,368
@@ -54,34 +44,13 @@ impl Overload {
             n(self.goodput_rps),
             n(self.offered_rps)
         );
-        if let Some(f) = self.first_failed {
-            let mut parts: Vec<(f64, &str)> = [
-                (f.transient, "transient"),
-                (f.throttling, "throttled"),
-                (f.timeout, "by timeout"),
-                (f.other, "not retried"),
-            ]
-            .into_iter()
-            .filter(|(share, _)| *share >= 0.0005)
-            .collect();
-            parts.sort_by(|a, b| b.0.total_cmp(&a.0));
-            if !parts.is_empty() {
-                let parts: Vec<String> = parts
-                    .iter()
-                    .map(|(share, how)| {
-                        format!("{} % {how}", crate::metrics::numbers::fmt_pct(*share))
-                    })
-                    .collect();
-                s.push_str(&format!("; first attempts failed {}", parts.join(", ")));
+        s.push_str(
+            &PreFaultWhy {
+                arrivals_rps: self.arrivals_rps,
+                first_failed: self.first_failed,
             }
-        }
-        if let (Some(arrivals), true) = (self.arrivals_rps, self.offered_rps > 0.0) {
-            s.push_str(&format!(
-                "; the target received {} attempts/s ({:.1}x the offered load)",
-                n(arrivals),
-                arrivals / self.offered_rps
-            ));
-        }
+            .describe(self.offered_rps),
+        );
         s
     }
 }
@@ -89,35 +58,14 @@ impl Overload {
 /// Over the seconds `overloaded` compares: attempts the target received per second, and
 /// how first attempts failed (the other fields are left 0).
 pub(super) fn before_fault(run: &RunResult, config: &str) -> Overload {
-    use crate::metrics::SecondRow;
-    let rows: Vec<&SecondRow> = run
-        .timeseries
-        .iter()
-        .filter(|r| r.config == config)
-        .collect();
-    let mut o = Overload {
+    let why = PreFaultWhy::of(run, config);
+    Overload {
         value: 0.0,
         offered_rps: 0.0,
         goodput_rps: 0.0,
-        arrivals_rps: None,
-        first_failed: None,
-    };
-    if let Some(seconds) = pre_fault_seconds(rows.len(), &run.faults, run.duration_s) {
-        let window = &rows[seconds];
-        let sum = |f: fn(&SecondRow) -> u64| window.iter().map(|r| f(r)).sum::<u64>();
-        o.arrivals_rps = Some(sum(|r| r.downstream_arrivals) as f64 / window.len() as f64);
-        let first = sum(|r| r.first_attempts);
-        if first > 0 {
-            let share = |n: u64| n as f64 / first as f64;
-            o.first_failed = Some(FirstFailed {
-                transient: share(sum(|r| r.first_failed_transient)),
-                throttling: share(sum(|r| r.first_failed_throttling)),
-                timeout: share(sum(|r| r.first_failed_timeout)),
-                other: share(sum(|r| r.first_failed_other)),
-            });
-        }
+        arrivals_rps: why.arrivals_rps,
+        first_failed: why.first_failed,
     }
-    o
 }
 
 #[cfg(test)]

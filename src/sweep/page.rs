@@ -628,13 +628,23 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         escape(&r.axis.label(r.resolution)),
         r.seed
     );
+    if r.model_tolerance > 0.0 {
+        let _ = writeln!(
+            p,
+            "<p>A limit holds with the service as modeled <em>and</em> with every service time \
+{} % longer (<code>--model-tolerance</code>): near a knee a service a little slower than its \
+model moves the answer. \"As modeled fails at\" is the knife edge; the margin is how far the \
+limit lies below it.</p>",
+            crate::report::gates::fmt_num((r.model_tolerance * 1000.0).round() / 10.0)
+        );
+    }
     if r.partial {
         p.push_str(
             "<p class=\"partial\"><strong>Partial:</strong> the search was interrupted; \
              only the configs whose scan finished are shown.</p>\n",
         );
     }
-    p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>headroom</th><th>binding objective</th><th>overloaded before the fault</th></tr></thead>\n<tbody>\n");
+    p.push_str("<h2>Capacity</h2>\n<table>\n<thead><tr><th>config</th><th>limit</th><th>as modeled fails at</th><th>margin</th><th>headroom</th><th>binding objective</th><th>overloaded before the fault</th></tr></thead>\n<tbody>\n");
     for c in &r.configs {
         let found = match c.outcome {
             Outcome::Found { limit, beyond } => format!(
@@ -655,9 +665,11 @@ holds ({}), per config: grid {}..{} step {}, then bisection to {}; simulator, se
         let overloaded = c.overloaded.map_or("-".into(), |o| o.describe(&r.axis));
         let _ = writeln!(
             p,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.config),
             escape(&found),
+            c.edge.map_or("-".into(), |e| escape(&r.axis.label(e))),
+            super::capacity::margin(c).map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
             c.headroom.map_or("-".into(), |h| format!("{:.2}×", h)),
             escape(&c.binding.join("; ")),
             escape(&overloaded)
@@ -699,7 +711,7 @@ black bar: the limit found",
 }
 
 /// `--confirm`'s checks: per config and objective the simulated and live figures at the
-/// limit and one step beyond, and every disagreement in words.
+/// limit and beyond its knife edge, and every disagreement in words.
 fn live_section(p: &mut String, r: &CapacityResult) {
     if r.configs.iter().all(|c| c.live.is_none()) {
         return;

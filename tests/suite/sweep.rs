@@ -153,6 +153,7 @@ fn budgetless_config_has_less_capacity_than_aws_standard() {
     let opts = CapacityOptions {
         direction: Direction::Largest,
         resolution: 10.0,
+        tolerance: 0.0,
         jobs: 0,
         stop: None,
         on_probe: None,
@@ -175,6 +176,76 @@ fn budgetless_config_has_less_capacity_than_aws_standard() {
     assert!(naive < aws, "naive {naive} vs aws-standard {aws}");
     // The naive config cannot carry the scenario's own 600 req/s through the trigger.
     assert!(naive < 600.0 && aws > 600.0);
+}
+
+/// With a model tolerance the limit steps back from the knife edge: every limit also holds
+/// with each service time 5 % longer, the value where it first fails as modeled is the
+/// same edge a search without tolerance finds, and the margin between them is what a live
+/// service may stray from its model.
+#[test]
+fn a_tolerant_limit_holds_with_a_slower_service_and_names_the_knife_edge() {
+    let path = support::repo_root().join("scenarios/metastable-capacity.toml");
+    let (base, plan) = Base::read(&path).unwrap();
+    let mut axis = Axis::parse("load.rate=100..1000:100").unwrap();
+    base.note_scenario_values(std::slice::from_mut(&mut axis));
+    let objective = capacity::parse_objective("recovery_time_s <= 5").unwrap();
+    let search = |tolerance: f64| {
+        let opts = CapacityOptions {
+            direction: Direction::Largest,
+            resolution: 10.0,
+            tolerance,
+            jobs: 0,
+            stop: None,
+            on_probe: None,
+        };
+        capacity::search(&base, &plan, &axis, std::slice::from_ref(&objective), &opts).unwrap()
+    };
+    let (exact, tolerant) = (search(0.0), search(0.05));
+    assert_eq!(tolerant.model_tolerance, 0.05);
+    for (e, t) in exact.configs.iter().zip(&tolerant.configs) {
+        let (
+            Outcome::Found {
+                limit: el,
+                beyond: eb,
+            },
+            Outcome::Found { limit: tl, .. },
+        ) = (&e.outcome, &t.outcome)
+        else {
+            panic!("{e:?}\n{t:?}");
+        };
+        assert!(tl <= el, "{}: tolerant {tl} above exact {el}", e.config);
+        // Without tolerance the edge is the failing value next to the limit.
+        assert_eq!(e.edge, Some(*eb), "{}", e.config);
+        // The edge as modeled is found again, to the resolution, by the tolerant search.
+        let edge = t.edge.unwrap_or_else(|| panic!("{}: no edge", t.config));
+        assert!(
+            (edge - eb).abs() <= 10.0,
+            "{}: edge {edge} vs {eb}",
+            t.config
+        );
+        // The probe at the limit held with the slower service; one that failed only slower
+        // names the tolerance beside its objective.
+        let at = t.probes.iter().find(|p| p.value == *tl).unwrap();
+        assert!(at.passed && at.slower.as_ref().unwrap().passed, "{at:?}");
+        for p in t.probes.iter().filter(|p| p.as_modeled() && !p.passed) {
+            assert!(
+                p.failed.iter().all(|f| f.ends_with("(service 5 % slower)")),
+                "{p:?}"
+            );
+        }
+        let m = capacity::margin(t).unwrap();
+        assert!((m - (edge - tl) / edge).abs() < 1e-12);
+    }
+    // The budget-less config sits on a knife edge as modeled: the tolerance moves it.
+    let naive = |r: &capacity::CapacityResult| {
+        r.configs
+            .iter()
+            .find(|c| c.config == "naive-timeout")
+            .unwrap()
+            .limit
+            .unwrap()
+    };
+    assert!(naive(&tolerant) < naive(&exact));
 }
 
 #[test]
