@@ -328,3 +328,85 @@ per_try_timeout = "100ms"
     assert_eq!(live["agrees"], true, "{}", w.stdout);
     assert_eq!(w.code(), 0, "{}{}", w.stdout, w.stderr);
 }
+
+/// The whole path for a real service: `calibrate` measures a paced nginx (one request
+/// released every 10 ms), its file becomes the `model` beside the nginx `url`, `capacity`
+/// searches that model for the largest load whose p99 stays under 40 ms, and `--confirm`
+/// runs the limit and the value past its knife edge live against nginx through the counting
+/// proxy. Live must agree: the limit holds, past the edge does not.
+///
+/// Why it is robust: the grid (40, 80, 120, 160 req/s; resolution one step) keeps both
+/// values clear of nginx's 100 req/s. At 80 req/s (0.8x) nothing waits; at 120 req/s (1.2x)
+/// the leaky bucket's backlog grows by 20 requests a second, so within the 4 s run requests
+/// wait hundreds of milliseconds, live as in the model.
+#[test]
+fn capacity_on_a_calibrated_nginx_agrees_with_its_live_confirmation() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let nginx = Nginx::start();
+    let dir = tmp_dir("calibrate-capacity");
+    std::fs::create_dir_all(dir.join("targets")).unwrap();
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    let url = format!("url = \"http://127.0.0.1:{}\"", nginx.port);
+    let measure = write(
+        &dir.join("scenarios"),
+        "measure.toml",
+        &scenario(&url, "/paced"),
+    );
+    let model = dir.join("targets").join("paced.toml");
+    let w = calibrate(
+        &measure,
+        &model,
+        &["--max-concurrency", "2", "--step-duration", "2s"],
+    );
+    assert_eq!(w.code(), 0, "{}{}", w.stdout, w.stderr);
+    let sc = write(
+        &dir.join("scenarios"),
+        "capacity.toml",
+        &format!(
+            r#"
+name = "paced-capacity"
+seed = 1
+duration = "4s"
+drain = "2s"
+
+[load]
+kind = "constant"
+rate = 50
+path = "/paced"
+
+[target]
+{url}
+model = "paced"
+
+[[configs]]
+name = "no-retry"
+preset = "no-retry"
+"#
+        ),
+    );
+    let out = dir.join("capacity");
+    let mut cmd = bin();
+    cmd.arg("capacity")
+        .arg(&sc)
+        .args(["--vary", "load.rate=40..160:40", "--resolution", "40"])
+        .args(["--objective", "latency_ms.p99 < 40"])
+        .arg("--confirm")
+        .arg("--out")
+        .arg(&out);
+    let before = nginx.log().len();
+    let w = watch(cmd, Duration::from_secs(120));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{e}\n{}{}", w.stdout, w.stderr));
+    let config = &json["configs"][0];
+    assert_eq!(config["limit"], 80.0, "{}{}", w.stdout, w.stderr);
+    let live = &config["live"];
+    assert_eq!(live["beyond"], 120.0, "{}", w.stdout);
+    assert_eq!(live["live_passed_at_limit"], true, "{}", w.stdout);
+    assert_eq!(live["live_passed_beyond"], false, "{}", w.stdout);
+    assert_eq!(live["agrees"], true, "{}", w.stdout);
+    assert_eq!(w.code(), 0, "{}{}", w.stdout, w.stderr);
+    // The live runs reached nginx: 4 s at 80 and at 120 req/s.
+    let served = nginx.log().len() - before;
+    assert!(served >= 4 * (80 + 120), "nginx logged {served}");
+}

@@ -220,7 +220,9 @@ fn write_capacity(dir: &Path, r: &CapacityResult) -> Result<(), AppError> {
     page::write(dir, "capacity.html", &html).map_err(failed)
 }
 
-/// Runs each found limit, and the value beyond its knife edge, live, one run at a time
+/// Runs each found limit, and the value beyond its knife edge, live against the scenario's
+/// target (the built-in one, or a `url` target through the counting proxy with its
+/// loopback guard, as `run` does: the simulator used the `model` beside it), one run at a time
 /// (two at once would share the machine and the loopback target's cores), with progress on
 /// stderr: which config and value, how long the run lasts and the time spent so far; the
 /// live engine's own progress (bars on a terminal, periodic lines otherwise) under it.
@@ -230,12 +232,6 @@ fn confirm(
     r: &mut CapacityResult,
     objectives: &[gates::Gate],
 ) -> Result<(), AppError> {
-    if !matches!(
-        plan.scenario.target,
-        crate::scenario::Target::Builtin { .. }
-    ) {
-        return Err(bad("--confirm runs against the built-in target only"));
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

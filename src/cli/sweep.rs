@@ -58,8 +58,8 @@ pub struct CapacityArgs {
     #[arg(long = "model-tolerance")]
     pub model_tolerance: Option<String>,
     /// Re-run each config's limit, and the first grid value at or past where it fails as
-    /// modeled, live on loopback against the built-in target, and report whether live
-    /// agrees (exit 1 when it does not).
+    /// modeled, live against the scenario's target (built-in, or `url` through the
+    /// counting proxy), and report whether live agrees (exit 1 when it does not).
     #[arg(long)]
     pub confirm: bool,
     #[arg(long, default_value_t = 0)]
