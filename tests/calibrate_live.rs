@@ -410,3 +410,71 @@ preset = "no-retry"
     let served = nginx.log().len() - before;
     assert!(served >= 4 * (80 + 120), "nginx logged {served}");
 }
+
+/// `--overload` adds a step at 1.5x the highest throughput: the built-in target's queue of
+/// 16 (refused at once when full) is read back by Little's law, and a queue timeout of
+/// 50 ms (refused after the wait) from the failures' median; the fitted model reproduces
+/// the overload step's throughput and the successes' median within the tolerance.
+#[test]
+fn an_overload_step_measures_the_queue_and_its_timeout() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp_dir("calibrate-queue");
+    for (name, queue) in [
+        ("full", "queue = 16"),
+        ("timeout", "queue = 1000, queue_timeout = \"50ms\""),
+    ] {
+        let target = format!(
+            "builtin = \"default\"\nservice = {{ concurrency = 4, {queue}, \
+             service_time = {{ kind = \"constant\", value = \"10ms\" }} }}"
+        );
+        let sc = write(&dir, &format!("{name}.toml"), &scenario(&target, "/"));
+        let out = dir.join(format!("{name}-fitted.toml"));
+        let w = calibrate(
+            &sc,
+            &out,
+            &[
+                "--max-concurrency",
+                "8",
+                "--step-duration",
+                "2s",
+                "--overload",
+            ],
+        );
+        assert_eq!(w.code(), 0, "{}{}", w.stdout, w.stderr);
+        let rows = rows(&w.stdout);
+        let over = rows.last().unwrap();
+        assert!(over.step.starts_with("overload "), "{}", w.stdout);
+        // Throughput and the successes' median (the table's p50 at this step is over every
+        // request; the fit is judged on the successes', in the ERROR column).
+        let err = (over.fit[0] - over.live[0]).abs() / over.live[0];
+        assert!(
+            err <= TOLERANCE,
+            "{name}: throughput off by {err}:\n{}",
+            w.stdout
+        );
+        let model = fitted(&out);
+        match name {
+            "full" => {
+                assert!(
+                    (15..=17).contains(&model.queue),
+                    "queue {} for 16:\n{}",
+                    model.queue,
+                    w.stdout
+                );
+                assert_eq!(model.queue_timeout, None, "{}", w.stdout);
+            }
+            _ => {
+                let t = model
+                    .queue_timeout
+                    .unwrap_or_else(|| panic!("no timeout:\n{}", w.stdout))
+                    .as_secs_f64()
+                    * 1000.0;
+                assert!(
+                    (t - 50.0).abs() <= 5.0,
+                    "timeout {t} ms for 50:\n{}",
+                    w.stdout
+                );
+            }
+        }
+    }
+}

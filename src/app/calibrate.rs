@@ -24,6 +24,7 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<Exit, AppError> {
         max_rate: args.max_rate,
         step_duration: parse("--step-duration", &args.step_duration)?,
         max_time: parse("--max-time", &args.max_time)?,
+        overload: args.overload,
     };
     let base = steps::Base::read(&args.scenario).map_err(refused)?;
     let plans = steps::plan_all(&base, &opts).map_err(refused)?;
@@ -39,12 +40,15 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<Exit, AppError> {
     }
     let rt = crate::live::runtime(None).map_err(AppError::failed)?;
     let started = std::time::Instant::now();
-    let total = plans.len();
-    let outcome = calibrate::calibrate(&plans, opts.step_duration, |step, index| {
+    let overload_step = |rate: f64| base.overload_step(rate, &opts);
+    let overload: Option<&dyn Fn(f64) -> Result<steps::StepPlan, CalibrateError>> =
+        opts.overload.then_some(&overload_step as _);
+    let step_duration = opts.step_duration;
+    let outcome = calibrate::calibrate(plans, step_duration, overload, |step, index, total| {
         eprintln!(
             "step {index}/{total}: {} for {}; {:.0} s elapsed",
             step.load.label(),
-            humantime::format_duration(opts.step_duration),
+            humantime::format_duration(step_duration),
             started.elapsed().as_secs_f64()
         );
         let (_tx, rx) = tokio::sync::watch::channel(false);
@@ -85,6 +89,9 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<Exit, AppError> {
         c.fit.path_ms,
         c.fit.error * 100.0
     );
+    if let Some(q) = &c.fit.queue_fit {
+        println!("queue: {}", q.describe());
+    }
     match &args.out {
         Some(path) => {
             std::fs::write(path, &text)

@@ -82,10 +82,18 @@ pub fn model_file(c: &Calibration, p: &Provenance<'_>) -> String {
          (throughput, p50, p99).",
         f.error * 100.0
     );
-    let _ = writeln!(
-        s,
-        "# Not measured: queue and queue_timeout (the steps never fill a queue)."
-    );
+    match &f.queue_fit {
+        Some(q) => {
+            let _ = writeln!(s, "# Queue: {}.", one_line(&q.describe()));
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "# Not measured: queue and queue_timeout (the steps never fill a queue; \
+                 `--overload` measures them)."
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "description = \"Calibrated {}: {} slots, {}.\"",

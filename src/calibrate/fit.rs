@@ -15,8 +15,9 @@
 //!   median and the 99th percentile, exponential at the mean hold); the one whose simulation
 //!   comes nearest the measured steps (the worst relative error of throughput, p50 and p99
 //!   over every step) is kept.
-//! * The queue and its timeout are not measured (the steps never fill a queue): the stated
-//!   model's, else the default, widened to hold every user of the top step.
+//! * The queue and its timeout: from the overload step when there is one ([`super::queue`]);
+//!   else not measured (the steps never fill a queue): the stated model's, else the
+//!   default, widened to hold every user of the top step.
 
 use std::time::Duration;
 
@@ -52,6 +53,9 @@ pub struct Fit {
     pub path_ms: f64,
     /// Every distribution tried, with its worst step error.
     pub candidates: Vec<(String, f64)>,
+    /// The queue as the overload step showed it (`None`: no overload step; the queue is
+    /// the stated model's).
+    pub queue_fit: Option<super::queue::QueueFit>,
     /// The kept distribution's step checks.
     pub checks: Vec<StepCheck>,
     /// The worst step error of the kept model.
@@ -71,7 +75,7 @@ pub fn fit(
         .first()
         .ok_or_else(|| CalibrateError::Usage("no step to fit".into()))?;
     let max_throughput = measured.iter().map(|m| m.throughput).fold(0.0, f64::max);
-    let low = lowest(measured);
+    let low = lowest(measured)?;
     let low_mean_ms = match low.load {
         StepLoad::Closed { users: 1 } => 1000.0 / low.throughput,
         _ => low.p50_ms,
@@ -81,7 +85,7 @@ pub fn fit(
         .iter()
         .filter_map(|m| match m.load {
             StepLoad::Closed { users } => Some(users),
-            StepLoad::Open { .. } => None,
+            StepLoad::Open { .. } | StepLoad::Overload { .. } => None,
         })
         .max();
     let estimate = (max_throughput * low_mean_ms / 1000.0).round().max(1.0) as u32;
@@ -100,14 +104,23 @@ pub fn fit(
         Target::Url { model, .. } => model.clone(),
     }
     .unwrap_or_default();
-    let queue = stated.queue.max(top_users.unwrap_or(0));
+    let queue_fit = measured
+        .iter()
+        .find_map(|m| super::queue::fit(m, max_throughput, slots, hold_ms, path_ms, step));
+    let (queue, queue_timeout) = match &queue_fit {
+        Some(q) => (q.queue, q.queue_timeout),
+        None => (
+            stated.queue.max(top_users.unwrap_or(0)),
+            stated.queue_timeout,
+        ),
+    };
     let mut candidates = Vec::new();
     let mut best: Option<(Dist, Vec<StepCheck>, f64)> = None;
     for dist in distributions(hold_ms, low.p50_ms - path_ms, low.p99_ms - path_ms) {
         let model = ServiceModel {
             concurrency: slots,
             queue,
-            queue_timeout: stated.queue_timeout,
+            queue_timeout,
             service_time: dist.clone(),
             shedding: stated.shedding,
         };
@@ -123,7 +136,7 @@ pub fn fit(
         model: ServiceModel {
             concurrency: slots,
             queue,
-            queue_timeout: stated.queue_timeout,
+            queue_timeout,
             service_time: dist,
             shedding: stated.shedding,
         },
@@ -133,25 +146,29 @@ pub fn fit(
         hold_ms,
         path_ms,
         candidates,
+        queue_fit,
         checks,
         error,
     })
 }
 
-/// The step with the least load: one closed-loop user, else the lowest rate.
-fn lowest(measured: &[Measured]) -> &Measured {
+/// The step with the least load: one closed-loop user, else the lowest rate (never the
+/// overload step, whose latency is its queue's).
+fn lowest(measured: &[Measured]) -> Result<&Measured, CalibrateError> {
     let key = |m: &Measured| match m.load {
         StepLoad::Closed { users } => (0, f64::from(users)),
         StepLoad::Open { rate } => (1, rate),
+        StepLoad::Overload { rate } => (2, rate),
     };
     measured
         .iter()
+        .filter(|m| !matches!(m.load, StepLoad::Overload { .. }))
         .min_by(|a, b| {
             key(a)
                 .partial_cmp(&key(b))
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
-        .expect("calibrate measures at least one step")
+        .ok_or_else(|| CalibrateError::Usage("no step below the overload step".into()))
 }
 
 /// Whether the throughput stopped rising: the top closed step gained less than 10 % over
@@ -161,13 +178,13 @@ fn has_plateau(measured: &[Measured]) -> bool {
         .iter()
         .filter_map(|m| match m.load {
             StepLoad::Closed { users } => Some((users, m.throughput)),
-            StepLoad::Open { .. } => None,
+            StepLoad::Open { .. } | StepLoad::Overload { .. } => None,
         })
         .collect();
     closed.sort_by_key(|c| c.0);
     let closed_flat = matches!(closed.as_slice(), [.., (_, a), (_, b)] if *b < a * PLATEAU_GAIN);
     let open_short = measured.iter().any(|m| match m.load {
-        StepLoad::Open { rate } => m.throughput < 0.9 * rate,
+        StepLoad::Open { rate } | StepLoad::Overload { rate } => m.throughput < 0.9 * rate,
         StepLoad::Closed { .. } => false,
     });
     closed_flat || open_short
@@ -250,9 +267,16 @@ pub fn check(
                 .map_err(|e| CalibrateError::Sim(e.to_string()))?;
             let sim = Measured::of(p.load, &out.result, &Default::default(), step)?;
             let rel = |s: f64, l: f64| if l > 0.0 { (s - l).abs() / l } else { 0.0 };
-            let error = rel(sim.throughput, live.throughput)
-                .max(rel(sim.p50_ms, live.p50_ms))
-                .max(rel(sim.p99_ms, live.p99_ms));
+            let error = match p.load {
+                // Past the capacity the latency is the queue's and the throughput the
+                // slots': the successes' median and the throughput are what the queue fit
+                // must reproduce (the all-requests percentiles mix in the refusals).
+                StepLoad::Overload { .. } => rel(sim.throughput, live.throughput)
+                    .max(rel(sim.success_p50_ms, live.success_p50_ms)),
+                _ => rel(sim.throughput, live.throughput)
+                    .max(rel(sim.p50_ms, live.p50_ms))
+                    .max(rel(sim.p99_ms, live.p99_ms)),
+            };
             Ok(StepCheck {
                 live: live.clone(),
                 sim,

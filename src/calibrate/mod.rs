@@ -10,6 +10,8 @@
 //!   `no-retry` config, no faults): planned as a file is, so every check of a scenario holds;
 //! * [`fit`]: slots from the throughput plateau by Little's law, the path's fixed overhead,
 //!   the service-time distribution chosen by how well the simulator reproduces every step;
+//! * [`queue`]: with `--overload`, the queue's depth and timeout from one step past the
+//!   capacity (what the target refused, and after how long);
 //! * [`file`]: the fitted model as a `targets/NAME.toml` file that says how it was measured.
 //!
 //! Engine-free like `sweep`: the live runs are the caller's (the CLI edge owns the runtime and
@@ -18,6 +20,7 @@
 
 pub mod file;
 pub mod fit;
+pub mod queue;
 pub mod steps;
 
 use std::collections::BTreeMap;
@@ -57,6 +60,9 @@ pub struct CalibrateOptions {
     pub step_duration: Duration,
     /// The planned time of every step (load plus its drain) must fit in this.
     pub max_time: Duration,
+    /// After the other steps, one open-loop step at 1.5x the highest throughput measured,
+    /// which fills the target's queue on purpose to measure it.
+    pub overload: bool,
 }
 
 /// One step as measured live.
@@ -67,6 +73,10 @@ pub struct Measured {
     pub throughput: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The median latency of the successes alone (ms).
+    pub success_p50_ms: f64,
+    /// The median latency of the failures (ms); `None` without a failure.
+    pub failure_p50_ms: Option<f64>,
     pub successes: u64,
     pub failures: u64,
 }
@@ -108,6 +118,8 @@ impl Measured {
             throughput: c.successes as f64 / step.as_secs_f64(),
             p50_ms: c.latency_ms.p50,
             p99_ms: c.latency_ms.p99,
+            success_p50_ms: c.success_latency_ms.p50,
+            failure_p50_ms: (c.failures > 0).then_some(c.failure_latency_ms.p50),
             successes: c.successes,
             failures: c.failures,
         })
@@ -121,20 +133,37 @@ pub struct Calibration {
     pub fit: Fit,
 }
 
+/// How much past the highest throughput measured the overload step offers.
+pub const OVERLOAD_FACTOR: f64 = 1.5;
+
 /// Measures every step of `plans` (made by [`steps::plan_all`], before any load) through
-/// `live`, in order and one at a time (two at once would share the target), then fits.
+/// `live`, in order and one at a time (two at once would share the target), then, when
+/// `overload` plans one, the overload step at [`OVERLOAD_FACTOR`] times the highest
+/// throughput measured; then fits.
 pub fn calibrate<E>(
-    plans: &[StepPlan],
+    mut plans: Vec<StepPlan>,
     step: Duration,
-    mut live: impl FnMut(&StepPlan, usize) -> Result<StepRun, E>,
+    overload: Option<&dyn Fn(f64) -> Result<StepPlan, CalibrateError>>,
+    mut live: impl FnMut(&StepPlan, usize, usize) -> Result<StepRun, E>,
 ) -> Result<Calibration, Outcome<E>> {
-    let mut measured = Vec::with_capacity(plans.len());
-    for (i, p) in plans.iter().enumerate() {
-        let run = live(p, i + 1).map_err(Outcome::Live)?;
+    let total = plans.len() + usize::from(overload.is_some());
+    let mut measured = Vec::with_capacity(total);
+    let mut measure = |p: &StepPlan, measured: &mut Vec<Measured>| {
+        let run = live(p, measured.len() + 1, total).map_err(Outcome::Live)?;
         let m = Measured::of(p.load, &run.result, &run.statuses, step);
         measured.push(m.map_err(Outcome::Calibrate)?);
+        Ok(())
+    };
+    for p in &plans {
+        measure(p, &mut measured)?;
     }
-    let fit = fit::fit(plans, &measured, step).map_err(Outcome::Calibrate)?;
+    if let Some(make) = overload {
+        let top = measured.iter().map(|m| m.throughput).fold(0.0, f64::max);
+        let p = make((top * OVERLOAD_FACTOR).round().max(1.0)).map_err(Outcome::Calibrate)?;
+        measure(&p, &mut measured)?;
+        plans.push(p);
+    }
+    let fit = fit::fit(&plans, &measured, step).map_err(Outcome::Calibrate)?;
     Ok(Calibration { measured, fit })
 }
 

@@ -21,6 +21,10 @@ pub enum StepLoad {
     Closed { users: u32 },
     /// Evenly spaced arrivals at `rate` per second.
     Open { rate: f64 },
+    /// Evenly spaced arrivals past the measured capacity (1.5x the highest throughput of
+    /// the other steps), on purpose: its queue fills, and what it refuses and when says how
+    /// deep the queue is and how long it lets a request wait ([`super::queue`]).
+    Overload { rate: f64 },
 }
 
 impl StepLoad {
@@ -29,6 +33,7 @@ impl StepLoad {
             StepLoad::Closed { users: 1 } => "1 user".into(),
             StepLoad::Closed { users } => format!("{users} users"),
             StepLoad::Open { rate } => format!("{rate} req/s"),
+            StepLoad::Overload { rate } => format!("overload {rate}/s"),
         }
     }
 }
@@ -79,6 +84,15 @@ impl Base {
         }
     }
 
+    /// The overload step at `rate` (see [`StepLoad::Overload`]), planned.
+    pub fn overload_step(
+        &self,
+        rate: f64,
+        opts: &CalibrateOptions,
+    ) -> Result<StepPlan, CalibrateError> {
+        self.step(StepLoad::Overload { rate }, opts)
+    }
+
     /// The scenario of one step, planned.
     fn step(&self, load: StepLoad, opts: &CalibrateOptions) -> Result<StepPlan, CalibrateError> {
         let mut t = self.table.clone();
@@ -113,7 +127,7 @@ impl Base {
                 l.insert("users".into(), i64::from(users).into());
                 l.insert("think_time".into(), "0s".into());
             }
-            StepLoad::Open { rate } => {
+            StepLoad::Open { rate } | StepLoad::Overload { rate } => {
                 l.insert("kind".into(), "constant".into());
                 l.insert("rate".into(), rate.into());
             }
@@ -160,16 +174,22 @@ pub fn rate_steps(max: f64) -> Vec<f64> {
 pub fn plan_all(base: &Base, opts: &CalibrateOptions) -> Result<Vec<StepPlan>, CalibrateError> {
     let loads = loads(opts)?;
     let each = opts.step_duration + drain(opts.step_duration);
-    let planned = each * loads.len() as u32;
+    let count = loads.len() + usize::from(opts.overload);
+    let planned = each * count as u32;
     if planned > opts.max_time {
         return Err(CalibrateError::Usage(format!(
             "{} steps of up to {} each (load and drain) may take {}, past --max-time {}; \
              lower --max-concurrency, --step-duration, or raise --max-time",
-            loads.len(),
+            count,
             humantime::format_duration(each),
             humantime::format_duration(planned),
             humantime::format_duration(opts.max_time),
         )));
+    }
+    if opts.overload {
+        // Its rate follows from the other steps; a step at any rate must plan, so a bad
+        // file is refused now, before any load.
+        base.overload_step(1.0, opts)?;
     }
     loads.into_iter().map(|l| base.step(l, opts)).collect()
 }
@@ -237,6 +257,7 @@ mod tests {
             max_rate: None,
             step_duration: Duration::from_secs(1),
             max_time: Duration::from_secs(60),
+            overload: false,
         };
         assert!(loads(&opts).is_err());
         let opts = CalibrateOptions {

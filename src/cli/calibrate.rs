@@ -24,6 +24,10 @@ pub struct CalibrateArgs {
     /// The longest the whole calibration may take (every step's load and drain).
     #[arg(long, default_value = "2m")]
     pub max_time: String,
+    /// After the other steps, one step at 1.5x the highest throughput measured: it fills
+    /// the target's queue on purpose, to measure the queue's depth and timeout.
+    #[arg(long)]
+    pub overload: bool,
     /// Where to write the fitted model (a targets/NAME.toml file); default: print it.
     #[arg(long)]
     pub out: Option<PathBuf>,
