@@ -461,7 +461,17 @@ fn an_overload_step_measures_the_queue_and_its_timeout() {
                     model.queue,
                     w.stdout
                 );
-                assert_eq!(model.queue_timeout, None, "{}", w.stdout);
+                // No request waited out a timeout: the stated one (1 s) is kept, above
+                // every wait seen.
+                let longest = over.live[2];
+                assert!(
+                    model
+                        .queue_timeout
+                        .is_none_or(|t| t.as_secs_f64() * 1000.0 > longest),
+                    "{:?}:\n{}",
+                    model.queue_timeout,
+                    w.stdout
+                );
             }
             _ => {
                 let t = model

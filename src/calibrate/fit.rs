@@ -104,9 +104,10 @@ pub fn fit(
         Target::Url { model, .. } => model.clone(),
     }
     .unwrap_or_default();
-    let queue_fit = measured
-        .iter()
-        .find_map(|m| super::queue::fit(m, max_throughput, slots, hold_ms, path_ms, step));
+    let queue_fit = measured.iter().find_map(|m| {
+        let timeout = stated.queue_timeout;
+        super::queue::fit(m, max_throughput, slots, hold_ms, path_ms, step, timeout)
+    });
     let (queue, queue_timeout) = match &queue_fit {
         Some(q) => (q.queue, q.queue_timeout),
         None => (

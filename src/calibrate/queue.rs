@@ -8,6 +8,9 @@
 //!
 //! * nothing refused: the queue held the whole backlog the step built, `(rate - X) × step`,
 //!   a lower bound;
+//!
+//! In the first two cases no request waited out a timeout: the grammar's timeout is kept
+//! (the stated model's, else the default), which the longest wait seen did not reach.
 //! * refused at once (the failures' median under half a slot's hold): the queue was full.
 //!   The successes then waited behind a full queue, so by Little's law the requests in the
 //!   system are `X × (success latency - path)`, and the queue is that less the slots;
@@ -69,7 +72,8 @@ impl QueueFit {
 
 /// Fits the queue from `m`, the overload step; `None` when `m` is no overload step.
 /// `throughput` is the highest measured (req/s), `hold_ms` the mean hold of a slot and
-/// `path_ms` the time a request spends outside one.
+/// `path_ms` the time a request spends outside one; `stated_timeout` is kept unless the
+/// step measured one.
 pub fn fit(
     m: &Measured,
     throughput: f64,
@@ -77,17 +81,18 @@ pub fn fit(
     hold_ms: f64,
     path_ms: f64,
     step: Duration,
+    stated_timeout: Option<Duration>,
 ) -> Option<QueueFit> {
     let StepLoad::Overload { rate } = m.load else {
         return None;
     };
     let backlog = ((rate - throughput).max(0.0) * step.as_secs_f64()).ceil() as u32;
     let (queue, queue_timeout, finding) = match m.failure_p50_ms {
-        None => (backlog, None, Finding::NotFilled { backlog }),
+        None => (backlog, stated_timeout, Finding::NotFilled { backlog }),
         Some(failed) if failed < hold_ms / 2.0 => {
             let in_system = throughput * (m.success_p50_ms - path_ms).max(0.0) / 1000.0;
             let queue = (in_system.round() as u32).saturating_sub(slots);
-            (queue, None, Finding::Full { in_system })
+            (queue, stated_timeout, Finding::Full { in_system })
         }
         Some(failed) => {
             let waited_ms = (failed - path_ms).max(0.0);
@@ -134,6 +139,7 @@ mod tests {
             10.0,
             0.2,
             Duration::from_secs(2),
+            None,
         );
         let f = f.unwrap();
         assert_eq!(f.queue, 16);
@@ -149,6 +155,7 @@ mod tests {
             10.0,
             0.2,
             Duration::from_secs(2),
+            None,
         );
         let f = f.unwrap();
         assert_eq!(f.queue_timeout, Some(Duration::from_millis(50)));
@@ -167,12 +174,13 @@ mod tests {
             10.0,
             0.2,
             Duration::from_secs(2),
+            None,
         );
         assert_eq!(f.unwrap().finding, Finding::NotFilled { backlog: 400 });
         let mut other = overload(30.0, None);
         other.load = StepLoad::Open { rate: 600.0 };
         assert_eq!(
-            fit(&other, 400.0, 4, 10.0, 0.2, Duration::from_secs(2)),
+            fit(&other, 400.0, 4, 10.0, 0.2, Duration::from_secs(2), None),
             None
         );
     }
