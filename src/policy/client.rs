@@ -50,6 +50,7 @@ use super::duration;
 pub use super::give_up::GiveUpReason;
 use super::outcome::{is_idempotent_method, server_says_retry, AttemptOutcome, OutcomeClass};
 use super::provider_breakers::ProviderRouter;
+use super::rate_limiter::RateLimiter;
 use super::retry_after::Hint;
 use super::status_classes::StatusClasses;
 use serde::Serialize;
@@ -249,6 +250,8 @@ pub struct RetryClient {
     /// With failover: where each attempt goes, and a breaker per provider.
     router: Option<ProviderRouter>,
     ledger: CostLedger,
+    /// The send-rate limiter every attempt passes (botocore's adaptive mode), if any.
+    limiter: Option<RateLimiter>,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
     cost_cap_request_once: bool,
@@ -281,6 +284,7 @@ impl RetryClient {
                 .as_ref()
                 .map(|f| ProviderRouter::new(f, config.breaker.as_ref())),
             ledger: CostLedger::default(),
+            limiter: config.rate_limiter.build(),
             events: Vec::new(),
             budget_refused_once: false,
             cost_cap_request_once: false,
@@ -385,6 +389,23 @@ impl RetryClient {
                 false
             }
         }
+    }
+
+    /// Ask before EVERY send, first attempts and retries, before [`Self::before_attempt`]:
+    /// `None` when the send may go now, or how long to wait before asking again while the
+    /// config's rate limiter has no token for it. Always `None` without a limiter.
+    ///
+    /// Asked first, as botocore does (its limiter acquires on `before-send`, after the retry
+    /// decision and its backoff): a token taken here is spent even if a check of
+    /// `before_attempt` that botocore does not have (a deadline, a breaker) then refuses.
+    #[inline]
+    pub fn rate_limit(&mut self, now: Now) -> Option<Duration> {
+        self.limiter.as_mut()?.acquire(now.mono)
+    }
+
+    /// The rate limiter's state, if the config has one (reports and tests read it).
+    pub fn rate_limiter(&self) -> Option<&RateLimiter> {
+        self.limiter.as_ref()
     }
 
     /// Ask before EVERY attempt (first and retries): deadline, attempt count, cost caps (retries
@@ -505,6 +526,9 @@ impl RetryClient {
         if c.class == OutcomeClass::LocalResource {
             // Not the target's answer: no breaker, budget or backoff state learns from it.
             return self.give_up(req, GiveUpReason::LocalResource, c.class);
+        }
+        if let Some(l) = self.limiter.as_mut() {
+            l.on_response(now.mono, c.class == OutcomeClass::Throttling);
         }
         if let Some(br) = self.breaker.as_mut() {
             br.record(now.mono, c.class.is_retryable());
