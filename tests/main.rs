@@ -8,6 +8,7 @@
 mod support;
 
 mod suite {
+    mod adaptive_rate_limit;
     mod architecture;
     mod attempt_log;
     mod aws_adaptive_conformance;

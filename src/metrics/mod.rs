@@ -11,6 +11,7 @@ pub mod latency;
 pub mod numbers;
 pub mod provider;
 pub mod proxy_answered;
+pub mod rate_limited;
 pub mod recorder;
 pub mod result;
 pub mod runs;
