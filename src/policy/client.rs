@@ -6,6 +6,10 @@
 //! ```text
 //! let mut req = client.start(now, "GET", inherited_deadline);
 //! loop {
+//!     if let Some(wait) = client.rate_limit(now) {          // no token yet: wait, ask again
+//!         sleep(wait).await;
+//!         continue;
+//!     }
 //!     match client.before_attempt(now, &mut req) {
 //!         Permit::Refuse(reason) => break,                  // log "refused"
 //!         Permit::Send { timeout, .. } => {
