@@ -374,14 +374,16 @@ impl Session {
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         // The rate limiter first, as botocore's adaptive mode acquires its token on
         // `before-send`: an attempt it holds back is asked for again when the wait is over.
-        if let Some(wait) = client.rate_limit(now) {
+        if let Some(wait) = client.rate_limit(now, &req.state) {
             req.limited_since.get_or_insert(now.mono);
             return Next::Wait(wait);
         }
-        if let Some(since) = req.limited_since.take() {
+        let permit = client.before_attempt(now, &mut req.state);
+        if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
+            // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
+            // held back no send.
             self.rec.rate_limited.waited(now.mono.saturating_sub(since));
         }
-        let permit = client.before_attempt(now, &mut req.state);
         let step = match permit {
             Permit::Send {
                 attempt,

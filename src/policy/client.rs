@@ -6,7 +6,7 @@
 //! ```text
 //! let mut req = client.start(now, "GET", inherited_deadline);
 //! loop {
-//!     if let Some(wait) = client.rate_limit(now) {          // no token yet: wait, ask again
+//!     if let Some(wait) = client.rate_limit(now, &req) {    // no token yet: wait, ask again
 //!         sleep(wait).await;
 //!         continue;
 //!     }
@@ -395,16 +395,25 @@ impl RetryClient {
         }
     }
 
-    /// Ask before EVERY send, first attempts and retries, before [`Self::before_attempt`]:
-    /// `None` when the send may go now, or how long to wait before asking again while the
-    /// config's rate limiter has no token for it. Always `None` without a limiter.
+    /// Ask before EVERY send of `req`, first attempts and retries, before
+    /// [`Self::before_attempt`]: `None` when the send may go now, or how long to wait before
+    /// asking again while the config's rate limiter has no token for it. Always `None`
+    /// without a limiter.
     ///
     /// Asked first, as botocore does (its limiter acquires on `before-send`, after the retry
     /// decision and its backoff): a token taken here is spent even if a check of
-    /// `before_attempt` that botocore does not have (a deadline, a breaker) then refuses.
+    /// `before_attempt` that botocore does not have (a breaker, a cost cap) then refuses.
+    /// A deadline bounds the wait: no wait ends past it, and once it has passed no token is
+    /// taken, so that `before_attempt` ends the request there.
     #[inline]
-    pub fn rate_limit(&mut self, now: Now) -> Option<Duration> {
-        self.limiter.as_mut()?.acquire(now.mono)
+    pub fn rate_limit(&mut self, now: Now, req: &RequestState) -> Option<Duration> {
+        let limiter = self.limiter.as_mut()?;
+        let remaining = req.remaining_deadline(now);
+        if remaining.is_some_and(|r| r.is_zero()) {
+            return None;
+        }
+        let wait = limiter.acquire(now.mono)?;
+        Some(remaining.map_or(wait, |r| wait.min(r)))
     }
 
     /// The rate limiter's state, if the config has one (reports and tests read it).

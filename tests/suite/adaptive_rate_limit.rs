@@ -126,3 +126,30 @@ fn explain_says_the_limiter_exists_and_when_it_engages() {
         "{text}"
     );
 }
+
+/// A deadline bounds the limiter's wait: a request held back ends at its deadline, refused
+/// there, and its wait is not counted as a send held back.
+#[test]
+fn sim_adaptive_wait_ends_at_the_deadline() {
+    let text = throttled(200, 12, "2s", "3s", 429).replace(
+        "preset = \"aws-adaptive\"",
+        "preset = \"aws-adaptive\"\ndeadline = \"1s\"",
+    );
+    let r = sim::run(&plan_of(&text), &SimOptions::default())
+        .unwrap()
+        .result;
+    let ada = config_named(&r.configs, "aws-adaptive");
+    assert!(ada.rate_limited_sends > 0);
+    assert!(
+        ada.failures_by_reason.get("deadline").copied().unwrap_or(0) > 0,
+        "{:?}",
+        ada.failures_by_reason
+    );
+    assert!(
+        ada.rate_limit_wait_ms.max <= 1000.0,
+        "{:?}",
+        ada.rate_limit_wait_ms
+    );
+    assert!(ada.latency_ms.max <= 1100.0, "{:?}", ada.latency_ms);
+    assert_eq!(ada.attempts, ada.downstream_arrivals);
+}

@@ -74,11 +74,11 @@ fn stormrig_rows(tl: &Value) -> Vec<Row> {
     for i in 0..tl["calls"].as_u64().unwrap() {
         let due = Duration::from_secs_f64(start + i as f64 * interval);
         clock = clock.max(due);
-        while let Some(wait) = client.rate_limit(Now::virtual_at(clock)) {
+        let mut req = client.start(Now::virtual_at(clock), "POST", None);
+        while let Some(wait) = client.rate_limit(Now::virtual_at(clock), &req) {
             clock += wait;
         }
         let sent = clock;
-        let mut req = client.start(Now::virtual_at(sent), "POST", None);
         assert!(
             matches!(
                 client.before_attempt(Now::virtual_at(sent), &mut req),
