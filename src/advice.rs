@@ -338,6 +338,9 @@ fn explain_policy(
         if !matches!(c.budget, BudgetConfig::None) {
             let _ = writeln!(out, "  drains above: {}", th.join("; "));
         }
+        if let Some(l) = words::rate_limiter(&c.rate_limiter) {
+            let _ = writeln!(out, "  rate limiter: {l}");
+        }
         if let Some(b) = &c.breaker {
             let _ = writeln!(out, "  breaker: {}", words::breaker(b));
         }

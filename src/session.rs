@@ -72,6 +72,9 @@ pub struct Request {
     /// The fleet instance that sends it ([`Fleet::instance_of`]).
     instance: u32,
     intended: Duration,
+    /// When the config's rate limiter first held back the attempt about to be sent (None:
+    /// not held back).
+    limited_since: Option<Duration>,
 }
 
 impl Request {
@@ -131,7 +134,8 @@ const LADDER_SALT: u64 = 0x1add_e500;
 pub enum Step {
     /// Send this attempt now, then hand its outcome to [`Session::outcome`].
     Send(Request, Attempt),
-    /// Wait this long, then ask [`Session::permit`] for the retry.
+    /// Wait this long (a retry's backoff, or a rate limiter's wait for a token), then ask
+    /// [`Session::permit`] for the attempt.
     Wait(Request, Duration),
     /// The request has ended and is counted; nothing more to do for it.
     Done(Ending),
@@ -348,6 +352,7 @@ impl Session {
             fell: None,
             instance,
             intended,
+            limited_since: None,
         });
         self.permit_in(now, slot)
     }
@@ -367,7 +372,18 @@ impl Session {
             unreachable!("permit_in without a request in its slot");
         };
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        // The rate limiter first, as botocore's adaptive mode acquires its token on
+        // `before-send`: an attempt it holds back is asked for again when the wait is over.
+        if let Some(wait) = client.rate_limit(now, &req.state) {
+            req.limited_since.get_or_insert(now.mono);
+            return Next::Wait(wait);
+        }
         let permit = client.before_attempt(now, &mut req.state);
+        if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
+            // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
+            // held back no send.
+            self.rec.rate_limited.waited(now.mono.saturating_sub(since));
+        }
         let step = match permit {
             Permit::Send {
                 attempt,

@@ -8,8 +8,10 @@
 mod support;
 
 mod suite {
+    mod adaptive_rate_limit;
     mod architecture;
     mod attempt_log;
+    mod aws_adaptive_conformance;
     mod aws_sdk_conformance;
     mod bench_smoke;
     mod budget_drain;

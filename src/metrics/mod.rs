@@ -12,6 +12,7 @@ pub mod numbers;
 pub mod pre_fault;
 pub mod provider;
 pub mod proxy_answered;
+pub mod rate_limited;
 pub mod recorder;
 pub mod result;
 pub mod runs;

@@ -193,6 +193,9 @@ pub struct Recorder {
     /// Hedged copies: sent, cancelled in flight, wasted (all zero without hedging).
     #[serde(default)]
     pub hedges: HedgeCounts,
+    /// Sends the config's rate limiter held back, and how long (none without a limiter).
+    #[serde(default)]
+    pub rate_limited: super::rate_limited::RateLimitWaits,
 }
 
 /// What a hedging config's extra copies came to. A hedge is a copy of a call after its
@@ -242,6 +245,7 @@ impl Recorder {
             degraded_latency_us: new_histogram(3),
             classes: Vec::new(),
             hedges: HedgeCounts::default(),
+            rate_limited: Default::default(),
         }
     }
 
@@ -519,6 +523,7 @@ impl Recorder {
         self.client_in_flight_peak += o.client_in_flight_peak;
         self.breaker_opens += o.breaker_opens;
         self.hedges.merge(&o.hedges);
+        self.rate_limited.merge(&o.rate_limited);
         self.routes.merge(&o.routes);
         if self.degraded.len() < o.degraded.len() {
             self.degraded.resize(o.degraded.len(), 0);

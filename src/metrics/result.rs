@@ -151,6 +151,15 @@ pub struct ConfigSummary {
     pub hedges_cancelled: u64,
     #[serde(default)]
     pub hedges_wasted: u64,
+    /// Attempts a send-rate limiter (`aws-adaptive`'s) held back before they went, their
+    /// waits added up, and the waits' percentiles. All zero without a limiter, or while it
+    /// never engaged (it does at the first throttling answer).
+    #[serde(default)]
+    pub rate_limited_sends: u64,
+    #[serde(default)]
+    pub rate_limit_wait_s: f64,
+    #[serde(default)]
+    pub rate_limit_wait_ms: Percentiles,
     pub successes: u64,
     pub failures: u64,
     pub failures_by_reason: BTreeMap<String, u64>,
@@ -510,6 +519,9 @@ pub fn summarize(
         hedges_sent: rec.hedges.sent,
         hedges_cancelled: rec.hedges.cancelled,
         hedges_wasted: rec.hedges.wasted,
+        rate_limited_sends: rec.rate_limited.sends,
+        rate_limit_wait_s: rec.rate_limited.total_s(),
+        rate_limit_wait_ms: Percentiles::of(&rec.rate_limited.wait_us),
         successes,
         failures,
         failures_by_reason: rec.failures_by_reason(),

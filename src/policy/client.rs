@@ -6,6 +6,10 @@
 //! ```text
 //! let mut req = client.start(now, "GET", inherited_deadline);
 //! loop {
+//!     if let Some(wait) = client.rate_limit(now, &req) {    // no token yet: wait, ask again
+//!         sleep(wait).await;
+//!         continue;
+//!     }
 //!     match client.before_attempt(now, &mut req) {
 //!         Permit::Refuse(reason) => break,                  // log "refused"
 //!         Permit::Send { timeout, .. } => {
@@ -50,6 +54,7 @@ use super::duration;
 pub use super::give_up::GiveUpReason;
 use super::outcome::{is_idempotent_method, server_says_retry, AttemptOutcome, OutcomeClass};
 use super::provider_breakers::ProviderRouter;
+use super::rate_limiter::RateLimiter;
 use super::retry_after::Hint;
 use super::status_classes::StatusClasses;
 use serde::Serialize;
@@ -249,6 +254,8 @@ pub struct RetryClient {
     /// With failover: where each attempt goes, and a breaker per provider.
     router: Option<ProviderRouter>,
     ledger: CostLedger,
+    /// The send-rate limiter every attempt passes (botocore's adaptive mode), if any.
+    limiter: Option<RateLimiter>,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
     cost_cap_request_once: bool,
@@ -281,6 +288,7 @@ impl RetryClient {
                 .as_ref()
                 .map(|f| ProviderRouter::new(f, config.breaker.as_ref())),
             ledger: CostLedger::default(),
+            limiter: config.rate_limiter.build(),
             events: Vec::new(),
             budget_refused_once: false,
             cost_cap_request_once: false,
@@ -385,6 +393,32 @@ impl RetryClient {
                 false
             }
         }
+    }
+
+    /// Ask before EVERY send of `req`, first attempts and retries, before
+    /// [`Self::before_attempt`]: `None` when the send may go now, or how long to wait before
+    /// asking again while the config's rate limiter has no token for it. Always `None`
+    /// without a limiter.
+    ///
+    /// Asked first, as botocore does (its limiter acquires on `before-send`, after the retry
+    /// decision and its backoff): a token taken here is spent even if a check of
+    /// `before_attempt` that botocore does not have (a breaker, a cost cap) then refuses.
+    /// A deadline bounds the wait: no wait ends past it, and once it has passed no token is
+    /// taken, so that `before_attempt` ends the request there.
+    #[inline]
+    pub fn rate_limit(&mut self, now: Now, req: &RequestState) -> Option<Duration> {
+        let limiter = self.limiter.as_mut()?;
+        let remaining = req.remaining_deadline(now);
+        if remaining.is_some_and(|r| r.is_zero()) {
+            return None;
+        }
+        let wait = limiter.acquire(now.mono)?;
+        Some(remaining.map_or(wait, |r| wait.min(r)))
+    }
+
+    /// The rate limiter's state, if the config has one (reports and tests read it).
+    pub fn rate_limiter(&self) -> Option<&RateLimiter> {
+        self.limiter.as_ref()
     }
 
     /// Ask before EVERY attempt (first and retries): deadline, attempt count, cost caps (retries
@@ -505,6 +539,9 @@ impl RetryClient {
         if c.class == OutcomeClass::LocalResource {
             // Not the target's answer: no breaker, budget or backoff state learns from it.
             return self.give_up(req, GiveUpReason::LocalResource, c.class);
+        }
+        if let Some(l) = self.limiter.as_mut() {
+            l.on_response(now.mono, c.class == OutcomeClass::Throttling);
         }
         if let Some(br) = self.breaker.as_mut() {
             br.record(now.mono, c.class.is_retryable());

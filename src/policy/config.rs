@@ -16,6 +16,7 @@ use super::failover::FailoverConfig;
 use super::hedging::HedgingConfig;
 use super::ladder::{self, Rung};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
+use super::rate_limiter::RateLimiterConfig;
 use super::retry_after::RetryAfterConfig;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -79,6 +80,9 @@ pub struct RetryConfig {
     /// `max_attempts`: the copies are the call's attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedging: Option<HedgingConfig>,
+    /// A send-rate limiter every attempt passes before it is sent (none: sent at once).
+    #[serde(default, skip_serializing_if = "RateLimiterConfig::is_none")]
+    pub rate_limiter: RateLimiterConfig,
 }
 
 impl Default for RetryConfig {
@@ -122,6 +126,7 @@ impl Default for RetryConfig {
             failover: None,
             ladder: Vec::new(),
             hedging: None,
+            rate_limiter: RateLimiterConfig::None,
         }
     }
 }
@@ -183,6 +188,7 @@ impl RetryConfig {
             ("cost", self.cost.is_some()),
             ("failover", self.failover.is_some()),
             ("ladder", !self.ladder.is_empty()),
+            ("rate_limiter", !self.rate_limiter.is_none()),
         ] {
             check(!set, field, "a table", "unset beside hedging")?;
         }

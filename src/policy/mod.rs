@@ -24,6 +24,8 @@
 //!   it with their own budgets, and which instance sends which request;
 //! * [`thresholds`]: failure rates above which a budget drains (closed form + Monte Carlo);
 //! * [`hedging`]: extra copies of a call before any failure (gRFC A6), instead of retries;
+//! * [`rate_limiter`]: a client-side send-rate limiter (botocore's adaptive mode), which
+//!   delays sends rather than refusing retries;
 //! * [`duration`]: human duration strings in retry configs.
 
 pub mod backoff;
@@ -45,6 +47,7 @@ pub mod ladder;
 pub mod outcome;
 pub mod presets;
 pub mod provider_breakers;
+pub mod rate_limiter;
 pub mod retry_after;
 pub mod spec;
 mod status_classes;
@@ -70,6 +73,7 @@ pub use outcome::{
     RetryOn, StatusPattern, TransportError, REFUSED_LABEL,
 };
 pub use presets::{preset, preset_names, PresetInfo, PRESETS};
+pub use rate_limiter::{RateLimiter, RateLimiterConfig};
 pub use retry_after::{HintHeader, RetryAfterConfig};
 pub use spec::RetryConfigSpec;
 pub use thresholds::{compute, ThresholdReport};

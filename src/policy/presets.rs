@@ -11,6 +11,7 @@ use super::error::PolicyError;
 use super::grpc_status::GrpcStatus;
 use super::hedging::{HedgingConfig, Shortcut};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
+use super::rate_limiter::RateLimiterConfig;
 use super::retry_after::{HintHeader, RetryAfterConfig};
 use serde::Serialize;
 use std::time::Duration;
@@ -45,6 +46,9 @@ pub const GOOGLE_API_CORE_CHECKED: &str = "google-api-core 2.44.0";
 /// The version of botocore `tests/suite/aws_sdk_conformance.rs` runs against
 /// `aws-standard` (pinned in `tests/python/requirements.txt`).
 pub const AWS_STANDARD_CHECKED: &str = "botocore 1.44.8";
+/// The version of botocore whose adaptive-mode classes `tests/suite/aws_adaptive_conformance.rs`
+/// runs beside `aws-adaptive`'s rate limiter (pinned in `tests/python/requirements.txt`).
+pub const AWS_ADAPTIVE_CHECKED: &str = "botocore 1.44.8";
 /// The urllib3 release the `urllib3` preset is held against, side by side
 /// (`tests/suite/urllib3_conformance.rs`).
 pub const URLLIB3_CHECKED: &str = "urllib3 2.8.0";
@@ -54,6 +58,7 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "no-retry", summary: "1 attempt, never retries", source: "baseline", library: "none", checked_against: "source" },
     PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client", library: "none", checked_against: "source" },
     PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement", library: "botocore >= 1.44", checked_against: AWS_STANDARD_CHECKED },
+    PresetInfo { name: "aws-adaptive", summary: "aws-standard plus botocore's client-side rate limiter: off until the first throttling response, then every send waits for a token from a bucket whose fill rate CUBIC sets (x0.7 on throttling, cubic growth C 0.4 after), capped at 2x the measured send rate (0.5 s buckets, EWMA 0.8), at least 0.5/s", source: "botocore >= 1.44 adaptive mode (retries/adaptive.py, bucket.py, throttling.py; client.py registers standard + adaptive)", library: "botocore >= 1.44 adaptive mode", checked_against: AWS_ADAPTIVE_CHECKED },
     PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: "source" },
     PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: "source" },
     PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },
@@ -76,6 +81,7 @@ pub fn preset_names() -> &'static [&'static str] {
         "no-retry",
         "naive",
         "aws-standard",
+        "aws-adaptive",
         "aws-standard-classic",
         "aws-legacy",
         "grpc",
@@ -101,6 +107,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "no-retry" => no_retry(),
         "naive" => naive(),
         "aws-standard" => aws_standard(),
+        "aws-adaptive" => aws_adaptive(),
         "aws-standard-classic" => aws_standard_classic(),
         "aws-legacy" => aws_legacy(),
         "grpc" => grpc(),
@@ -258,6 +265,19 @@ pub fn aws_standard() -> RetryConfig {
             success_increment: 1.0,
         }),
         ..base()
+    }
+}
+
+/// `aws-adaptive`: botocore ≥ 1.44 adaptive mode, which `botocore/client.py` (lines
+/// 252-254) builds as standard mode's handler plus the adaptive one: `aws-standard` (same
+/// attempts, conditions, backoff, quota) with botocore's client-side rate limiter
+/// ([`super::rate_limiter`], `botocore/retries/adaptive.py`, `bucket.py`, `throttling.py`).
+/// The limiter counts the config's throttling class as botocore's `ThrottlingErrorDetector`
+/// (`retries/standard.py` lines 637-656) does: the throttling codes, or a 429 without one.
+pub fn aws_adaptive() -> RetryConfig {
+    RetryConfig {
+        rate_limiter: RateLimiterConfig::AwsAdaptive,
+        ..aws_standard()
     }
 }
 

@@ -29,6 +29,7 @@
 //! cost = { per_request_cap = 10, global_cap = 1000 }
 //! failover = { providers = ["a", "b"], same_provider_retries = 1 }  # load path /providers/a/...
 //! ladder = [{ cached = 0.6 }, { static = true }]  # answers when the attempts could not
+//! rate_limiter = { kind = "aws-adaptive" }  # botocore's adaptive send-rate limiter; or "none"
 //! ```
 //!
 //! Without a preset the defaults are: 3 attempts, no timeouts, cost 1, retry 502/503/504 and
@@ -47,6 +48,7 @@ use super::hedging::HedgingConfig;
 use super::ladder::Rung;
 use super::outcome::RetryOn;
 use super::presets;
+use super::rate_limiter::RateLimiterConfig;
 use super::retry_after::RetryAfterConfig;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -90,6 +92,8 @@ pub struct RetryConfigSpec {
     #[serde(default)]
     pub ladder: Option<Vec<Rung>>,
     pub hedging: Option<HedgingConfig>,
+    #[serde(default)]
+    pub rate_limiter: Option<RateLimiterConfig>,
 }
 
 impl RetryConfigSpec {
@@ -120,7 +124,8 @@ impl RetryConfigSpec {
             jitter,
             retry_after,
             budget,
-            ladder
+            ladder,
+            rate_limiter
         );
         if self.per_try_timeout.is_some() {
             c.per_try_timeout = self.per_try_timeout;

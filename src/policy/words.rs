@@ -85,6 +85,22 @@ pub fn retry_after(r: &RetryAfterConfig) -> String {
     s
 }
 
+/// The send-rate limiter and when it engages; `None` without one.
+pub fn rate_limiter(l: &super::rate_limiter::RateLimiterConfig) -> Option<String> {
+    use super::rate_limiter::{RateLimiterConfig, BETA, MAX_RATE_ADJUST_SCALE, MIN_FILL_RATE};
+    match l {
+        RateLimiterConfig::None => None,
+        RateLimiterConfig::AwsAdaptive => Some(format!(
+            "botocore's adaptive send-rate limiter: off until the first throttling answer; from \
+             then on every send (first attempts too, to any path) waits for a token, refilled at \
+             a rate cut to {} × the measured send rate on each throttling answer and grown back \
+             along a cubic curve on the others, at most {} × the measured rate, at least {} per \
+             second; its waits are the rate_limited_sends and rate_limit_wait_* figures",
+            BETA, MAX_RATE_ADJUST_SCALE, MIN_FILL_RATE
+        )),
+    }
+}
+
 /// The retry budget: what it spends, what refills it.
 pub fn budget(b: &BudgetConfig) -> String {
     match b {

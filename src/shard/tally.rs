@@ -117,6 +117,11 @@ impl Totals<'_> {
         self.add("recorder.latency_us", r.latency_us().len())?;
         self.add("recorder.attempt_latency_us", r.attempt_latency_us().len())?;
         self.add("recorder.degraded_latency_us", r.degraded_latency_us.len())?;
+        self.add("recorder.rate_limited.sends", r.rate_limited.sends)?;
+        self.add(
+            "recorder.rate_limited.wait_us",
+            r.rate_limited.wait_us.len(),
+        )?;
         for n in r.failures_by_reason().values() {
             self.add("recorder.failures_by_reason", *n)?;
         }

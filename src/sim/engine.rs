@@ -658,7 +658,7 @@ impl Sim<'_> {
         self.follow(t, r, step);
     }
 
-    /// A retry's wait is over: ask for its permit.
+    /// A retry's backoff or a rate limiter's wait is over: ask for its permit.
     fn retry_due(&mut self, t: u64, r: u32) {
         let q = &mut self.reqs[r as usize];
         if q.req.is_none() {

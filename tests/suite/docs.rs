@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 
 use stormrig::policy::{
     Backoff, BreakerConfig, BudgetConfig, CostConfig, FailoverConfig, HedgingConfig, Jitter,
-    RetryAfterConfig, RetryConfigSpec, RetryOn, Rung,
+    RateLimiterConfig, RetryAfterConfig, RetryConfigSpec, RetryOn, Rung,
 };
 use stormrig::scenario::classes::ClassSection;
 use stormrig::scenario::grpc::GrpcSection;
@@ -128,6 +128,7 @@ fn code_keys() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("`failover`", fields::<FailoverConfig>()),
         ("`ladder`", one_of::<Rung>()),
         ("`hedging`", fields::<HedgingConfig>()),
+        ("`rate_limiter`", tagged::<RateLimiterConfig>()),
         ("Target files", fields::<TargetFile>()),
     ])
 }

@@ -34,6 +34,10 @@ fn has_hedging(c: &ConfigSummary) -> bool {
     c.hedges_sent > 0 || !c.policy["hedging"].is_null()
 }
 
+fn has_rate_limiter(c: &ConfigSummary) -> bool {
+    c.rate_limited_sends > 0 || !c.policy["rate_limiter"].is_null()
+}
+
 /// A run with write requests (executions counted) or a dedup store at work.
 fn has_writes(c: &ConfigSummary) -> bool {
     let i = &c.idempotency;
@@ -192,6 +196,22 @@ const COLUMNS: &[Column] = &[
         shown: Shown::When(has_hedging),
         value: |c| Some(c.hedges_wasted as f64),
         show: |c| int(c.hedges_wasted),
+    },
+    Column {
+        label: "rate-limited sends",
+        title: "attempts the client-side rate limiter held back before sending them",
+        figure: Some("rate_limited_sends"),
+        shown: Shown::When(has_rate_limiter),
+        value: |c| Some(c.rate_limited_sends as f64),
+        show: |c| int(c.rate_limited_sends),
+    },
+    Column {
+        label: "rate-limit wait p99",
+        title: "the 99th percentile of those attempts' waits for a token",
+        figure: Some("rate_limit_wait_ms.p99"),
+        shown: Shown::When(has_rate_limiter),
+        value: |c| Some(c.rate_limit_wait_ms.p99),
+        show: |c| ms(c.rate_limit_wait_ms.p99),
     },
     Column {
         label: "dropped",

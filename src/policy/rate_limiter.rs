@@ -1,0 +1,367 @@
+//! A client-side send-rate limiter: botocore's adaptive retry mode, its config, constants
+//! and state together.
+//!
+//! botocore's adaptive mode is standard mode plus this limiter (`botocore/client.py`
+//! lines 252-254 register both). It stays off until the first throttling response; from then
+//! on every send, first attempts and retries alike, takes one token from a bucket whose fill
+//! rate CUBIC sets: cut to 70 % of the send rate on each throttling response, grown back along
+//! a cubic curve on the others, and never above twice the rate the client was measured to
+//! send at. A client whose limiter has engaged therefore waits before sending to *any*
+//! resource, the cost of adaptive mode the retry-patterns notes warn about.
+//!
+//! Every formula below is botocore 1.44.8's, operation for operation (the same `pow` calls,
+//! the same order of floating-point operations), so that a test can hold it against
+//! botocore's own classes to the bit: `tests/suite/aws_adaptive_conformance.rs` with
+//! `tests/python/botocore_adaptive.py`. Time comes in as the run's monotonic time (the
+//! client is made at its zero, as botocore's `register_retry_handler` reads its clock once
+//! when the client is built); nothing here reads a clock.
+//!
+//! One difference of form, not of outcome: botocore's `TokenBucket.acquire` blocks its
+//! thread (`bucket.py` lines 89-101: wait the computed time on a condition, refill, look
+//! again). Here [`RateLimiter::acquire`] answers with that wait instead, and the engine asks
+//! again when it is over, which is the same loop with the sleeping done by the engine.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which send-rate limiter a config has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RateLimiterConfig {
+    /// No limiter: every permitted attempt is sent at once (`{ kind = "none" }` removes a
+    /// preset's).
+    #[default]
+    #[serde(deserialize_with = "no_keys")]
+    None,
+    /// botocore's adaptive mode (`botocore/retries/adaptive.py`), with its constants: none
+    /// of them is a setting in botocore, so none is one here.
+    #[serde(deserialize_with = "no_keys")]
+    AwsAdaptive,
+}
+
+/// A kind takes no other key: a key beside it is a typo or a knob that does not exist.
+fn no_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct NoKeys {}
+    NoKeys::deserialize(d).map(|_| ())
+}
+
+impl RateLimiterConfig {
+    /// True without a limiter (what a config that never names one has).
+    pub fn is_none(&self) -> bool {
+        *self == RateLimiterConfig::None
+    }
+
+    /// The limiter's state for one client instance, `None` without a limiter.
+    pub fn build(&self) -> Option<RateLimiter> {
+        match self {
+            RateLimiterConfig::None => None,
+            RateLimiterConfig::AwsAdaptive => Some(RateLimiter::new()),
+        }
+    }
+}
+
+/// `TokenBucket._MIN_RATE` (`botocore/retries/bucket.py` line 21): the fill rate never drops
+/// below half a token per second.
+pub const MIN_FILL_RATE: f64 = 0.5;
+/// `CubicCalculator._BETA` (`botocore/retries/throttling.py` line 8): a throttling response
+/// cuts the rate to 70 % of what was being sent.
+pub const BETA: f64 = 0.7;
+/// `CubicCalculator._SCALE_CONSTANT` (`throttling.py` line 7): the cubic growth's scale.
+pub const SCALE_CONSTANT: f64 = 0.4;
+/// `RateClocker._DEFAULT_SMOOTHING` (`botocore/retries/adaptive.py` line 95): the weight of
+/// the newest sample in the measured send rate's moving average.
+pub const SMOOTHING: f64 = 0.8;
+/// `RateClocker._TIME_BUCKET_RANGE` (`adaptive.py` line 97): the measured rate is sampled
+/// every half second.
+pub const TIME_BUCKET_S: f64 = 0.5;
+/// `ClientRateLimiter._MAX_RATE_ADJUST_SCALE` (`adaptive.py` line 39): the fill rate is never
+/// set above twice the measured send rate.
+pub const MAX_RATE_ADJUST_SCALE: f64 = 2.0;
+
+/// One client instance's limiter: botocore's `ClientRateLimiter` with the `TokenBucket`,
+/// `CubicCalculator` and `RateClocker` it owns (`adaptive.py` lines 10-26), as they stand
+/// after the client was built at time zero.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimiter {
+    /// `ClientRateLimiter._enabled`: set by the first throttling response, never cleared.
+    enabled: bool,
+    bucket: TokenBucket,
+    cubic: Cubic,
+    clocker: RateClocker,
+}
+
+impl Default for RateLimiter {
+    fn default() -> Self {
+        RateLimiter::new()
+    }
+}
+
+impl RateLimiter {
+    /// The limiter of a client built at time zero: `register_retry_handler` makes the CUBIC
+    /// calculator with `starting_max_rate=0` and the bucket with `max_rate=1`
+    /// (`adaptive.py` lines 12-16).
+    pub fn new() -> RateLimiter {
+        let start = 0.0;
+        let mut bucket = TokenBucket {
+            fill_rate: 0.0,
+            max_capacity: 0.0,
+            capacity: 0.0,
+            last: None,
+        };
+        bucket.set_max_rate(start, 1.0);
+        RateLimiter {
+            enabled: false,
+            bucket,
+            cubic: Cubic::new(0.0, start),
+            clocker: RateClocker::new(start),
+        }
+    }
+
+    /// Before every send (`on_sending_request`, `adaptive.py` lines 57-59, on botocore's
+    /// `before-send` event): `None` when the attempt may go now (the limiter is off, or it
+    /// took a token), or the time to wait before asking again (`bucket.py` lines 80-104:
+    /// the tokens missing over the fill rate).
+    pub fn acquire(&mut self, now: Duration) -> Option<Duration> {
+        if !self.enabled {
+            return None;
+        }
+        let t = now.as_secs_f64();
+        self.bucket.refill(t);
+        if 1.0 <= self.bucket.capacity {
+            self.bucket.capacity -= 1.0;
+            return None;
+        }
+        let wait = (1.0 - self.bucket.capacity) / self.bucket.fill_rate;
+        // Rounded up to the next nanosecond, so that asking again at the end of the wait
+        // finds the token refilled rather than a nanosecond short.
+        Some(Duration::from_nanos((wait * 1e9).ceil() as u64).max(Duration::from_nanos(1)))
+    }
+
+    /// After every attempt's answer, before the retry decision (`on_receiving_response`,
+    /// `adaptive.py` lines 62-89, on botocore's `needs-retry` event, which every response and
+    /// every transport error reaches): measure the send rate, move CUBIC, set the bucket's
+    /// fill rate. `throttling` is the answer's class as the config classifies it (for
+    /// botocore, `ThrottlingErrorDetector`: a throttling error code, or a 429 no modeled
+    /// error claims).
+    pub fn on_response(&mut self, now: Duration, throttling: bool) {
+        let t = now.as_secs_f64();
+        let measured = self.clocker.record(t);
+        let new_rate = if !throttling {
+            self.cubic.success_received(t)
+        } else {
+            let rate_to_use = if !self.enabled {
+                measured
+            } else {
+                measured.min(self.bucket.fill_rate)
+            };
+            self.enabled = true;
+            self.cubic.error_received(rate_to_use, t)
+        };
+        self.bucket
+            .set_max_rate(t, new_rate.min(MAX_RATE_ADJUST_SCALE * measured));
+    }
+
+    /// True once a throttling response has switched the limiter on.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The bucket's fill rate in tokens per second (`TokenBucket.max_rate`).
+    pub fn fill_rate(&self) -> f64 {
+        self.bucket.fill_rate
+    }
+
+    /// The bucket's capacity (`TokenBucket.max_capacity`).
+    pub fn max_capacity(&self) -> f64 {
+        self.bucket.max_capacity
+    }
+
+    /// The measured send rate in requests per second (`RateClocker.measured_rate`).
+    pub fn measured_rate(&self) -> f64 {
+        self.clocker.measured
+    }
+}
+
+/// `botocore/retries/bucket.py` `TokenBucket` (lines 20-115), times in seconds.
+#[derive(Clone, Debug, PartialEq)]
+struct TokenBucket {
+    fill_rate: f64,
+    max_capacity: f64,
+    capacity: f64,
+    last: Option<f64>,
+}
+
+impl TokenBucket {
+    /// The `max_rate` setter (lines 38-57): refill at the old rate up to now, then the new
+    /// rate (at least [`MIN_FILL_RATE`]) and a capacity of that rate, or 1 below one.
+    fn set_max_rate(&mut self, t: f64, value: f64) {
+        self.refill(t);
+        self.fill_rate = value.max(MIN_FILL_RATE);
+        self.max_capacity = if value >= 1.0 { value } else { 1.0 };
+        self.capacity = self.capacity.min(self.max_capacity);
+    }
+
+    /// `_refill` (lines 106-115).
+    fn refill(&mut self, t: f64) {
+        let Some(last) = self.last else {
+            self.last = Some(t);
+            return;
+        };
+        let fill_amount = (t - last) * self.fill_rate;
+        self.capacity = self.max_capacity.min(self.capacity + fill_amount);
+        self.last = Some(t);
+    }
+}
+
+/// `botocore/retries/throttling.py` `CubicCalculator` (lines 6-41).
+#[derive(Clone, Debug, PartialEq)]
+struct Cubic {
+    w_max: f64,
+    k: f64,
+    last_fail: f64,
+}
+
+impl Cubic {
+    fn new(starting_max_rate: f64, start_time: f64) -> Cubic {
+        let mut c = Cubic {
+            w_max: starting_max_rate,
+            k: 0.0,
+            last_fail: start_time,
+        };
+        c.k = c.zero_point();
+        c
+    }
+
+    /// `_calculate_zero_point` (lines 23-26): the time after a throttling response at which
+    /// the curve is back at the rate sent then. `powf` as Python's `**` (C `pow`).
+    fn zero_point(&self) -> f64 {
+        let scaled_value = (self.w_max * (1.0 - BETA)) / SCALE_CONSTANT;
+        scaled_value.powf(1.0 / 3.0)
+    }
+
+    /// `success_received` (lines 28-31).
+    fn success_received(&self, t: f64) -> f64 {
+        let dt = t - self.last_fail;
+        SCALE_CONSTANT * (dt - self.k).powf(3.0) + self.w_max
+    }
+
+    /// `error_received` (lines 33-41).
+    fn error_received(&mut self, current_rate: f64, t: f64) -> f64 {
+        self.w_max = current_rate;
+        self.k = self.zero_point();
+        self.last_fail = t;
+        current_rate * BETA
+    }
+}
+
+/// `botocore/retries/adaptive.py` `RateClocker` (lines 92-128): responses counted per
+/// half-second bucket, smoothed.
+#[derive(Clone, Debug, PartialEq)]
+struct RateClocker {
+    measured: f64,
+    last_bucket: f64,
+    count: f64,
+}
+
+impl RateClocker {
+    /// Line 108: the first bucket starts at the whole second the client was built in.
+    fn new(start: f64) -> RateClocker {
+        RateClocker {
+            measured: 0.0,
+            last_bucket: start.floor(),
+            count: 0.0,
+        }
+    }
+
+    /// `record` (lines 113-128).
+    fn record(&mut self, t: f64) -> f64 {
+        let scale = 1.0 / TIME_BUCKET_S;
+        let bucket = (t * scale).floor() / scale;
+        self.count += 1.0;
+        if bucket > self.last_bucket {
+            let current_rate = self.count / (bucket - self.last_bucket);
+            self.measured = (current_rate * SMOOTHING) + (self.measured * (1.0 - SMOOTHING));
+            self.count = 0.0;
+            self.last_bucket = bucket;
+        }
+        self.measured
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(secs: f64) -> Duration {
+        Duration::from_secs_f64(secs)
+    }
+
+    #[test]
+    fn off_until_the_first_throttling_response() {
+        let mut l = RateLimiter::new();
+        for i in 0..50 {
+            let t = s(0.01 + 0.02 * f64::from(i));
+            assert_eq!(l.acquire(t), None);
+            l.on_response(t, false);
+        }
+        assert!(!l.enabled());
+        l.on_response(s(1.5), true);
+        assert!(l.enabled());
+    }
+
+    #[test]
+    fn a_throttling_response_cuts_to_beta_times_the_measured_rate() {
+        let mut l = RateLimiter::new();
+        // 10 responses in [0, 0.5), then one at 0.6: 11 per half second = 22/s sampled.
+        for i in 0..10 {
+            l.on_response(s(0.04 * f64::from(i)), false);
+        }
+        l.on_response(s(0.6), true);
+        let measured = 11.0 / 0.5 * SMOOTHING;
+        assert_eq!(l.measured_rate(), measured);
+        assert_eq!(l.fill_rate(), measured * BETA);
+        assert_eq!(l.max_capacity(), measured * BETA);
+    }
+
+    #[test]
+    fn an_empty_bucket_makes_the_sender_wait_one_token_over_the_fill_rate() {
+        let mut l = RateLimiter::new();
+        l.on_response(s(0.6), true); // measured 1/0.5·0.8 = 1.6/s → rate 1.12, capacity 1.12
+        let rate = l.fill_rate();
+        assert!((rate - 1.12).abs() < 1e-12, "{rate}");
+        // The bucket refilled from 0 at 1/s up to 0.6 s (0.6 tokens): 0.4 tokens missing.
+        let wait = l.acquire(s(0.6)).expect("it must wait");
+        assert!((wait.as_secs_f64() - 0.4 / rate).abs() < 2e-9, "{wait:?}");
+        assert_eq!(
+            l.acquire(s(0.6) + wait),
+            None,
+            "the token is there after the wait"
+        );
+        assert!(l.acquire(s(0.6) + wait).is_some(), "and taken");
+    }
+
+    #[test]
+    fn the_rate_never_falls_below_the_minimum_and_capacity_never_below_one() {
+        let mut l = RateLimiter::new();
+        for i in 0..40 {
+            l.on_response(s(0.6 + 0.3 * f64::from(i)), true);
+        }
+        assert_eq!(l.fill_rate(), MIN_FILL_RATE);
+        assert_eq!(l.max_capacity(), 1.0);
+    }
+
+    #[test]
+    fn successes_grow_the_rate_back_along_the_cubic_curve() {
+        let mut l = RateLimiter::new();
+        for i in 0..60 {
+            l.on_response(s(0.05 * f64::from(i)), i == 30);
+        }
+        let after_throttle = l.fill_rate();
+        for i in 0..60 {
+            l.on_response(s(3.0 + 0.05 * f64::from(i)), false);
+        }
+        assert!(l.fill_rate() > after_throttle);
+    }
+}
