@@ -10,6 +10,7 @@ mod support;
 mod suite {
     mod architecture;
     mod attempt_log;
+    mod aws_classic_conformance;
     mod aws_js_v3_conformance;
     mod aws_sdk_conformance;
     mod bench_smoke;

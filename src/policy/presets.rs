@@ -48,6 +48,10 @@ pub const AWS_STANDARD_CHECKED: &str = "botocore 1.44.8";
 /// The urllib3 release the `urllib3` preset is held against, side by side
 /// (`tests/suite/urllib3_conformance.rs`).
 pub const URLLIB3_CHECKED: &str = "urllib3 2.8.0";
+/// The botocore release `tests/suite/aws_classic_conformance.rs` runs beside
+/// `aws-standard-classic` (standard mode) and `aws-legacy` (legacy mode): the last 1.43,
+/// pinned in `tests/python/botocore-1.43.txt`.
+pub const AWS_CLASSIC_CHECKED: &str = "botocore 1.43.127";
 /// The release of the AWS SDK for JavaScript v3's retry package `tests/suite/aws_js_v3_conformance.rs`
 /// runs beside `aws-js-v3` (pinned in `tests/node/package-lock.json`; its code lives in
 /// `@smithy/core` 3.41.1, pinned there too).
@@ -58,8 +62,8 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "no-retry", summary: "1 attempt, never retries", source: "baseline", library: "none", checked_against: "source" },
     PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client", library: "none", checked_against: "source" },
     PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement", library: "botocore >= 1.44", checked_against: AWS_STANDARD_CHECKED },
-    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: "source" },
-    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: "source" },
+    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: AWS_CLASSIC_CHECKED },
+    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: AWS_CLASSIC_CHECKED },
     PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },
     PresetInfo { name: "grpc-hedging", summary: "4 copies 500 ms apart (A6's example hedgingPolicy), non-fatal UNAVAILABLE/INTERNAL/ABORTED, first success wins and cancels the rest, a fatal status ends the call, retryThrottling 10/0.1 shared (a copy is scheduled only above 5 tokens), grpc-retry-pushback-ms: negative stops hedging; the next copy after a non-fatal status as grpc-java sends it", source: "gRFC A6 (A6-client-retries.md lines 136-157, 189-193, 205, 216-236); grpc-java RetriableStream.java (makeHedgingDecision, pushbackHedging, HedgingRunnable)", library: "gRPC (gRFC A6), grpc-java", checked_against: "source" },
     PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto", library: "Envoy", checked_against: "source" },
