@@ -13,6 +13,7 @@ mod suite {
     mod aws_classic_conformance;
     mod aws_js_v3_conformance;
     mod aws_sdk_conformance;
+    mod axios_retry_conformance;
     mod bench_smoke;
     mod budget_drain;
     mod budget_drain_live;

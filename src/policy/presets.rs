@@ -52,6 +52,9 @@ pub const URLLIB3_CHECKED: &str = "urllib3 2.8.0";
 /// `aws-standard-classic` (standard mode) and `aws-legacy` (legacy mode): the last 1.43,
 /// pinned in `tests/python/botocore-1.43.txt`.
 pub const AWS_CLASSIC_CHECKED: &str = "botocore 1.43.127";
+/// The axios-retry release `tests/suite/axios_retry_conformance.rs` runs beside
+/// `axios-retry` (with axios 1.21.1; both pinned in `tests/node/package-lock.json`).
+pub const AXIOS_RETRY_CHECKED: &str = "axios-retry 4.5.0";
 /// The release of the AWS SDK for JavaScript v3's retry package `tests/suite/aws_js_v3_conformance.rs`
 /// runs beside `aws-js-v3` (pinned in `tests/node/package-lock.json`; its code lives in
 /// `@smithy/core` 3.41.1, pinned there too).
@@ -77,7 +80,8 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "anthropic-python-v0", summary: "as anthropic-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "anthropic-sdk-python 0.x (0.125.0) _base_client.py (_calculate_retry_timeout)", library: "anthropic (Python) 0.x", checked_against: "source" },
     PresetInfo { name: "google-api-core", summary: "retries until 120 s have passed (no attempt limit; stormrig stops at 100), full jitter 1 s x2 cap 60 s, a retry whose wait would end past 120 s not made, 429/500/503 + connection errors (not read timeouts), every method, Retry-After ignored", source: "google-api-core retry/retry_base.py (if_transient_error, exponential_sleep_generator, _retry_error_helper, _DEFAULT_* constants), retry/retry_unary.py (retry_target)", library: "google-api-core (Python) 2.x", checked_against: GOOGLE_API_CORE_CHECKED },
     PresetInfo { name: "urllib3", summary: "4 attempts, no backoff, 413/429/503 retried only with a Retry-After (followed; stormrig clamps hints at 300 s), connection errors for every method, read errors and resets for idempotent methods only", source: "urllib3 2.x util/retry.py (Retry.DEFAULT = Retry(3), RETRY_AFTER_STATUS_CODES, is_retry, get_backoff_time, increment), connectionpool.py (urlopen)", library: "urllib3 (Python) 2.x, its default Retry", checked_against: URLLIB3_CHECKED },
-    PresetInfo { name: "aws-js-v3", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s in whole ms, quota 500 (cost 14 / throttling 5), 429 = throttling, x-amz-retry-after or Retry-After kept within [t, t + 5 s], malformed answers not retried", source: "@smithy/core retry (Retry, DefaultRetryBackoffStrategy, StandardRetryStrategy, parseRetryAfterHeader, isThrottlingError, isTransientError), as @smithy/util-retry exports it", library: "@smithy/util-retry", checked_against: AWS_JS_V3_CHECKED },];
+    PresetInfo { name: "aws-js-v3", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s in whole ms, quota 500 (cost 14 / throttling 5), 429 = throttling, x-amz-retry-after or Retry-After kept within [t, t + 5 s], malformed answers not retried", source: "@smithy/core retry (Retry, DefaultRetryBackoffStrategy, StandardRetryStrategy, parseRetryAfterHeader, isThrottlingError, isTransientError), as @smithy/util-retry exports it", library: "@smithy/util-retry", checked_against: AWS_JS_V3_CHECKED },
+    PresetInfo { name: "axios-retry", summary: "4 attempts, no backoff (a Retry-After in whole seconds or an HTTP-date is waited for; stormrig clamps hints at 300 s), 429/5xx for GET/HEAD/OPTIONS/PUT/DELETE, connection errors for every method, axios timeouts never", source: "axios-retry dist/cjs/index.js (DEFAULT_OPTIONS, isNetworkOrIdempotentRequestError, isRetryableError, retryAfter, noDelay); is-retry-allowed", library: "axios-retry (axios, Node)", checked_against: AXIOS_RETRY_CHECKED },];
 
 /// The names of every preset.
 pub fn preset_names() -> &'static [&'static str] {
@@ -101,6 +105,7 @@ pub fn preset_names() -> &'static [&'static str] {
         "google-api-core",
         "urllib3",
         "aws-js-v3",
+        "axios-retry",
     ];
     NAMES
 }
@@ -127,6 +132,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "google-api-core" => google_api_core(),
         "urllib3" => urllib3(),
         "aws-js-v3" => aws_js_v3(),
+        "axios-retry" => axios_retry(),
         _ => {
             let suggestion = preset_names()
                 .iter()
@@ -745,6 +751,41 @@ pub fn aws_js_v3() -> RetryConfig {
         strings(&["RequestTimeout", "RequestTimeoutException", "TimeoutError"]);
     c.retry_after.header = HintHeader::XAmzRetryAfterOrRetryAfter;
     c
+}
+
+/// `axios-retry`: `axiosRetry(axios)` with its defaults (axios-retry 4.5.0
+/// `dist/cjs/index.js`, lines below; the conformance test runs it with axios 1.21.1):
+/// * `DEFAULT_OPTIONS` (lines 102-110): `retries: 3` → 4 attempts, `retryDelay: noDelay`,
+///   no `shouldResetTimeout`;
+/// * `noDelay` → `retryAfter` (lines 65-82): no wait at all unless the failed answer carries
+///   `Retry-After`, then `Number(value)` seconds, or the date it names minus now, at least 0
+///   and with no upper bound (stormrig clamps every hint at 300 s);
+/// * `isNetworkOrIdempotentRequestError` (lines 61-64, `isNetworkError` lines 18-31): a
+///   network error, for any method:
+///   no answer, an error code other than `ECONNABORTED` (axios's own timeout) and
+///   `ERR_CANCELED`, and not one `is-retry-allowed` 2.2.0 denies (DNS and certificate
+///   errors); or, for GET, HEAD, OPTIONS, PUT and DELETE, a 429 or any 5xx
+///   (`isRetryableError`, lines 34-41).
+///
+/// Not modelled: a network error on a POST or PATCH that may have reached the server (a
+/// reset, a broken answer) is retried by axios-retry, which stormrig's idempotency rule
+/// does not allow; and a fractional `Retry-After` (`1.5`), which axios-retry waits for and
+/// stormrig ignores (retrying at once).
+pub fn axios_retry() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 4,
+        retry_on: RetryOn {
+            statuses: vec![Class(5)],
+            throttling_statuses: vec![Exact(429)],
+            transport: vec![ConnectRefused, ConnectTimeout, Reset, Protocol],
+            ..RetryOn::default()
+        },
+        retry_after: RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            ..RetryAfterConfig::default()
+        },
+        ..base()
+    }
 }
 
 #[cfg(test)]

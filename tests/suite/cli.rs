@@ -416,6 +416,7 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
         ("aws-standard-classic", "botocore 1.43."),
         ("aws-legacy", "botocore 1.43."),
         ("aws-js-v3", "@smithy/util-retry "),
+        ("axios-retry", "axios-retry "),
     ] {
         let p = list.iter().find(|p| p["name"] == name).unwrap();
         assert!(
@@ -423,7 +424,7 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
             "{name}: {p}"
         );
     }
-    assert!(versioned >= 9, "{versioned}");
+    assert!(versioned >= 10, "{versioned}");
     for name in ["openai-python-v1", "anthropic-python-v0"] {
         let p = list.iter().find(|p| p["name"] == name).unwrap();
         assert_eq!(p["checked_against"], "source", "{name}");
