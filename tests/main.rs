@@ -12,7 +12,10 @@ mod suite {
     mod architecture;
     mod attempt_log;
     mod aws_adaptive_conformance;
+    mod aws_classic_conformance;
+    mod aws_js_v3_conformance;
     mod aws_sdk_conformance;
+    mod axios_retry_conformance;
     mod bench_smoke;
     mod budget_drain;
     mod budget_drain_live;

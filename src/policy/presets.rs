@@ -52,6 +52,17 @@ pub const AWS_ADAPTIVE_CHECKED: &str = "botocore 1.44.8";
 /// The urllib3 release the `urllib3` preset is held against, side by side
 /// (`tests/suite/urllib3_conformance.rs`).
 pub const URLLIB3_CHECKED: &str = "urllib3 2.8.0";
+/// The botocore release `tests/suite/aws_classic_conformance.rs` runs beside
+/// `aws-standard-classic` (standard mode) and `aws-legacy` (legacy mode): the last 1.43,
+/// pinned in `tests/python/botocore-1.43.txt`.
+pub const AWS_CLASSIC_CHECKED: &str = "botocore 1.43.127";
+/// The axios-retry release `tests/suite/axios_retry_conformance.rs` runs beside
+/// `axios-retry` (with axios 1.21.1; both pinned in `tests/node/package-lock.json`).
+pub const AXIOS_RETRY_CHECKED: &str = "axios-retry 4.5.0";
+/// The release of the AWS SDK for JavaScript v3's retry package `tests/suite/aws_js_v3_conformance.rs`
+/// runs beside `aws-js-v3` (pinned in `tests/node/package-lock.json`; its code lives in
+/// `@smithy/core` 3.41.1, pinned there too).
+pub const AWS_JS_V3_CHECKED: &str = "@smithy/util-retry 4.6.2";
 
 /// Every preset, in display order.
 pub const PRESETS: &[PresetInfo] = &[
@@ -59,8 +70,8 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "naive", summary: "4 attempts, immediate, retries 5xx/429/transport errors, no budget (the anti-pattern)", source: "anti-pattern; no real client", library: "none", checked_against: "source" },
     PresetInfo { name: "aws-standard", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s, quota 500 (cost 14 / throttling 5), bare 429 = throttling, x-amz-retry-after", source: "botocore >= 1.44 standard mode (retries/standard.py, quota.py); AWS 2026 retry announcement", library: "botocore >= 1.44", checked_against: AWS_STANDARD_CHECKED },
     PresetInfo { name: "aws-adaptive", summary: "aws-standard plus botocore's client-side rate limiter: off until the first throttling response, then every send waits for a token from a bucket whose fill rate CUBIC sets (x0.7 on throttling, cubic growth C 0.4 after), capped at 2x the measured send rate (0.5 s buckets, EWMA 0.8), at least 0.5/s", source: "botocore >= 1.44 adaptive mode (retries/adaptive.py, bucket.py, throttling.py; client.py registers standard + adaptive)", library: "botocore >= 1.44 adaptive mode", checked_against: AWS_ADAPTIVE_CHECKED },
-    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: "source" },
-    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: "source" },
+    PresetInfo { name: "aws-standard-classic", summary: "3 attempts, full jitter 1 s x2 cap 20 s, quota 500 (cost 5, timeouts 10), bare 429 not retried", source: "botocore <= 1.43 standard mode (retries/standard.py, quota.py)", library: "botocore <= 1.43", checked_against: AWS_CLASSIC_CHECKED },
+    PresetInfo { name: "aws-legacy", summary: "5 attempts, uncapped full jitter rand()*2^(n-1) s, no quota, 429/500/502/503/504/509 + socket errors", source: "botocore legacy mode (retryhandler.py, data/_retry.json)", library: "botocore (legacy mode)", checked_against: AWS_CLASSIC_CHECKED },
     PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },
     PresetInfo { name: "grpc-hedging", summary: "4 copies 500 ms apart (A6's example hedgingPolicy), non-fatal UNAVAILABLE/INTERNAL/ABORTED, first success wins and cancels the rest, a fatal status ends the call, retryThrottling 10/0.1 shared (a copy is scheduled only above 5 tokens), grpc-retry-pushback-ms: negative stops hedging; the next copy after a non-fatal status as grpc-java sends it", source: "gRFC A6 (A6-client-retries.md lines 136-157, 189-193, 205, 216-236); grpc-java RetriableStream.java (makeHedgingDecision, pushbackHedging, HedgingRunnable)", library: "gRPC (gRFC A6), grpc-java", checked_against: "source" },
     PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto", library: "Envoy", checked_against: "source" },
@@ -73,7 +84,9 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "anthropic-python", summary: "3 attempts, 0.5 s x2 cap 8 s x U(0.75,1], 408/409/429/5xx + connection errors and timeouts, x-should-retry obeyed; retry-after-ms then Retry-After followed whenever > 0 (no upper window; stormrig clamps hints at 300 s)", source: "anthropic-sdk-python >= 1 _constants.py, _base_client.py (_parse_retry_after_header, _calculate_retry_timeout, _should_retry)", library: "anthropic (Python) >= 1", checked_against: ANTHROPIC_PYTHON_CHECKED },
     PresetInfo { name: "anthropic-python-v0", summary: "as anthropic-python, but Retry-After followed when 0 < ra <= 60 s and a longer one ignored (computed backoff, still retried)", source: "anthropic-sdk-python 0.x (0.125.0) _base_client.py (_calculate_retry_timeout)", library: "anthropic (Python) 0.x", checked_against: "source" },
     PresetInfo { name: "google-api-core", summary: "retries until 120 s have passed (no attempt limit; stormrig stops at 100), full jitter 1 s x2 cap 60 s, a retry whose wait would end past 120 s not made, 429/500/503 + connection errors (not read timeouts), every method, Retry-After ignored", source: "google-api-core retry/retry_base.py (if_transient_error, exponential_sleep_generator, _retry_error_helper, _DEFAULT_* constants), retry/retry_unary.py (retry_target)", library: "google-api-core (Python) 2.x", checked_against: GOOGLE_API_CORE_CHECKED },
-    PresetInfo { name: "urllib3", summary: "4 attempts, no backoff, 413/429/503 retried only with a Retry-After (followed; stormrig clamps hints at 300 s), connection errors for every method, read errors and resets for idempotent methods only", source: "urllib3 2.x util/retry.py (Retry.DEFAULT = Retry(3), RETRY_AFTER_STATUS_CODES, is_retry, get_backoff_time, increment), connectionpool.py (urlopen)", library: "urllib3 (Python) 2.x, its default Retry", checked_against: URLLIB3_CHECKED },];
+    PresetInfo { name: "urllib3", summary: "4 attempts, no backoff, 413/429/503 retried only with a Retry-After (followed; stormrig clamps hints at 300 s), connection errors for every method, read errors and resets for idempotent methods only", source: "urllib3 2.x util/retry.py (Retry.DEFAULT = Retry(3), RETRY_AFTER_STATUS_CODES, is_retry, get_backoff_time, increment), connectionpool.py (urlopen)", library: "urllib3 (Python) 2.x, its default Retry", checked_against: URLLIB3_CHECKED },
+    PresetInfo { name: "aws-js-v3", summary: "3 attempts, full jitter 50 ms (1 s throttling) x2 cap 20 s in whole ms, quota 500 (cost 14 / throttling 5), 429 = throttling, x-amz-retry-after or Retry-After kept within [t, t + 5 s], malformed answers not retried", source: "@smithy/core retry (Retry, DefaultRetryBackoffStrategy, StandardRetryStrategy, parseRetryAfterHeader, isThrottlingError, isTransientError), as @smithy/util-retry exports it", library: "@smithy/util-retry", checked_against: AWS_JS_V3_CHECKED },
+    PresetInfo { name: "axios-retry", summary: "4 attempts, no backoff (a Retry-After in whole seconds or an HTTP-date is waited for; stormrig clamps hints at 300 s), 429/5xx for GET/HEAD/OPTIONS/PUT/DELETE, connection errors for every method, axios timeouts never", source: "axios-retry dist/cjs/index.js (DEFAULT_OPTIONS, isNetworkOrIdempotentRequestError, isRetryableError, retryAfter, noDelay); is-retry-allowed", library: "axios-retry (axios, Node)", checked_against: AXIOS_RETRY_CHECKED },];
 
 /// The names of every preset.
 pub fn preset_names() -> &'static [&'static str] {
@@ -97,6 +110,8 @@ pub fn preset_names() -> &'static [&'static str] {
         "anthropic-python-v0",
         "google-api-core",
         "urllib3",
+        "aws-js-v3",
+        "axios-retry",
     ];
     NAMES
 }
@@ -123,6 +138,8 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "anthropic-python-v0" => anthropic_python_v0(),
         "google-api-core" => google_api_core(),
         "urllib3" => urllib3(),
+        "aws-js-v3" => aws_js_v3(),
+        "axios-retry" => axios_retry(),
         _ => {
             let suggestion = preset_names()
                 .iter()
@@ -704,6 +721,83 @@ pub fn urllib3() -> RetryConfig {
                 Protocol,
                 TlsHandshake,
             ],
+            ..RetryOn::default()
+        },
+        retry_after: RetryAfterConfig {
+            header: HintHeader::RetryAfter,
+            ..RetryAfterConfig::default()
+        },
+        ..base()
+    }
+}
+
+/// `aws-js-v3`: the AWS SDK for JavaScript v3's default retry strategy, the
+/// `StandardRetryStrategy` every client builds (`resolveRetryConfig`), as
+/// `@smithy/util-retry` 4.6.2 exports it from `@smithy/core` 3.41.1
+/// (`dist-cjs/submodules/retry/index.js`; lines below). It follows AWS's 2026 "retry
+/// behavior 2.1", not the older 100 ms / cost 5 / timeouts 10 table (those constants,
+/// lines 115-121, are left for the deprecated strategy only):
+/// * `Retry.v2026 = true`, `delay()` 50 ms, `throttlingDelay()` 1 s, `cost()` 14,
+///   `throttlingCost()` 5 (lines 412-430); `DEFAULT_MAX_ATTEMPTS` 3 (line 477);
+///   `INITIAL_RETRY_TOKENS` 500, `NO_RETRY_INCREMENT` 1 (lines 118, 121);
+/// * backoff `floor(rand() * min(b * 2^k, 20 s))` in whole milliseconds, b = 50 ms, or 1 s
+///   for throttling (`DefaultRetryBackoffStrategy`, lines 431-443; the flooring, at most
+///   1 ms, is not modelled);
+/// * throttling: a 429 whatever its code, or one of the 14 codes botocore lists
+///   (`isThrottlingError`, lines 20-35, 58-60); transient: 500/502/503/504, the codes
+///   `RequestTimeout`, `RequestTimeoutException`, `TimeoutError` (the HTTP handler's own
+///   timeouts), and the socket errors `ECONNRESET`, `ECONNREFUSED`, `EPIPE`, `ETIMEDOUT`
+///   (`isTransientError`, lines 36-38, 61-71); anything else, a malformed answer
+///   (Node's `HPE_*` parse errors) and other 5xx included, is not retried;
+/// * quota (`StandardRetryStrategy`, lines 485-571): a retry needs the cost at hand, 14
+///   or 5 for throttling; a success refunds the last retry's cost, or adds 1 when the call
+///   took no retry; every method alike;
+/// * hint: `x-amz-retry-after` or `Retry-After` (see
+///   [`HintHeader::XAmzRetryAfterOrRetryAfter`]), `max(t, min(hint, t + 5 s))` (lines
+///   519-521).
+///
+/// It differs from `aws-standard` (botocore >= 1.44) in the `Retry-After` it follows, in
+/// not retrying a malformed answer, and in the whole-millisecond delays.
+pub fn aws_js_v3() -> RetryConfig {
+    let mut c = aws_standard();
+    c.retry_on.transport = vec![
+        ConnectRefused,
+        ConnectTimeout,
+        Reset,
+        ReadTimeout,
+        PerTryTimeout,
+    ];
+    c.retry_on.transient_codes =
+        strings(&["RequestTimeout", "RequestTimeoutException", "TimeoutError"]);
+    c.retry_after.header = HintHeader::XAmzRetryAfterOrRetryAfter;
+    c
+}
+
+/// `axios-retry`: `axiosRetry(axios)` with its defaults (axios-retry 4.5.0
+/// `dist/cjs/index.js`, lines below; the conformance test runs it with axios 1.21.1):
+/// * `DEFAULT_OPTIONS` (lines 102-110): `retries: 3` → 4 attempts, `retryDelay: noDelay`,
+///   no `shouldResetTimeout`;
+/// * `noDelay` → `retryAfter` (lines 65-82): no wait at all unless the failed answer carries
+///   `Retry-After`, then `Number(value)` seconds, or the date it names minus now, at least 0
+///   and with no upper bound (stormrig clamps every hint at 300 s);
+/// * `isNetworkOrIdempotentRequestError` (lines 61-64, `isNetworkError` lines 18-31): a
+///   network error, for any method:
+///   no answer, an error code other than `ECONNABORTED` (axios's own timeout) and
+///   `ERR_CANCELED`, and not one `is-retry-allowed` 2.2.0 denies (DNS and certificate
+///   errors); or, for GET, HEAD, OPTIONS, PUT and DELETE, a 429 or any 5xx
+///   (`isRetryableError`, lines 34-41).
+///
+/// Not modelled: a network error on a POST or PATCH that may have reached the server (a
+/// reset, a broken answer) is retried by axios-retry, which stormrig's idempotency rule
+/// does not allow; and a fractional `Retry-After` (`1.5`), which axios-retry waits for and
+/// stormrig ignores (retrying at once).
+pub fn axios_retry() -> RetryConfig {
+    RetryConfig {
+        max_attempts: 4,
+        retry_on: RetryOn {
+            statuses: vec![Class(5)],
+            throttling_statuses: vec![Exact(429)],
+            transport: vec![ConnectRefused, ConnectTimeout, Reset, Protocol],
             ..RetryOn::default()
         },
         retry_after: RetryAfterConfig {

@@ -22,6 +22,14 @@
 //! * `x-amz-retry-after` (AWS 2026 rules): integer milliseconds `ra`;
 //!   `delay = max(t, min(ra, t + cap))` where `t` is the computed (jittered) backoff and `cap`
 //!   defaults to 5 s. Unparseable/negative values are ignored (delay = `t`).
+//! * `x-amz-retry-after-or-retry-after` (the AWS SDK for JavaScript v3, `@smithy/core`
+//!   `dist-cjs/submodules/retry/index.js` `parseRetryAfterHeader`, lines 124-158): whichever
+//!   of `x-amz-retry-after` (milliseconds as JavaScript's `Number()` reads them) and
+//!   `retry-after` (digits with an optional fraction, in seconds, or a date ending in `GMT`)
+//!   the answer carries, combined as `x-amz-retry-after` is (`refreshRetryTokenForRetry`,
+//!   lines 519-521). A past date or a negative value is a hint of zero, which leaves `t`.
+//!   Where an answer carries both, the SDK takes the one written first; stormrig, which does
+//!   not keep the order, takes `x-amz-retry-after`.
 //! * `grpc-retry-pushback-ms` (gRFC A6): ASCII int32 ms. `>= 0`: retry after exactly that delay
 //!   (no jitter, not capped by `maxBackoff`; capped by `cap` only if one is configured) and the
 //!   backoff sequence restarts. Negative **or unparseable**: do not retry — that is A6's rule
@@ -55,6 +63,10 @@ pub enum HintHeader {
     XAmzRetryAfter,
     /// gRPC `grpc-retry-pushback-ms` (milliseconds; negative = do not retry).
     GrpcRetryPushbackMs,
+    /// `x-amz-retry-after` (milliseconds, fractions allowed), else `Retry-After` (seconds,
+    /// fractions allowed, or an HTTP-date), each combined as `x-amz-retry-after` is: the
+    /// AWS SDK for JavaScript v3 reads both.
+    XAmzRetryAfterOrRetryAfter,
 }
 
 /// `retry_after = { header = "retry-after", cap = "30s" }`.
@@ -202,6 +214,65 @@ pub fn parse_amz_retry_after(value: &str) -> Option<Duration> {
     Some(Duration::from_millis(v.parse::<u64>().unwrap_or(u64::MAX)).min(duration::MAX_DURATION))
 }
 
+/// The JavaScript SDK's hint in seconds (see the module notes), at least zero: a negative
+/// one is combined as zero, which leaves the computed backoff. `None` where the SDK finds
+/// no hint (`NaN`).
+pub fn parse_smithy_js_hint(
+    amz_ms: Option<&str>,
+    retry_after: Option<&str>,
+    now_wall: impl FnOnce() -> SystemTime,
+) -> Option<Duration> {
+    let secs = if let Some(v) = amz_ms {
+        // `Number(v)`: surrounding whitespace trimmed, an empty string is 0.
+        let v = v.trim();
+        let ms = if v.is_empty() { 0.0 } else { js_decimal(v)? };
+        ms / 1000.0
+    } else {
+        let v = retry_after?;
+        if v.ends_with("GMT") {
+            let date = httpdate::parse_http_date(v).ok()?;
+            match date.duration_since(now_wall()) {
+                Ok(ahead) => ahead.as_secs_f64(),
+                Err(_) => 0.0,
+            }
+        } else {
+            // `/^((\d+)|(\d+\.\d+))$/`: digits, optionally a fraction; nothing else.
+            let (int, frac) = v.split_once('.').unwrap_or((v, "1"));
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            if !(digits(int) && digits(frac)) {
+                return None;
+            }
+            v.parse::<f64>().ok()?
+        }
+    };
+    Some(if secs > 0.0 {
+        secs_delay(secs)
+    } else {
+        Duration::ZERO
+    })
+}
+
+/// A decimal number as JavaScript's `Number()` reads one (sign, digits, fraction,
+/// exponent, `Infinity`); hexadecimal and binary literals, which it also takes, are no
+/// delay a server writes and are refused here.
+fn js_decimal(v: &str) -> Option<f64> {
+    let body = v.trim_start_matches(['+', '-']);
+    if body == "Infinity" {
+        return Some(if v.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+    }
+    let ok = body
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    if !ok || body.starts_with(['e', 'E']) {
+        return None;
+    }
+    v.parse::<f64>().ok().filter(|f| !f.is_nan())
+}
+
 /// Parse `grpc-retry-pushback-ms` per A6: a non-negative int32 is a delay; anything else
 /// (negative, garbage, out of int32 range) means do not retry.
 pub fn parse_grpc_pushback(value: &str) -> Hint {
@@ -259,6 +330,11 @@ impl RetryAfterConfig {
             HintHeader::GrpcRetryPushbackMs => resp
                 .grpc_pushback_ms
                 .map_or(Hint::Absent, parse_grpc_pushback),
+            HintHeader::XAmzRetryAfterOrRetryAfter => opt(parse_smithy_js_hint(
+                resp.amz_retry_after,
+                resp.retry_after,
+                now_wall,
+            )),
         }
     }
 
@@ -277,7 +353,7 @@ impl RetryAfterConfig {
                 _ => (self.cap.map_or(h, |c| h.min(c)), false),
             },
             // delay = max(t, min(ra, t + extra)), extra = cap or 5 s.
-            HintHeader::XAmzRetryAfter => {
+            HintHeader::XAmzRetryAfter | HintHeader::XAmzRetryAfterOrRetryAfter => {
                 let extra = self.cap.unwrap_or(AMZ_DEFAULT_EXTRA);
                 (computed.max(h.min(computed.saturating_add(extra))), false)
             }
@@ -594,5 +670,50 @@ mod tests {
         assert_eq!(hint_of(&c, None, Some("1e400")), Hint::Delay(HINT_CEILING));
         assert_eq!(hint_of(&c, None, Some("-1")), Hint::Absent);
         assert_eq!(hint_of(&c, None, Some("0")), Hint::Absent);
+    }
+
+    #[test]
+    fn smithy_js_reads_amz_first_then_retry_after_and_clamps_as_amz() {
+        let c = RetryAfterConfig {
+            header: HintHeader::XAmzRetryAfterOrRetryAfter,
+            ..RetryAfterConfig::default()
+        };
+        let hint = |amz: Option<&'static str>, ra: Option<&'static str>| {
+            let resp = Response {
+                status: 503,
+                amz_retry_after: amz,
+                retry_after: ra,
+                ..Response::default()
+            };
+            c.hint(&resp, wall)
+        };
+        let s = Duration::from_secs_f64;
+        assert_eq!(hint(Some("300"), None), Hint::Delay(s(0.3)));
+        assert_eq!(hint(Some(" 1.5 "), None), Hint::Delay(s(0.0015)));
+        assert_eq!(hint(Some(""), None), Hint::Delay(Duration::ZERO));
+        assert_eq!(hint(Some("-400"), None), Hint::Delay(Duration::ZERO));
+        assert_eq!(hint(Some("soon"), Some("3")), Hint::Absent);
+        assert_eq!(hint(Some("2000"), Some("9")), Hint::Delay(s(2.0)));
+        assert_eq!(hint(None, Some("3")), Hint::Delay(s(3.0)));
+        assert_eq!(hint(None, Some("1.5")), Hint::Delay(s(1.5)));
+        assert_eq!(hint(None, Some("-1")), Hint::Absent);
+        assert_eq!(hint(None, Some("1.")), Hint::Absent);
+        assert_eq!(
+            hint(None, Some("Sun, 06 Nov 1994 08:49:47 GMT")),
+            Hint::Delay(s(10.0))
+        );
+        assert_eq!(
+            hint(None, Some("Sun, 06 Nov 1994 08:49:07 GMT")),
+            Hint::Delay(Duration::ZERO)
+        );
+        assert_eq!(hint(None, None), Hint::Absent);
+        // Combined as x-amz-retry-after: max(t, min(hint, t + 5 s)).
+        let t = Duration::from_millis(40);
+        assert_eq!(
+            c.combine(t, Hint::Delay(s(65.0))).0,
+            t + Duration::from_secs(5)
+        );
+        assert_eq!(c.combine(t, Hint::Delay(s(1.5))).0, s(1.5));
+        assert_eq!(c.combine(t, Hint::Delay(Duration::ZERO)).0, t);
     }
 }

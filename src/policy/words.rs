@@ -71,6 +71,12 @@ pub fn retry_after(r: &RetryAfterConfig) -> String {
             )
         }
         HintHeader::GrpcRetryPushbackMs => "grpc-retry-pushback-ms (negative: no retry)",
+        HintHeader::XAmzRetryAfterOrRetryAfter => {
+            return format!(
+                "x-amz-retry-after, else Retry-After: the hint, kept between the computed backoff and {} more",
+                d(r.cap.unwrap_or(super::retry_after::AMZ_DEFAULT_EXTRA))
+            )
+        }
     };
     let mut s = format!("{header} honoured");
     if let Some(up_to) = r.honour_up_to {

@@ -2,8 +2,11 @@
 server.
 
 Used by tests/suite/aws_sdk_conformance.rs to hold stormrig's `aws-standard` preset
-against the real SDK (pinned in requirements.txt). One client in standard retry mode with
-its defaults (3 attempts, the retry quota of 500, full-jitter backoff), calling Lambda's
+against the real SDK (pinned in requirements.txt), and by
+tests/suite/aws_classic_conformance.rs to hold `aws-standard-classic` and `aws-legacy`
+against botocore 1.43 (botocore-1.43.txt). One client in the given retry mode with its
+defaults (standard: 3 attempts, the retry quota of 500, full-jitter backoff; legacy: 5
+attempts, no quota), calling Lambda's
 ListFunctions (a REST-JSON operation, whose error codes travel in `x-amzn-errortype` as
 stormrig's target sends them) one call after another, so that the calls share the quota
 as an application's calls do. Only the endpoint (127.0.0.1), dummy credentials and a
@@ -11,12 +14,13 @@ region are set; instance metadata is switched off, so nothing here leaves the lo
 interface.
 
 usage:
-  botocore_client.py calls BASE_URL N
-      Makes N calls in sequence. Prints one JSON line per call: {"call": i (from 1),
-      "outcome": "ok" | "status 503" | "connection-error" | ..., "delays": [...],
-      "quota": the retry quota's available capacity after the call}, where `delays` are the
-      waits botocore decided before each retry, as its own debug line reports them
-      ("Retry needed, retrying request after delay of: %s").
+  botocore_client.py calls BASE_URL N [MODE]
+      Makes N calls in sequence, in retry mode MODE (standard, the default, or legacy).
+      Prints one JSON line per call: {"call": i (from 1), "outcome": "ok" | "status 503" |
+      "connection-error" | ..., "delays": [...], "quota": the retry quota's available
+      capacity after the call, null in legacy mode}, where `delays` are the waits botocore
+      decided before each retry, as its own debug line reports them (standard: "Retry
+      needed, retrying request after delay of: %s"; legacy: "Retry needed, action of: %s").
 """
 
 import json
@@ -27,7 +31,15 @@ import sys
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 os.environ["AWS_CONFIG_FILE"] = os.devnull
 os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
-for key in ("AWS_PROFILE", "AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS", "AWS_ENDPOINT_URL"):
+# AWS_NEW_RETRIES_2026 is botocore 1.43's opt-in to the 2026 rules: left out, 1.43 keeps
+# the classic standard mode.
+for key in (
+    "AWS_PROFILE",
+    "AWS_RETRY_MODE",
+    "AWS_MAX_ATTEMPTS",
+    "AWS_ENDPOINT_URL",
+    "AWS_NEW_RETRIES_2026",
+):
     os.environ.pop(key, None)
 
 import botocore.config  # noqa: E402
@@ -51,7 +63,10 @@ botocore.retries.quota.RetryQuota.__init__ = _recording_init
 class Delays(logging.Handler):
     """Collects the delays botocore's standard retry handler decides."""
 
-    PREFIX = "Retry needed, retrying request after delay of: "
+    PREFIXES = (
+        "Retry needed, retrying request after delay of: ",
+        "Retry needed, action of: ",
+    )
 
     def __init__(self):
         super().__init__(logging.DEBUG)
@@ -59,8 +74,9 @@ class Delays(logging.Handler):
 
     def emit(self, record):
         text = record.getMessage()
-        if text.startswith(self.PREFIX):
-            self.seen.append(float(text[len(self.PREFIX):]))
+        for prefix in self.PREFIXES:
+            if text.startswith(prefix):
+                self.seen.append(float(text[len(prefix):]))
 
 
 def outcome_of(err):
@@ -71,20 +87,22 @@ def outcome_of(err):
     return f"error {type(err).__name__}: {err}"
 
 
-def calls(base_url, n):
+def calls(base_url, n, mode):
     delays = Delays()
-    log = logging.getLogger("botocore.retries.standard")
-    log.setLevel(logging.DEBUG)
-    log.addHandler(delays)
+    for name in ("botocore.retries.standard", "botocore.retryhandler"):
+        log = logging.getLogger(name)
+        log.setLevel(logging.DEBUG)
+        log.addHandler(delays)
     client = botocore.session.get_session().create_client(
         "lambda",
         region_name="us-east-1",
         endpoint_url=base_url,
         aws_access_key_id="AKIDSTORMRIGLOOPBACK",
         aws_secret_access_key="stormrig-loopback-test",
-        config=botocore.config.Config(retries={"mode": "standard"}),
+        config=botocore.config.Config(retries={"mode": mode}),
     )
-    assert len(QUOTAS) == 1, f"expected one retry quota, botocore made {len(QUOTAS)}"
+    quotas = 1 if mode == "standard" else 0
+    assert len(QUOTAS) == quotas, f"expected {quotas} retry quota, botocore made {len(QUOTAS)}"
     for i in range(1, n + 1):
         delays.seen = []
         try:
@@ -98,7 +116,7 @@ def calls(base_url, n):
                     "call": i,
                     "outcome": outcome,
                     "delays": delays.seen,
-                    "quota": QUOTAS[0].available_capacity,
+                    "quota": QUOTAS[0].available_capacity if QUOTAS else None,
                 }
             ),
             flush=True,
@@ -106,8 +124,11 @@ def calls(base_url, n):
 
 
 def main(argv):
-    if len(argv) == 4 and argv[1] == "calls":
-        calls(argv[2], int(argv[3]))
+    if len(argv) in (4, 5) and argv[1] == "calls":
+        mode = argv[4] if len(argv) == 5 else "standard"
+        if mode not in ("standard", "legacy"):
+            raise SystemExit(f"unknown retry mode {mode!r}")
+        calls(argv[2], int(argv[3]), mode)
         return
     raise SystemExit(__doc__)
 

@@ -366,11 +366,29 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
     let names: Vec<&str> = list.iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, stormrig::policy::preset_names());
     // A version claimed is the one the comparison tests pin, so that bumping either
-    // without the other fails here.
-    let pins = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt"),
+    // without the other fails here: a Python package as `LIB==VERSION` in one of the
+    // requirement files, a Node package as `"LIB": "VERSION"` in package.json (whose lock
+    // `tests/node/modules.sh` installs from).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pins: Vec<String> = [
+        "tests/python/requirements.txt",
+        "tests/python/botocore-1.43.txt",
+    ]
+    .iter()
+    .flat_map(|f| {
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        text.lines()
+            .map(|l| l.trim().to_string())
+            .collect::<Vec<_>>()
+    })
+    .collect();
+    let node: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/node/package.json")).unwrap(),
     )
     .unwrap();
+    for (lib, version) in node["dependencies"].as_object().unwrap() {
+        pins.push(format!("{lib}=={}", version.as_str().unwrap()));
+    }
     let mut versioned = 0;
     for p in list {
         let name = p["name"].as_str().unwrap();
@@ -384,9 +402,8 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
         if checked != "source" {
             let (lib, version) = checked.split_once(' ').expect("LIBRARY VERSION");
             assert!(
-                pins.lines()
-                    .any(|l| l.trim() == format!("{lib}=={version}")),
-                "{name}: {checked} is not pinned in tests/python/requirements.txt"
+                pins.iter().any(|l| *l == format!("{lib}=={version}")),
+                "{name}: {checked} is not pinned in tests/python or tests/node/package.json"
             );
             versioned += 1;
         }
@@ -396,6 +413,10 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
         ("anthropic-python", "anthropic "),
         ("grpc", "grpcio "),
         ("aws-standard", "botocore "),
+        ("aws-standard-classic", "botocore 1.43."),
+        ("aws-legacy", "botocore 1.43."),
+        ("aws-js-v3", "@smithy/util-retry "),
+        ("axios-retry", "axios-retry "),
     ] {
         let p = list.iter().find(|p| p["name"] == name).unwrap();
         assert!(
@@ -403,7 +424,7 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
             "{name}: {p}"
         );
     }
-    assert!(versioned >= 4, "{versioned}");
+    assert!(versioned >= 10, "{versioned}");
     for name in ["openai-python-v1", "anthropic-python-v0"] {
         let p = list.iter().find(|p| p["name"] == name).unwrap();
         assert_eq!(p["checked_against"], "source", "{name}");

@@ -199,6 +199,7 @@ pub fn run_live(plan: &stormrig::plan::Plan, attempt_log: bool) -> stormrig::liv
             .expect("run completes")
     })
 }
+pub mod aws_timeline;
 pub mod conformance;
 pub mod grpc_server;
 pub mod http;

@@ -1,6 +1,7 @@
 //! The Node packages of the tests that hold stormrig against a real JavaScript client
-//! (Toxiproxy's client library): installed once per test binary by `tests/node/modules.sh`,
-//! pinned by `tests/node/package-lock.json`.
+//! (Toxiproxy's client library, the AWS SDK for JavaScript v3's retry strategy,
+//! axios-retry): installed once per test binary by `tests/node/modules.sh`, pinned by
+//! `tests/node/package-lock.json`.
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -15,10 +15,28 @@ pub fn python() -> PathBuf {
         .clone()
 }
 
+/// The interpreter of the environment with botocore 1.43 (`tests/python/botocore-1.43.sh`),
+/// made on first use as [`python`]'s is.
+pub fn botocore_1_43() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| super::prepared("tests/python/botocore-1.43.sh"))
+        .clone()
+}
+
 /// Runs `tests/python/SCRIPT` with `args` in the environment and returns what it printed,
 /// one JSON value per line. Panics with the script's own message when it fails.
 pub fn json_lines<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Vec<serde_json::Value> {
-    let mut cmd = Command::new(python());
+    json_lines_in(&python(), script, args)
+}
+
+/// As [`json_lines`], with the interpreter `python` (another environment's).
+pub fn json_lines_in<S: AsRef<std::ffi::OsStr>>(
+    python: &std::path::Path,
+    script: &str,
+    args: &[S],
+) -> Vec<serde_json::Value> {
+    let mut cmd = Command::new(python);
     cmd.arg(super::repo_root().join("tests/python").join(script))
         .args(args);
     printed_json_lines(script, &mut cmd)
