@@ -9,7 +9,7 @@
 #    needs no password. Otherwise it says exactly what to install and exits 3: a missing
 #    tool fails the run, it is never skipped.
 # 2. The Python environment and the Node packages of the real-client comparisons
-#    (tests/python/venv.sh, tests/python/botocore-1.43.sh, tests/node/modules.sh; all
+#    (tests/python/venv.sh for each requirements file, tests/node/modules.sh; all
 #    pinned).
 # 3. `cargo test --release --no-fail-fast`: every test binary runs even when one fails.
 # 4. The browser check: a real run's HTML report loaded by headless Chromium, offline, with no
@@ -52,10 +52,11 @@ if [ ${#packages[@]} -gt 0 ]; then
   fi
 fi
 
-say "preparing the Python environment (tests/python/venv.sh)"
+say "preparing the Python environments (tests/python/venv.sh)"
 bash tests/python/venv.sh >/dev/null
-say "preparing botocore 1.43's Python environment (tests/python/botocore-1.43.sh)"
-bash tests/python/botocore-1.43.sh >/dev/null
+# Older releases of libraries the first environment pins newer, each in its own.
+bash tests/python/venv.sh botocore-1.43.txt >/dev/null
+bash tests/python/venv.sh llm-sdk-previous.txt >/dev/null
 say "preparing the Node packages (tests/node/modules.sh)"
 bash tests/node/modules.sh >/dev/null
 

@@ -111,7 +111,8 @@ def calls(sdk, base, names):
 
 def decide(sdk, cases):
     module = __import__(sdk)
-    httpx = module._base_client.httpx2
+    # The current majors import httpx as `httpx2`; the previous ones as `httpx`.
+    httpx = getattr(module._base_client, "httpx2", None) or module._base_client.httpx
     from importlib import import_module
 
     FinalRequestOptions = import_module(f"{sdk}._models").FinalRequestOptions

@@ -1,5 +1,5 @@
 //! The `aws-standard-classic` and `aws-legacy` presets held against botocore 1.43 (its last
-//! 1.43 release, in an environment of its own, `tests/python/botocore-1.43.sh`), in standard
+//! 1.43 release, in an environment of its own, `tests/python/venv.sh botocore-1.43.txt`), in standard
 //! and legacy retry mode, call by call over one loopback timeline (see
 //! `support::aws_timeline`): botocore's classification calls, where 1.43 differs from 1.44
 //! (a bare 429 is not retried in standard mode, `x-amz-retry-after` is ignored), then for

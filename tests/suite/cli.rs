@@ -370,18 +370,17 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
     // requirement files, a Node package as `"LIB": "VERSION"` in package.json (whose lock
     // `tests/node/modules.sh` installs from).
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pins: Vec<String> = [
-        "tests/python/requirements.txt",
-        "tests/python/botocore-1.43.txt",
-    ]
-    .iter()
-    .flat_map(|f| {
-        let text = std::fs::read_to_string(root.join(f)).unwrap();
-        text.lines()
-            .map(|l| l.trim().to_string())
-            .collect::<Vec<_>>()
-    })
-    .collect();
+    let mut pins: Vec<String> = std::fs::read_dir(root.join("tests/python"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "txt"))
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.lines()
+                .map(|l| l.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let node: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("tests/node/package.json")).unwrap(),
     )
@@ -411,6 +410,8 @@ fn presets_json_names_each_library_and_what_it_was_checked_against() {
     for (name, lib) in [
         ("openai-python", "openai "),
         ("anthropic-python", "anthropic "),
+        ("openai-python-v1", "openai 1."),
+        ("anthropic-python-v0", "anthropic 0."),
         ("grpc", "grpcio "),
         ("aws-standard", "botocore "),
         ("aws-standard-classic", "botocore 1.43."),

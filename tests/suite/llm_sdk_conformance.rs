@@ -376,8 +376,9 @@ struct Decide {
     headers: Vec<(&'static str, String)>,
 }
 
-/// What the SDK's `_should_retry` and `_calculate_retry_timeout` say of each answer.
-fn sdk_decisions(sdk: &str, cases: &[Decide]) -> Vec<(bool, f64, f64)> {
+/// What the SDK's `_should_retry` and `_calculate_retry_timeout` say of each answer, run by
+/// the interpreter `python` (the environment decides the SDK's version).
+fn sdk_decisions(python: &std::path::Path, sdk: &str, cases: &[Decide]) -> Vec<(bool, f64, f64)> {
     let json: Vec<serde_json::Value> = cases
         .iter()
         .map(|c| {
@@ -390,7 +391,7 @@ fn sdk_decisions(sdk: &str, cases: &[Decide]) -> Vec<(bool, f64, f64)> {
         })
         .collect();
     let json = serde_json::Value::from(json).to_string();
-    support::python::json_lines("llm_sdk_client.py", &["decide", sdk, &json])
+    support::python::json_lines_in(python, "llm_sdk_client.py", &["decide", sdk, &json])
         .into_iter()
         .map(|v| {
             (
@@ -441,11 +442,11 @@ fn stormrig_decision(preset_name: &str, c: &Decide) -> (Option<f64>, f64) {
     (delay, at)
 }
 
-#[test]
-fn hints_too_long_to_wait_for_are_decided_as_the_sdks_own_functions_decide() {
+/// Answers whose hints are too long to wait for in a test, or that `x-should-retry` decides.
+fn long_hints() -> Vec<Decide> {
     let ra = |v: &str| vec![("retry-after", v.to_string())];
     let in_65s = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(65));
-    let cases = vec![
+    vec![
         Decide {
             name: "ra-65",
             status: 429,
@@ -527,13 +528,61 @@ fn hints_too_long_to_wait_for_are_decided_as_the_sdks_own_functions_decide() {
             status: 400,
             headers: vec![],
         },
-    ];
+        Decide {
+            name: "ra-30",
+            status: 429,
+            headers: ra("30"),
+        },
+        Decide {
+            name: "ra-60",
+            status: 429,
+            headers: ra("60"),
+        },
+        Decide {
+            name: "ra-61",
+            status: 429,
+            headers: ra("61"),
+        },
+    ]
+}
+
+#[test]
+fn hints_too_long_to_wait_for_are_decided_as_the_sdks_own_functions_decide() {
+    let python = support::python::python();
+    assert_decided_alike(
+        &python,
+        &[
+            ("openai", "openai-python"),
+            ("anthropic", "anthropic-python"),
+        ],
+    );
+}
+
+/// The previous majors (openai 1.x, anthropic 0.x, pinned in
+/// `tests/python/llm-sdk-previous.txt`) against their own presets: they follow a hint only
+/// up to 60 s and ignore a longer one (computed backoff, still retried), which the answers
+/// above straddle (30, 60, 61, 65, 120 and 121 s, a date 65 s ahead, `retry-after-ms` of
+/// 121 s).
+#[test]
+fn the_previous_sdk_majors_decide_as_their_presets_do() {
+    let python = support::python::llm_sdk_previous();
+    assert_decided_alike(
+        &python,
+        &[
+            ("openai", "openai-python-v1"),
+            ("anthropic", "anthropic-python-v0"),
+        ],
+    );
+}
+
+/// Each SDK's decisions on [`long_hints`] beside its preset's: whether to retry equal; a
+/// hinted delay equal (within 1 ms, or the time between the two computations for a date),
+/// but for stormrig's 300 s ceiling; an unhinted one in the jitter range for both.
+fn assert_decided_alike(python: &std::path::Path, pairs: &[(&str, &str)]) {
+    let cases = long_hints();
     const CEILING: f64 = 300.0;
-    for (sdk, name) in [
-        ("openai", "openai-python"),
-        ("anthropic", "anthropic-python"),
-    ] {
-        let theirs = sdk_decisions(sdk, &cases);
+    for &(sdk, name) in pairs {
+        let theirs = sdk_decisions(python, sdk, &cases);
         assert_eq!(theirs.len(), cases.len());
         eprintln!("{sdk} vs {name}: answer, SDK retry/delay | stormrig");
         for (c, (retry, delay, at)) in cases.iter().zip(theirs) {

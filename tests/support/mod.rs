@@ -150,8 +150,14 @@ pub fn instant_target() -> stormrig::server::TargetConfig {
 /// path of what it made. Panics with the script's own message when it fails (no python3 or
 /// npm, no registry): a test that needs a real client fails loudly rather than pass without.
 pub fn prepared(script: &str) -> PathBuf {
+    prepared_with(script, &[])
+}
+
+/// [`prepared`] with arguments to the script.
+pub fn prepared_with(script: &str, args: &[&str]) -> PathBuf {
     let out = std::process::Command::new("bash")
         .arg(repo_root().join(script))
+        .args(args)
         .output()
         .unwrap_or_else(|e| panic!("bash runs {script}: {e}"));
     assert!(

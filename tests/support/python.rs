@@ -15,13 +15,27 @@ pub fn python() -> PathBuf {
         .clone()
 }
 
-/// The interpreter of the environment with botocore 1.43 (`tests/python/botocore-1.43.sh`),
+/// The interpreter of the environment with botocore 1.43 (`venv.sh botocore-1.43.txt`),
 /// made on first use as [`python`]'s is.
 pub fn botocore_1_43() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON
-        .get_or_init(|| super::prepared("tests/python/botocore-1.43.sh"))
+        .get_or_init(|| prepared_env("botocore-1.43.txt"))
         .clone()
+}
+
+/// The interpreter of the environment with the LLM SDKs' previous major versions
+/// (`venv.sh llm-sdk-previous.txt`), made on first use as [`python`]'s is.
+pub fn llm_sdk_previous() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| prepared_env("llm-sdk-previous.txt"))
+        .clone()
+}
+
+/// `tests/python/venv.sh REQUIREMENTS`: the interpreter of that file's environment.
+fn prepared_env(requirements: &str) -> PathBuf {
+    super::prepared_with("tests/python/venv.sh", &[requirements])
 }
 
 /// Runs `tests/python/SCRIPT` with `args` in the environment and returns what it printed,
