@@ -169,7 +169,7 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
         let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
         create(&dir)?;
         write_capacity(&dir, &result)?;
-        super::out::say(capacity::table(&result))?;
+        super::out::say(crate::sweep::capacity_table::table(&result))?;
         super::out::line(format!("reports: {}", dir.display()))?;
         eprintln!(
             "stormrig: the capacity search was interrupted; the reports hold the {} of {} \
@@ -183,7 +183,7 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
     let dir = out_dir(&args.out, &plan.scenario.name, "capacity");
     create(&dir)?;
     write_capacity(&dir, &result)?;
-    super::out::say(capacity::table(&result))?;
+    super::out::say(crate::sweep::capacity_table::table(&result))?;
     if !result.gates.is_empty() {
         super::out::say(gates::verdict_table(&result.gates))?;
     }
@@ -213,8 +213,12 @@ pub fn capacity(args: CapacityArgs) -> Result<Exit, AppError> {
 fn write_capacity(dir: &Path, r: &CapacityResult) -> Result<(), AppError> {
     let json = serde_json::to_vec_pretty(r).map_err(failed)?;
     let io = |e: crate::report::files::FilesError| failed(e);
-    crate::report::files::write_atomic(dir, "capacity.csv", &capacity::csv(r).map_err(to_app)?)
-        .map_err(io)?;
+    crate::report::files::write_atomic(
+        dir,
+        "capacity.csv",
+        &crate::sweep::capacity_table::csv(r).map_err(to_app)?,
+    )
+    .map_err(io)?;
     crate::report::files::write_atomic(dir, "capacity.json", &json).map_err(io)?;
     let html = page::capacity(r).map_err(failed)?;
     page::write(dir, "capacity.html", &html).map_err(failed)

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::drain::{budget_drain, window_rates, BudgetDrain, WindowRates};
 use super::latency::Percentiles;
+use super::pre_fault::pre_fault;
+pub use super::pre_fault::OVERLOAD_TOLERANCE;
 use super::recorder::Recorder;
 use super::series::{FaultBand, SecondRow};
 use super::target::TargetStats;
@@ -408,18 +410,6 @@ pub fn idempotency_rules(config: &RetryConfig, method: &str) -> String {
 
 /// Fraction of the pre-fault goodput ratio that counts as "recovered".
 pub const RECOVERY_FRACTION: f64 = 0.9;
-/// How far pre-fault goodput may fall short of the offered load before the run counts as
-/// overloaded: 5 %. Recovery is measured against the pre-fault level; a service that was
-/// already saturated "recovers" to its saturation, and a run at 1.5x capacity would pass
-/// `recovery_time_s <= 5` at a fifth of its requests served. Within 5 % the recovery
-/// criterion (90 % of the baseline) still means at least 85 % of the offered load served.
-/// The comparison skips the first half of the pre-fault seconds (responses still in flight
-/// when load starts, up to a few seconds for slow targets, cost 4-8 % over all of them in
-/// the shipped LLM scenarios and none in their second half); on the shipped scenarios a
-/// healthy second half loses under 0.1 % (requests still in flight at its end), and a
-/// service past its capacity loses at least its excess, so 5 % tells the two apart from
-/// about 1.05x the capacity up.
-pub const OVERLOAD_TOLERANCE: f64 = 0.05;
 /// Consecutive seconds goodput must hold for recovery to count.
 pub const RECOVERY_HOLD_S: usize = 3;
 
@@ -483,7 +473,7 @@ pub fn summarize(
     let dropped = total(|r| r.dropped);
     let useful_retries = total(|r| r.useful_retries);
     let wasted_retries = total(|r| r.wasted_retries);
-    let pre_fault = pre_fault(&rows, shape);
+    let pre_fault = pre_fault(&rows, shape.faults, shape.load_duration.as_secs_f64());
     let overloaded = pre_fault.map(|p| p.overloaded());
     let (recovered, recovery_time_s) = if overloaded == Some(true) {
         (None, None)
@@ -636,50 +626,6 @@ fn second_row(
     }
 }
 
-/// Offered load and goodput before the first fault, per second (see
-/// `ConfigSummary::overloaded`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PreFault {
-    pub offered_rps: f64,
-    pub goodput_rps: f64,
-}
-
-impl PreFault {
-    /// Goodput short of the offered load by more than [`OVERLOAD_TOLERANCE`].
-    pub fn overloaded(self) -> bool {
-        self.goodput_rps < (1.0 - OVERLOAD_TOLERANCE) * self.offered_rps
-    }
-}
-
-/// Offered load and goodput over the second half of the whole seconds of load before the
-/// first fault (the first half holds the start-up, whose responses lag their arrivals);
-/// `None` without a fault or without a whole second of load before it.
-/// The seconds `overloaded` compares (of a config's `rows` per-second rows): the second half
-/// of the whole seconds of load before the first fault; `None` without a fault or a whole
-/// second before it.
-pub fn pre_fault_seconds(
-    rows: usize,
-    faults: &[FaultBand],
-    load_duration_s: f64,
-) -> Option<std::ops::Range<usize>> {
-    let first_start = faults.iter().map(|f| f.start_s).reduce(f64::min)?;
-    let n = (first_start.max(0.0).floor() as usize)
-        .min(load_duration_s as usize)
-        .min(rows);
-    (n > 0).then_some(n / 2..n)
-}
-
-fn pre_fault(rows: &[SecondRow], shape: &RunShape<'_>) -> Option<PreFault> {
-    let seconds = pre_fault_seconds(rows.len(), shape.faults, shape.load_duration.as_secs_f64());
-    let window = &rows[seconds?];
-    let per_s =
-        |f: fn(&SecondRow) -> u64| window.iter().map(f).sum::<u64>() as f64 / window.len() as f64;
-    Some(PreFault {
-        offered_rps: per_s(|r| r.upstream_started + r.dropped),
-        goodput_rps: per_s(|r| r.successes),
-    })
-}
-
 /// Goodput here is the share of requests started in a second that succeeded
 /// (successes / started, by intended start second would need per-request bookkeeping;
 /// finishing successes per started request is what the recorder has, and over whole
@@ -768,9 +714,12 @@ mod tests {
         }
     }
 
+    /// The load's length in [`shape`], in seconds.
+    const LOAD_S: f64 = 10.0;
+
     fn shape(faults: &[FaultBand]) -> RunShape<'_> {
         RunShape {
-            load_duration: Duration::from_secs(10),
+            load_duration: Duration::from_secs_f64(LOAD_S),
             faults,
             method: "GET",
         }
@@ -807,7 +756,7 @@ mod tests {
             .collect();
         let f = [band(4.0, 6.0)];
         assert_eq!(recovery(&rows, &shape(&f)), (Some(true), Some(0.0)));
-        let p = pre_fault(&rows, &shape(&f)).unwrap();
+        let p = pre_fault(&rows, &f, LOAD_S).unwrap();
         assert_eq!((p.offered_rps, p.goodput_rps), (1200.0, 800.0));
         assert!(p.overloaded());
         // Dropped arrivals are offered load too.
@@ -816,7 +765,7 @@ mod tests {
             r.upstream_started = 800;
             r.dropped = 400;
         }
-        assert!(pre_fault(&capped, &shape(&f)).unwrap().overloaded());
+        assert!(pre_fault(&capped, &f, LOAD_S).unwrap().overloaded());
     }
 
     #[test]
@@ -827,17 +776,17 @@ mod tests {
             .map(|i| row(i, 100, if i == 0 { 50 } else { 100 }))
             .collect();
         let f = [band(4.0, 6.0)];
-        let p = pre_fault(&rows, &shape(&f)).unwrap();
+        let p = pre_fault(&rows, &f, LOAD_S).unwrap();
         assert_eq!((p.offered_rps, p.goodput_rps), (100.0, 100.0));
         assert!(!p.overloaded());
         // 94 of 100 is beyond the tolerance, 96 within it.
         let at = |g: u64| {
             let rows: Vec<_> = (0..10).map(|i| row(i, 100, g)).collect();
-            pre_fault(&rows, &shape(&f)).unwrap().overloaded()
+            pre_fault(&rows, &f, LOAD_S).unwrap().overloaded()
         };
         assert!(at(94) && !at(96));
-        assert_eq!(pre_fault(&rows, &shape(&[band(0.5, 6.0)])), None);
-        assert_eq!(pre_fault(&rows, &shape(&[])), None);
+        assert_eq!(pre_fault(&rows, &[band(0.5, 6.0)], LOAD_S), None);
+        assert_eq!(pre_fault(&rows, &[], LOAD_S), None);
     }
 
     #[test]

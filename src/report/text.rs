@@ -450,6 +450,12 @@ fn overload_line(run: &RunResult, c: &ConfigSummary) -> Option<String> {
         c.name,
         crate::metrics::numbers::thousands(goodput.round() as u64),
         crate::metrics::numbers::thousands(offered.round() as u64),
-        crate::metrics::pre_fault::PreFaultWhy::of(run, &c.name).describe(offered)
+        crate::metrics::pre_fault::PreFaultWhy::of(
+            &run.timeseries,
+            &run.faults,
+            run.duration_s,
+            &c.name
+        )
+        .describe(offered)
     ))
 }

@@ -17,6 +17,7 @@
 //! inputs, and hundreds of storms cost seconds.
 
 pub mod capacity;
+pub mod capacity_table;
 pub mod confirm;
 pub mod edit;
 pub mod files;

@@ -58,7 +58,7 @@ impl Overload {
 /// Over the seconds `overloaded` compares: attempts the target received per second, and
 /// how first attempts failed (the other fields are left 0).
 pub(super) fn before_fault(run: &RunResult, config: &str) -> Overload {
-    let why = PreFaultWhy::of(run, config);
+    let why = PreFaultWhy::of(&run.timeseries, &run.faults, run.duration_s, config);
     Overload {
         value: 0.0,
         offered_rps: 0.0,
