@@ -129,18 +129,15 @@ mod tests {
         }
     }
 
+    /// Fitted for 4 slots of 10 ms carrying 400 req/s, a path of 0.2 ms, 2 s steps.
+    fn four_slots(m: &Measured) -> Option<QueueFit> {
+        fit(m, 400.0, 4, 10.0, 0.2, Duration::from_secs(2), None)
+    }
+
     #[test]
     fn a_full_queue_is_read_by_littles_law() {
         // 4 slots of 10 ms, queue 16: a success waits behind 16 and is served, 50 ms.
-        let f = fit(
-            &overload(50.2, Some(0.3)),
-            400.0,
-            4,
-            10.0,
-            0.2,
-            Duration::from_secs(2),
-            None,
-        );
+        let f = four_slots(&overload(50.2, Some(0.3)));
         let f = f.unwrap();
         assert_eq!(f.queue, 16);
         assert_eq!(f.queue_timeout, None);
@@ -148,15 +145,7 @@ mod tests {
 
     #[test]
     fn a_refusal_after_a_wait_is_the_queue_timeout() {
-        let f = fit(
-            &overload(40.0, Some(50.2)),
-            400.0,
-            4,
-            10.0,
-            0.2,
-            Duration::from_secs(2),
-            None,
-        );
+        let f = four_slots(&overload(40.0, Some(50.2)));
         let f = f.unwrap();
         assert_eq!(f.queue_timeout, Some(Duration::from_millis(50)));
         assert_eq!(
@@ -167,21 +156,10 @@ mod tests {
 
     #[test]
     fn nothing_refused_is_a_lower_bound() {
-        let f = fit(
-            &overload(30.0, None),
-            400.0,
-            4,
-            10.0,
-            0.2,
-            Duration::from_secs(2),
-            None,
-        );
+        let f = four_slots(&overload(30.0, None));
         assert_eq!(f.unwrap().finding, Finding::NotFilled { backlog: 400 });
         let mut other = overload(30.0, None);
         other.load = StepLoad::Open { rate: 600.0 };
-        assert_eq!(
-            fit(&other, 400.0, 4, 10.0, 0.2, Duration::from_secs(2), None),
-            None
-        );
+        assert_eq!(four_slots(&other), None);
     }
 }

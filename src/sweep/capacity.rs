@@ -502,39 +502,18 @@ fn refine(
             (o, first_fail.map(Probe::binding).unwrap_or_default())
         }
         Scan::Bracket { ok, bad, index } => {
-            let (mut ok, mut bad) = (ok, bad);
             let mut binding = scan[index].binding();
-            let integer_field = base.is_integer_field(axis);
-            let step_min = if integer_field {
-                opts.resolution.max(1.0)
-            } else {
-                opts.resolution
-            };
-            while (bad - ok).abs() > step_min {
-                let mut mid = axis.round((ok + bad) / 2.0);
-                if integer_field {
-                    mid = mid.round();
-                }
-                if mid == ok || mid == bad {
-                    break;
-                }
-                let plan = only(&base.point(std::slice::from_ref(axis), &[mid])?, ci);
-                let p = probe(
-                    &plan,
-                    axis,
-                    mid,
-                    objectives,
-                    base_plan.scenario.seed,
-                    opts.tolerance,
-                )?;
-                if p.passed {
-                    ok = mid;
-                } else {
-                    bad = mid;
+            let (ok, bad) = bisect(base, axis, opts, ok, bad, |mid| {
+                let plan = plan_for(base, base_plan, axis, ci, mid)?;
+                let seed = base_plan.scenario.seed;
+                let p = probe(&plan, axis, mid, objectives, seed, opts.tolerance)?;
+                let passed = p.passed;
+                if !passed {
                     binding = p.binding();
                 }
                 probes.push(p);
-            }
+                Ok(passed)
+            })?;
             (
                 Outcome::Found {
                     limit: ok,
@@ -613,7 +592,7 @@ fn knife_edge(
         Direction::Largest => v - limit,
         Direction::Smallest => limit - v,
     };
-    let Some(mut bad) = probes
+    let Some(bad) = probes
         .iter()
         .filter(|p| ahead(p.value) > 0.0 && !p.as_modeled())
         .map(|p| p.value)
@@ -621,19 +600,38 @@ fn knife_edge(
     else {
         return Ok((None, 0));
     };
-    let mut ok = probes
+    let ok = probes
         .iter()
         .filter(|p| ahead(p.value) >= 0.0 && ahead(p.value) < ahead(bad) && p.as_modeled())
         .map(|p| p.value)
         .max_by(|a, b| ahead(*a).total_cmp(&ahead(*b)))
         .unwrap_or(limit);
+    let mut runs = 0;
+    let (_, bad) = bisect(base, axis, opts, ok, bad, |mid| {
+        let plan = plan_for(base, base_plan, axis, ci, mid)?;
+        runs += 1;
+        Ok(probe_plan(&plan, axis, mid, objectives, base_plan.scenario.seed)?.as_modeled())
+    })?;
+    Ok((Some(bad), runs))
+}
+
+/// Narrows the bracket from `ok` (passes) to `bad` (fails) by halves down to the resolution
+/// (at least a whole step on an integer field); `passes` judges one value. Returns the
+/// bracket.
+fn bisect(
+    base: &Base,
+    axis: &Axis,
+    opts: &CapacityOptions,
+    mut ok: f64,
+    mut bad: f64,
+    mut passes: impl FnMut(f64) -> Result<bool, SweepError>,
+) -> Result<(f64, f64), SweepError> {
     let integer_field = base.is_integer_field(axis);
     let step_min = if integer_field {
         opts.resolution.max(1.0)
     } else {
         opts.resolution
     };
-    let mut runs = 0;
     while (bad - ok).abs() > step_min {
         let mut mid = axis.round((ok + bad) / 2.0);
         if integer_field {
@@ -642,15 +640,13 @@ fn knife_edge(
         if mid == ok || mid == bad {
             break;
         }
-        let plan = plan_for(base, base_plan, axis, ci, mid)?;
-        runs += 1;
-        if probe_plan(&plan, axis, mid, objectives, base_plan.scenario.seed)?.as_modeled() {
+        if passes(mid)? {
             ok = mid;
         } else {
             bad = mid;
         }
     }
-    Ok((Some(bad), runs))
+    Ok((ok, bad))
 }
 
 /// The capacity figures gates can name: `capacity.limit`, `capacity.headroom`, and
