@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use hyper::Method;
 
 use crate::support;
-use crate::support::conformance::{assert_call, gaps, stormrig_calls, Lateness};
+use crate::support::conformance::{assert_call, calls_by_name, gaps, stormrig_calls, Lateness};
 use crate::support::scripted::{self, Answer};
 use stormrig::live::clock::Epoch;
 
@@ -117,19 +117,10 @@ const SEED: u64 = 31;
 /// axios-retry's calls: each call's end and the waits it decided.
 fn library_calls(method: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String, Vec<f64>)> {
     let joined = calls.join(",");
-    support::node::json_lines("axios_retry_client.js", &["calls", method, base, &joined])
-        .into_iter()
-        .map(|v| {
-            let delays = v["delays"].as_array().unwrap();
-            (
-                v["call"].as_str().unwrap().to_string(),
-                (
-                    v["outcome"].as_str().unwrap().to_string(),
-                    delays.iter().map(|d| d.as_f64().unwrap()).collect(),
-                ),
-            )
-        })
-        .collect()
+    calls_by_name(support::node::json_lines(
+        "axios_retry_client.js",
+        &["calls", method, base, &joined],
+    ))
 }
 
 #[test]

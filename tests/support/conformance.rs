@@ -120,7 +120,14 @@ pub fn library_calls(
     let mut all = vec!["calls"];
     all.extend_from_slice(args);
     all.extend([base, joined.as_str()]);
-    super::python::json_lines(script, &all)
+    calls_by_name(super::python::json_lines(script, &all))
+}
+
+/// A client driver's printed lines (`{"call", "outcome", "delays"}`, one per call) as each
+/// call's end and the delays the library decided, by call name; drivers in any language
+/// print this shape.
+pub fn calls_by_name(lines: Vec<serde_json::Value>) -> BTreeMap<String, (String, Vec<f64>)> {
+    lines
         .into_iter()
         .map(|v| {
             let delays = v["delays"].as_array().unwrap();
