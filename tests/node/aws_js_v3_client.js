@@ -16,6 +16,12 @@
 //   Prints one JSON line per call: {"call": i (from 1), "outcome": "ok" | "status 503" |
 //   "connection-error" | ..., "delays": [seconds the strategy waited before each retry],
 //   "quota": the strategy's capacity after the call}.
+// usage: node aws_js_v3_client.js draws N
+//   Calls the strategy's own backoff (the `retryBackoffStrategy` of the strategy `calls`
+//   uses, its delay base set as `refreshRetryTokenForRetry` sets it
+//   for an error that is not throttling) N times for each retry k of a call with the default
+//   attempts. Prints one JSON line per k: {"k": k, "delays": [N delays in seconds]}: enough
+//   of them that a distribution test is decided by the SDK's function, not one run's luck.
 "use strict";
 const http = require("node:http");
 const { StandardRetryStrategy } = require("@smithy/util-retry");
@@ -115,12 +121,28 @@ async function calls(base, n) {
   }
 }
 
+async function draws(n) {
+  const strategy = await resolveRetryConfig({}).retryStrategy();
+  const backoff = strategy.retryBackoffStrategy;
+  const retries = (await strategy.getMaxAttempts()) - 1;
+  for (let k = 0; k < retries; k++) {
+    backoff.setDelayBase(strategy.baseDelay);
+    const delays = Array.from({ length: n }, () => backoff.computeNextBackoffDelay(k) / 1000);
+    console.log(JSON.stringify({ k, delays }));
+  }
+}
+
 const [mode, base, n] = process.argv.slice(2);
-if (mode !== "calls" || !base || !n) {
-  console.error("usage: node aws_js_v3_client.js calls BASE_URL N");
+let run;
+if (mode === "draws" && base) {
+  run = draws(Number(base));
+} else if (mode === "calls" && base && n) {
+  run = calls(base, Number(n));
+} else {
+  console.error("usage: node aws_js_v3_client.js calls BASE_URL N | draws N");
   process.exit(2);
 }
-calls(base, Number(n)).catch((e) => {
+run.catch((e) => {
   console.error(e && e.stack ? e.stack : String(e));
   process.exit(1);
 });

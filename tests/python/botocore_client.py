@@ -21,6 +21,13 @@ usage:
       capacity after the call, null in legacy mode}, where `delays` are the waits botocore
       decided before each retry, as its own debug line reports them (standard: "Retry
       needed, retrying request after delay of: %s"; legacy: "Retry needed, action of: %s").
+  botocore_client.py draws N [MODE]
+      Calls botocore's own backoff function N times for each retry of a call (standard:
+      `ExponentialBackoff.delay_amount` with a retry context of that attempt, an answer
+      that is not throttling; legacy: the exponential delay function botocore builds from
+      its `_retry` data). Prints one JSON line per retry k (from 0): {"k": k, "delays":
+      [N delays in seconds]}. One call gives a handful of delays; this gives enough of them
+      that a distribution test is decided by the SDK's function, not by one run's luck.
 """
 
 import json
@@ -45,6 +52,8 @@ for key in (
 import botocore.config  # noqa: E402
 import botocore.exceptions  # noqa: E402
 import botocore.retries.quota  # noqa: E402
+import botocore.retries.standard  # noqa: E402
+import botocore.retryhandler  # noqa: E402
 import botocore.session  # noqa: E402
 
 QUOTAS = []
@@ -123,7 +132,36 @@ def calls(base_url, n, mode):
         )
 
 
+def draws(n, mode):
+    if mode == "standard":
+        backoff = botocore.retries.standard.ExponentialBackoff()
+        context = botocore.retries.standard.RetryContext
+        retries = 2  # standard mode's default of 3 attempts
+
+        def delay(attempt):
+            return backoff.delay_amount(context(attempt_number=attempt))
+
+    else:
+        config = botocore.session.get_session().get_data("_retry")["retry"]["__default__"]
+        spec = dict(config["delay"])
+        assert spec.pop("type") == "exponential", spec
+        delay_function = botocore.retryhandler.create_exponential_delay_function(**spec)
+        retries = config["max_attempts"] - 1
+
+        def delay(attempt):
+            return delay_function(attempts=attempt)
+
+    for k in range(retries):
+        print(json.dumps({"k": k, "delays": [delay(k + 1) for _ in range(n)]}), flush=True)
+
+
 def main(argv):
+    if len(argv) in (3, 4) and argv[1] == "draws":
+        mode = argv[3] if len(argv) == 4 else "standard"
+        if mode not in ("standard", "legacy"):
+            raise SystemExit(f"unknown retry mode {mode!r}")
+        draws(int(argv[2]), mode)
+        return
     if len(argv) in (4, 5) and argv[1] == "calls":
         mode = argv[4] if len(argv) == 5 else "standard"
         if mode not in ("standard", "legacy"):

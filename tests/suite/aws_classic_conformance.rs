@@ -10,7 +10,9 @@
 //! uncapped in legacy mode), whatever the answer.
 
 use crate::support;
-use crate::support::aws_timeline::{amz_hinted, classification, hold, status, Answer, Call, Rules};
+use crate::support::aws_timeline::{
+    amz_hinted, classification, draws_from_json, hold, status, Answer, Call, Rules,
+};
 
 fn botocore_calls(mode: &'static str) -> impl FnOnce(&str, usize) -> Vec<Call> {
     move |base, n| {
@@ -21,6 +23,25 @@ fn botocore_calls(mode: &'static str) -> impl FnOnce(&str, usize) -> Vec<Call> {
             .map(Call::from_json)
             .collect()
     }
+}
+
+/// `n` draws of botocore 1.43's own backoff function per retry, in retry mode `mode`.
+fn botocore_draws(mode: &str, n: usize) -> Vec<Vec<f64>> {
+    let python = support::python::botocore_1_43();
+    let n = n.to_string();
+    draws_from_json(&support::python::json_lines_in(
+        &python,
+        "botocore_client.py",
+        &["draws", &n, mode],
+    ))
+}
+
+fn standard_draws(n: usize) -> Vec<Vec<f64>> {
+    botocore_draws("standard", n)
+}
+
+fn legacy_draws(n: usize) -> Vec<Vec<f64>> {
+    botocore_draws("legacy", n)
 }
 
 /// `[0, min(2^k, 20))` s: botocore 1.43's standard mode, one base for every kind.
@@ -54,6 +75,7 @@ fn aws_standard_classic_retries_as_botocore_1_43_does_call_by_call() {
         hint: no_hint,
         hint_slack: 0.0,
         min_refused: 0,
+        draws: standard_draws,
     };
     hold(&rules, timeline, botocore_calls("standard"));
 }
@@ -68,6 +90,7 @@ fn aws_legacy_retries_as_botocore_1_43_does_call_by_call() {
         hint: no_hint,
         hint_slack: 0.0,
         min_refused: 0,
+        draws: legacy_draws,
     };
     hold(&rules, classification(), botocore_calls("legacy"));
 }

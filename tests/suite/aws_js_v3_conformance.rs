@@ -10,7 +10,8 @@
 
 use crate::support;
 use crate::support::aws_timeline::{
-    amz_hint, amz_hinted, classification, hold, range_2026, status, storms, Answer, Call, Rules,
+    amz_hint, amz_hinted, classification, draws_from_json, hold, range_2026, status, storms,
+    Answer, Call, Rules,
 };
 
 fn js_calls(base: &str, n: usize) -> Vec<Call> {
@@ -18,6 +19,13 @@ fn js_calls(base: &str, n: usize) -> Vec<Call> {
         .iter()
         .map(Call::from_json)
         .collect()
+}
+
+fn js_draws(n: usize) -> Vec<Vec<f64>> {
+    draws_from_json(&support::node::json_lines(
+        "aws_js_v3_client.js",
+        &["draws", &n.to_string()],
+    ))
 }
 
 /// A `Retry-After` this many seconds (digits, maybe a fraction), or a past date: 0.
@@ -63,6 +71,7 @@ fn aws_js_v3_retries_as_the_javascript_sdk_does_call_by_call() {
         // clock when it decides, a few milliseconds later.
         hint_slack: 0.010,
         min_refused: 4,
+        draws: js_draws,
     };
     hold(&rules, timeline, js_calls);
 }

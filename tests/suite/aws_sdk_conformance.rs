@@ -8,7 +8,7 @@
 
 use crate::support;
 use crate::support::aws_timeline::{
-    amz_hint, amz_hinted, classification, hold, range_2026, storms, Call, Rules,
+    amz_hint, amz_hinted, classification, draws_from_json, hold, range_2026, storms, Call, Rules,
 };
 
 fn botocore_calls(base: &str, n: usize) -> Vec<Call> {
@@ -16,6 +16,13 @@ fn botocore_calls(base: &str, n: usize) -> Vec<Call> {
         .iter()
         .map(Call::from_json)
         .collect()
+}
+
+fn botocore_draws(n: usize) -> Vec<Vec<f64>> {
+    draws_from_json(&support::python::json_lines(
+        "botocore_client.py",
+        &["draws", &n.to_string(), "standard"],
+    ))
 }
 
 #[test]
@@ -30,6 +37,7 @@ fn aws_standard_retries_as_botocore_does_call_by_call() {
         hint: amz_hint,
         hint_slack: 0.0,
         min_refused: 4,
+        draws: botocore_draws,
     };
     hold(&rules, timeline, botocore_calls);
 }

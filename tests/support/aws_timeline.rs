@@ -13,7 +13,9 @@
 //! own work; and the SDK's unhinted delays and stormrig's (those of the run and 20 more
 //! draws of each from the policy under other requests' seeds, so that one seed's sample
 //! does not decide), each divided by its range, must pass a two-sample Kolmogorov-Smirnov
-//! test.
+//! test. A run's SDK sample is a few dozen delays, so a second test holds thousands of draws
+//! of the SDK's own backoff function, called directly, to as many of stormrig's: there the
+//! SDK's function decides, not one run's luck. Both are tested at `ALPHA`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -276,6 +278,17 @@ fn replayed_delays(preset_name: &str, request: u64, answers: &[Answer]) -> Vec<f
 /// How many more draws stormrig's side of the distribution test takes per compared delay.
 const EXTRA_DRAWS: u64 = 20;
 
+/// How many draws of the SDK's backoff function, and of stormrig's policy, the direct test
+/// compares per retry.
+pub const DIRECT_DRAWS: usize = 2000;
+
+/// The distribution tests' level. Several SDK tests run in every CI run, each with two
+/// distribution tests: at 0.01 one CI run in about twenty would fail by chance alone (one
+/// did, p = 0.006, on a run's 33 botocore delays). The direct test's thousands of draws
+/// keep the power that the lower level gives up: at 2,000 against 2,000 it rejects a
+/// distribution whose CDF strays by 0.062 anywhere.
+const ALPHA: f64 = 0.001;
+
 /// What the comparison needs to know of the SDK and the preset.
 pub struct Rules<'a> {
     /// The preset held against the SDK.
@@ -295,6 +308,67 @@ pub struct Rules<'a> {
     pub hint_slack: f64,
     /// The fewest calls whose retries the quota must have refused (0 without a quota).
     pub min_refused: usize,
+    /// `n` draws of the SDK's own backoff function per retry k (from 0) of a call with the
+    /// default attempts, after an answer that is neither throttling nor hinted, in seconds.
+    pub draws: fn(usize) -> Vec<Vec<f64>>,
+}
+
+/// Reads an SDK script's `draws` lines: `{"k", "delays"}`, one per retry, in order.
+pub fn draws_from_json(lines: &[serde_json::Value]) -> Vec<Vec<f64>> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            assert_eq!(v["k"].as_u64(), Some(k as u64), "{v}");
+            v["delays"]
+                .as_array()
+                .expect("delays")
+                .iter()
+                .map(|d| d.as_f64().expect("a delay in seconds"))
+                .collect()
+        })
+        .collect()
+}
+
+/// The SDK's backoff function, called directly, against stormrig's policy, retry by retry:
+/// each of `DIRECT_DRAWS` draws divided by the retry's range after a bare 503.
+fn direct_draws_agree(rules: &Rules) {
+    let sdk = (rules.draws)(DIRECT_DRAWS);
+    assert!(!sdk.is_empty(), "{}: no draws", rules.sdk);
+    let answers = vec![status(503, None); sdk.len() + 1];
+    for (k, sdk_k) in sdk.iter().enumerate() {
+        assert_eq!(sdk_k.len(), DIRECT_DRAWS, "retry {k}");
+        let range = (rules.range)(&answers[k], k);
+        let sdk_norm: Vec<f64> = sdk_k.iter().map(|d| d / range).collect();
+        assert!(
+            sdk_norm.iter().all(|x| (0.0..1.0).contains(x)),
+            "retry {k}: {} out of range",
+            rules.sdk
+        );
+        let ours_norm: Vec<f64> = (0..DIRECT_DRAWS as u64)
+            .map(|j| {
+                let delays = replayed_delays(rules.preset, 1 + j, &answers);
+                assert!(
+                    delays.len() > k,
+                    "stormrig retries {} times, the SDK {}",
+                    delays.len(),
+                    sdk.len()
+                );
+                delays[k] / range
+            })
+            .collect();
+        let (d, p) = ks_two_sample(&sdk_norm, &ours_norm);
+        eprintln!(
+            "retry {k}: {DIRECT_DRAWS} {} draws / {DIRECT_DRAWS} stormrig; KS D = {d:.3}, p = {p:.3}; means {:.3} / {:.3}",
+            rules.sdk,
+            mean(&sdk_norm),
+            mean(&ours_norm)
+        );
+        assert!(
+            p > ALPHA,
+            "retry {k}: the backoff functions differ: D = {d:.3}, p = {p:.4}"
+        );
+    }
 }
 
 /// Runs `sdk_calls(base, n)` and the preset through `timeline` and compares them call by
@@ -402,7 +476,8 @@ pub fn hold(
         mean(&sdk_norm),
         mean(&ours_norm)
     );
-    assert!(p > 0.01, "full jitter differs: D = {d:.3}, p = {p:.4}");
+    assert!(p > ALPHA, "full jitter differs: D = {d:.3}, p = {p:.4}");
+    direct_draws_agree(rules);
 }
 
 /// Whether `a` is throttling by the AWS 2026 rules botocore >= 1.44 and the JavaScript SDK
