@@ -405,9 +405,9 @@ fn sdk_decisions(python: &std::path::Path, sdk: &str, cases: &[Decide]) -> Vec<(
 
 /// stormrig's policy deciding on a first attempt's answer: Some(delay) or None (no retry),
 /// and the wall clock it decided at (seconds since the Unix epoch).
-fn stormrig_decision(preset_name: &str, c: &Decide) -> (Option<f64>, f64) {
+fn stormrig_decision(preset_name: &str, c: &Decide, at: f64) -> (Option<f64>, f64) {
     let mut client = RetryClient::new(&preset(preset_name).unwrap());
-    let wall = SystemTime::now();
+    let wall = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(at);
     let now = Now {
         mono: Duration::ZERO,
         epoch_wall: wall,
@@ -586,7 +586,9 @@ fn assert_decided_alike(python: &std::path::Path, pairs: &[(&str, &str)]) {
         assert_eq!(theirs.len(), cases.len());
         eprintln!("{sdk} vs {name}: answer, SDK retry/delay | stormrig");
         for (c, (retry, delay, at)) in cases.iter().zip(theirs) {
-            let (ours, our_at) = stormrig_decision(name, c);
+            // Decided at the SDK's own instant: a date hint means the same wait to both,
+            // however long the SDK's process took to start.
+            let (ours, our_at) = stormrig_decision(name, c, at);
             eprintln!("  {:<16} {retry} {delay:.3} | {ours:?}", c.name);
             assert_eq!(ours.is_some(), retry, "{sdk} {}: whether to retry", c.name);
             let Some(ours) = ours else { continue };
