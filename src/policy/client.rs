@@ -434,7 +434,8 @@ impl RetryClient {
         if req.attempts >= self.config.max_attempts {
             return self.refuse(req, GiveUpReason::MaxAttempts);
         }
-        if req.attempts >= 1 && !self.cost_check(now, req) {
+        // A cap is a ceiling: no attempt, first or retry, takes the spend above it.
+        if !self.cost_check(now, req) {
             return self.refuse(req, GiveUpReason::CostCap);
         }
         if let Some(br) = self.breaker.as_mut() {

@@ -1,5 +1,6 @@
-//! Cost budget: every attempt has a cost (`attempt_cost`, 1 by default); retries stop once a
-//! per-request cap or a client-wide (global) cap would be exceeded.
+//! Cost caps: every attempt has a cost (`attempt_cost`, 1 by default); no attempt is sent
+//! that would take one request's spend past `per_request_cap` or the client's past
+//! `global_cap`.
 //!
 //! `attempt_cost` is a fixed number, or derived from what an attempt asks of an LLM
 //! provider: `"tokens"` (the request's own prompt + completion tokens) or `"money"` (those
@@ -7,9 +8,11 @@
 //! the plan, which does, resolves a derived cost into one figure per failover slot
 //! ([`AttemptCost::resolved`]), and the caps then count in that unit.
 //!
-//! Rule: a retry (attempt ≥ 2) of cost `c` is allowed iff `spent_request + c ≤ per_request_cap`
-//! and `spent_global + c ≤ global_cap`. First attempts are never refused by cost (the caps
-//! bound the *extra* work retries do) but their cost is counted.
+//! Rule: an attempt of cost `c`, the first included, is sent iff `spent_request + c ≤
+//! per_request_cap` and `spent_global + c ≤ global_cap`. A cap is a ceiling, as the word
+//! promises (a spending cap the first attempts could pass would bound nothing once a storm
+//! is over): once the client's spend reaches `global_cap`, new requests fail `cost-cap`
+//! without an attempt.
 
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +97,7 @@ pub struct CostLedger {
 }
 
 impl CostConfig {
-    /// Would one more retry of `cost` fit? `None` = yes, else the cap that stops it.
+    /// Would one more attempt of `cost` fit? `None` = yes, else the cap that stops it.
     pub fn check(&self, request_spent: f64, global_spent: f64, cost: f64) -> Option<CostScope> {
         if self
             .per_request_cap

@@ -406,9 +406,13 @@ fn cost_caps_stop_retries() {
     assert_eq!(c.cost_spent(), 4.0);
     let (n, res, _) = run(&mut c, ms(0), "GET", &[status(503)], &mut r);
     assert_eq!((n, res), (2, Err(GiveUpReason::CostCap)));
-    // global: 8 spent; a first try is never refused (10), its retry would make 12 > 11
+    // global: 8 spent; a first try fits (10), its retry would make 12 > 11
     let (n, res, _) = run(&mut c, ms(0), "GET", &[status(503)], &mut r);
     assert_eq!((n, res), (1, Err(GiveUpReason::CostCap)));
+    // 10 spent: the cap is a ceiling, so the next request's first try (12 > 11) is not sent
+    let (n, res, _) = run(&mut c, ms(0), "GET", &[status(503)], &mut r);
+    assert_eq!((n, res), (0, Err(GiveUpReason::CostCap)));
+    assert_eq!(c.cost_spent(), 10.0);
     let ev = c.drain_events();
     assert!(ev.contains(&PolicyEvent::CostCapReached {
         at: ms(0),

@@ -188,8 +188,8 @@ pub fn cost(c: &CostConfig, unit: &AttemptCost) -> String {
         caps.push(format!("{g} for the whole client"));
     }
     format!(
-        "retries stop once they would spend more than {} in {unit}; first attempts are never \
-         refused (their cost counts), so spending can pass a cap",
+        "no attempt is sent that would spend more than {} in {unit}: retries stop at the cap, \
+         and once the client's spend reaches it new requests fail without an attempt",
         caps.join(" or ")
     )
 }

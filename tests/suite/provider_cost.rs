@@ -1,7 +1,8 @@
 //! `attempt_cost` derived from what an attempt asks of its provider, in both engines:
 //! `"tokens"` (the request's own prompt + completion tokens) and `"money"` (those tokens at
 //! the provider's price). A per-request cap in that unit stops spending exactly at the cap,
-//! and a derived cost that no provider can give is refused naming file, line and field.
+//! a client-wide cap is a ceiling (first attempts included), and a derived cost that no
+//! provider can give is refused naming file, line and field.
 
 use stormrig::metrics::{ConfigSummary, RunResult};
 use stormrig::sim::{self, SimOptions};
@@ -135,4 +136,47 @@ fn the_console_counts_cost_cap_refusals_as_refused() {
             .unwrap();
         assert_eq!(shown, expected, "{row}");
     }
+}
+
+/// A client-wide cap of 25 attempts' worth of tokens, six attempts allowed per request.
+const CEILING: &str = r#"
+[[configs]]
+name = "global-cap"
+preset = "naive"
+max_attempts = 6
+attempt_cost = "tokens"
+cost = { global_cap = 55000 }
+"#;
+
+/// The cap is a ceiling: the client spends exactly 25 attempts' tokens whatever the order
+/// requests came in, and every request after that fails `cost-cap` without an attempt,
+/// first attempts included (so at most 4 requests could use all six attempts).
+fn check_ceiling(run: &RunResult) {
+    let c: &ConfigSummary = support::config_named(&run.configs, "global-cap");
+    let n = c.upstream_requests;
+    assert_eq!(n, 50);
+    let p = &c.providers[0];
+    assert_eq!(c.attempts, 25, "attempts stop at the cap");
+    assert_eq!(p.arrivals, 25, "the provider counted what was sent");
+    assert_eq!(p.tokens_received, 25 * REQUEST_TOKENS);
+    assert_eq!(c.failures, n);
+    let reason = |r: &str| c.failures_by_reason.get(r).copied().unwrap_or(0);
+    assert_eq!(
+        reason("cost-cap") + reason("max-attempts"),
+        n,
+        "{:?}",
+        c.failures_by_reason
+    );
+    assert!(
+        reason("max-attempts") <= 25 / 6,
+        "{:?}",
+        c.failures_by_reason
+    );
+}
+
+#[test]
+fn a_global_cap_is_a_ceiling_first_attempts_included_in_both_engines() {
+    let p = plan_of(&scenario(CEILING));
+    check_ceiling(&sim::run(&p, &SimOptions::default()).unwrap().result);
+    check_ceiling(&support::run_live(&p, false).result);
 }
