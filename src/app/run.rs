@@ -110,6 +110,17 @@ pub(super) fn run_live(mut args: RunArgs) -> Result<Exit, AppError> {
             live::telemetry::TelemetryError::NotLoopback { addr }.to_string(),
         ));
     }
+    if let Some(addr) = args.push_gateway.filter(|a| !a.ip().is_loopback()) {
+        return Err(AppError::bad(
+            live::push::PushError::NotLoopback { addr }.to_string(),
+        ));
+    }
+    if args.push_interval < std::time::Duration::from_millis(100) {
+        return Err(AppError::bad(format!(
+            "--push-interval {}: at least 100ms",
+            humantime::format_duration(args.push_interval)
+        )));
+    }
     let scenario_bytes = std::fs::read(scenario_path(&args.common)).map_err(AppError::failed)?;
     // Opened now, with every input read: a path that is one of them, or a FIFO no one
     // reads, is refused before any load.
@@ -211,6 +222,10 @@ fn run_options(
         telemetry: live::telemetry::TelemetryOptions {
             metrics_listen: args.metrics_listen,
             events,
+            push: args.push_gateway.map(|gateway| live::push::PushOptions {
+                gateway,
+                every: args.push_interval,
+            }),
         },
     }
 }

@@ -68,6 +68,15 @@ pub struct RunArgs {
     /// addresses only, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Push the same figures to a Prometheus Pushgateway at ADDR (loopback only, e.g.
+    /// 127.0.0.1:9091) every --push-interval and once more when the run ends, as the group
+    /// /metrics/job/stormrig/run/RUN_ID: a run shorter than a scrape interval still lands in
+    /// Prometheus. A gateway that cannot be reached before the load is exit 3.
+    #[arg(long, value_name = "ADDR")]
+    pub push_gateway: Option<std::net::SocketAddr>,
+    /// Time between pushes to --push-gateway (at least 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub push_interval: std::time::Duration,
     /// Write one JSON line per config per second while the run goes, to FILE or `-`
     /// (standard output).
     #[arg(long, value_name = "FILE|-")]

@@ -10,6 +10,7 @@ pub mod layer;
 pub mod open_loop;
 pub mod pacer;
 pub mod progress;
+pub mod push;
 pub mod telemetry;
 
 use std::net::SocketAddr;

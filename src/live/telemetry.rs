@@ -183,6 +183,8 @@ pub struct TelemetryOptions {
     /// Serve Prometheus text here (a loopback address) while the run goes.
     pub metrics_listen: Option<SocketAddr>,
     pub events: Option<EventsTo>,
+    /// Push the same text to a Pushgateway while the run goes and at its end.
+    pub push: Option<super::push::PushOptions>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +197,8 @@ pub enum TelemetryError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Push(#[from] super::push::PushError),
     #[error("--events {path}: {source}")]
     Events {
         path: String,
@@ -209,6 +213,8 @@ pub struct Telemetry {
     tasks: Vec<JoinHandle<()>>,
     /// The events writer, which ends with the first failed write, if any.
     events: Option<(String, JoinHandle<Result<(), std::io::Error>>)>,
+    /// The pusher, which ends with the final push's failure, if it failed.
+    push: Option<JoinHandle<Option<super::push::PushError>>>,
 }
 
 /// What the tasks read.
@@ -221,6 +227,11 @@ struct Sources {
 }
 
 impl Sources {
+    /// The Prometheus text of every config's figures now.
+    fn text(&self) -> String {
+        metrics_text(&self.snapshots(), &self.meta, &self.scenario)
+    }
+
     fn snapshots(&self) -> Vec<Snapshot> {
         self.runtimes
             .iter()
@@ -262,6 +273,16 @@ impl Telemetry {
                 stopped.clone(),
             )));
         }
+        let mut push = None;
+        if let Some(p) = opts.push {
+            // A first push before any load: a gateway that is not there is found now.
+            super::push::push(p.gateway, &sources.meta.id, sources.text()).await?;
+            push = Some(tokio::spawn(push_while_running(
+                p,
+                sources.clone(),
+                stopped.clone(),
+            )));
+        }
         let mut events = None;
         if let Some(to) = &opts.events {
             let (name, out): (String, Box<dyn Write + Send>) = match to {
@@ -282,6 +303,7 @@ impl Telemetry {
             stop,
             tasks,
             events,
+            push,
         })
     }
 
@@ -292,7 +314,25 @@ impl Telemetry {
         for t in self.tasks {
             let _ = t.await;
         }
-        let (name, task) = self.events?;
+        let pushed = match self.push {
+            Some(task) => match task.await {
+                Ok(None) => None,
+                Ok(Some(e)) => Some(format!("{e}; the run's final figures were not pushed")),
+                Err(e) => Some(format!("--push-gateway: the pusher ended abnormally: {e}")),
+            },
+            None => None,
+        };
+        let written = Self::events_end(self.events).await;
+        match (written, pushed) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
+    async fn events_end(
+        events: Option<(String, JoinHandle<Result<(), std::io::Error>>)>,
+    ) -> Option<String> {
+        let (name, task) = events?;
         match task.await {
             Ok(Ok(())) => None,
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(format!(
@@ -387,6 +427,30 @@ pub fn metrics_text(snaps: &[Snapshot], meta: &RunMeta, scenario: &str) -> Strin
     out
 }
 
+/// Pushes every `every` until the run stops, then once more with the final figures. A push
+/// that fails while the run goes is tried again at the next tick; the final one's failure
+/// is the result.
+async fn push_while_running(
+    p: super::push::PushOptions,
+    sources: Sources,
+    stopped: watch::Receiver<bool>,
+) -> Option<super::push::PushError> {
+    let mut tick = tokio::time::interval(p.every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let _ = super::push::push(p.gateway, &sources.meta.id, sources.text()).await;
+            }
+            _ = crate::server::shutdown_signal(stopped.clone()) => break,
+        }
+    }
+    super::push::push(p.gateway, &sources.meta.id, sources.text())
+        .await
+        .err()
+}
+
 async fn serve_metrics(listener: TcpListener, sources: Sources, stopped: watch::Receiver<bool>) {
     loop {
         let stream = tokio::select! {
@@ -400,8 +464,7 @@ async fn serve_metrics(listener: TcpListener, sources: Sources, stopped: watch::
                 let sources = sources.clone();
                 async move {
                     let (status, body) = if req.uri().path() == "/metrics" {
-                        let text =
-                            metrics_text(&sources.snapshots(), &sources.meta, &sources.scenario);
+                        let text = sources.text();
                         (StatusCode::OK, text)
                     } else {
                         (

@@ -14,7 +14,7 @@ use crate::support::process::{bin, tmp_dir, wait_watched, watch, write};
 use crate::support::three_seconds_of_503;
 
 /// GET `path` from `port` on 127.0.0.1; None when nothing answers yet.
-fn get(port: u16, path: &str) -> Option<String> {
+pub(crate) fn get(port: u16, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     write!(
@@ -27,7 +27,7 @@ fn get(port: u16, path: &str) -> Option<String> {
     Some(text)
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
