@@ -68,6 +68,7 @@ mod suite {
     mod recommendation;
     mod recorded_load;
     mod report_html;
+    mod report_layout;
     mod request_classes;
     mod scenario_errors;
     mod scenario_schedule;
@@ -80,6 +81,7 @@ mod suite {
     mod sweep;
     mod target_server;
     mod telemetry;
+    mod telemetry_push;
     mod topology_live;
     mod topology_plan;
     mod toxiproxy_api;

@@ -4,7 +4,8 @@
 #   bash tests/run.sh [ARGS...]      # ARGS go to `cargo test --release` (a filter, --test NAME)
 #
 # 1. System packages: nginx (the real target of the proxy, TLS and h2c tests), Chromium
-#    (the report's browser check) and Node with npm (the real JavaScript clients). Missing
+#    (the report's browser and layout checks), Node with npm (the real JavaScript clients)
+#    and the Prometheus Pushgateway (the receiver of pushed metrics). Missing
 #    ones are installed with apt-get when this runs as root, or through `sudo -n` when that
 #    needs no password. Otherwise it says exactly what to install and exits 3: a missing
 #    tool fails the run, it is never skipped.
@@ -25,6 +26,8 @@ command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || packages+=(ch
 # Node runs the real JavaScript clients (Toxiproxy's); npm installs them.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
+# The Prometheus Pushgateway receives the pushed metrics of a run in the telemetry tests.
+[ -x /usr/bin/prometheus-pushgateway ] || packages+=(prometheus-pushgateway)
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     as_root=()
@@ -75,5 +78,6 @@ if [ $# -eq 0 ]; then
     exit "$status"
   fi
   bash tests/browser/check.sh "$out/run/index.html" "$out/run/screenshot.png"
+  bash tests/browser/layout.sh "$out/run/index.html" 1400
   echo "tests/run.sh: all passed"
 fi

@@ -328,21 +328,23 @@ pub(crate) fn time_chart_with(
     {
         let root = area(&mut svg);
         let mut chart = time_axes(&root, run, xm, (y0, y1), spec.y_desc, spec.y_fmt)?;
-        for (i, m) in marks.iter().enumerate() {
+        let rows = chart.plotting_area().get_pixel_range().1;
+        let per_pixel = (y1 - y0) / f64::from((rows.end - rows.start).max(1));
+        let at = label_rows(marks, MARK_LABEL_PX * per_pixel, (y0, y1));
+        for (m, y) in marks.iter().zip(at) {
             draw_line(
                 &mut chart,
                 &[(0.0, m.y), (xm, m.y)],
                 color(m.config),
                 Dash::Dashed,
             )?;
-            let v = if i % 2 == 0 { VPos::Bottom } else { VPos::Top };
             chart.draw_series(std::iter::once(Text::new(
                 m.label.clone(),
-                (xm, m.y),
+                (xm, y),
                 (FONT, 11)
                     .into_font()
                     .color(&color(m.config))
-                    .pos(Pos::new(HPos::Right, v)),
+                    .pos(Pos::new(HPos::Right, VPos::Bottom)),
             )))?;
         }
         // Dashed figures first, so the solid headline figure stays on top.
@@ -401,6 +403,31 @@ pub(crate) const DRAIN_CHART: TimeSpec = TimeSpec {
     y_fmt: pct,
 };
 
+/// The height of a mark's label, in pixels, with a pixel between labels.
+const MARK_LABEL_PX: f64 = 13.0;
+
+/// Where each mark's label sits: just above its line, unless that would draw it over
+/// another label; then labels are pushed up (and, at the top of the chart, down) until
+/// each is `gap` from the next. Marks at the same height are not told apart by drawing
+/// their labels over each other.
+fn label_rows(marks: &[Mark], gap: f64, (y0, y1): (f64, f64)) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..marks.len()).collect();
+    order.sort_by(|&a, &b| marks[a].y.total_cmp(&marks[b].y).then(a.cmp(&b)));
+    let mut at = vec![0.0; marks.len()];
+    let mut below = f64::NEG_INFINITY;
+    for &i in &order {
+        at[i] = marks[i].y.max(below + gap).max(y0);
+        below = at[i];
+    }
+    // Labels pushed past the top come back down, each a gap below the one above it.
+    let mut above = y1 - gap;
+    for &i in order.iter().rev() {
+        at[i] = at[i].min(above);
+        above = at[i] - gap;
+    }
+    at
+}
+
 /// A horizontal line across a time chart in a config's colour, labelled at its right end.
 pub(crate) struct Mark {
     pub config: usize,
@@ -418,22 +445,28 @@ pub(crate) fn drain_chart(run: &RunResult, tl: &ConfigSeries<'_>) -> Result<Char
         .enumerate()
         .filter_map(|(i, c)| c.budget.as_ref().map(|b| (i, c, b)))
         .flat_map(|(i, c, b)| {
-            [
+            // Kinds that drain at the same rate share one line and one label.
+            let mut levels: Vec<(f64, Vec<&str>)> = Vec::new();
+            for (k, t) in [
                 ("transient", b.thresholds.transient),
                 ("throttling", b.thresholds.throttling),
                 ("timeout", b.thresholds.timeout),
-            ]
-            .into_iter()
-            .filter_map(move |(k, t)| {
-                t.map(|t| Mark {
-                    config: i,
-                    label: format!(
-                        "{} {k} {}",
-                        c.name.chars().take(24).collect::<String>(),
-                        pct1(t)
-                    ),
-                    y: t,
-                })
+            ] {
+                let Some(t) = t else { continue };
+                match levels.iter_mut().find(|(y, _)| *y == t) {
+                    Some((_, kinds)) => kinds.push(k),
+                    None => levels.push((t, vec![k])),
+                }
+            }
+            levels.into_iter().map(move |(t, kinds)| Mark {
+                config: i,
+                label: format!(
+                    "{} {} {}",
+                    c.name.chars().take(24).collect::<String>(),
+                    kinds.join(", "),
+                    pct1(t)
+                ),
+                y: t,
             })
         })
         .collect();

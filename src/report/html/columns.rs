@@ -128,7 +128,7 @@ const COLUMNS: &[Column] = &[
         label: "client peak",
         title: "most logical requests in flight at the client",
         figure: Some("client_peak_in_flight"),
-        shown: Shown::Always,
+        shown: Shown::Detail,
         value: |c| Some(c.client_peak_in_flight as f64),
         show: |c| int(c.client_peak_in_flight),
     },
@@ -222,18 +222,35 @@ const COLUMNS: &[Column] = &[
         show: |c| int(c.dropped),
     },
     Column {
+        label: "success p99 ms",
+        title: "end-to-end latency of the requests that succeeded, 99th percentile: what a \
+caller who got an answer waited (a fast failure does not make it look better)",
+        figure: Some("success_latency_ms.p99"),
+        shown: Shown::Always,
+        value: |c| Some(c.success_latency_ms.p99),
+        show: |c| ms(c.success_latency_ms.p99),
+    },
+    Column {
+        label: "failure p99 ms",
+        title: "end-to-end latency of the requests that failed, 99th percentile",
+        figure: Some("failure_latency_ms.p99"),
+        shown: Shown::Detail,
+        value: |c| Some(c.failure_latency_ms.p99),
+        show: |c| ms(c.failure_latency_ms.p99),
+    },
+    Column {
         label: "p50 ms",
         title: "end-to-end latency, median",
         figure: Some("latency_ms.p50"),
-        shown: Shown::Always,
+        shown: Shown::Detail,
         value: |c| Some(c.latency_ms.p50),
         show: |c| ms(c.latency_ms.p50),
     },
     Column {
         label: "p99 ms",
-        title: "end-to-end latency, 99th percentile",
+        title: "end-to-end latency of every request, 99th percentile",
         figure: Some("latency_ms.p99"),
-        shown: Shown::Always,
+        shown: Shown::Detail,
         value: |c| Some(c.latency_ms.p99),
         show: |c| ms(c.latency_ms.p99),
     },
@@ -379,6 +396,33 @@ pub(super) fn change(now: f64, base: f64, better: Better) -> String {
 
 /// The summary table: a row per config, and with a `baseline` the baseline's figure and
 /// the change under each.
+/// How many columns beside the config's the table shows at first: as many as fit 1400 px
+/// with headers of two lines (`tests/browser/layout.sh` holds it to that width). Columns a
+/// run makes relevant are shown in table order until the table is full; the rest are one
+/// click away with the details.
+const SHOWN_AT_MOST: usize = 13;
+
+/// Per column, whether it starts hidden.
+fn hidden_columns(run: &RunResult) -> Vec<bool> {
+    let mut room = SHOWN_AT_MOST
+        - COLUMNS
+            .iter()
+            .filter(|c| matches!(c.shown, Shown::Always))
+            .count();
+    COLUMNS
+        .iter()
+        .map(|col| match col.shown {
+            Shown::Always => false,
+            Shown::Detail => true,
+            Shown::When(says) if run.configs.iter().any(says) && room > 0 => {
+                room -= 1;
+                false
+            }
+            Shown::When(_) => true,
+        })
+        .collect()
+}
+
 pub(super) fn table(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
     p.push_str(
         "<section id=\"summary\">\n<h2><a href=\"#summary\">Summary table</a></h2>\n\
@@ -386,14 +430,7 @@ pub(super) fn table(p: &mut String, run: &RunResult, baseline: Option<&RunResult
 better depends on the question: the verdicts above weigh the load each config added \
 against the successes it bought.</p>\n",
     );
-    let hidden: Vec<bool> = COLUMNS
-        .iter()
-        .map(|col| match col.shown {
-            Shown::Always => false,
-            Shown::Detail => true,
-            Shown::When(says) => !run.configs.iter().any(says),
-        })
-        .collect();
+    let hidden = hidden_columns(run);
     let names: Vec<&str> = COLUMNS
         .iter()
         .zip(&hidden)

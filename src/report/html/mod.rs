@@ -77,7 +77,7 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
     head(&mut p, run);
     p.push_str("<body>\n<main>\n");
     header(&mut p, run, baseline);
-    nav(&mut p, run);
+    nav(&mut p, run, &time_charts);
     headlines(&mut p, run, baseline);
     verdicts(&mut p, run);
     gates(&mut p, run);
@@ -88,19 +88,26 @@ pub fn render(run: &RunResult, baseline: Option<&RunResult>) -> Result<String, H
     budget_section(&mut p, run, &drain_charts);
     p.push_str("<section id=\"charts\">\n<h2><a href=\"#charts\">Over time</a></h2>\n");
     legend(&mut p, run);
-    p.push_str("<div class=\"grid\">\n");
-    for c in &time_charts {
-        chart_figure(&mut p, c);
-    }
-    p.push_str("</div>\n</section>\n");
+    drawn_charts(&mut p, &time_charts);
+    p.push_str("</section>\n");
     p.push_str(
         "<section id=\"latency\">\n<h2><a href=\"#latency\">Latency distribution</a></h2>\n",
     );
     legend(&mut p, run);
     p.push_str("<div class=\"grid\">\n");
-    chart_figure(&mut p, &distribution);
+    if !distribution.empty {
+        chart_figure(&mut p, &distribution);
+    }
     latency_table(&mut p, run);
-    p.push_str("</div>\n</section>\n");
+    p.push_str("</div>\n");
+    if distribution.empty {
+        let _ = writeln!(
+            p,
+            "<p class=\"empty\">Not drawn, nothing in this run to show: {}.</p>",
+            escape(distribution.title)
+        );
+    }
+    p.push_str("</section>\n");
     policies(&mut p, run);
     let _ = write!(
         p,
@@ -231,7 +238,25 @@ exactly. Upper bounds, not exact:<ul>"
     p.push_str("</header>\n");
 }
 
-fn nav(p: &mut String, run: &RunResult) {
+/// The charts that have something to show, in a grid; the names of those that have not, in
+/// one line below it (a panel with nothing in it is not drawn).
+fn drawn_charts(p: &mut String, charts: &[charts::Chart]) {
+    p.push_str("<div class=\"grid\">\n");
+    for c in charts.iter().filter(|c| !c.empty) {
+        chart_figure(p, c);
+    }
+    p.push_str("</div>\n");
+    let left: Vec<&str> = charts.iter().filter(|c| c.empty).map(|c| c.title).collect();
+    if !left.is_empty() {
+        let _ = writeln!(
+            p,
+            "<p class=\"empty\">Not drawn, nothing in this run to show: {}.</p>",
+            escape(&left.join(", "))
+        );
+    }
+}
+
+fn nav(p: &mut String, run: &RunResult, time_charts: &[charts::Chart]) {
     p.push_str("<nav><a href=\"#headline\">Headline</a>");
     if !run.gates.is_empty() {
         p.push_str("<a href=\"#gates\">Gates</a>");
@@ -247,12 +272,11 @@ fn nav(p: &mut String, run: &RunResult) {
         p.push_str("<a href=\"#classes\">Request classes</a>");
     }
     p.push_str("<a href=\"#budget\">Budget drain</a><a href=\"#charts\">Over time</a>");
-    for s in charts::TIME_CHARTS {
-        let _ = write!(p, "<a href=\"#{}\">{}</a>", s.id, s.title);
+    for c in time_charts.iter().filter(|c| !c.empty) {
+        let _ = write!(p, "<a href=\"#{}\">{}</a>", c.id, escape(c.title));
     }
     p.push_str(
-        "<a href=\"#chart-breaker\">Circuit breaker state</a><a href=\"#latency\">Latency distribution</a>\
-<a href=\"#policies\">Retry configs</a></nav>\n",
+        "<a href=\"#latency\">Latency distribution</a><a href=\"#policies\">Retry configs</a></nav>\n",
     );
 }
 
@@ -363,7 +387,7 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
             p,
             "<div class=\"card\" style=\"--c:{}\"><h3>{}{}</h3>\
 <p><span class=\"k\">amplification</span> <b{over}>{}×</b>{bound}</p>{base}\
-{}<p><span class=\"k\">success</span> <b>{}</b></p>{}{}{}</div>",
+{}<p><span class=\"k\">success</span> <b>{}</b></p>{}{}{}{}</div>",
             charts::css_color(i),
             swatch(i),
             escape(&c.name),
@@ -377,6 +401,16 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
                 )
             },
             success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
+            // The headline latency is what a caller who got an answer waited: failures
+            // that end fast would make an overall percentile look better than any success.
+            if c.successes > 0 {
+                format!(
+                    "<p><span class=\"k\">p99 of successes</span> <b>{} ms</b></p>",
+                    ms(c.success_latency_ms.p99)
+                )
+            } else {
+                "<p><span class=\"k\">p99 of successes</span> <b>— (none succeeded)</b></p>".into()
+            },
             if same_recovery.is_some() {
                 String::new()
             } else {
@@ -500,7 +534,7 @@ was above a threshold (predicted) and whether the budget drained (observed).</p>
                 .collect();
             let _ = writeln!(
                 p,
-                "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td class=\"wrap\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
                 escape(&c.name),
                 escape(&threshold_text(c).unwrap_or_default()),
                 if reasons.is_empty() { String::new() } else { format!("<br><span class=\"k\">{}</span>", escape(&reasons.join("; "))) },
@@ -509,17 +543,14 @@ was above a threshold (predicted) and whether the budget drained (observed).</p>
                 t(b.empty_s),
                 t(b.refilled_s),
                 b.lowest_level_pct.map_or("—".into(), |v| format!("{} %", fixed(v, 0))),
-                escape(&windows.join("; ")),
+                windows.iter().map(|w| escape(w)).collect::<Vec<_>>().join("<br>"),
             );
         }
         p.push_str("</tbody></table></div>\n");
     }
     legend(p, run);
-    p.push_str("<div class=\"grid\">\n");
-    for c in drain_charts {
-        chart_figure(p, c);
-    }
-    p.push_str("</div>\n</section>\n");
+    drawn_charts(p, drain_charts);
+    p.push_str("</section>\n");
 }
 
 fn gates(p: &mut String, run: &RunResult) {
@@ -665,14 +696,18 @@ fn latency_table(p: &mut String, run: &RunResult) {
     p.push_str(
         "<figure id=\"latency-table\"><h3>Latency percentiles, ms</h3>\n<div class=\"tablewrap\"><table>\n\
 <thead><tr><th>config</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>\
+<th>success p50</th><th>success p99</th><th>failure p50</th><th>failure p99</th>\
 <th>attempt p50</th><th>attempt p99</th><th>attempt max</th></tr></thead>\n<tbody>\n",
     );
     for (i, c) in run.configs.iter().enumerate() {
         let l = &c.latency_ms;
         let a = &c.attempt_latency_ms;
+        let (ok, failed) = (&c.success_latency_ms, &c.failure_latency_ms);
+        // An empty side has no latency: a dash, not a 0 ms that reads as fast.
+        let side = |n: u64, v: f64| if n > 0 { ms(v) } else { "—".into() };
         let _ = writeln!(
             p,
-            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(i),
             escape(&c.name),
             ms(l.p50),
@@ -680,12 +715,16 @@ fn latency_table(p: &mut String, run: &RunResult) {
             ms(l.p99),
             ms(l.p999),
             ms(l.max),
+            side(c.successes, ok.p50),
+            side(c.successes, ok.p99),
+            side(c.failures, failed.p50),
+            side(c.failures, failed.p99),
             ms(a.p50),
             ms(a.p99),
             ms(a.max)
         );
     }
-    p.push_str("</tbody></table></div>\n<figcaption>End-to-end latency (with retries) and single-attempt latency.</figcaption></figure>\n");
+    p.push_str("</tbody></table></div>\n<figcaption>End-to-end latency (with retries) of every request, of those that succeeded and of those that failed; and single-attempt latency.</figcaption></figure>\n");
 }
 
 fn policies(p: &mut String, run: &RunResult) {
