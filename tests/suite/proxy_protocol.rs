@@ -353,6 +353,14 @@ fn a_run_through_the_proxy_sees_the_upstreams_resets_as_resets() {
             c.proxy_answered
         );
         assert_eq!(c.unfinished, 0, "{}", c.name);
+        // Counted apart in the summary as the service's resets, relayed over HTTP/1.1.
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["relayed_resets"]["reset"].as_u64(), Some(c.attempts));
+        assert_eq!(json["relayed_resets"]["stream_reset"].as_u64(), Some(0));
+    }
+    for c in &direct.result.configs {
+        // The target's own reset faults are not the service's.
+        assert_eq!(c.relayed_resets.total(), 0, "{}", c.name);
     }
     assert_eq!(outcomes(&proxied), outcomes(&direct));
 }
@@ -462,6 +470,12 @@ fn a_run_through_the_proxy_sees_the_upstreams_rst_stream_as_stream_reset() {
         );
         assert_eq!(c.target_forwarded, c.attempts, "{}", c.name);
         assert_eq!(c.proxy_answered.total(), 0, "{}", c.name);
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["relayed_resets"]["stream_reset"].as_u64(), Some(c.attempts));
+        assert_eq!(json["relayed_resets"]["reset"].as_u64(), Some(0));
+    }
+    for c in &direct.result.configs {
+        assert_eq!(c.relayed_resets.total(), 0, "{}", c.name);
     }
     assert_eq!(outcomes(&proxied), outcomes(&direct));
 }
