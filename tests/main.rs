@@ -35,6 +35,7 @@ mod suite {
     mod google_api_core_conformance;
     mod grpc_calls;
     mod grpc_proxy;
+    mod grpc_proxy_faults;
     mod grpc_real_client;
     mod hedging;
     mod hostile_files;
