@@ -34,6 +34,7 @@ mod suite {
     mod gates_junit;
     mod google_api_core_conformance;
     mod grpc_calls;
+    mod grpc_layers;
     mod grpc_proxy;
     mod grpc_proxy_faults;
     mod grpc_real_client;
