@@ -64,6 +64,7 @@ mod suite {
     mod provider_retry_after;
     mod provider_tokens;
     mod proxy_answered;
+    mod proxy_h2_floods;
     mod proxy_local;
     mod proxy_nginx;
     mod proxy_protocol;
