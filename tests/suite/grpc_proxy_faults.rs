@@ -88,10 +88,7 @@ fn the_proxys_grpc_faults_before_a_real_server_match_the_builtin_target() {
     let through = support::run_live(&support::plan_of(&storm(&url)), false);
     let calls = server.calls();
     println!("grpcio's calls: {calls:?}");
-    let builtin = support::run_live(
-        &support::plan_of(&storm("builtin = \"default\"")),
-        false,
-    );
+    let builtin = support::run_live(&support::plan_of(&storm("builtin = \"default\"")), false);
     let tol = diff::live_default(diff::Class::Timed);
     let near = |a: u64, b: u64| {
         let slack = (tol.relative * a.max(b) as f64).max(tol.absolute);
@@ -127,7 +124,10 @@ fn the_proxys_grpc_faults_before_a_real_server_match_the_builtin_target() {
                 c.attempts_by_outcome.get(k).copied().unwrap_or(0),
                 b.attempts_by_outcome.get(k).copied().unwrap_or(0),
             );
-            assert!(near(x, y), "{name} {k}: {x} through the proxy, {y} built-in");
+            assert!(
+                near(x, y),
+                "{name} {k}: {x} through the proxy, {y} built-in"
+            );
         }
         for (what, x, y) in [
             ("attempts", c.attempts, b.attempts),
@@ -135,7 +135,10 @@ fn the_proxys_grpc_faults_before_a_real_server_match_the_builtin_target() {
             ("failures", c.failures, b.failures),
             ("budget refusals", c.budget_refusals, b.budget_refusals),
         ] {
-            assert!(near(x, y), "{name} {what}: {x} through the proxy, {y} built-in");
+            assert!(
+                near(x, y),
+                "{name} {what}: {x} through the proxy, {y} built-in"
+            );
         }
     }
 }

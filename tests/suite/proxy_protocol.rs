@@ -471,7 +471,10 @@ fn a_run_through_the_proxy_sees_the_upstreams_rst_stream_as_stream_reset() {
         assert_eq!(c.target_forwarded, c.attempts, "{}", c.name);
         assert_eq!(c.proxy_answered.total(), 0, "{}", c.name);
         let json = serde_json::to_value(c).unwrap();
-        assert_eq!(json["relayed_resets"]["stream_reset"].as_u64(), Some(c.attempts));
+        assert_eq!(
+            json["relayed_resets"]["stream_reset"].as_u64(),
+            Some(c.attempts)
+        );
         assert_eq!(json["relayed_resets"]["reset"].as_u64(), Some(0));
     }
     for c in &direct.result.configs {
