@@ -161,6 +161,7 @@ pub(crate) struct FloodRun {
     pub code: i32,
     pub wall: Duration,
     pub cpu: Duration,
+    pub max_rss_kib: u64,
     /// `duration_s + drain_s` from summary.json: how long the run itself took.
     pub ran_s: f64,
     pub config: serde_json::Value,
@@ -189,6 +190,7 @@ pub(crate) fn run_against(name: &str, upstream: SocketAddr) -> FloodRun {
         code: c.code,
         wall: c.wall,
         cpu: c.cpu,
+        max_rss_kib: c.max_rss_kib,
         ran_s: s["duration_s"].as_f64().unwrap() + s["drain_s"].as_f64().unwrap(),
         config: s["configs"][0].clone(),
     }
@@ -200,13 +202,15 @@ fn bounded(name: &str, r: &FloodRun, peer: &FloodRun) -> f64 {
     let attempts = u("attempts");
     let extra = r.cpu.saturating_sub(peer.cpu).as_secs_f64();
     eprintln!(
-        "{name}: exit {}, wall {:.2} s, ran {:.2} s, cpu {:.2} s (peer {:.2} s), attempts {attempts}, \
-         outcomes {}, proxy_answered {}, relayed_resets {}",
+        "{name}: exit {}, wall {:.2} s, ran {:.2} s, cpu {:.2} s (peer {:.2} s), max rss {} KiB \
+         (peer {} KiB), attempts {attempts}, outcomes {}, proxy_answered {}, relayed_resets {}",
         r.code,
         r.wall.as_secs_f64(),
         r.ran_s,
         r.cpu.as_secs_f64(),
         peer.cpu.as_secs_f64(),
+        r.max_rss_kib,
+        peer.max_rss_kib,
         r.config["attempts_by_outcome"],
         r.config["proxy_answered"],
         r.config["relayed_resets"],
@@ -247,6 +251,13 @@ fn bounded(name: &str, r: &FloodRun, peer: &FloodRun) -> f64 {
     assert!(
         extra <= allowed,
         "{name}: {attempts} attempts cost {extra:.2} CPU-s above the peer (allowed {allowed:.2})"
+    );
+    // Memory: nothing a flood sends is kept; a generous bound over the peer's own peak.
+    assert!(
+        r.max_rss_kib <= peer.max_rss_kib + 64 * 1024,
+        "{name}: {} KiB at most resident, the peer {} KiB",
+        r.max_rss_kib,
+        peer.max_rss_kib
     );
     extra / attempts as f64
 }
