@@ -36,6 +36,8 @@ pub(crate) enum Flood {
     Settings,
     /// No flood: `:status 200`, END_STREAM (the peer the others are measured beside).
     Answer,
+    /// No flood: a GOAWAY ENHANCE_YOUR_CALM that processed no stream, for each request.
+    GoAway,
 }
 
 /// One HTTP/2 frame: length, type, flags, stream, payload (RFC 9113 §4.1).
@@ -52,6 +54,7 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 const HEADERS: u8 = 1;
 const SETTINGS: u8 = 4;
 const PING: u8 = 6;
+const GOAWAY: u8 = 7;
 const CONTINUATION: u8 = 9;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
@@ -124,6 +127,17 @@ async fn serve(s: TcpStream, flood: Flood) {
                 let b: Vec<u8> = streams
                     .drain(..)
                     .flat_map(|id| frame(HEADERS, END_HEADERS | END_STREAM, id, STATUS_200))
+                    .collect();
+                if wr.write_all(&b).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Flood::GoAway => {
+                // Last stream processed: none (0); error code ENHANCE_YOUR_CALM (0xb).
+                let b: Vec<u8> = streams
+                    .drain(..)
+                    .flat_map(|_| frame(GOAWAY, 0, 0, &[0, 0, 0, 0, 0, 0, 0, 0xb]))
                     .collect();
                 if wr.write_all(&b).await.is_err() {
                     return;
@@ -281,4 +295,33 @@ fn http2_floods_at_the_proxy_end_on_time_with_exact_counts_and_bounded_cpu() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// An HTTP/2 upstream that refuses each request with GOAWAY (no stream processed,
+/// ENHANCE_YOUR_CALM): the proxy resets the client's stream with that code, so the client's
+/// outcome is `stream-reset`, as for an RST_STREAM; counted as a reset the service made.
+#[test]
+fn an_upstream_goaway_reaches_the_client_as_a_stream_reset() {
+    let rt = crate::support::two_worker_runtime();
+    let r = run_against("h2-goaway", rt.block_on(h2_flooding(Flood::GoAway)));
+    let attempts = r.config["attempts"].as_u64().unwrap();
+    eprintln!(
+        "goaway: exit {}, attempts {attempts}, outcomes {}, relayed_resets {}, proxy_answered {}",
+        r.code,
+        r.config["attempts_by_outcome"],
+        r.config["relayed_resets"],
+        r.config["proxy_answered"]
+    );
+    assert!(attempts > 0);
+    assert_eq!(
+        r.config["attempts_by_outcome"]["stream-reset"].as_u64(),
+        Some(attempts),
+        "{}",
+        r.config["attempts_by_outcome"]
+    );
+    assert_eq!(
+        r.config["relayed_resets"]["stream_reset"].as_u64(),
+        Some(attempts)
+    );
+    assert_eq!(r.config["target_forwarded"].as_u64(), Some(attempts));
 }
