@@ -34,7 +34,9 @@ mod suite {
     mod gates_junit;
     mod google_api_core_conformance;
     mod grpc_calls;
+    mod grpc_layers;
     mod grpc_proxy;
+    mod grpc_proxy_faults;
     mod grpc_real_client;
     mod hedging;
     mod hostile_files;
@@ -62,6 +64,7 @@ mod suite {
     mod provider_retry_after;
     mod provider_tokens;
     mod proxy_answered;
+    mod proxy_h2_floods;
     mod proxy_local;
     mod proxy_nginx;
     mod proxy_protocol;

@@ -1,15 +1,17 @@
 //! Layer proxies for multi-hop topologies: load generator → layer 1 → … → layer L → target.
 //!
-//! Each layer is a hyper HTTP/1.1 server on loopback with its own [`ConfigRuntime`] (the
-//! layer's retry config, or a pass-through one) whose `base_uri` is the next hop. Per request
-//! arriving at a layer, in order:
+//! Each layer is a hyper HTTP/1.1 server on loopback (HTTP/2 in clear for a gRPC storm, whose
+//! calls need HTTP/2's trailers) with its own [`ConfigRuntime`] (the layer's retry config, or
+//! a pass-through one) whose `base_uri` is the next hop. Per request arriving at a layer, in
+//! order:
 //! 1. the arrival is counted and the request goes in flight (an RAII guard keeps the peak
 //!    exact and takes it out of flight however the request ends);
 //! 2. beyond the layer's `concurrency` the request is answered 503 at once (counted as
 //!    rejected, never forwarded);
 //! 3. the layer's own service time is waited (sampled per (request, attempt) from the seed);
-//! 4. `x-stormrig-deadline-ms`, when present, is the inherited deadline: every layer honours
-//!    it, so no attempt is started without time left and no attempt outlives it;
+//! 4. `x-stormrig-deadline-ms`, when present, is the inherited deadline (for a gRPC call,
+//!    also its `grpc-timeout`, the shorter of the two): every layer honours it, so no attempt
+//!    is started without time left and no attempt outlives it;
 //! 5. one logical request is driven through the layer's retry config to the next hop, with
 //!    request id `incoming_request × 1024 + incoming_attempt` (wrapping): unique per
 //!    (incoming request, incoming attempt) as long as attempts stay below 1024, which the
@@ -18,6 +20,10 @@
 //!    hints (`retry-after`, `x-amz-retry-after`, `x-amzn-errortype`,
 //!    `grpc-retry-pushback-ms`); a transport failure becomes 504 (timeouts) or 502 (reset,
 //!    refused, protocol); giving up before any attempt becomes 504 for the deadline, else 503.
+//!    A gRPC call's reply goes back in gRPC's form ([`super::layer_grpc`]): the next hop's
+//!    status, message and trailers as they came, the layer's own failures trailers-only.
+//!    The layer's client reads a gRPC reply by its `grpc-status`, so its retry config
+//!    retries the gRPC statuses it names, as the generator's does.
 //!
 //! Cancellation: a caller that gives up on an attempt (its per-try timeout, or its own
 //! caller's cancellation) closes the connection, and the layer drops its work on that
@@ -26,8 +32,9 @@
 //! which alone finishes the work it accepted). The layer's policy is told that the dropped
 //! request ended (the driver's guard abandons it), so what it held is given back; its
 //! recorder counts no ending. This is hyper's behaviour for an HTTP/1 connection closed mid-request
-//! without half-close (the handler's future is dropped), set explicitly below; the simulator
-//! models the same (`crate::sim`'s `hop` module).
+//! without half-close (the handler's future is dropped), set explicitly below, and for an
+//! HTTP/2 stream the caller resets (hyper's server drops the handler of a reset stream); the
+//! simulator models the same (`crate::sim`'s `hop` module).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -36,13 +43,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
@@ -50,6 +57,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::clock::Epoch;
 use super::driver::{ConfigRuntime, RequestTemplate};
 use super::http::{Reply, ReplyHeader};
+use super::layer_grpc::{self, LayerBody};
 use crate::draws::{draw, SALT_LAYER_SERVICE};
 use crate::headers;
 use crate::metrics::LayerSummary;
@@ -75,6 +83,8 @@ const NOT_FORWARDED: &[&str] = &[
     headers::ATTEMPT,
     headers::DEADLINE_MS,
     headers::IDEMPOTENCY_KEY,
+    // A gRPC call's deadline is inherited; the layer's client sends what remains of it.
+    headers::GRPC_TIMEOUT,
 ];
 
 /// Response headers relayed upstream with a layer's final reply (the retry hints).
@@ -100,6 +110,8 @@ pub struct Layer {
     pub rejected: AtomicU64,
     pub in_flight: AtomicU64,
     pub peak_in_flight: AtomicU64,
+    /// The storm's calls are gRPC's: served over HTTP/2 in clear, relayed in gRPC's form.
+    pub grpc: bool,
 }
 
 impl Layer {
@@ -120,7 +132,13 @@ impl Layer {
             rejected: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             peak_in_flight: AtomicU64::new(0),
+            grpc: false,
         }
+    }
+
+    /// The same layer relaying gRPC calls (see the module docs).
+    pub fn relaying_grpc(self, grpc: bool) -> Self {
+        Layer { grpc, ..self }
     }
 
     /// This layer's counts; `upstream` = the generator's upstream requests.
@@ -208,13 +226,24 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let layer = Arc::clone(&layer);
         conns.spawn(async move {
+            let grpc = layer.grpc;
             let svc = service_fn(move |req| handle(Arc::clone(&layer), epoch, req));
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                // A caller that closes its side cancels the request (see the module docs).
-                .half_close(false)
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            let io = TokioIo::new(stream);
+            let _ = match grpc {
+                true => {
+                    http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(io, svc)
+                        .await
+                }
+                false => {
+                    http1::Builder::new()
+                        .keep_alive(true)
+                        // A caller that closes its side cancels the request (see the module docs).
+                        .half_close(false)
+                        .serve_connection(io, svc)
+                        .await
+                }
+            };
         });
         while conns.try_join_next().is_some() {}
     }
@@ -247,10 +276,12 @@ async fn handle(
     layer: Arc<Layer>,
     epoch: Epoch,
     req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<LayerBody>, Infallible> {
     let arrived = epoch.elapsed();
     layer.arrivals.fetch_add(1, Ordering::SeqCst);
     let (_guard, n) = InFlight::enter(&layer);
+    let grpc = layer.grpc;
+    let status = |code, why| status(grpc, code, why);
     if layer.concurrency.is_some_and(|c| n > u64::from(c)) {
         layer.rejected.fetch_add(1, Ordering::SeqCst);
         return Ok(status(
@@ -261,7 +292,14 @@ async fn handle(
     let (parts, body) = req.into_parts();
     let request = parse_u64(&parts.headers, headers::REQUEST).unwrap_or(0);
     let attempt = parse_u64(&parts.headers, headers::ATTEMPT).unwrap_or(1);
-    let inherited = parse_u64(&parts.headers, headers::DEADLINE_MS).map(Duration::from_millis);
+    let propagated = parse_u64(&parts.headers, headers::DEADLINE_MS).map(Duration::from_millis);
+    let inherited = match (
+        propagated,
+        grpc.then(|| layer_grpc::inherited(&parts.headers)),
+    ) {
+        (Some(a), Some(Some(b))) => Some(a.min(b)),
+        (a, b) => a.or(b.flatten()),
+    };
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Ok(status(StatusCode::BAD_REQUEST, "unreadable body\n")),
@@ -280,6 +318,9 @@ async fn handle(
             fwd.append(k.clone(), v.clone());
         }
     }
+    if grpc {
+        fwd.insert(hyper::header::TE, HeaderValue::from_static("trailers"));
+    }
     let tmpl = RequestTemplate {
         method: parts.method,
         path: parts
@@ -289,7 +330,7 @@ async fn handle(
             .unwrap_or_else(|| "/".into()),
         headers: fwd,
         body,
-        grpc: false,
+        grpc,
         class: None,
         tokens: None,
     };
@@ -302,8 +343,13 @@ async fn handle(
             status: code,
             headers: h,
             body,
+        }) if grpc => layer_grpc::relayed(code, &h, body),
+        Some(Reply::Response {
+            status: code,
+            headers: h,
+            body,
         }) => {
-            let mut r = Response::new(Full::new(body));
+            let mut r = Response::new(LayerBody::Whole(Some(body)));
             *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
             for header in RELAYED {
                 if let Some(v) = h.value(*header) {
@@ -329,8 +375,13 @@ async fn handle(
     })
 }
 
-fn status(code: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+/// The layer's own answer: `code` with `body` as text, or for a gRPC call, trailers-only
+/// with the gRPC status `code` maps to and `body` as its message.
+fn status(grpc: bool, code: StatusCode, body: &'static str) -> Response<LayerBody> {
+    if grpc {
+        return layer_grpc::failed(code, body);
+    }
+    let mut r = Response::new(LayerBody::Whole(Some(Bytes::from_static(body.as_bytes()))));
     *r.status_mut() = code;
     r.headers_mut().insert(
         HeaderName::from_static("content-type"),

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod grpc;
 pub mod http;
 pub mod layer;
+pub mod layer_grpc;
 pub mod open_loop;
 pub mod pacer;
 pub mod progress;
@@ -445,7 +446,16 @@ async fn start_chains(
         let scheme = if wire.tls.is_some() { "https" } else { "http" };
         let mut next = format!("{scheme}://{}", t.addr());
         // The deepest hop speaks the target's wire; hops between stormrig's own layers
-        // are HTTP/1.1 in clear.
+        // are HTTP/1.1 in clear, or HTTP/2 in clear for gRPC calls (their status travels
+        // in HTTP/2 trailers).
+        let grpc = sc.load.grpc.is_some();
+        let layer_wire = || http::Dialer {
+            protocol: match grpc {
+                true => crate::scenario::Protocol::H2c,
+                false => crate::scenario::Protocol::default(),
+            },
+            tls: None,
+        };
         let mut next_wire = wire.clone();
         let mut chain = Vec::with_capacity(plan.layers.len());
         for pl in plan.layers.iter().rev() {
@@ -461,19 +471,22 @@ async fn start_chains(
                 seed: sc.seed,
                 propagate_deadline: pl.propagate_deadline,
                 attempt_log: false,
-                wire: std::mem::take(&mut next_wire),
+                wire: std::mem::replace(&mut next_wire, layer_wire()),
                 // Passes on the generator's.
                 trace: None,
                 classes: &[],
                 class_policies: &[],
             }));
-            let l = Arc::new(layer::Layer::new(
-                pl.name.clone(),
-                rt,
-                pl.service_time.clone(),
-                pl.concurrency,
-                sc.seed,
-            ));
+            let l = Arc::new(
+                layer::Layer::new(
+                    pl.name.clone(),
+                    rt,
+                    pl.service_time.clone(),
+                    pl.concurrency,
+                    sc.seed,
+                )
+                .relaying_grpc(grpc),
+            );
             let h = layer::start(LOOPBACK, l, epoch)
                 .await
                 .map_err(LiveError::Layer)?;

@@ -219,6 +219,11 @@ pub struct ConfigSummary {
     /// protocol error); all 0 for the built-in target and the simulator.
     #[serde(default)]
     pub proxy_answered: super::ProxyAnswered,
+    /// Forwarded attempts the service reset (its connection, or an HTTP/2 stream), which the
+    /// proxy relayed to the client as resets: apart from the scenario's own reset faults (0
+    /// for the built-in target and the simulator).
+    #[serde(default)]
+    pub relayed_resets: super::RelayedResets,
     /// Logical requests the target executed more than once.
     pub duplicate_executions: u64,
     /// The rest of the idempotency damage and dedup figures, flat in `summary.json`.
@@ -534,6 +539,7 @@ pub fn summarize(
         target_forwarded: target.forwarded,
         target_unreached: target.unreached,
         proxy_answered: target.proxy_answered,
+        relayed_resets: target.relayed_resets,
         duplicate_executions: target.duplicate_executions,
         idempotency: IdempotencyFigures::of(target),
         latency_curve: latency_curve(&rec.latency_us()),

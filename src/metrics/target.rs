@@ -41,6 +41,10 @@ pub struct TargetStats {
     /// the service's figures leave these answers out (fault proxy only).
     #[serde(default)]
     pub proxy_answered: super::ProxyAnswered,
+    /// Forwarded requests the service reset (connection or HTTP/2 stream), relayed to the
+    /// client as resets; apart from `resets`, the target's own reset faults (fault proxy only).
+    #[serde(default)]
+    pub relayed_resets: super::RelayedResets,
     /// Side-effecting executions of write requests (each debits the request's amount), and
     /// logical requests executed more than once (the damage non-idempotent retries do).
     pub executions: u64,
@@ -111,6 +115,7 @@ impl TargetStats {
         self.forwarded += other.forwarded;
         self.unreached += other.unreached;
         self.proxy_answered.merge(&other.proxy_answered);
+        self.relayed_resets.merge(&other.relayed_resets);
         self.executions += other.executions;
         self.duplicate_executions += other.duplicate_executions;
         self.extra_executions += other.extra_executions;

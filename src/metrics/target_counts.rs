@@ -113,6 +113,12 @@ impl TargetCounts {
         self.stats.proxy_answered.count(reason);
     }
 
+    /// The fault proxy relayed the service's reset of an arrival (`stream`: to an HTTP/2
+    /// client, as a stream reset; else as a closed connection).
+    pub fn relayed_reset(&mut self, stream: bool) {
+        self.stats.relayed_resets.count(stream);
+    }
+
     /// A request left flight at second `sec` (answered, or dropped with its connection).
     #[inline]
     pub fn leave(&mut self, sec: usize) {

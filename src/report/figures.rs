@@ -169,6 +169,7 @@ pub const FIGURES: &[Figure] = &[
     row("target_forwarded",                    Attempts,          Neither, OnlyGrows),
     row("target_unreached",                    Attempts,          Lower,   OnlyGrows),
     row("proxy_answered.*",                    Attempts,          Lower,   OnlyGrows),
+    row("relayed_resets.*",                    Attempts,          Lower,   OnlyGrows),
     row("duplicate_executions",                Requests,          Lower,   OnlyGrows),
     row("executions",                          Requests,          Neither, OnlyGrows),
     row("extra_executions",                    Requests,          Lower,   OnlyGrows),

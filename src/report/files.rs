@@ -117,6 +117,9 @@ struct SummaryRow<'a> {
     /// spaces (empty when none).
     proxy_answered: u64,
     proxy_answered_by_reason: String,
+    /// Resets the proxy relayed from the service, over HTTP/1.1 and as HTTP/2 stream resets.
+    relayed_resets: u64,
+    relayed_stream_resets: u64,
 }
 
 impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
@@ -182,6 +185,8 @@ impl<'a> From<&'a ConfigSummary> for SummaryRow<'a> {
             budget_drain_observed_windows: windows(c, |w| w.drain_observed),
             proxy_answered: c.proxy_answered.total(),
             proxy_answered_by_reason: c.proxy_answered.described(),
+            relayed_resets: c.relayed_resets.reset,
+            relayed_stream_resets: c.relayed_resets.stream_reset,
         }
     }
 }

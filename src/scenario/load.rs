@@ -62,7 +62,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
-    check_grpc(&file, &load, wire.protocol).map_err(refused)?;
+    check_grpc(&load, wire.protocol).map_err(refused)?;
     let faults = file
         .faults
         .iter()
@@ -220,28 +220,13 @@ fn check_header(file: &ScenarioFile) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// gRPC calls need a protocol that carries trailers, and a hop that relays them: the
-/// built-in target and the fault proxy in front of a `url` target do; topology layers relay
-/// bodies without their trailers.
-fn check_grpc(
-    file: &ScenarioFile,
-    load: &super::Load,
-    protocol: super::Protocol,
-) -> Result<(), Refusal> {
+/// gRPC calls need a protocol that carries trailers: the built-in target, the fault proxy
+/// in front of a `url` target and topology layers (over HTTP/2 in clear) relay them.
+fn check_grpc(load: &super::Load, protocol: super::Protocol) -> Result<(), Refusal> {
     if load.grpc.is_none() {
         return Ok(());
     }
-    super::grpc::check_protocol(protocol)?;
-    if !file.topology.is_empty() {
-        return Err(Refusal {
-            field: "load.grpc".into(),
-            message: "gRPC calls cannot cross topology layers: a layer relays bodies without \
-                      their trailers, where a gRPC status travels (the built-in target and a \
-                      `url` target, through stormrig's fault proxy, take them)"
-                .into(),
-        });
-    }
-    Ok(())
+    super::grpc::check_protocol(protocol)
 }
 
 /// A target definition file, found on disk or compiled in.

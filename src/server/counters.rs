@@ -114,6 +114,11 @@ impl Counters {
         self.lock().proxy_answered(reason);
     }
 
+    /// The fault proxy relayed the service's reset (`stream`: as an HTTP/2 stream reset).
+    pub(crate) fn relayed_reset(&self, stream: bool) {
+        self.lock().relayed_reset(stream);
+    }
+
     /// Tokens a provider charged an arrival of class `class` (`served`: of its 200 answer).
     pub(crate) fn class_tokens(&self, class: usize, tokens: u64, served: bool) {
         self.lock().class_tokens(class, tokens, served);

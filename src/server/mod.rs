@@ -32,6 +32,7 @@ mod deadline;
 mod dedup;
 mod delivery;
 mod fault_api;
+mod frame_budget;
 mod grpc;
 mod provider;
 pub mod proxy;

@@ -27,7 +27,8 @@
 //!    capacity faults" (what [`serve_standalone`] does);
 //! 6. the forward to the upstream and the relay of its answer ([`super::relay`]: headers
 //!    passed on, bodies buffered whole and bounded by [`MAX_BODY`], interim answers by
-//!    [`MAX_INFORMATIONAL`], upstream resets relayed as resets, gateway errors marked; a
+//!    [`MAX_INFORMATIONAL`], an HTTP/2 upstream's frames that carry no answer by a budget
+//!    per connection, upstream resets relayed as resets, gateway errors marked; a
 //!    gRPC call relayed with its trailers, the proxy's own answers to it trailers-only);
 //! 7. **lost-response** faults: the request is forwarded (the real server executes), then the
 //!    response is dropped: answered with the fault's `status`, or held without an answer

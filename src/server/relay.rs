@@ -66,6 +66,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use super::counters::{Counters, Trouble};
+use super::frame_budget::BudgetedConnector;
 use super::grpc;
 use super::Resp;
 pub use crate::headers::MAX_INFORMATIONAL;
@@ -90,7 +91,7 @@ pub struct UpstreamWire {
 
 /// The real server behind the proxy.
 pub(crate) struct Upstream {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<BudgetedConnector<HttpsConnector<HttpConnector>>, Full<Bytes>>,
     addr: SocketAddr,
     /// `http` or `https`.
     scheme: &'static str,
@@ -153,8 +154,11 @@ fn failed_exchange(
             Some(reset) => {
                 resp.extensions_mut().insert(reset);
             }
-            // An answer that did not parse: the proxy answers for it, marked and counted.
+            // An answer that did not parse, or an HTTP/2 connection that broke the protocol
+            // or spent its frame budget ([`super::frame_budget`]): the proxy answers for
+            // it, marked and counted.
             None => {
+                counters.trouble_seen(Trouble::ProtocolError);
                 counters.proxy_answered(ProxyAnswer::ProtocolError);
                 mark(&mut resp, crate::headers::UPSTREAM_PROTOCOL_ERROR);
             }
@@ -219,7 +223,9 @@ impl UpstreamReset {
         let mut next = Some(e);
         while let Some(e) = next {
             if let Some(h2e) = e.downcast_ref::<h2::Error>() {
-                if h2e.is_reset() || h2e.is_go_away() {
+                // The upstream's own RST_STREAM or GOAWAY; one h2 sent itself (the upstream
+                // broke the protocol, as with an endless CONTINUATION) is a protocol error.
+                if (h2e.is_reset() || h2e.is_go_away()) && h2e.is_remote() {
                     return Some(UpstreamReset(h2e.reason()));
                 }
             }
@@ -302,7 +308,7 @@ impl Upstream {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .http2_only(h2)
-            .build(https);
+            .build(BudgetedConnector { inner: https, h2 });
         Upstream {
             client,
             addr,

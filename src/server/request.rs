@@ -74,7 +74,9 @@ enum Worked {
         forwarded: bool,
     },
     /// Proxy mode: the real server reset the request; the client is reset the same way.
-    UpstreamReset(proxy::UpstreamReset),
+    /// Whether the client came over HTTP/2: its stream is then reset, whatever the service
+    /// reset (the client's connection carries other streams); over HTTP/1.1 it is closed.
+    UpstreamReset(proxy::UpstreamReset, bool),
 }
 
 /// One request answered and delivered: shaped on its way back when a connection-level fault
@@ -440,6 +442,7 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
         Err(Refused::Closed) => return Worked::Shed(Shed::QueueFull),
     };
     if let Some(upstream) = &s.upstream {
+        let over_h2 = job.parts.version == hyper::Version::HTTP_2;
         let (resp, forwarded) = upstream
             .forward(&s.counters, job.parts, job.body, job.arrived_at)
             .await;
@@ -456,7 +459,7 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
             }
         }
         if let Some(reset) = resp.extensions().get::<proxy::UpstreamReset>() {
-            return Worked::UpstreamReset(*reset);
+            return Worked::UpstreamReset(*reset, over_h2);
         }
         return Worked::Relayed { resp, forwarded };
     }
@@ -483,7 +486,8 @@ async fn answer(
     lost: Option<Option<u16>>,
 ) -> Result<Resp, CloseConnection> {
     match (worked, lost) {
-        (Worked::UpstreamReset(reset), _) => {
+        (Worked::UpstreamReset(reset, over_h2), _) => {
+            shared.counters.relayed_reset(over_h2);
             shared
                 .counters
                 .trouble_seen(super::counters::Trouble::Reset);

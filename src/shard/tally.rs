@@ -159,6 +159,7 @@ impl Totals<'_> {
             ("target.forwarded", g.forwarded),
             ("target.unreached", g.unreached),
             ("target.proxy_answered", g.proxy_answered.total()),
+            ("target.relayed_resets", g.relayed_resets.total()),
             ("target.executions", g.executions),
             ("target.duplicate_executions", g.duplicate_executions),
             ("target.extra_executions", g.extra_executions),

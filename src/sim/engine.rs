@@ -718,9 +718,16 @@ impl Sim<'_> {
                 let at = &mut self.atts[a as usize];
                 q.att_gen = at.gen;
                 at.hop = hop;
-                at.deadline_ms = match (propagate, attempt.remaining_deadline) {
-                    (true, Some(rem)) => u64::try_from(rem.as_millis()).unwrap_or(u64::MAX - 1),
-                    _ => NO_DEADLINE,
+                // A gRPC call always carries its deadline (`grpc-timeout`: what remains of
+                // it, else the try's), which the next layer inherits as the live one does.
+                let carried = match (self.cfg.grpc, propagate) {
+                    (true, _) => attempt.remaining_deadline.or(attempt.timeout),
+                    (false, true) => attempt.remaining_deadline,
+                    (false, false) => None,
+                };
+                at.deadline_ms = match carried {
+                    Some(rem) => u64::try_from(rem.as_millis()).unwrap_or(u64::MAX - 1),
+                    None => NO_DEADLINE,
                 };
                 at.child = NONE;
                 at.req = r;

@@ -225,12 +225,12 @@ fn a_run_against_endless_interim_answers_ends_on_time_with_exact_counts() {
     let attempts = cfg["attempts"].as_u64().unwrap();
     assert!(attempts > 0);
     // A core pinned per request would cost about duration + drain CPU-seconds each (the
-    // fault before the bound). The bound: a tenth of a core-second per request above the
-    // plain peer, 80 times below that. Measured 20 to 45 ms per request (the proxy parses
-    // the interim answers already buffered before it drops the exchange): above the 10 ms
-    // the aim names, which this test does not claim.
+    // fault before the bound). The bound: one core-second per 100 attempts above the plain
+    // peer, 800 times below that. Measured 5.6 to 8.2 ms per attempt over five runs (240
+    // attempts, 1.35 to 1.96 CPU-s above the peer, on a shared 2-core machine): the proxy
+    // parses the interim answers already buffered before it drops the exchange.
     let extra = c.cpu.saturating_sub(peer.cpu).as_secs_f64();
-    let allowed = attempts as f64 * 0.1;
+    let allowed = attempts as f64 * 0.01;
     assert!(
         extra <= allowed,
         "{attempts} attempts cost {extra:.2} CPU-s above the plain peer (allowed {allowed:.2})"
@@ -353,6 +353,14 @@ fn a_run_through_the_proxy_sees_the_upstreams_resets_as_resets() {
             c.proxy_answered
         );
         assert_eq!(c.unfinished, 0, "{}", c.name);
+        // Counted apart in the summary as the service's resets, relayed over HTTP/1.1.
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["relayed_resets"]["reset"].as_u64(), Some(c.attempts));
+        assert_eq!(json["relayed_resets"]["stream_reset"].as_u64(), Some(0));
+    }
+    for c in &direct.result.configs {
+        // The target's own reset faults are not the service's.
+        assert_eq!(c.relayed_resets.total(), 0, "{}", c.name);
     }
     assert_eq!(outcomes(&proxied), outcomes(&direct));
 }
@@ -462,6 +470,15 @@ fn a_run_through_the_proxy_sees_the_upstreams_rst_stream_as_stream_reset() {
         );
         assert_eq!(c.target_forwarded, c.attempts, "{}", c.name);
         assert_eq!(c.proxy_answered.total(), 0, "{}", c.name);
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(
+            json["relayed_resets"]["stream_reset"].as_u64(),
+            Some(c.attempts)
+        );
+        assert_eq!(json["relayed_resets"]["reset"].as_u64(), Some(0));
+    }
+    for c in &direct.result.configs {
+        assert_eq!(c.relayed_resets.total(), 0, "{}", c.name);
     }
     assert_eq!(outcomes(&proxied), outcomes(&direct));
 }

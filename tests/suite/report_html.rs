@@ -265,6 +265,7 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         target_forwarded: 0,
         target_unreached: 0,
         proxy_answered: Default::default(),
+        relayed_resets: Default::default(),
         duplicate_executions: (shape.storm_amp * 40.0) as u64,
         idempotency: Default::default(),
         latency_curve: curve,

@@ -84,6 +84,7 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         target_forwarded: 0,
         target_unreached: 0,
         proxy_answered: Default::default(),
+        relayed_resets: Default::default(),
         duplicate_executions: 0,
         idempotency: Default::default(),
         latency_curve: vec![[50.0, 12.0], [99.0, p99]],

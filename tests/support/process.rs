@@ -131,12 +131,15 @@ pub fn wait_watched(mut child: Child, start: Instant, limit: Duration) -> Watche
     }
 }
 
-/// What a child cost: its exit code, stderr, CPU time (user + system) and wall time.
+/// What a child cost: its exit code, stderr, CPU time (user + system), wall time and
+/// peak resident memory.
 pub struct Cost {
     pub code: i32,
     pub stderr: String,
     pub cpu: Duration,
     pub wall: Duration,
+    /// `ru_maxrss`: the child's largest resident set, in KiB (Linux).
+    pub max_rss_kib: u64,
 }
 
 /// Runs `cmd` to its end and reads its own CPU time from wait4(2): a figure that other
@@ -172,6 +175,7 @@ pub fn cost(mut cmd: Command) -> Cost {
         stderr: err_t.join().unwrap(),
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         wall,
+        max_rss_kib: usage.ru_maxrss.max(0) as u64,
     }
 }
 

@@ -24,13 +24,15 @@ pub enum ReplyHeader {
     ErrorType,
     GrpcPushbackMs,
     GrpcStatus,
+    /// gRPC's words for a failed call's status, which a layer relays with it.
+    GrpcMessage,
     /// stormrig's proxy: why an answer is a gateway error.
     Upstream,
     ContentType,
 }
 
 impl ReplyHeader {
-    const ALL: [ReplyHeader; 9] = [
+    const ALL: [ReplyHeader; 10] = [
         ReplyHeader::RetryAfter,
         ReplyHeader::RetryAfterMs,
         ReplyHeader::ShouldRetry,
@@ -38,6 +40,7 @@ impl ReplyHeader {
         ReplyHeader::ErrorType,
         ReplyHeader::GrpcPushbackMs,
         ReplyHeader::GrpcStatus,
+        ReplyHeader::GrpcMessage,
         ReplyHeader::Upstream,
         ReplyHeader::ContentType,
     ];
@@ -52,6 +55,7 @@ impl ReplyHeader {
             ReplyHeader::ErrorType => headers::ERROR_TYPE,
             ReplyHeader::GrpcPushbackMs => headers::GRPC_PUSHBACK_MS,
             ReplyHeader::GrpcStatus => headers::GRPC_STATUS,
+            ReplyHeader::GrpcMessage => headers::GRPC_MESSAGE,
             ReplyHeader::Upstream => headers::UPSTREAM,
             ReplyHeader::ContentType => "content-type",
         }
@@ -63,7 +67,7 @@ impl ReplyHeader {
         let is = |h: ReplyHeader| is_name(name, h.name().as_bytes());
         let candidates: &[ReplyHeader] = match name.len() {
             11 => &[ReplyHeader::RetryAfter, ReplyHeader::GrpcStatus],
-            12 => &[ReplyHeader::ContentType],
+            12 => &[ReplyHeader::ContentType, ReplyHeader::GrpcMessage],
             14 => &[ReplyHeader::RetryAfterMs, ReplyHeader::ShouldRetry],
             16 => &[ReplyHeader::ErrorType],
             17 => &[ReplyHeader::AmzRetryAfter],

@@ -356,6 +356,16 @@ another protocol error); by reason in summary.json",
             )
         },
     },
+    Column {
+        label: "relayed resets",
+        title: "attempts the service reset (its connection, or an HTTP/2 stream) and the \
+proxy relayed to the client as resets, apart from the scenario's own reset faults; HTTP/1.1 \
+resets and HTTP/2 stream resets apart in summary.json",
+        figure: Some("relayed_resets.*"),
+        shown: Shown::When(|c| c.relayed_resets.total() > 0),
+        value: |c| Some(c.relayed_resets.total() as f64),
+        show: |c| int(c.relayed_resets.total()),
+    },
 ];
 
 impl Column {
