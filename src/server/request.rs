@@ -106,6 +106,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
     let (request, attempt) = identify(&shared, &req);
+    if let Some(claims) = shared.claims.get() {
+        if !claims.read(request, attempt) {
+            // Its client gave up before it was read and counted it as never read.
+            return Err(CloseConnection::because(
+                "its client gave up before it was read",
+            ));
+        }
+    }
     let class = note_arrival(&shared, request, t);
     let routed = shared
         .providers
