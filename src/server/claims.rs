@@ -40,10 +40,13 @@ pub enum Settled {
     NeverRead,
 }
 
-/// The claims of one target's attempts, keyed by (request id, attempt number).
+/// One shard: each attempt's stand, keyed by (request id, attempt number).
+type Shard = HashMap<(u64, u32), Stand>;
+
+/// The claims of one target's attempts.
 #[derive(Debug)]
 pub struct Claims {
-    shards: Box<[Mutex<HashMap<(u64, u32), Stand>>]>,
+    shards: Box<[Mutex<Shard>]>,
 }
 
 impl Default for Claims {
@@ -55,7 +58,7 @@ impl Default for Claims {
 }
 
 impl Claims {
-    fn shard(&self, request: u64) -> std::sync::MutexGuard<'_, HashMap<(u64, u32), Stand>> {
+    fn shard(&self, request: u64) -> std::sync::MutexGuard<'_, Shard> {
         // A panic while holding a shard would already have failed the run; keep counting.
         self.shards[(request % SHARDS as u64) as usize]
             .lock()
