@@ -257,11 +257,12 @@ pub struct RetryClient {
     nominals: Arc<super::backoff::Nominals>,
     budget: Option<Box<dyn RetryBudget>>,
     breaker: Option<CircuitBreaker>,
-    /// With failover: where each attempt goes, and a breaker per provider.
-    router: Option<ProviderRouter>,
+    /// With failover: where each attempt goes, and a breaker per provider (boxed, like the
+    /// limiter: few configs have one, and every fleet instance would carry its size).
+    router: Option<Box<ProviderRouter>>,
     ledger: CostLedger,
     /// The send-rate limiter every attempt passes (botocore's adaptive mode), if any.
-    limiter: Option<RateLimiter>,
+    limiter: Option<Box<RateLimiter>>,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
     cost_cap_request_once: bool,
@@ -311,9 +312,9 @@ impl RetryClient {
             router: config
                 .failover
                 .as_ref()
-                .map(|f| ProviderRouter::new(f, config.breaker.as_ref())),
+                .map(|f| Box::new(ProviderRouter::new(f, config.breaker.as_ref()))),
             ledger: CostLedger::default(),
-            limiter: config.rate_limiter.build(),
+            limiter: config.rate_limiter.build().map(Box::new),
             events: Vec::new(),
             budget_refused_once: false,
             cost_cap_request_once: false,
@@ -444,7 +445,7 @@ impl RetryClient {
 
     /// The rate limiter's state, if the config has one (reports and tests read it).
     pub fn rate_limiter(&self) -> Option<&RateLimiter> {
-        self.limiter.as_ref()
+        self.limiter.as_deref()
     }
 
     /// Ask before EVERY attempt (first and retries): deadline, attempt count, cost caps (retries
