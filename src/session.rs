@@ -25,8 +25,8 @@ use crate::draws::{self, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::ladder::{self, Fallback};
 use crate::policy::{
-    attempt_label, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now, OutcomeClass,
-    Permit, PolicyEvent, RequestState, RetryConfig,
+    attempt_label, AttemptLabel, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now,
+    OutcomeClass, Permit, PolicyEvent, RequestState, RetryConfig,
 };
 use std::num::NonZeroU32;
 
@@ -49,6 +49,8 @@ pub struct Session {
     /// The scenario's seed and the config's draw key: the ladder's draws per request.
     seed: u64,
     draw_key: u64,
+    /// The label the next outcome is counted under in place of its own ([`Self::outcome_as`]).
+    relabel: Option<AttemptLabel>,
 }
 
 /// Where a request class's requests go in the session.
@@ -153,6 +155,7 @@ impl Session {
             deadline_cut: 0,
             seed: 0,
             draw_key: draws::config_key(name),
+            relabel: None,
         }
     }
 
@@ -420,7 +423,10 @@ impl Session {
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
-        let label = attempt_label(outcome, d.class());
+        let label = self
+            .relabel
+            .take()
+            .unwrap_or_else(|| attempt_label(outcome, d.class()));
         self.rec
             .attempt_done(t, latency, label, req.state.attempts());
         // With a fleet, the level charted is that of the instance that just decided.
@@ -471,6 +477,38 @@ impl Session {
             unreachable!("the request left its slot");
         };
         self.finish(now, req, ending).keep_in(slot)
+    }
+
+    /// [`Self::outcome`], the attempt counted and logged under `label` in place of its own:
+    /// for what the engine knows better than the outcome says (`not-accepted`: the
+    /// in-process target never read it). The policy decides on the outcome as it came.
+    pub fn outcome_as(
+        &mut self,
+        now: Now,
+        req: Request,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        rng: &mut LazyRng,
+        label: AttemptLabel,
+    ) -> Step {
+        self.relabel = Some(label);
+        self.outcome(now, req, latency, outcome, rng)
+    }
+
+    /// [`Self::abandon`] for a request dropped while attempt `attempt` (sent at `sent`) was
+    /// on the wire: that attempt is counted and logged under `label` (`unfinished`, or
+    /// `not-accepted` when the target never read it), so every attempt has an outcome.
+    pub fn abandon_on_wire(
+        &mut self,
+        now: Now,
+        req: Request,
+        attempt: u32,
+        sent: Duration,
+        label: AttemptLabel,
+    ) {
+        self.rec.attempt_unanswered(label);
+        self.log_row(req.id, attempt, Some(sent), label.as_str(), None);
+        self.abandon(now, req);
     }
 
     /// Ends a request its engine dropped because the caller went away (a layer whose caller
@@ -553,7 +591,10 @@ impl Session {
             .retry_on
             .classify(outcome)
             .class;
-        let label = attempt_label(outcome, class);
+        let label = self
+            .relabel
+            .take()
+            .unwrap_or_else(|| attempt_label(outcome, class));
         let number = req.state.attempts() + req.fallback_attempts;
         let t = now.mono;
         self.rec.attempt_done(t, latency, label, number);

@@ -11,6 +11,7 @@ mod suite {
     mod adaptive_rate_limit;
     mod architecture;
     mod attempt_log;
+    mod attempt_settling;
     mod aws_adaptive_conformance;
     mod aws_classic_conformance;
     mod aws_js_v3_conformance;

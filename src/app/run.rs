@@ -164,7 +164,13 @@ pub(super) fn run_live(mut args: RunArgs) -> Result<Exit, AppError> {
         };
         shards::write_dump(&dir, header, &result, output.raw)?;
     }
-    if let Some(warning) = local_resource_warning(&result) {
+    for warning in [
+        local_resource_warning(&result),
+        not_accepted_warning(&result),
+    ]
+    .into_iter()
+    .flatten()
+    {
         eprintln!("{warning}");
     }
     let tls = tls_verdict(&plan, &result, output.tls_failure.as_deref())
@@ -324,6 +330,27 @@ fn local_resource_warning(result: &RunResult) -> Option<String> {
         format!(
             "stormrig: warning: {n} attempts failed on this machine, not at the target ({label}: too many open \
              files, or no free local port or buffer); open-file limit (ulimit -n) {}: raise it or lower the load",
+            open_files_limit().unwrap_or_else(|| "unknown".into())
+        )
+    })
+}
+
+/// One line when the in-process target (or proxy) never read some attempts before their
+/// client gave up: the kernel queued them, but this process could not accept or read them
+/// (out of file descriptors, or short of CPU). Not the target's doing, so it is said apart.
+fn not_accepted_warning(result: &RunResult) -> Option<String> {
+    let label = crate::policy::AttemptLabel::NotAccepted.as_str();
+    let n: u64 = result
+        .configs
+        .iter()
+        .filter_map(|c| c.attempts_by_outcome.get(label))
+        .sum();
+    (n > 0).then(|| {
+        format!(
+            "stormrig: warning: {n} attempts were never read by the in-process target before \
+             their client gave up ({label}): this process could not accept or read them, out of \
+             file descriptors (open-file limit (ulimit -n) {}) or short of CPU; they are the \
+             machine's, not the target's",
             open_files_limit().unwrap_or_else(|| "unknown".into())
         )
     })

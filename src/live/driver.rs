@@ -4,7 +4,7 @@
 //! over HTTP.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,7 +16,8 @@ use super::http::{self, HttpClient, Outgoing, Reply, ReplyHeader, Stamp};
 use crate::draws::{request_seed, LazyRng};
 use crate::headers;
 use crate::policy::failover::path_at;
-use crate::policy::{AttemptOutcome, GiveUpReason, Response};
+use crate::policy::{AttemptLabel, AttemptOutcome, GiveUpReason, Response, TransportError};
+use crate::server::{Claims, Settled};
 use crate::session::{self, Attempt, Session, Step};
 
 /// Everything one config's requests share.
@@ -45,6 +46,9 @@ pub struct ConfigRuntime {
     /// `x-stormrig-config` and `x-stormrig-run` of every attempt (the load generator's
     /// clients; a layer passes on those it received).
     trace: Option<(HeaderValue, HeaderValue)>,
+    /// The claims of the in-process server this client talks to directly: whether it read
+    /// each attempt, so one it never read is `not-accepted` ([`crate::server::Claims`]).
+    claims: Option<Arc<Claims>>,
 }
 
 /// What every attempt of a config says about where it comes from.
@@ -193,6 +197,35 @@ impl ConfigRuntime {
                     HeaderValue::from_str(t.run).ok()?,
                 ))
             }),
+            claims: None,
+        }
+    }
+
+    /// Settles every attempt with the in-process server this client talks to directly
+    /// ([`crate::server::TargetHandle::claim_attempts`]).
+    pub fn with_claims(mut self, claims: Arc<Claims>) -> ConfigRuntime {
+        self.claims = Some(claims);
+        self
+    }
+
+    /// Whether the server never read attempt `attempt` of `request`, which ended as
+    /// `reply` (settled with the server when this client holds its claims).
+    fn never_read(&self, request: u64, attempt: u32, reply: &Reply) -> bool {
+        let Some(claims) = &self.claims else {
+            return false;
+        };
+        match reply {
+            // The client's own socket failed: no bytes of it can ever reach the server, and
+            // it keeps its own label.
+            Reply::Failed(TransportError::LocalResource) => {
+                claims.settle(request, attempt, false);
+                false
+            }
+            Reply::Failed(_) => claims.settle(request, attempt, true) == Settled::NeverRead,
+            Reply::Response { .. } => {
+                claims.settle(request, attempt, false);
+                false
+            }
         }
     }
 
@@ -239,7 +272,11 @@ impl ConfigRuntime {
         loop {
             step = match step {
                 Step::Send(req, attempt) => {
-                    let held = Held::new(self, epoch, req);
+                    if let Some(claims) = &self.claims {
+                        claims.sent(request, attempt.number);
+                    }
+                    let held =
+                        Held::new(self, epoch, req).on_wire(request, attempt.number, now.mono);
                     let sent_at = now.mono;
                     let reply = http::send(
                         &self.http,
@@ -255,7 +292,17 @@ impl ConfigRuntime {
                     } else {
                         to_outcome(&reply)
                     };
-                    let next = self.lock().outcome(now, req, latency, &outcome, &mut rng);
+                    let next = match self.never_read(request, attempt.number, &reply) {
+                        false => self.lock().outcome(now, req, latency, &outcome, &mut rng),
+                        true => self.lock().outcome_as(
+                            now,
+                            req,
+                            latency,
+                            &outcome,
+                            &mut rng,
+                            AttemptLabel::NotAccepted,
+                        ),
+                    };
                     last = Some(reply);
                     next
                 }
@@ -396,13 +443,17 @@ fn policies<'a>(
 }
 
 /// A request between two steps of [`ConfigRuntime::drive`], while an attempt is on the wire
-/// or a retry waits. If the drive is dropped there (a layer whose caller closed the
-/// connection), the guard hands the request back to the session to be abandoned, so the
-/// policy releases what it held (retry slot, breaker probe, active-request count).
+/// or a retry waits. If the drive is dropped there (the run's drain ended, a layer whose
+/// caller closed the connection), the guard hands the request back to the session to be
+/// abandoned, so the policy releases what it held (retry slot, breaker probe,
+/// active-request count), and the attempt on the wire gets its outcome: `unfinished`, or
+/// `not-accepted` when the server never read it.
 struct Held<'a> {
     rt: &'a ConfigRuntime,
     epoch: &'a Epoch,
     req: Option<session::Request>,
+    /// The attempt on the wire: request id, attempt number, when it was sent.
+    wire: Option<(u64, u32, Duration)>,
 }
 
 impl<'a> Held<'a> {
@@ -411,7 +462,14 @@ impl<'a> Held<'a> {
             rt,
             epoch,
             req: Some(req),
+            wire: None,
         }
+    }
+
+    /// While attempt `attempt` of `request`, sent at `sent`, is on the wire.
+    fn on_wire(mut self, request: u64, attempt: u32, sent: Duration) -> Self {
+        self.wire = Some((request, attempt, sent));
+        self
     }
 
     /// The request back, for its next step; the guard is disarmed.
@@ -422,8 +480,26 @@ impl<'a> Held<'a> {
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        if let Some(req) = self.req.take() {
-            self.rt.lock().abandon(self.epoch.now(), req);
+        let Some(req) = self.req.take() else {
+            return;
+        };
+        let now = self.epoch.now();
+        match self.wire {
+            Some((request, attempt, sent)) => {
+                let unread = self
+                    .rt
+                    .claims
+                    .as_ref()
+                    .is_some_and(|c| c.settle(request, attempt, true) == Settled::NeverRead);
+                let label = match unread {
+                    true => AttemptLabel::NotAccepted,
+                    false => AttemptLabel::Unfinished,
+                };
+                self.rt
+                    .lock()
+                    .abandon_on_wire(now, req, attempt, sent, label);
+            }
+            None => self.rt.lock().abandon(now, req),
         }
     }
 }

@@ -168,7 +168,7 @@ pub async fn run(
 
     let (targets, wires): (Vec<_>, Vec<_>) = start_targets(plan, epoch).await?.into_iter().unzip();
     let (chains, entries) = start_chains(plan, &targets, &wires, epoch).await?;
-    let runtimes = client_runtimes(plan, &entries, opts, &meta);
+    let runtimes = client_runtimes(plan, &entries, &targets, opts, &meta);
     let probes = targets.iter().map(|t| t.probe()).collect();
     let telemetry =
         telemetry::Telemetry::start(&opts.telemetry, &runtimes, probes, &meta, &sc.name, epoch)
@@ -510,9 +510,12 @@ struct Entry {
 }
 
 /// The load generator's client of each compared config, pointed at its entry URI.
+/// Each config's client; one that talks to its in-process target (or proxy) directly, with
+/// no layer between, settles every attempt with it ([`server::Claims`]).
 fn client_runtimes(
     plan: &Plan,
     entries: &[Entry],
+    targets: &[TargetHandle],
     opts: &RunOptions,
     meta: &crate::metrics::RunMeta,
 ) -> Vec<Arc<ConfigRuntime>> {
@@ -520,8 +523,9 @@ fn client_runtimes(
     plan.configs
         .iter()
         .zip(entries)
-        .map(|(c, entry)| {
-            Arc::new(ConfigRuntime::new(RuntimeSpec {
+        .zip(targets)
+        .map(|((c, entry), target)| {
+            let rt = ConfigRuntime::new(RuntimeSpec {
                 draw_key: draws::config_key(&c.name),
                 name: &c.name,
                 config: &c.config,
@@ -539,7 +543,11 @@ fn client_runtimes(
                 }),
                 classes: &sc.load.classes,
                 class_policies: &c.class_policies,
-            }))
+            });
+            Arc::new(match plan.layers.is_empty() {
+                true => rt.with_claims(target.claim_attempts()),
+                false => rt,
+            })
         })
         .collect()
 }

@@ -394,8 +394,20 @@ impl Recorder {
                 AttemptLabel::ClientError
                 | AttemptLabel::LocalResource
                 | AttemptLabel::TlsHandshake => f.other += 1,
+                // The client waited it out (or saw its queued connection reset): the policy
+                // learnt from it as the timeout it saw.
+                AttemptLabel::NotAccepted => f.timeout += 1,
+                // No outcome: `attempt_unanswered` counts it, never here.
+                AttemptLabel::Unfinished => f.other += 1,
             }
         }
+    }
+
+    /// An attempt dropped without an answer at the run's end (or a layer's caller hung
+    /// up): counted under `label` so that every attempt has an outcome, with no latency
+    /// (it never ended) and not among first attempts that succeeded or failed.
+    pub fn attempt_unanswered(&mut self, label: AttemptLabel) {
+        self.attempts_by_outcome.add(label, 1);
     }
 
     /// The policy decided to retry.

@@ -58,6 +58,7 @@ use super::rate_limiter::RateLimiter;
 use super::retry_after::Hint;
 use super::status_classes::StatusClasses;
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Injected time: monotonic since the run's epoch, plus the wall clock at that epoch. The
@@ -242,20 +243,26 @@ impl RequestState {
 
 /// The retry state machine of one config at one layer. `Send`, not shared: engines wrap it in a
 /// `Mutex` if several tasks use it.
+///
+/// What every instance of a fleet has alike (the config and the tables derived from it) is
+/// shared behind `Arc`s ([`RetryClient::sibling`]); only the state each instance learns on
+/// its own (budget, breaker, router, ledger, limiter) is its own: a fleet of a million
+/// instances must not hold a million copies of one config.
 #[derive(Debug)]
 pub struct RetryClient {
-    config: RetryConfig,
+    config: Arc<RetryConfig>,
     /// The config's `retry_on` answers for bare statuses, looked up per outcome.
-    statuses: StatusClasses,
+    statuses: Arc<StatusClasses>,
     /// The config's nominal backoff of the first retries, looked up per retry.
-    nominals: super::backoff::Nominals,
+    nominals: Arc<super::backoff::Nominals>,
     budget: Option<Box<dyn RetryBudget>>,
     breaker: Option<CircuitBreaker>,
-    /// With failover: where each attempt goes, and a breaker per provider.
-    router: Option<ProviderRouter>,
+    /// With failover: where each attempt goes, and a breaker per provider (boxed, like the
+    /// limiter: few configs have one, and every fleet instance would carry its size).
+    router: Option<Box<ProviderRouter>>,
     ledger: CostLedger,
     /// The send-rate limiter every attempt passes (botocore's adaptive mode), if any.
-    limiter: Option<RateLimiter>,
+    limiter: Option<Box<RateLimiter>>,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
     cost_cap_request_once: bool,
@@ -271,11 +278,30 @@ impl RetryClient {
             config.retry_on.grpc_statuses = non_fatal;
             config.retry_on.grpc_throttling_statuses.clear();
         }
-        let config = &config;
+        let statuses = Arc::new(StatusClasses::new(&config.retry_on));
+        let nominals = Arc::new(super::backoff::Nominals::new(&config.backoff));
+        RetryClient::fresh(Arc::new(config), statuses, nominals)
+    }
+
+    /// Another instance of the same config: the config and its tables shared with this
+    /// one, the learnt state (budget, breaker, ledger, limiter) fresh.
+    pub fn sibling(&self) -> RetryClient {
+        RetryClient::fresh(
+            Arc::clone(&self.config),
+            Arc::clone(&self.statuses),
+            Arc::clone(&self.nominals),
+        )
+    }
+
+    /// A client with fresh learnt state over shared config and tables.
+    fn fresh(
+        config: Arc<RetryConfig>,
+        statuses: Arc<StatusClasses>,
+        nominals: Arc<super::backoff::Nominals>,
+    ) -> RetryClient {
         RetryClient {
-            config: config.clone(),
-            statuses: StatusClasses::new(&config.retry_on),
-            nominals: super::backoff::Nominals::new(&config.backoff),
+            statuses,
+            nominals,
             budget: config.budget.build(),
             // With failover the breaker settings serve each provider (one provider's
             // outage must not shut the others), not the client as a whole.
@@ -286,13 +312,14 @@ impl RetryClient {
             router: config
                 .failover
                 .as_ref()
-                .map(|f| ProviderRouter::new(f, config.breaker.as_ref())),
+                .map(|f| Box::new(ProviderRouter::new(f, config.breaker.as_ref()))),
             ledger: CostLedger::default(),
-            limiter: config.rate_limiter.build(),
+            limiter: config.rate_limiter.build().map(Box::new),
             events: Vec::new(),
             budget_refused_once: false,
             cost_cap_request_once: false,
             cost_cap_global_once: false,
+            config,
         }
     }
 
@@ -418,7 +445,7 @@ impl RetryClient {
 
     /// The rate limiter's state, if the config has one (reports and tests read it).
     pub fn rate_limiter(&self) -> Option<&RateLimiter> {
-        self.limiter.as_ref()
+        self.limiter.as_deref()
     }
 
     /// Ask before EVERY attempt (first and retries): deadline, attempt count, cost caps (retries

@@ -24,9 +24,13 @@ pub struct Fleet {
 impl Fleet {
     /// `size` fresh clients of `config`.
     pub fn new(config: &RetryConfig, size: NonZeroU32) -> Fleet {
-        Fleet {
-            clients: (0..size.get()).map(|_| RetryClient::new(config)).collect(),
-        }
+        let first = RetryClient::new(config);
+        let mut clients = Vec::with_capacity(size.get() as usize);
+        clients.extend((1..size.get()).map(|_| first.sibling()));
+        clients.push(first);
+        // The first-built client serves instance 0, as before: the order is the ids'.
+        clients.rotate_right(1);
+        Fleet { clients }
     }
 
     /// The instance that sends logical request `id`.

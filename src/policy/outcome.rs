@@ -360,11 +360,19 @@ pub enum AttemptLabel {
     StreamReset,
     /// HTTP/2 GOAWAY took the request's stream with it.
     Goaway,
+    /// No answer, and the in-process target (or proxy) never read the attempt: the kernel
+    /// queued the connection but the process did not accept or read it before the client
+    /// gave up (out of file descriptors, short of CPU). The generator's machine, not the
+    /// target; the policy saw what the client saw (a timeout, a reset).
+    NotAccepted,
+    /// Still without an answer when its request was dropped: the run's drain ended (or, at
+    /// a layer, its caller hung up). Read by the target, so it counts among its arrivals.
+    Unfinished,
 }
 
 impl AttemptLabel {
     /// Every label, in the order of their slots.
-    pub const ALL: [AttemptLabel; 9] = [
+    pub const ALL: [AttemptLabel; 11] = [
         AttemptLabel::Ok,
         AttemptLabel::Transient,
         AttemptLabel::Throttle,
@@ -374,6 +382,8 @@ impl AttemptLabel {
         AttemptLabel::TlsHandshake,
         AttemptLabel::StreamReset,
         AttemptLabel::Goaway,
+        AttemptLabel::NotAccepted,
+        AttemptLabel::Unfinished,
     ];
 
     /// The name reports and the attempt log use.
@@ -388,6 +398,8 @@ impl AttemptLabel {
             AttemptLabel::TlsHandshake => "tls-handshake",
             AttemptLabel::StreamReset => "stream-reset",
             AttemptLabel::Goaway => "goaway",
+            AttemptLabel::NotAccepted => "not-accepted",
+            AttemptLabel::Unfinished => "unfinished",
         }
     }
 }

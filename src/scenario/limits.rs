@@ -23,14 +23,16 @@ pub const DEFAULT_MAX_PLANNED_ARRIVALS: u64 = 100_000_000;
 /// Largest client fleet per config (`load.clients`): each instance holds its own policy state.
 pub const MAX_CLIENTS: u32 = 1_000_000;
 /// What one client instance of a fleet costs in memory, rounded up: measured as the growth
-/// of the peak resident set of `stormrig sim` (one `aws-standard` config, 1 s at 10 req/s)
-/// from `clients = 1` (17.8 MiB) to `clients = 200000` (572 MiB) and `clients = 1000000`
-/// (2.72 GiB): 2.9 KB per instance both times. The live engine keeps the same per-instance
-/// policy state.
-pub const CLIENT_INSTANCE_BYTES: u64 = 3 * 1024;
+/// of the peak resident set of `stormrig sim` (one config, 2 s at 100 req/s) from
+/// `clients = 1` to `clients = 1000000`: 240 B per instance for `naive`, 287 B for
+/// `aws-standard`, 383 B for `aws-adaptive` (its rate limiter). The config and its tables
+/// are shared by the fleet; the live engine keeps the same per-instance policy state.
+pub const CLIENT_INSTANCE_BYTES: u64 = 512;
 /// Default ceiling on client instances over all configs (`configs × load.clients`), about
-/// 2.9 GiB of fleet state; a scenario may raise it with `load.max_client_instances`.
-pub const DEFAULT_MAX_CLIENT_INSTANCES: u64 = 1_000_000;
+/// 2 GiB of fleet state at [`CLIENT_INSTANCE_BYTES`] (the ceiling was 1,000,000 at 3 KiB an
+/// instance, before the fleet shared its config); a scenario may raise it with
+/// `load.max_client_instances`.
+pub const DEFAULT_MAX_CLIENT_INSTANCES: u64 = 4_000_000;
 /// The shortest a closed-loop user's cycle (attempt plus think time) is taken to be when
 /// bounding its work: a keep-alive HTTP/1.1 request on loopback, measured with `stormrig
 /// bench floor --connections 1` against nginx, took 22 µs at the median (33,872 req/s on
@@ -96,13 +98,13 @@ pub fn check_fleet(clients: u32, configs: usize, limit: u64) -> Result<(), Strin
     if total > limit {
         return Err(format!(
             "{} client instances ({} per config × {} configs, about {:.1} GiB of client state \
-             at {} KiB each), above the ceiling of {}; lower load.clients or the number of \
+             at {} bytes each), above the ceiling of {}; lower load.clients or the number of \
              configs (--only), or raise load.max_client_instances",
             big(total as f64),
             clients,
             configs.max(1),
             total as f64 * CLIENT_INSTANCE_BYTES as f64 / (1u64 << 30) as f64,
-            CLIENT_INSTANCE_BYTES / 1024,
+            CLIENT_INSTANCE_BYTES,
             big(limit as f64)
         ));
     }
@@ -167,7 +169,7 @@ mod tests {
     fn a_fleet_above_the_ceiling_is_refused_with_its_memory() {
         let e = check_fleet(1_000_000, 32, DEFAULT_MAX_CLIENT_INSTANCES).unwrap_err();
         assert!(e.contains("32000000 client instances"), "{e}");
-        assert!(e.contains("91.6 GiB"), "{e}");
+        assert!(e.contains("15.3 GiB"), "{e}");
         assert!(e.contains("max_client_instances"), "{e}");
         assert!(check_fleet(1_000_000, 1, DEFAULT_MAX_CLIENT_INSTANCES).is_ok());
         assert!(check_fleet(u32::MAX, usize::MAX, u64::MAX).is_ok());

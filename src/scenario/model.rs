@@ -131,7 +131,7 @@ pub struct LoadSection {
     #[serde(default)]
     pub max_planned_arrivals: Option<u64>,
     /// Raises the ceiling on client instances over all configs (`configs × clients`,
-    /// default 1,000,000, about 3 KiB of state each) for a fleet that really is that large.
+    /// default 4,000,000, at most 512 B of state each) for a fleet that really is that large.
     #[serde(default)]
     pub max_client_instances: Option<u64>,
     /// The fleet size: this many client instances per config, each with its own retry

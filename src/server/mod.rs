@@ -27,6 +27,7 @@
 //! connection the other streams share; the arrival is counted like any other. A client whose
 //! TLS handshake fails never sent a request: nothing is counted.
 
+mod claims;
 mod counters;
 mod deadline;
 mod dedup;
@@ -65,6 +66,7 @@ use crate::scenario::provider::Provider;
 use crate::scenario::timeline::FaultTimeline;
 use crate::scenario::{DedupSpec, Fault, FaultKind, Protocol, ServiceModel};
 
+pub use claims::{Claims, Settled};
 use counters::Counters;
 use dedup::Dedup;
 use delivery::{CloseHold, Delivered, HeldClose};
@@ -289,6 +291,9 @@ pub(crate) struct Shared {
     /// A load's request classes and the seed to draw each arrival's class from its id, once
     /// [`TargetHandle::count_classes`] asked for counts per class.
     classes: std::sync::OnceLock<ArrivalClasses>,
+    /// Which of the load generator's attempts were read, once
+    /// [`TargetHandle::claim_attempts`] asked for it (its client settles each attempt).
+    claims: std::sync::OnceLock<Arc<Claims>>,
 }
 
 impl Shared {
@@ -512,6 +517,7 @@ async fn start_serving(
         providers: provider::Providers::new(providers),
         arrival_log: std::sync::OnceLock::new(),
         classes: std::sync::OnceLock::new(),
+        claims: std::sync::OnceLock::new(),
     });
 
     // Waiters queued while capacity is low get their slots when it grows back, even if no
@@ -540,6 +546,14 @@ impl TargetHandle {
     /// method.
     pub fn count_classes(&self, classes: ArrivalClasses) {
         let _ = self.shared.classes.set(classes);
+    }
+
+    /// From now on, settles every announced attempt with its client ([`Claims`]): an
+    /// attempt the client gave up on before this server read it is never counted here, and
+    /// the client labels it `not-accepted`. For the one client that talks to this server
+    /// directly.
+    pub fn claim_attempts(&self) -> Arc<Claims> {
+        Arc::clone(self.shared.claims.get_or_init(Default::default))
     }
 
     /// The arrivals kept since [`TargetHandle::log_arrivals`], in arrival order.

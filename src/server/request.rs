@@ -108,6 +108,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
     let (request, attempt) = identify(&shared, &req);
+    claim(&shared, request, attempt)?;
     let class = note_arrival(&shared, request, t);
     let routed = shared
         .providers
@@ -259,6 +260,18 @@ fn admit(
 
 /// The request id and attempt the load generator put on the request; a request without an
 /// id (external traffic) gets the next id of the server's own counter, a missing attempt 1.
+/// Settles the attempt with its client when it announced it ([`super::Claims`]): one its
+/// client gave up on before it was read (and counted as never read) is neither counted nor
+/// answered.
+fn claim(shared: &Shared, request: u64, attempt: u32) -> Result<(), CloseConnection> {
+    match shared.claims.get() {
+        Some(claims) if !claims.read(request, attempt) => Err(CloseConnection::because(
+            "its client gave up before it was read",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn identify(shared: &Shared, req: &Request<Incoming>) -> (u64, u32) {
     let request = parse_u64(req.headers().get(H_REQUEST))
         .unwrap_or_else(|| shared.external_ids.fetch_add(1, Ordering::Relaxed));

@@ -121,3 +121,40 @@ proptest! {
         }
     }
 }
+
+/// Every input that once broke `check`, kept in `tests/fuzz-corpus/scenarios/` under a name
+/// that says what it holds: each is accepted, or refused with exit 2 by a message that
+/// names the file and carries no raw control character.
+#[test]
+fn every_scenario_of_the_corpus_is_answered_by_name() {
+    let dir = crate::support::repo_root().join("tests/fuzz-corpus/scenarios");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 5, "{cases:?}");
+    for path in cases {
+        let cli =
+            Cli::try_parse_from(["stormrig".as_ref(), "check".as_ref(), path.as_os_str()]).unwrap();
+        let t = Instant::now();
+        let outcome = app::run(cli);
+        assert!(t.elapsed() < CHECK_BOUND, "{}", path.display());
+        if let Err(e) = outcome {
+            assert_eq!(e.exit, Exit::BadInput, "{}: {}", path.display(), e.message);
+            let file = path.display().to_string();
+            assert!(e.message.starts_with(&file), "{}", e.message);
+            assert!(
+                !e.message.chars().any(|c| c.is_control() && c != '\n'),
+                "{}",
+                e.message
+            );
+            assert!(
+                !e.message.trim_end().ends_with(':'),
+                "an empty reason: {}",
+                e.message
+            );
+        }
+    }
+}

@@ -26,9 +26,17 @@ fn sim_config(p: &Plan) -> ConfigSummary {
 /// served and shed.
 fn assert_counted(c: &ConfigSummary, what: &str) {
     let by = c.target_shed_by_reason;
+    // What the target never read (the generator's machine: never accepted or read before
+    // the client gave up, or refused by its own limits) is labelled so, never lost.
+    let never_read: u64 = ["not-accepted", "local-resource"]
+        .iter()
+        .filter_map(|l| c.attempts_by_outcome.get(*l))
+        .sum();
     assert_eq!(
-        c.attempts, c.downstream_arrivals,
-        "{what}: attempts vs arrivals"
+        c.attempts,
+        c.downstream_arrivals + never_read,
+        "{what}: attempts vs arrivals and attempts never read ({:?})",
+        c.attempts_by_outcome
     );
     assert_eq!(by.total(), c.target_shed, "{what}: reasons vs shed");
     assert!(
