@@ -551,6 +551,8 @@ pub struct Overrides {
     pub only: Vec<String>,
     /// A new duration; faults that would start after it are dropped.
     pub duration: Option<Duration>,
+    /// A real service to rehearse instead of the scenario's target (`run --target-url`).
+    pub target_url: Option<String>,
 }
 
 /// Loads and plans a scenario file in one step.
@@ -560,7 +562,10 @@ pub fn load(path: &Path) -> Result<Plan, LoadError> {
 
 /// Loads and plans a scenario file with the command line's overrides.
 pub fn load_with(path: &Path, overrides: &Overrides) -> Result<Plan, LoadError> {
-    let text = scenario::load::read_text(path)?;
+    let mut text = scenario::load::read_text(path)?;
+    if let Some(url) = &overrides.target_url {
+        text = scenario::with_target_url(&text, url);
+    }
     let mut scenario = scenario::parse(path, &text)?;
     if let Some(seed) = overrides.seed {
         scenario.seed = seed;

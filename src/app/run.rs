@@ -55,7 +55,7 @@ fn scenario_path(common: &CommonArgs) -> &Path {
 }
 
 /// The plan of `run` and `sim`, made with the command line's overrides.
-fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
+fn prepare(common: &CommonArgs, target_url: Option<&str>) -> Result<Plan, AppError> {
     let duration = common
         .duration
         .as_deref()
@@ -66,6 +66,7 @@ fn prepare(common: &CommonArgs) -> Result<Plan, AppError> {
         seed: common.seed,
         only: common.only.clone(),
         duration,
+        target_url: target_url.map(str::to_string),
     };
     plan::load_with(scenario_path(common), &overrides).map_err(AppError::bad)
 }
@@ -95,7 +96,7 @@ fn count_panics() {
 
 pub(super) fn run_live(mut args: RunArgs) -> Result<Exit, AppError> {
     materialize(&mut args.common)?;
-    let plan = prepare(&args.common)?;
+    let plan = prepare(&args.common, args.target_url.as_deref())?;
     check_work(&plan, 1.0)?;
     let mut gates = gates_of(&plan, &args.common.gates)?;
     let shard = shards::shard_of(&args.shard, &plan)?;
@@ -278,7 +279,7 @@ fn print_run_notes(plan: &Plan, output: &live::LiveOutput) {
 
 pub(super) fn run_sim(mut args: SimArgs) -> Result<Exit, AppError> {
     materialize(&mut args.common)?;
-    let plan = prepare(&args.common)?;
+    let plan = prepare(&args.common, None)?;
     if !args.scale.is_finite() || args.scale <= 0.0 {
         return Err(AppError::bad(format!(
             "--scale {}: must be a finite number above 0",

@@ -68,6 +68,12 @@ pub struct RunArgs {
     /// addresses only, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Rehearse the scenario, unchanged, against the real service at URL (loopback unless
+    /// the scenario's `allow_remote` names its host): its `[target]` becomes `url = URL`
+    /// (protocol and the rest kept), and its faults are applied by the counting fault proxy
+    /// in front of the service.
+    #[arg(long, value_name = "URL", conflicts_with = "rate")]
+    pub target_url: Option<String>,
     /// Push the same figures to a Prometheus Pushgateway at ADDR (loopback only, e.g.
     /// 127.0.0.1:9091) every --push-interval and once more when the run ends, as the group
     /// /metrics/job/stormrig/run/RUN_ID: a run shorter than a scrape interval still lands in

@@ -285,6 +285,30 @@ pub fn resolve_target(scenario_path: &Path, name: &str) -> Result<TargetSource, 
     ))
 }
 
+/// The scenario's text with its `[target]` pointed at a real service at `url`: the
+/// built-in model (`builtin`, `service`) and its `tls` switch go (a `url` target says TLS
+/// with `https://`); the protocol, dedup, model and every other table stay, so a shipped
+/// scenario is rehearsed unchanged against the user's own service, through the counting
+/// fault proxy. A text that is not TOML is returned as it is, for the parser to name
+/// what is wrong.
+pub fn with_target_url(text: &str, url: &str) -> String {
+    let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return text.to_string();
+    };
+    let target = doc
+        .entry("target")
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut();
+    let Some(target) = target else {
+        return text.to_string();
+    };
+    for key in ["builtin", "service", "tls"] {
+        target.remove(key);
+    }
+    target.insert("url", toml_edit::value(url));
+    doc.to_string()
+}
+
 /// Parses a target definition file (`targets/*.toml`) into its service model.
 pub fn parse_target(path: &Path, text: &str) -> Result<ServiceModel, ScenarioError> {
     let (file, map): (TargetFile, _) = deserialize(path, text)?;

@@ -24,7 +24,7 @@ pub mod validate;
 pub mod wire;
 
 pub use error::{ErrorKind, ScenarioError};
-pub use load::{load, parse, parse_target};
+pub use load::{load, parse, parse_target, with_target_url};
 pub use model::*;
 pub use schedule::{arrivals, expected_count, Arrivals};
 pub use source::locate;

@@ -263,3 +263,50 @@ async fn the_real_servers_answers_are_relayed_and_the_proxys_own_are_marked() {
     let stats = proxy.shutdown().await;
     assert_eq!((stats.unreached, stats.forwarded), (1, 0));
 }
+
+/// `run --target-url`: the shipped gRPC storm file itself, unchanged, against grpcio. Its
+/// faults are applied by the proxy; what the proxy forwarded, grpcio counted, per config.
+#[test]
+fn the_shipped_grpc_storm_file_runs_unchanged_against_grpcio_with_target_url() {
+    use crate::support::process::{bin, tmp_dir};
+    let mut server = GrpcServer::start();
+    let out = tmp_dir("grpc-target-url").join("out");
+    let run = bin()
+        .arg("run")
+        .arg(support::repo_root().join("scenarios/grpc-unavailable-storm.toml"))
+        .arg("--target-url")
+        .arg(format!("http://{}", server.addr))
+        .arg("--duration")
+        .arg("5s")
+        .arg("--quiet")
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    // 1 = a gate of the scenario failed; the run and its counts are whole.
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let calls = server.calls();
+    println!("grpcio's calls: {calls:?}");
+    let configs = summary["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 4, "every config of the shipped file ran");
+    for c in configs {
+        let name = c["name"].as_str().unwrap();
+        let n = |k: &str| c[k].as_u64().unwrap();
+        assert_eq!(n("attempts"), n("downstream_arrivals"), "{name}");
+        assert!(n("target_forwarded") > 0, "{name}");
+        let served = calls.get(name).map_or(0, |c| c.calls);
+        assert_eq!(served, n("target_forwarded"), "{name}: grpcio's count");
+        // The UNAVAILABLE window came from the proxy: what reached grpcio succeeded.
+        assert_eq!(n("successes"), n("target_forwarded"), "{name}");
+        assert!(
+            n("failures") > 0,
+            "{name}: the proxy's fault answered some calls"
+        );
+    }
+}
