@@ -317,16 +317,21 @@ pub(super) fn run_sim(mut args: SimArgs) -> Result<Exit, AppError> {
     finish(&dir, &mut result, &gates, false)
 }
 
+/// The run's attempts with outcome `label`, over every config.
+fn attempts_labelled(result: &RunResult, label: &str) -> u64 {
+    result
+        .configs
+        .iter()
+        .filter_map(|c| c.attempts_by_outcome.get(label))
+        .sum()
+}
+
 /// One line naming the cause when attempts failed on this machine's own limits (file
 /// descriptors, local ports, buffers): such failures are the generator's, not the target's,
 /// and every figure of the run is then suspect.
 fn local_resource_warning(result: &RunResult) -> Option<String> {
     let label = crate::policy::AttemptLabel::LocalResource.as_str();
-    let n: u64 = result
-        .configs
-        .iter()
-        .filter_map(|c| c.attempts_by_outcome.get(label))
-        .sum();
+    let n = attempts_labelled(result, label);
     (n > 0).then(|| {
         format!(
             "stormrig: warning: {n} attempts failed on this machine, not at the target ({label}: too many open \
@@ -341,11 +346,7 @@ fn local_resource_warning(result: &RunResult) -> Option<String> {
 /// (out of file descriptors, or short of CPU). Not the target's doing, so it is said apart.
 fn not_accepted_warning(result: &RunResult) -> Option<String> {
     let label = crate::policy::AttemptLabel::NotAccepted.as_str();
-    let n: u64 = result
-        .configs
-        .iter()
-        .filter_map(|c| c.attempts_by_outcome.get(label))
-        .sum();
+    let n = attempts_labelled(result, label);
     (n > 0).then(|| {
         format!(
             "stormrig: warning: {n} attempts were never read by the in-process target before \

@@ -9,7 +9,7 @@ use crate::support;
 use std::path::Path;
 use std::time::Duration;
 
-use support::process::{bin, tmp_dir, watch, write};
+use support::process::{bin, limit_open_files, tmp_dir, watch, write};
 
 fn summary(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
@@ -56,7 +56,6 @@ impl Counted {
 
 #[test]
 fn under_64_descriptors_unread_attempts_are_not_accepted_never_timeouts() {
-    use std::os::unix::process::CommandExt;
     let dir = tmp_dir("settle-fd64");
     // Requests held 2 s, given up after 0.5 s: each give-up frees the client's descriptor
     // while the target still holds its own, so the next connection is queued by the kernel
@@ -69,20 +68,7 @@ fn under_64_descriptors_unread_attempts_are_not_accepted_never_timeouts() {
     let out = dir.join("out");
     let mut cmd = bin();
     cmd.args(["run", "--quiet", "--out"]).arg(&out).arg(&p);
-    // SAFETY: setrlimit only, between fork and exec of the child (the test harness's own
-    // limit is untouched).
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 64,
-                rlim_max: 64,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    limit_open_files(&mut cmd, 64);
     let w = watch(cmd, Duration::from_secs(60));
     assert!(w.code() == 0 || w.code() == 3, "{}", w.stderr);
     let c = Counted::of(&summary(&out));

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::process::{bin, hostile_server, tmp_dir, wait_watched, watch, write, Hostile};
+use support::process::{
+    bin, hostile_server, limit_open_files, tmp_dir, wait_watched, watch, write, Hostile,
+};
 
 /// The peak resident set a run may reach, whatever the target sends.
 const RSS_BOUND_KIB: u64 = 256 * 1024;
@@ -213,7 +215,6 @@ fn sigterm_stops_the_simulator_with_partial_reports() {
 
 #[test]
 fn an_open_file_limit_shows_as_local_resource_outcomes_with_a_warning() {
-    use std::os::unix::process::CommandExt;
     let dir = tmp_dir("ulimit");
     let p = write(
         &dir,
@@ -223,20 +224,7 @@ fn an_open_file_limit_shows_as_local_resource_outcomes_with_a_warning() {
     let out = dir.join("out");
     let mut cmd = bin();
     cmd.args(["run", "--quiet", "--out"]).arg(&out).arg(&p);
-    // SAFETY: setrlimit only, between fork and exec of the child (the test harness's own
-    // limit is untouched).
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 200,
-                rlim_max: 200,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    limit_open_files(&mut cmd, 200);
     let w = watch(cmd, Duration::from_secs(60));
     assert!(w.code() == 0 || w.code() == 3, "{}", w.stderr);
     let s = summary(&out);

@@ -273,3 +273,22 @@ fn serve(mut s: TcpStream, kind: Hostile) {
         }
     }
 }
+
+/// Runs `cmd`'s child under an open-file limit of `n` (soft and hard), set between fork and
+/// exec: the test harness's own limit is untouched.
+pub fn limit_open_files(cmd: &mut Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit, which is async-signal-safe, runs in the forked child.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
