@@ -158,6 +158,7 @@ pub fn merge(
         dumps.push((dir.clone(), Head::read(dir).map_err(AppError::bad)?));
     }
     let dumps = merge::check_set(dumps).map_err(AppError::bad)?;
+    merge::check_times(&dumps).map_err(AppError::bad)?;
     let (first_dir, first) = &dumps[0];
     let path = scenario.unwrap_or(&first.scenario_path);
     // The path comes from a dump, which is input: read it as any scenario, bounded.

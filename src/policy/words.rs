@@ -262,7 +262,8 @@ mod tests {
         };
         let t = cost(&c, &AttemptCost::Derived(CostUnit::Money));
         assert!(
-            t.contains("2 for the whole client") && t.contains("never refused"),
+            t.contains("2 for the whole client")
+                && t.contains("new requests fail without an attempt"),
             "{t}"
         );
     }

@@ -39,6 +39,8 @@ pub enum MergeError {
     },
     #[error("shard(s) {missing} of {count} missing: every shard's directory is needed for an exact merge")]
     Missing { missing: String, count: u32 },
+    #[error("{}: duration: {message}", .dir.display())]
+    Duration { dir: PathBuf, message: String },
     #[error("{}: configs: {name:?} is not in the scenario file {}", .dir.display(), .scenario.display())]
     UnknownConfig {
         dir: PathBuf,
@@ -138,10 +140,16 @@ pub fn check_set(mut dumps: Vec<(PathBuf, Head)>) -> Result<Vec<(PathBuf, Head)>
         }
     }
     let count = first.shard.count();
-    let missing: Vec<String> = (0..count)
+    // Named up to ten: a forged count of 2^32 shards must not list four billion.
+    const NAMED: usize = 10;
+    let mut missing: Vec<String> = (0..count)
         .filter(|i| !dumps.iter().any(|(_, d)| d.shard.index() == *i))
+        .take(NAMED + 1)
         .map(|i| i.to_string())
         .collect();
+    if missing.len() > NAMED {
+        missing[NAMED] = "…".into();
+    }
     if !missing.is_empty() {
         return Err(MergeError::Missing {
             missing: missing.join(", "),
@@ -153,6 +161,29 @@ pub fn check_set(mut dumps: Vec<(PathBuf, Head)>) -> Result<Vec<(PathBuf, Head)>
 
 /// The plan the shards ran: `plan` (the scenario file, loaded) with the shards' seed,
 /// duration and configs.
+/// Every shard's times within what a run can have: its duration as the scenario's or a
+/// `--duration` (checked the same way), its load no longer than that. These size the
+/// merged per-second rows: a forged 2^32 s would ask for a terabyte.
+pub fn check_times(dumps: &[(PathBuf, Head)]) -> Result<(), MergeError> {
+    for (dir, d) in dumps {
+        let refused = |message: String| MergeError::Duration {
+            dir: dir.to_path_buf(),
+            message,
+        };
+        crate::scenario::validate::check_duration("duration", d.duration)
+            .map_err(|r| refused(r.message))?;
+        // The load stops at the duration; the slack is for a late last tick.
+        if d.load_ran > d.duration + Duration::from_secs(60) {
+            return Err(refused(format!(
+                "its load ran {} s, past its duration of {} s",
+                d.load_ran.as_secs(),
+                d.duration.as_secs()
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn plan_of(mut plan: Plan, dir: &std::path::Path, d: &Head) -> Result<Plan, MergeError> {
     plan.scenario.seed = d.seed;
     plan.scenario.faults.retain(|f| f.at < d.duration);

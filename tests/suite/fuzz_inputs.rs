@@ -189,3 +189,42 @@ fn merge_of_any_spoilt_shard_dump_merges_or_refuses_by_name() {
     eprintln!("{} of {CASES} spoilt dumps merged", merged.get());
     assert!(merged.get() > 0, "no spoilt dump was merged");
 }
+
+/// Found by the mutations above: a shard whose duration or load time says 2^32 s made
+/// `merge` ask for 1.3 TB of per-second rows and abort. Each is refused naming the shard
+/// and the field.
+#[test]
+fn a_shard_claiming_a_duration_of_years_is_refused_by_name() {
+    for field in ["duration", "load_ran"] {
+        refused_with_years_of(field);
+    }
+}
+
+fn refused_with_years_of(field: &str) {
+    let (scenario, text) = a_real_dump();
+    let dir = tmp_dir("shard-duration");
+    let shard = dir.join("shard");
+    std::fs::create_dir_all(&shard).unwrap();
+    let mut dump: Value = serde_json::from_str(text).unwrap();
+    dump[field]["secs"] = Value::from(4_294_967_295u64);
+    std::fs::write(shard.join("shard.json"), dump.to_string()).unwrap();
+    let out = dir.join("merged");
+    let cli = Cli::try_parse_from([
+        "stormrig".as_ref(),
+        "merge".as_ref(),
+        shard.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--scenario".as_ref(),
+        scenario.as_os_str(),
+    ])
+    .unwrap();
+    let e = app::run(cli).expect_err("a duration of 136 years is refused");
+    assert_eq!(e.exit, Exit::BadInput, "{}", e.message);
+    assert!(
+        e.message.contains("shard: duration:"),
+        "{field}: {}",
+        e.message
+    );
+    assert!(!out.join("summary.json").exists());
+}
