@@ -26,8 +26,10 @@ command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || packages+=(ch
 # Node runs the real JavaScript clients (Toxiproxy's); npm installs them.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
-# The Prometheus Pushgateway receives the pushed metrics of a run in the telemetry tests.
+# The Prometheus Pushgateway and Prometheus itself (its remote-write receiver) receive the
+# pushed metrics of a run in the telemetry tests.
 [ -x /usr/bin/prometheus-pushgateway ] || packages+=(prometheus-pushgateway)
+[ -x /usr/bin/prometheus ] || packages+=(prometheus)
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     as_root=()

@@ -7,7 +7,7 @@ use crate::report::{self, files};
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit, AppError> {
     match cli.command {
-        Command::Run(args) => super::run::run_live(args),
+        Command::Run(args) => super::run::run_live(*args),
         Command::Sim(args) => super::run::run_sim(args),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Capacity(args) => sweep::capacity(args),

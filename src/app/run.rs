@@ -122,6 +122,7 @@ pub(super) fn run_live(mut args: RunArgs) -> Result<Exit, AppError> {
             humantime::format_duration(args.push_interval)
         )));
     }
+    let push = push_options(&args)?;
     let scenario_bytes = std::fs::read(scenario_path(&args.common)).map_err(AppError::failed)?;
     // Opened now, with every input read: a path that is one of them, or a FIFO no one
     // reads, is refused before any load.
@@ -142,7 +143,7 @@ pub(super) fn run_live(mut args: RunArgs) -> Result<Exit, AppError> {
         shards::wait_until(t);
     }
     let scenario_sha256 = live::telemetry::scenario_sha256(&scenario_bytes);
-    let opts = run_options(&args, &gates, shard, &scenario_sha256, events);
+    let opts = run_options(&args, &gates, shard, &scenario_sha256, events, push);
     let output = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -215,6 +216,7 @@ fn run_options(
     shard: Option<crate::shard::Shard>,
     scenario_sha256: &str,
     events: Option<live::telemetry::EventsTo>,
+    push: Option<live::push::PushOptions>,
 ) -> live::RunOptions {
     live::RunOptions {
         attempt_log: args.common.attempt_log,
@@ -229,12 +231,30 @@ fn run_options(
         telemetry: live::telemetry::TelemetryOptions {
             metrics_listen: args.metrics_listen,
             events,
-            push: args.push_gateway.map(|gateway| live::push::PushOptions {
-                gateway,
-                every: args.push_interval,
-            }),
+            push,
         },
     }
+}
+
+/// Where the figures are pushed, if anywhere: the gateway first, then each remote-write
+/// receiver in the order given. A receiver URL that is not loopback http is exit 2, before
+/// anything connects.
+fn push_options(args: &RunArgs) -> Result<Option<live::push::PushOptions>, AppError> {
+    use live::push::Sink;
+    let mut sinks: Vec<Sink> = args.push_gateway.map(Sink::Gateway).into_iter().collect();
+    for url in &args.remote_write {
+        let r = url
+            .parse()
+            .map_err(|e| AppError::bad(format!("--remote-write {e}")))?;
+        sinks.push(Sink::RemoteWrite(r));
+    }
+    if sinks.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(live::push::PushOptions {
+        sinks,
+        every: args.push_interval,
+    }))
 }
 
 /// The run's own lines after the load: how late arrivals started against the schedule, and

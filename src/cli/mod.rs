@@ -30,7 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scenario live on loopback: real sockets, real targets, every config side by side.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run a scenario in virtual time (deterministic; large populations, long storms).
     Sim(SimArgs),
     /// Simulate a scenario over a grid of one or two varied fields (sweep.csv/json/html).

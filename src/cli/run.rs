@@ -80,7 +80,14 @@ pub struct RunArgs {
     /// Prometheus. A gateway that cannot be reached before the load is exit 3.
     #[arg(long, value_name = "ADDR")]
     pub push_gateway: Option<std::net::SocketAddr>,
-    /// Time between pushes to --push-gateway (at least 100ms).
+    /// Push the same figures by Prometheus remote-write to URL (loopback only, e.g.
+    /// http://127.0.0.1:9090/api/v1/write for a Prometheus started with
+    /// --web.enable-remote-write-receiver) every --push-interval and once more when the run
+    /// ends: each push is a sample at its own instant. Repeat for several receivers. A
+    /// receiver that cannot be reached before the load is exit 3.
+    #[arg(long, value_name = "URL")]
+    pub remote_write: Vec<String>,
+    /// Time between pushes to --push-gateway and --remote-write (at least 100ms).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
     pub push_interval: std::time::Duration,
     /// Write one JSON line per config per second while the run goes, to FILE or `-`

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod driver;
+pub mod exposition;
 pub mod grpc;
 pub mod http;
 pub mod layer;
@@ -12,6 +13,8 @@ pub mod open_loop;
 pub mod pacer;
 pub mod progress;
 pub mod push;
+pub mod remote_write;
+pub mod snapshot;
 pub mod telemetry;
 
 use std::net::SocketAddr;

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::clock::Epoch;
 use super::driver::ConfigRuntime;
-use super::telemetry::{snapshot, Snapshot};
+use super::snapshot::{snapshot, Snapshot};
 use crate::scenario::Fault;
 use crate::server::{TargetHandle, TargetProbe};
 

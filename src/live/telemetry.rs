@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::clock::Epoch;
 use super::driver::ConfigRuntime;
+use super::snapshot::{snapshot, Snapshot};
 use crate::metrics::{RunMeta, RunResult};
 use crate::server::TargetProbe;
 
@@ -66,103 +67,6 @@ pub fn stamp(result: &mut RunResult, meta: RunMeta, epoch: &Epoch) {
         row.time = Some(rfc3339(epoch.wall + Duration::from_secs(row.second)));
     }
     result.run = Some(meta);
-}
-
-/// One config's figures so far.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Snapshot {
-    pub config: String,
-    pub upstream: u64,
-    pub attempts: u64,
-    pub retries: u64,
-    pub failures: u64,
-    pub budget_refusals: u64,
-    /// Requests the config's target counted.
-    pub arrivals: u64,
-    /// Logical requests of the config in flight now.
-    pub in_flight: u64,
-    /// The budget's last level in % of its capacity; None without a budget level.
-    pub budget_level_pct: Option<f64>,
-    /// Logical requests that ended successful.
-    pub successes: u64,
-    /// Attempts by outcome (`ok`, `transient`, `throttle`, `timeout`, ...: the attempt log's
-    /// labels).
-    pub attempts_by_outcome: std::collections::BTreeMap<String, u64>,
-    /// End-to-end latency of the finished requests so far (for `/metrics`; an event line
-    /// stays one line of counts).
-    #[serde(skip)]
-    pub latency: LatencyBuckets,
-}
-
-/// A latency distribution as a Prometheus histogram: cumulative counts at the bucket
-/// bounds, the count and the sum. Drawn from the run's own HDR histogram, so it is the
-/// same latency the summary reports (each bound holds the values the HDR histogram
-/// records as equivalent to it, within its 2 significant digits).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LatencyBuckets {
-    /// (upper bound in seconds, requests at or below it).
-    pub buckets: Vec<(f64, u64)>,
-    pub count: u64,
-    pub sum_s: f64,
-}
-
-/// Prometheus's default bucket bounds, in seconds: 5 ms to 10 s.
-const LATENCY_BOUNDS_S: [f64; 11] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
-
-impl LatencyBuckets {
-    fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
-        let count = h.len();
-        LatencyBuckets {
-            buckets: LATENCY_BOUNDS_S
-                .iter()
-                .map(|&le| (le, h.count_between(0, (le * 1e6) as u64)))
-                .collect(),
-            count,
-            sum_s: h.mean() * count as f64 / 1e6,
-        }
-    }
-}
-
-impl Snapshot {
-    /// Downstream arrivals per upstream request so far (0 before any).
-    pub fn amplification(&self) -> f64 {
-        if self.upstream == 0 {
-            0.0
-        } else {
-            self.arrivals as f64 / self.upstream as f64
-        }
-    }
-}
-
-/// What `rt` and its target counted so far.
-pub fn snapshot(rt: &ConfigRuntime, target: &TargetProbe) -> Snapshot {
-    let arrivals = target.arrivals();
-    let in_flight = rt.in_flight.load(std::sync::atomic::Ordering::Relaxed);
-    rt.with(|g| {
-        let secs = g.recorder().seconds();
-        let sum = |f: fn(&crate::metrics::recorder::Second) -> u64| secs.iter().map(f).sum();
-        let level = secs.iter().rev().find_map(|s| s.budget_level);
-        let capacity = crate::metrics::drain::budget_capacity(
-            g.config(),
-            secs.iter().filter_map(|s| s.budget_level),
-        );
-        Snapshot {
-            config: rt.name.clone(),
-            upstream: sum(|s| s.started),
-            attempts: sum(|s| s.attempts),
-            retries: sum(|s| s.retries),
-            failures: sum(|s| s.failures),
-            budget_refusals: sum(|s| s.budget_refusals),
-            arrivals,
-            in_flight,
-            budget_level_pct: level.zip(capacity).map(|(l, c)| 100.0 * l / c),
-            successes: sum(|s| s.successes),
-            attempts_by_outcome: g.recorder().attempts_by_outcome(),
-            latency: LatencyBuckets::of(&g.recorder().latency_us()),
-        }
-    })
 }
 
 /// Where `--events` lines go.
@@ -232,6 +136,11 @@ impl Sources {
         metrics_text(&self.snapshots(), &self.meta, &self.scenario)
     }
 
+    /// Every config's figures now, as metric families.
+    fn families(&self) -> Vec<super::exposition::Family> {
+        super::exposition::families(&self.snapshots(), &self.meta, &self.scenario)
+    }
+
     fn snapshots(&self) -> Vec<Snapshot> {
         self.runtimes
             .iter()
@@ -274,11 +183,12 @@ impl Telemetry {
             )));
         }
         let mut push = None;
-        if let Some(p) = opts.push {
-            // A first push before any load: a gateway that is not there is found now.
-            super::push::push(p.gateway, &sources.meta.id, sources.text()).await?;
+        if let Some(p) = &opts.push {
+            // A first push before any load: a receiver that is not there is found now.
+            let mut pusher = super::push::Pusher::new(p.clone());
+            pusher.push(&sources.meta.id, &sources.families()).await?;
             push = Some(tokio::spawn(push_while_running(
-                p,
+                pusher,
                 sources.clone(),
                 stopped.clone(),
             )));
@@ -318,7 +228,7 @@ impl Telemetry {
             Some(task) => match task.await {
                 Ok(None) => None,
                 Ok(Some(e)) => Some(format!("{e}; the run's final figures were not pushed")),
-                Err(e) => Some(format!("--push-gateway: the pusher ended abnormally: {e}")),
+                Err(e) => Some(format!("the pusher ended abnormally: {e}")),
             },
             None => None,
         };
@@ -346,107 +256,32 @@ impl Telemetry {
     }
 }
 
-/// Label values escaped as the text format wants them.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// The Prometheus text exposition (0.0.4) of every config's figures so far.
 pub fn metrics_text(snaps: &[Snapshot], meta: &RunMeta, scenario: &str) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# HELP stormrig_run_info The run being measured.\n# TYPE stormrig_run_info gauge\nstormrig_run_info{{run=\"{}\",scenario=\"{}\",host=\"{}\",version=\"{}\"}} 1",
-        label(&meta.id),
-        label(scenario),
-        label(&meta.host),
-        env!("CARGO_PKG_VERSION")
-    );
-    type Figure = fn(&Snapshot) -> Option<f64>;
-    #[rustfmt::skip]
-    let series: [(&str, &str, &str, Figure); 9] = [
-        ("stormrig_upstream_requests_total", "counter", "Logical requests the load generator started.", |s| Some(s.upstream as f64)),
-        ("stormrig_attempts_total", "counter", "HTTP requests the client sent (first tries and retries).", |s| Some(s.attempts as f64)),
-        ("stormrig_retries_total", "counter", "Retries the client sent.", |s| Some(s.retries as f64)),
-        ("stormrig_failures_total", "counter", "Logical requests that ended failed.", |s| Some(s.failures as f64)),
-        ("stormrig_budget_refusals_total", "counter", "Retries the retry budget refused.", |s| Some(s.budget_refusals as f64)),
-        ("stormrig_downstream_arrivals_total", "counter", "Requests the config's target counted.", |s| Some(s.arrivals as f64)),
-        ("stormrig_in_flight", "gauge", "Logical requests of the config in flight now.", |s| Some(s.in_flight as f64)),
-        ("stormrig_successes_total", "counter", "Logical requests that ended successful.", |s| Some(s.successes as f64)),
-        ("stormrig_budget_level_ratio", "gauge", "The retry budget's level as a share of its capacity (0 to 1).", |s| s.budget_level_pct.map(|p| p / 100.0)),
-    ];
-    // Every per-config series carries the run, so two runs scraped by one Prometheus (or a
-    // run's shards) never mix.
-    let run = label(&meta.id);
-    let labels = |s: &Snapshot| format!("run=\"{run}\",config=\"{}\"", label(&s.config));
-    for (name, kind, help, f) in series {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for s in snaps {
-            if let Some(v) = f(s) {
-                let _ = writeln!(out, "{name}{{{}}} {v}", labels(s));
-            }
-        }
-    }
-    let name = "stormrig_attempts_by_outcome_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Attempts by how they ended (the attempt log's outcome labels).\n# TYPE {name} counter"
-    );
-    for s in snaps {
-        for (outcome, n) in &s.attempts_by_outcome {
-            let _ = writeln!(
-                out,
-                "{name}{{{},outcome=\"{}\"}} {n}",
-                labels(s),
-                label(outcome)
-            );
-        }
-    }
-    let name = "stormrig_request_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} End-to-end latency of finished logical requests, from their intended start.\n# TYPE {name} histogram"
-    );
-    for s in snaps {
-        let l = &s.latency;
-        for (le, n) in &l.buckets {
-            let _ = writeln!(out, "{name}_bucket{{{},le=\"{le}\"}} {n}", labels(s));
-        }
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{},le=\"+Inf\"}} {}",
-            labels(s),
-            l.count
-        );
-        let _ = writeln!(out, "{name}_sum{{{}}} {}", labels(s), l.sum_s);
-        let _ = writeln!(out, "{name}_count{{{}}} {}", labels(s), l.count);
-    }
-    out
+    super::exposition::text(&super::exposition::families(snaps, meta, scenario))
 }
 
 /// Pushes every `every` until the run stops, then once more with the final figures. A push
 /// that fails while the run goes is tried again at the next tick; the final one's failure
 /// is the result.
 async fn push_while_running(
-    p: super::push::PushOptions,
+    mut pusher: super::push::Pusher,
     sources: Sources,
     stopped: watch::Receiver<bool>,
 ) -> Option<super::push::PushError> {
-    let mut tick = tokio::time::interval(p.every);
+    let mut tick = tokio::time::interval(pusher.every());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                let _ = super::push::push(p.gateway, &sources.meta.id, sources.text()).await;
+                let _ = pusher.push(&sources.meta.id, &sources.families()).await;
             }
             _ = crate::server::shutdown_signal(stopped.clone()) => break,
         }
     }
-    super::push::push(p.gateway, &sources.meta.id, sources.text())
+    pusher
+        .push(&sources.meta.id, &sources.families())
         .await
         .err()
 }
