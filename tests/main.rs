@@ -53,6 +53,7 @@ mod suite {
     mod llm_sdk_conformance;
     mod llm_sdk_hints;
     mod load_shedding;
+    mod number_formats;
     mod one_line_run;
     mod policy_api;
     mod protocols;

@@ -111,7 +111,7 @@ fn recovery_table(r: &run::SweepResult) -> String {
                 format!(
                     "{} {}",
                     c.recovery.as_str(),
-                    amp.map_or(String::new(), |a| format!("{a:.2}x"))
+                    amp.map_or(String::new(), |a| format!("{a:.2}×"))
                 )
             }));
             row

@@ -148,7 +148,7 @@ pub fn table(f: &Fit) -> String {
     for c in &f.checks {
         let _ = writeln!(
             s,
-            "{:<14} {:>11.1} {:>11.1} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>6.1}%",
+            "{:<14} {:>11.1} {:>11.1} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>6.1} %",
             c.live.load.label(),
             c.live.throughput,
             c.sim.throughput,

@@ -74,7 +74,7 @@ pub fn config_line(s: &Snapshot, elapsed: Duration, retries_per_s: f64) -> Strin
     let rate = s.upstream as f64 / elapsed.as_secs_f64().max(0.001);
     let budget = s
         .budget_level_pct
-        .map_or_else(|| "   -".to_string(), |p| format!("{p:>3.0}%"));
+        .map_or_else(|| "    -".to_string(), |p| format!("{p:>3.0} %"));
     fit(format!(
         "{name:<NAME$} {rate:>6.0} req/s {retries_per_s:>6.0} retries/s  amp {:>5.2}×  budget {budget}",
         s.amplification()
@@ -234,7 +234,7 @@ mod tests {
         assert!(line.starts_with("a-config-name-of "), "{line}");
         let line = config_line(&s, Duration::from_secs(10), 12.0);
         assert!(
-            line.contains("budget 100%") && line.contains("12 retries/s"),
+            line.contains("budget 100 %") && line.contains("12 retries/s"),
             "{line}"
         );
     }

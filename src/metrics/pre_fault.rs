@@ -121,7 +121,7 @@ impl PreFaultWhy {
     }
 
     /// "; first attempts failed 76.1 % transient, 23.9 % by timeout; the target received
-    /// 3,368 attempts/s (4.0x the offered load)", or nothing without rows.
+    /// 3,368 attempts/s (3.96× the offered load)", or nothing without rows.
     pub fn describe(&self, offered_rps: f64) -> String {
         let mut s = String::new();
         if let Some(f) = self.first_failed {
@@ -145,7 +145,7 @@ impl PreFaultWhy {
         }
         if let (Some(arrivals), true) = (self.arrivals_rps, offered_rps > 0.0) {
             s.push_str(&format!(
-                "; the target received {} attempts/s ({:.1}x the offered load)",
+                "; the target received {} attempts/s ({:.2}× the offered load)",
                 super::numbers::thousands(arrivals.round().max(0.0) as u64),
                 arrivals / offered_rps
             ));

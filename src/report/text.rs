@@ -90,7 +90,7 @@ pub fn summary(run: &RunResult) -> String {
     for c in &run.configs {
         let finished = c.successes + c.failures;
         let success = if finished > 0 {
-            format!("{:.1}%", 100.0 * c.successes as f64 / finished as f64)
+            format!("{:.2} %", 100.0 * c.successes as f64 / finished as f64)
         } else {
             "-".into()
         };
@@ -234,7 +234,12 @@ pub fn providers_line(c: &ConfigSummary) -> Option<String> {
                     .count();
                 match opens {
                     0 => format!("{} {} attempts", r.name, r.attempts),
-                    n => format!("{} {} attempts (breaker opened {n}×)", r.name, r.attempts),
+                    n => format!(
+                        "{} {} attempts (breaker opened {})",
+                        r.name,
+                        r.attempts,
+                        crate::metrics::numbers::count(n, "time")
+                    ),
                 }
             })
             .collect();
@@ -329,7 +334,7 @@ fn class_table(out: &mut String, c: &ConfigSummary) {
         let name: String = k.name.chars().take(12).collect();
         let _ = writeln!(
             out,
-            "  {:<12} {:>8} {:>8} {:>10} {:>5.2}× {:>7}% {:>8} {:>9.1}",
+            "  {:<12} {:>8} {:>8} {:>10} {:>5.2}× {:>6} % {:>8} {:>9.1}",
             name,
             k.upstream_requests,
             k.attempts,

@@ -36,9 +36,7 @@ pub fn table(r: &CapacityResult) -> String {
                 found,
                 c.edge.map_or("-".into(), unit),
                 margin(c).map_or("-".into(), |m| format!("{:.1} %", m * 100.0)),
-                c.headroom.map_or("-".into(), |h| {
-                    format!("{}x", gates::fmt_num((h * 100.0).round() / 100.0))
-                }),
+                c.headroom.map_or("-".into(), |h| format!("{h:.2}×")),
                 if c.binding.is_empty() {
                     "-".into()
                 } else {

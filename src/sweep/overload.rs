@@ -32,7 +32,7 @@ pub struct Overload {
 impl Overload {
     /// "overloaded before the fault at load.rate = 850: pre-fault goodput 0 of 850 req/s;
     /// first attempts failed 76.1 % transient, 23.9 % by timeout; the target received 3,368
-    /// attempts/s (4.0x the offered load)": without the second half, a goodput of 0 reads as
+    /// attempts/s (3.96× the offered load)": without the second half, a goodput of 0 reads as
     /// a target that stopped, when it was working at full capacity, refusing what its queue
     /// could not hold and serving clients that no longer waited.
     pub fn describe(&self, axis: &Axis) -> String {
@@ -93,7 +93,7 @@ mod tests {
             o.describe(&axis),
             "overloaded before the fault at load.rate = 850: pre-fault goodput 0 of 850 req/s; \
              first attempts failed 76.1 % transient, 23.9 % by timeout; the target received \
-             3,368 attempts/s (4.0x the offered load)"
+             3,368 attempts/s (3.96× the offered load)"
         );
         // Without per-second rows: the figures alone.
         o.arrivals_rps = None;

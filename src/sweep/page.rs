@@ -387,7 +387,7 @@ fn recovery_words(c: &super::run::Cell) -> String {
 
 /// An amplification-like value as a multiple: "1.04×".
 fn times(v: f64) -> String {
-    format!("{}×", fmt_num((v * 100.0).round() / 100.0))
+    format!("{v:.2}×")
 }
 
 /// One colour scale shared by every map of a figure on a page.

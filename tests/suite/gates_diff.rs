@@ -162,10 +162,10 @@ fn table_shows_change_allowance_and_verdict() {
         .collect();
     let t = table(&shown);
     let expected = "\
-CONFIG        FIGURE                 BASELINE  NOW  CHANGE  ALLOWED  RESULT
-------------  ---------------------  --------  ---  ------  -------  ----------
-aws-standard  amplification          1.25      1.5  +20.0%  ±10%     REGRESSION
-aws-standard  peak_amplification_1s  2.5       2.5  0%      ±10%     ok
+CONFIG        FIGURE                 BASELINE  NOW  CHANGE   ALLOWED  RESULT
+------------  ---------------------  --------  ---  -------  -------  ----------
+aws-standard  amplification          1.25      1.5  +20.0 %  ±10 %    REGRESSION
+aws-standard  peak_amplification_1s  2.5       2.5  0 %      ±10 %    ok
 1 regression beyond tolerance
 ";
     assert_eq!(t, expected);
@@ -236,13 +236,13 @@ fn live_noise_is_not_a_regression_by_default() {
     assert!(!has_regression(&rows), "{}", table(&rows));
     // The allowance of each class is shown.
     let r = row(&rows, "naive", "latency_ms.p50");
-    assert_eq!(r.tolerance.unwrap().describe(), "±25% ≥10");
+    assert_eq!(r.tolerance.unwrap().describe(), "±25 % ≥10");
     let r = row(&rows, "naive", "latency_ms.p999");
     assert_eq!(r.tolerance.unwrap().describe(), "not gated");
     let r = row(&rows, "naive", "downstream_arrivals");
-    assert_eq!(r.tolerance.unwrap().describe(), "±0.5%");
+    assert_eq!(r.tolerance.unwrap().describe(), "±0.5 %");
     let r = row(&rows, "envoy", "downstream_arrivals");
-    assert_eq!(r.tolerance.unwrap().describe(), "±5% ≥10");
+    assert_eq!(r.tolerance.unwrap().describe(), "±5 % ≥10");
 }
 
 #[test]

@@ -661,11 +661,11 @@ fn baseline_figures_and_changes_sit_beside_the_run() {
         run.configs.len()
     );
     assert!(
-        page.contains("<span class=\"down\">-50.0%</span>"),
+        page.contains("<span class=\"down\">-50.0 %</span>"),
         "amplification halved"
     );
     assert!(
-        page.contains("<span class=\"up\">+100.0%</span>"),
+        page.contains("<span class=\"up\">+100.0 %</span>"),
         "concurrency doubled"
     );
     assert!(page.contains("not in the baseline"));

@@ -76,7 +76,7 @@ impl Tolerance {
         worse_by <= (self.relative * baseline.abs()).max(self.absolute)
     }
 
-    /// "±20% ≥2", "exact", "±0.1%".
+    /// "±20 % ≥2", "exact", "±0.1 %".
     pub fn describe(&self) -> String {
         if self.relative == 0.0 && self.absolute <= ABS_EPSILON {
             return "exact".into();
@@ -86,7 +86,7 @@ impl Tolerance {
         }
         let mut s = String::new();
         if self.relative > 0.0 {
-            s.push_str(&format!("±{}%", fmt_num(self.relative * 100.0)));
+            s.push_str(&format!("±{} %", fmt_num(self.relative * 100.0)));
         }
         if self.absolute > ABS_EPSILON {
             if !s.is_empty() {
@@ -488,9 +488,9 @@ pub fn table(rows: &[DiffRow]) -> String {
             let change = match (r.status, r.change_pct) {
                 (RowStatus::Added, _) => "added".to_string(),
                 (RowStatus::Removed, _) => "removed".to_string(),
-                (_, Some(0.0)) => "0%".to_string(),
-                (_, Some(p)) => format!("{:+.1}%", p),
-                (_, None) if r.baseline == r.now => "0%".to_string(),
+                (_, Some(0.0)) => "0 %".to_string(),
+                (_, Some(p)) => format!("{:+.1} %", p),
+                (_, None) if r.baseline == r.now => "0 %".to_string(),
                 (_, None) => "n/a".to_string(),
             };
             let verdict = match r.status {

@@ -723,9 +723,9 @@ pub(crate) fn latency_distribution(run: &RunResult) -> Result<Chart, ChartError>
             }
             let k = k as usize;
             match k {
-                0 => "0%".to_string(),
-                1 => "90%".to_string(),
-                _ => format!("99.{}%", "9".repeat(k - 2)).replace("99.%", "99%"),
+                0 => "0 %".to_string(),
+                1 => "90 %".to_string(),
+                _ => format!("99.{} %", "9".repeat(k - 2)).replace("99. %", "99 %"),
             }
         };
         let y_fmt = |v: &f64| num(*v);

@@ -138,7 +138,7 @@ const COLUMNS: &[Column] = &[
         figure: Some("successes"),
         shown: Shown::Always,
         value: success_ratio,
-        show: |c| success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
+        show: |c| success_ratio(c).map_or("—".into(), |r| format!("{} %", fixed(r * 100.0, 2))),
     },
     Column {
         label: "failures",
@@ -380,13 +380,13 @@ impl Column {
 pub(super) fn change(now: f64, base: f64, better: Better) -> String {
     if !(now.is_finite() && base.is_finite()) {
         return if now == base {
-            "<span class=\"flat\">±0%</span>".into()
+            "<span class=\"flat\">±0 %</span>".into()
         } else {
             "<span class=\"flat\">—</span>".into()
         };
     }
     if now == base {
-        return "<span class=\"flat\">±0%</span>".into();
+        return "<span class=\"flat\">±0 %</span>".into();
     }
     let class = match (better, now < base) {
         (Better::Neither, _) => "flat",
@@ -398,7 +398,7 @@ pub(super) fn change(now: f64, base: f64, better: Better) -> String {
     }
     let pct = (now - base) / base.abs() * 100.0;
     format!(
-        "<span class=\"{class}\">{}{}%</span>",
+        "<span class=\"{class}\">{}{} %</span>",
         if pct > 0.0 { "+" } else { "" },
         fixed(pct, 1)
     )
@@ -545,9 +545,9 @@ mod tests {
     #[test]
     fn change_colours_by_direction() {
         assert!(change(2.0, 1.0, Better::Lower).contains("up"));
-        assert!(change(2.0, 1.0, Better::Lower).contains("+100.0%"));
+        assert!(change(2.0, 1.0, Better::Lower).contains("+100.0 %"));
         assert!(change(0.5, 1.0, Better::Lower).contains("down"));
-        assert!(change(1.0, 1.0, Better::Lower).contains("±0%"));
+        assert!(change(1.0, 1.0, Better::Lower).contains("±0 %"));
         assert!(change(1.0, 0.0, Better::Lower).contains("new"));
     }
 

@@ -400,7 +400,7 @@ fn headlines(p: &mut String, run: &RunResult, baseline: Option<&RunResult>) {
                     int(c.peak_concurrency)
                 )
             },
-            success_ratio(c).map_or("—".into(), |r| format!("{}%", fixed(r * 100.0, 2))),
+            success_ratio(c).map_or("—".into(), |r| format!("{} %", fixed(r * 100.0, 2))),
             // The headline latency is what a caller who got an answer waited: failures
             // that end fast would make an overall percentile look better than any success.
             if c.successes > 0 {

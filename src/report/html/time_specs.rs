@@ -58,7 +58,7 @@ pub(super) fn num(v: f64) -> String {
 }
 
 pub(super) fn pct(v: f64) -> String {
-    format!("{:.0}%", v * 100.0)
+    format!("{:.0} %", v * 100.0)
 }
 
 pub(super) fn started(r: &SecondRow) -> bool {
@@ -190,5 +190,5 @@ pub(crate) const BUDGET_CHART: TimeSpec = TimeSpec {
         value: |r| r.budget_level_pct,
     }],
     y_range: Some((0.0, 105.0)),
-    y_fmt: |v| format!("{v:.0}%"),
+    y_fmt: |v| format!("{v:.0} %"),
 };
