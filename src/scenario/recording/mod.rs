@@ -8,6 +8,8 @@
 //! seconds from the start all work the same way.
 
 pub mod clock;
+pub mod columns;
+pub mod fault_series;
 pub mod nginx;
 pub mod read;
 pub mod series;
