@@ -70,6 +70,7 @@ mod suite {
     mod proxy_nginx;
     mod proxy_protocol;
     mod recommendation;
+    mod recorded_faults;
     mod recorded_load;
     mod report_html;
     mod report_layout;

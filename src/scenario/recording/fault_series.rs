@@ -413,3 +413,100 @@ impl Reader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::recording::columns;
+    use crate::scenario::timeline::{Action, FaultTimeline};
+
+    fn section(kind: &str) -> FaultSection {
+        let toml = format!("kind = \"{kind}\"\nseries = \"x.csv\"");
+        toml::from_str(&toml).unwrap()
+    }
+
+    fn place(secs: u64) -> Placement {
+        Placement {
+            at: Duration::ZERO,
+            from: 0.0,
+            to: None,
+            speed: 1.0,
+            duration: Duration::from_secs(secs),
+        }
+    }
+
+    #[test]
+    fn a_status_mix_keeps_each_share_under_first_wins() {
+        let c = columns::parse("time,503,429,500\n0,0.2,0.3,0.1\n", 0).unwrap();
+        let (faults, _) = expand(0, &section("status"), &c, place(10)).unwrap();
+        assert_eq!(faults.len(), 3);
+        let tl = FaultTimeline::new(faults, 7);
+        let n = 40_000u64;
+        let mut seen = [0u64; 3];
+        for r in 0..n {
+            if let Action::Status { status, .. } = tl.decide(Duration::ZERO, "/", r, 1).action {
+                seen[[503, 429, 500].iter().position(|&s| s == status).unwrap()] += 1;
+            }
+        }
+        // Pearson's statistic of the three statuses and "served", 3 degrees of freedom:
+        // 99.9 % is 16.27.
+        let want = [0.2, 0.3, 0.1];
+        let served = n - seen.iter().sum::<u64>();
+        let fit: f64 = seen
+            .iter()
+            .zip(want)
+            .map(|(&o, p)| (o as f64 - n as f64 * p).powi(2) / (n as f64 * p))
+            .sum::<f64>()
+            + (served as f64 - n as f64 * 0.4).powi(2) / (n as f64 * 0.4);
+        assert!(fit < 16.27, "{fit:.1}: {seen:?}");
+    }
+
+    #[test]
+    fn steps_are_merged_placed_and_cut_to_the_load_window() {
+        let c = columns::parse("0,4\n1,4\n2,2\n3,2\n4,8\n", 0).unwrap();
+        let mut p = place(100);
+        p.at = Duration::from_secs(1);
+        let (faults, _) = expand(0, &section("capacity"), &c, p).unwrap();
+        let spans: Vec<(u64, u64)> = faults
+            .iter()
+            .map(|f| (f.at.as_secs(), f.length.as_secs()))
+            .collect();
+        assert_eq!(spans, vec![(1, 2), (3, 2), (5, 1)]);
+        let tl = FaultTimeline::new(faults, 1);
+        assert_eq!(tl.capacity_at(Duration::from_millis(500), 64), 64);
+        assert_eq!(tl.capacity_at(Duration::from_secs(2), 64), 4);
+        assert_eq!(tl.capacity_at(Duration::from_secs(5), 64), 8);
+        assert_eq!(tl.capacity_at(Duration::from_secs(6), 64), 64);
+        // A recorded load from 2 s of its recording at speed 2: the series likewise.
+        let mut p = place(100);
+        (p.from, p.speed) = (2.0, 2.0);
+        let (faults, _) = expand(0, &section("capacity"), &c, p).unwrap();
+        let spans: Vec<(u128, u128)> = faults
+            .iter()
+            .map(|f| (f.at.as_millis(), f.length.as_millis()))
+            .collect();
+        assert_eq!(spans, vec![(0, 1000), (1000, 500)]);
+    }
+
+    #[test]
+    fn a_latency_series_of_quantiles_is_a_log_normal() {
+        let c = columns::parse("time,p50,p99\n0,0.1,0.5\n1,0,0\n", 0).unwrap();
+        let (faults, _) = expand(0, &section("latency"), &c, place(10)).unwrap();
+        assert_eq!(faults.len(), 1);
+        assert_eq!(
+            faults[0].kind,
+            FaultKind::Latency {
+                add: Dist::LogNormal {
+                    median: Duration::from_millis(100),
+                    p99: Duration::from_millis(500)
+                }
+            }
+        );
+        let c = columns::parse("time,p50,p99\n0,0.5,0.1\n", 0).unwrap();
+        let e = expand(0, &section("latency"), &c, place(10)).unwrap_err();
+        assert!(
+            matches!(e, SeriesError::Content(ref e) if e.line() == 2),
+            "{e:?}"
+        );
+    }
+}
