@@ -125,7 +125,7 @@ fn a_status_mix_and_a_latency_series_act_in_their_seconds() {
         "time,503,429\n0,0,0\n2,0.3,0.2\n4,0.1,0.6\n6,0,0\n",
     );
     // 300 ms added from 6 s to 8 s, after the failures.
-    write(&dir, "slow.csv", "time,value\n0,0\n6,0.3\n8,0\n");
+    write(&dir, "slow.csv", "time,value\n0,0\n2,0\n4,0\n6,0.3\n8,0\n");
     let path = scenario(
         &dir,
         "kind = \"constant\"\nrate = 200.0",

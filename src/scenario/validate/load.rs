@@ -336,7 +336,8 @@ fn check_recorded(
         return refuse(
             "duration",
             format!(
-                "{} is shorter than the replay of load.file ({:.3} s once windowed by                  from/to and compressed by speed); set duration = \"{}\" or more, or cut \
+                "{} is shorter than the replay of load.file ({:.3} s once windowed by \
+                 from/to and compressed by speed); set duration = \"{}\" or more, or cut \
                  the recording with load.to",
                 fmt_d(duration),
                 end.as_secs_f64(),
