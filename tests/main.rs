@@ -75,6 +75,7 @@ mod suite {
     mod report_html;
     mod report_layout;
     mod request_classes;
+    mod retrodiction;
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;
