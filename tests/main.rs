@@ -72,6 +72,7 @@ mod suite {
     mod recommendation;
     mod recorded_faults;
     mod recorded_load;
+    mod recorded_proxies;
     mod report_html;
     mod report_layout;
     mod request_classes;

@@ -161,13 +161,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     })
 }
 
+/// What a fault series' policies skipped: the field (`faults[i].series`) and what.
+type FaultNote = (String, String);
+
 /// The scenario's faults in file order, a `series` fault expanded where it stands into its
 /// windows; and what the fault series' policies skipped (`faults[i].series`, what).
 fn check_faults(
     path: &Path,
     file: &ScenarioFile,
     map: &SourceMap,
-) -> Result<(Vec<super::Fault>, Vec<(String, String)>), ScenarioError> {
+) -> Result<(Vec<super::Fault>, Vec<FaultNote>), ScenarioError> {
     use super::recording::fault_series::{expand, Placement, SeriesError};
     let refused = |r: Refusal| located(path, map, r);
     let mut faults = Vec::new();

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod columns;
 pub mod fault_series;
 pub mod nginx;
+pub mod proxies;
 pub mod read;
 pub mod series;
 pub mod window;

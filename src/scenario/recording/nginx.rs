@@ -19,17 +19,30 @@ use super::{at, clock, BadLines, RecordingError};
 pub enum Format {
     NginxCombined,
     NginxJson,
+    /// Envoy's default access log format ([`super::proxies`]).
+    Envoy,
+    /// AWS Application Load Balancer access log entries ([`super::proxies`]).
+    AwsAlb,
 }
 
 impl Format {
-    pub const NAMES: &'static [&'static str] = &["nginx-combined", "nginx-json"];
+    pub const NAMES: &'static [&'static str] =
+        &["nginx-combined", "nginx-json", "envoy", "aws-alb"];
 
     pub fn parse(s: &str) -> Option<Format> {
         match s {
             "nginx-combined" => Some(Format::NginxCombined),
             "nginx-json" => Some(Format::NginxJson),
+            "envoy" => Some(Format::Envoy),
+            "aws-alb" => Some(Format::AwsAlb),
             _ => None,
         }
+    }
+
+    /// Whether lines are stamped with the request's start but written at its end, so the
+    /// log is sorted by start rather than refused out of order.
+    fn sorted_by_start(self) -> bool {
+        matches!(self, Format::Envoy | Format::AwsAlb)
     }
 }
 
@@ -75,9 +88,17 @@ pub fn parse(
         let parsed = match format {
             Format::NginxCombined => combined(n, raw),
             Format::NginxJson => json(n, raw),
+            Format::Envoy => super::proxies::envoy(n, raw).map(|s| Line {
+                t: s.t,
+                path: s.path,
+            }),
+            Format::AwsAlb => super::proxies::alb(n, raw).map(|s| Line {
+                t: s.t,
+                path: s.path,
+            }),
         }
         .and_then(|line| {
-            if let Some(&last) = times.last() {
+            if let (Some(&last), false) = (times.last(), format.sorted_by_start()) {
                 let floor = match second {
                     Some((sec, _)) => sec,
                     None => last,
@@ -127,6 +148,12 @@ pub fn parse(
     if let Some(s) = second {
         spread(&mut times, s);
     }
+    if format.sorted_by_start() {
+        let mut pairs: Vec<(i128, u16)> =
+            times.iter().copied().zip(classes.iter().copied()).collect();
+        pairs.sort_by_key(|p| p.0);
+        (times, classes) = pairs.into_iter().unzip();
+    }
     let origin = match (format, second, times.first()) {
         (_, _, None) => {
             return Err(RecordingError::whole(
@@ -135,7 +162,7 @@ pub fn parse(
         }
         // The start of the first line's second: the replay's seconds are the log's.
         (Format::NginxCombined, _, Some(&t)) => t - t.rem_euclid(1_000_000_000),
-        (Format::NginxJson, _, Some(&t)) => t,
+        (_, _, Some(&t)) => t,
     };
     Ok(Trace {
         origin,
@@ -149,6 +176,8 @@ fn time_column(format: Format) -> &'static str {
     match format {
         Format::NginxCombined => "time_local",
         Format::NginxJson => "msec",
+        Format::Envoy => "start_time",
+        Format::AwsAlb => "request_creation_time",
     }
 }
 
@@ -185,7 +214,7 @@ fn combined(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
 
 /// The path of a request line `METHOD target PROTOCOL` (nginx logs `-` for a connection
 /// that sent none, which is no request to replay).
-fn request_path(n: usize, request: &str) -> Result<&str, RecordingError> {
+pub(super) fn request_path(n: usize, request: &str) -> Result<&str, RecordingError> {
     let mut parts = request.split(' ');
     match (parts.next(), parts.next()) {
         (Some(m), Some(p)) if !m.is_empty() && p.starts_with('/') => Ok(p),
