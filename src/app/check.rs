@@ -30,7 +30,7 @@ pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Ex
             eprintln!("{}: warning: load.file: {w}", p.display());
             warned += 1;
         }
-        for (field, w) in &plan.scenario.fault_notes {
+        for (field, w) in &plan.scenario.recording_notes {
             eprintln!("{}: warning: {field}: {w}", p.display());
             warned += 1;
         }

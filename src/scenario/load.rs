@@ -58,12 +58,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
 
     check_header(&file).map_err(refused)?;
     let recorded = read_recording(path, &file.load, &map)?;
+    let folded = match &recorded {
+        Some(super::recording::read::Recorded::Trace { folded, file, .. }) if *folded > 0 => {
+            Some(("load.file".to_string(), format!(
+                "folded {folded} retries of {} into their first attempts; the replay offers the callers' demand",
+                file.display()
+            )))
+        }
+        _ => None,
+    };
     let load = validate::check_load(&file.load, file.duration, recorded).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
     check_grpc(&load, wire.protocol).map_err(refused)?;
-    let (faults, fault_notes) = check_faults(path, &file, &map)?;
+    let (faults, mut recording_notes) = check_faults(path, &file, &map)?;
+    recording_notes.extend(folded);
     validate::check_topology(&file.topology).map_err(refused)?;
     if !load.classes.is_empty() && !file.topology.is_empty() {
         return Err(refused(Refusal {
@@ -157,7 +167,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         gates: file.gates,
         baseline: file.baseline,
         providers,
-        fault_notes,
+        recording_notes,
     })
 }
 

@@ -94,6 +94,18 @@ pub struct LoadSection {
     /// Bad lines of a recording skipped and counted instead of refused (default 0).
     #[serde(default)]
     pub skip_bad_lines: Option<u64>,
+    /// `trace`: a request to the same path from the same client within this long of its
+    /// failed previous one is a retry, folded into its first attempt.
+    #[serde(
+        default,
+        with = "duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fold_retries: Option<Duration>,
+    /// `trace` (`nginx-json`): the field whose equal values are one request, its retries
+    /// folded into its first attempt (an idempotency key or request id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold_key: Option<String>,
     /// Rate steps (`steps`).
     pub steps: Option<Vec<RateStep>>,
     /// Users (`closed`).

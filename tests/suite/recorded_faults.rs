@@ -139,7 +139,7 @@ fn a_status_mix_and_a_latency_series_act_in_their_seconds() {
         .result;
     let (_, outcome) = per_second(&sim, 10);
     let want = [0.0, 0.0, 0.5, 0.5, 0.7, 0.7, 0.0, 0.0, 0.0, 0.0];
-    for (s, (&(n, f), &p)) in outcome.iter().zip(&want).enumerate() {
+    for (s, (&(_, f), &p)) in outcome.iter().zip(&want).enumerate() {
         if p == 0.0 {
             assert_eq!(f, 0.0, "second {s}: no fault, no failure");
         }

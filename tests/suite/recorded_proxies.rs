@@ -154,3 +154,105 @@ fn aws_alb_entries_are_replayed_by_creation_time_second_for_second() {
     assert_eq!(classes, want_classes);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A combined log of callers whose failed requests were retried at once by a naive client:
+/// each first attempt, and after every 503 the same client's retry of the same path.
+fn stormy_log() -> (String, Vec<u64>, u64) {
+    let mut lines = Vec::new();
+    let mut demand = vec![0u64; 3];
+    let mut retries = 0;
+    for i in 0..90u64 {
+        let second = i / 30;
+        let client = format!("10.0.0.{}", i % 7);
+        let path = if i % 2 == 0 {
+            "/api/orders?id=7"
+        } else {
+            "/health"
+        };
+        demand[second as usize] += 1;
+        // Every third request of the second second fails twice before it succeeds.
+        let failures = if second == 1 && i % 3 == 0 { 2 } else { 0 };
+        for attempt in 0..=failures {
+            let status = if attempt < failures { 503 } else { 200 };
+            retries += u64::from(attempt > 0);
+            lines.push(format!(
+                "{client} - - [03/Dec/2026:14:02:0{second} +0000] \"GET {path} HTTP/1.1\" \
+                 {status} 3 \"-\" \"naive/1.0\""
+            ));
+        }
+    }
+    (lines.join("\n") + "\n", demand, retries)
+}
+
+#[test]
+fn retries_in_a_log_fold_into_their_first_attempt_and_are_counted() {
+    let dir = tmp_dir("fold-retries");
+    let (log, demand, retries) = stormy_log();
+    assert_eq!(retries, 20, "the log holds its retries");
+    write(&dir, "access.log", &log);
+    let scenario = |extra: &str| {
+        let text = format!(
+            r#"name = "folded"
+seed = 4
+duration = "4s"
+
+[load]
+kind = "trace"
+file = "access.log"
+format = "nginx-combined"
+{extra}
+
+[target]
+builtin = "default"
+
+[[configs]]
+preset = "no-retry"
+"#
+        );
+        write(&dir, "fold.toml", &text)
+    };
+    let per_s = |path: &std::path::Path| {
+        let sim = stormrig::sim::run(&plan_at(path), &Default::default())
+            .unwrap()
+            .result;
+        let mut v = vec![0u64; 3];
+        for row in sim.timeseries.iter().filter(|r| r.second < 3) {
+            v[row.second as usize] = row.upstream_started;
+        }
+        v
+    };
+    // As logged: the storm, retries included.
+    let storm = per_s(&scenario(""));
+    assert_eq!(storm, vec![30, 50, 30]);
+    // Folded: the callers' demand, each second's first attempts.
+    let folded = scenario("fold_retries = \"1s\"");
+    assert_eq!(per_s(&folded), demand);
+    let out =
+        crate::support::process::exits(crate::support::process::bin().arg("check").arg(&folded), 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("load.file: folded 20 retries"), "{err}");
+    // A key only a JSON log names.
+    let keyed = scenario("fold_key = \"request_id\"");
+    let out =
+        crate::support::process::exits(crate::support::process::bin().arg("check").arg(&keyed), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("load.fold_key"), "{err}");
+    // By key in a JSON log: the same request id is one request, whoever sent it.
+    let json: String = (0..12u64)
+        .map(|i| {
+            format!(
+                "{{\"msec\":\"1796306520.{:03}\",\"request_uri\":\"/health\",\"request_id\":\"r{}\"}}\n",
+                i * 80,
+                i / 3
+            )
+        })
+        .collect();
+    write(&dir, "access.json", &json);
+    let text = std::fs::read_to_string(scenario("fold_key = \"request_id\""))
+        .unwrap()
+        .replace("access.log", "access.json")
+        .replace("nginx-combined", "nginx-json");
+    let by_key = write(&dir, "key.toml", &text);
+    assert_eq!(per_s(&by_key), vec![4, 0, 0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,6 +11,7 @@
 //! log phase, after the request is finalized), so both stamps are completion instants; for
 //! the short requests of a busy API they differ from arrivals by the response time.
 
+use super::fold::{Fold, Who};
 use super::{at, clock, BadLines, RecordingError};
 
 /// The access log formats read.
@@ -54,12 +55,18 @@ pub struct Trace {
     pub times: Vec<i128>,
     pub classes: Vec<u16>,
     pub skipped: u64,
+    /// Retries folded into their first attempt ([`super::fold`]).
+    pub folded: u64,
 }
 
-/// One parsed line: the instant (for combined, its second), method and request target.
-struct Line<'a> {
-    t: i128,
-    path: &'a str,
+/// One parsed line: the instant (for combined, its second), request target, and who sent
+/// it and how it ended (for folding retries).
+pub(super) struct Line<'a> {
+    pub(super) t: i128,
+    pub(super) path: &'a str,
+    pub(super) client: String,
+    pub(super) status: u16,
+    pub(super) key: Option<String>,
 }
 
 /// Parses the log; `class_of` maps a request's path to its class, `None` refusing the line.
@@ -69,9 +76,21 @@ pub fn parse(
     allowed_bad: u64,
     class_of: &dyn Fn(&str) -> Option<u16>,
 ) -> Result<Trace, RecordingError> {
+    parse_folding(text, format, allowed_bad, class_of, &Fold::default())
+}
+
+/// [`parse`], with the log's retries folded into their first attempt as `fold` says.
+pub fn parse_folding(
+    text: &str,
+    format: Format,
+    allowed_bad: u64,
+    class_of: &dyn Fn(&str) -> Option<u16>,
+    fold: &Fold,
+) -> Result<Trace, RecordingError> {
     let mut bad = BadLines::new(allowed_bad);
     let mut times: Vec<i128> = Vec::new();
     let mut classes: Vec<u16> = Vec::new();
+    let mut who: Vec<Who> = Vec::new();
     // combined: the requests of the current second, spread when it ends.
     let mut second: Option<(i128, usize)> = None;
     let spread = |times: &mut Vec<i128>, (sec, first): (i128, usize)| {
@@ -87,15 +106,9 @@ pub fn parse(
         }
         let parsed = match format {
             Format::NginxCombined => combined(n, raw),
-            Format::NginxJson => json(n, raw),
-            Format::Envoy => super::proxies::envoy(n, raw).map(|s| Line {
-                t: s.t,
-                path: s.path,
-            }),
-            Format::AwsAlb => super::proxies::alb(n, raw).map(|s| Line {
-                t: s.t,
-                path: s.path,
-            }),
+            Format::NginxJson => json(n, raw, fold.key.as_deref()),
+            Format::Envoy => super::proxies::envoy(n, raw),
+            Format::AwsAlb => super::proxies::alb(n, raw),
         }
         .and_then(|line| {
             if let (Some(&last), false) = (times.last(), format.sorted_by_start()) {
@@ -125,10 +138,19 @@ pub fn parse(
                     ),
                 )
             })?;
-            Ok((line.t, class))
+            Ok((line, class))
         });
         match parsed {
-            Ok((t, class)) => {
+            Ok((line, class)) => {
+                let t = line.t;
+                if fold.any() {
+                    who.push(Who {
+                        client: line.client,
+                        path: line.path.to_string(),
+                        failed: super::fold::failed(line.status),
+                        key: line.key,
+                    });
+                }
                 if format == Format::NginxCombined {
                     match second {
                         Some((sec, _)) if sec == t => {}
@@ -149,10 +171,22 @@ pub fn parse(
         spread(&mut times, s);
     }
     if format.sorted_by_start() {
-        let mut pairs: Vec<(i128, u16)> =
-            times.iter().copied().zip(classes.iter().copied()).collect();
-        pairs.sort_by_key(|p| p.0);
-        (times, classes) = pairs.into_iter().unzip();
+        let mut order: Vec<usize> = (0..times.len()).collect();
+        order.sort_by_key(|&i| times[i]);
+        times = order.iter().map(|&i| times[i]).collect();
+        classes = order.iter().map(|&i| classes[i]).collect();
+        if fold.any() {
+            who = order.iter().map(|&i| who[i].clone()).collect();
+        }
+    }
+    let mut folded = 0;
+    if fold.any() {
+        let (keep, n) = super::fold::fold(&times, &who, fold);
+        folded = n;
+        let mut k = keep.iter();
+        times.retain(|_| *k.next().unwrap_or(&true));
+        let mut k = keep.iter();
+        classes.retain(|_| *k.next().unwrap_or(&true));
     }
     let origin = match (format, second, times.first()) {
         (_, _, None) => {
@@ -169,6 +203,7 @@ pub fn parse(
         times,
         classes,
         skipped: bad.skipped,
+        folded,
     })
 }
 
@@ -209,7 +244,13 @@ fn combined(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
             format!("`{status}` is not a three-digit status"),
         ));
     }
-    Ok(Line { t, path })
+    Ok(Line {
+        t,
+        path,
+        client: line.split(' ').next().unwrap_or("").to_string(),
+        status: status.parse().unwrap_or(0),
+        key: None,
+    })
 }
 
 /// The path of a request line `METHOD target PROTOCOL` (nginx logs `-` for a connection
@@ -227,8 +268,9 @@ pub(super) fn request_path(n: usize, request: &str) -> Result<&str, RecordingErr
 }
 
 /// One JSON object per line with `msec` (seconds with milliseconds, as a string or a
-/// number) and, for mapping to classes, `request_uri`.
-fn json(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
+/// number) and, for mapping to classes, `request_uri`; for folding retries, `remote_addr`,
+/// `status` and the field named `key`.
+fn json<'a>(n: usize, line: &'a str, key: Option<&str>) -> Result<Line<'a>, RecordingError> {
     let object: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(line).map_err(|e| at(n, "json", format!("not a JSON object: {e}")))?;
     let msec = match object.get("msec") {
@@ -263,7 +305,18 @@ fn json(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
         Some(other) => return Err(at(n, "request_uri", format!("`{other}` is not a path"))),
         None => "",
     };
-    Ok(Line { t, path })
+    let text = |name: &str| match object.get(name) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(x)) => Some(x.to_string()),
+        _ => None,
+    };
+    Ok(Line {
+        t,
+        path,
+        client: text("remote_addr").unwrap_or_default(),
+        status: text("status").and_then(|s| s.parse().ok()).unwrap_or(200),
+        key: key.and_then(text),
+    })
 }
 
 #[cfg(test)]

@@ -20,16 +20,12 @@
 //! Both write a line when the request ends, so their lines are not in start order: the
 //! trace is sorted by start instant (see `nginx::parse`).
 
+use super::nginx::Line;
 use super::{at, clock, RecordingError};
 
-/// One request: its start (ns since the epoch) and its path (with query).
-pub(super) struct Start<'a> {
-    pub t: i128,
-    pub path: &'a str,
-}
-
-/// `[START_TIME] "METHOD PATH PROTOCOL" CODE FLAGS …`.
-pub(super) fn envoy(n: usize, line: &str) -> Result<Start<'_>, RecordingError> {
+/// `[START_TIME] "METHOD PATH PROTOCOL" CODE FLAGS …`; the client is the first address of
+/// `"%REQ(X-FORWARDED-FOR)%"`, the default format's only client field.
+pub(super) fn envoy(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
     let rest = line.strip_prefix('[').ok_or_else(|| {
         at(
             n,
@@ -56,7 +52,20 @@ pub(super) fn envoy(n: usize, line: &str) -> Result<Start<'_>, RecordingError> {
             format!("`{code}` is not a response code (0 when no response began)"),
         ));
     }
-    Ok(Start { t, path })
+    let after: Vec<&str> = request[end + 1..].split('"').collect();
+    let client = after
+        .get(1)
+        .and_then(|xff| xff.split(',').next())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Ok(Line {
+        t,
+        path,
+        client,
+        status: code.parse().unwrap_or(0),
+        key: None,
+    })
 }
 
 /// The space-separated fields of an ALB entry, a quoted field as one (without its quotes).
@@ -77,8 +86,9 @@ fn fields(line: &str) -> Vec<&str> {
     out
 }
 
-/// An ALB entry: the request at its `request_creation_time`.
-pub(super) fn alb(n: usize, line: &str) -> Result<Start<'_>, RecordingError> {
+/// An ALB entry: the request at its `request_creation_time`; the client is the address of
+/// `client:port` (each connection has its own port).
+pub(super) fn alb(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
     let f = fields(line);
     if f.len() < 22 {
         return Err(at(
@@ -114,7 +124,14 @@ pub(super) fn alb(n: usize, line: &str) -> Result<Start<'_>, RecordingError> {
         .split_once("://")
         .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
         .ok_or_else(|| at(n, "request", format!("`{url}` is not a URL with a path")))?;
-    Ok(Start { t, path })
+    let client = f[3].rsplit_once(':').map_or(f[3], |(ip, _)| ip).to_string();
+    Ok(Line {
+        t,
+        path,
+        client,
+        status: f[8].parse().unwrap_or(0),
+        key: None,
+    })
 }
 
 #[cfg(test)]
