@@ -6,7 +6,7 @@
 # nginx is the service: it answers 200, except that from second 20 to second 34 of each
 # minute it answers 503 to half the requests (split_clients on $request_id: a fault
 # schedule written in nginx's own configuration). A naive client fleet (stormrig's `naive`
-# preset: 4 attempts, no backoff) sends 40 req/s of Poisson callers at it for 60 s, started
+# preset: 4 attempts, no backoff) sends 40 req/s of Poisson callers at it for 50 s, started
 # at the top of a minute, so the fault is the run's 20 s to 35 s. nginx logs every request
 # it received, retries included, as JSON with `$msec` and the fleet's request id
 # (x-stormrig-request: a retry carries its first attempt's), and this script derives from
@@ -60,7 +60,7 @@ EOF
 cat > "$work/fleet.toml" <<EOF
 name = "incident-fleet"
 seed = 42
-duration = "60s"
+duration = "50s"
 drain = "5s"
 
 [load]
