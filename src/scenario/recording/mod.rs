@@ -11,6 +11,7 @@ pub mod clock;
 pub mod columns;
 pub mod fault_series;
 pub mod fold;
+pub mod line;
 pub mod nginx;
 pub mod proxies;
 pub mod read;

@@ -12,6 +12,7 @@
 //! the short requests of a busy API they differ from arrivals by the response time.
 
 use super::fold::{Fold, Who};
+use super::line::{request_path, Line};
 use super::{at, clock, BadLines, RecordingError};
 
 /// The access log formats read.
@@ -57,16 +58,6 @@ pub struct Trace {
     pub skipped: u64,
     /// Retries folded into their first attempt ([`super::fold`]).
     pub folded: u64,
-}
-
-/// One parsed line: the instant (for combined, its second), request target, and who sent
-/// it and how it ended (for folding retries).
-pub(super) struct Line<'a> {
-    pub(super) t: i128,
-    pub(super) path: &'a str,
-    pub(super) client: String,
-    pub(super) status: u16,
-    pub(super) key: Option<String>,
 }
 
 /// Parses the log; `class_of` maps a request's path to its class, `None` refusing the line.
@@ -170,24 +161,7 @@ pub fn parse_folding(
     if let Some(s) = second {
         spread(&mut times, s);
     }
-    if format.sorted_by_start() {
-        let mut order: Vec<usize> = (0..times.len()).collect();
-        order.sort_by_key(|&i| times[i]);
-        times = order.iter().map(|&i| times[i]).collect();
-        classes = order.iter().map(|&i| classes[i]).collect();
-        if fold.any() {
-            who = order.iter().map(|&i| who[i].clone()).collect();
-        }
-    }
-    let mut folded = 0;
-    if fold.any() {
-        let (keep, n) = super::fold::fold(&times, &who, fold);
-        folded = n;
-        let mut k = keep.iter();
-        times.retain(|_| *k.next().unwrap_or(&true));
-        let mut k = keep.iter();
-        classes.retain(|_| *k.next().unwrap_or(&true));
-    }
+    let folded = order_and_fold(format, fold, &mut times, &mut classes, who);
     let origin = match (format, second, times.first()) {
         (_, _, None) => {
             return Err(RecordingError::whole(
@@ -205,6 +179,35 @@ pub fn parse_folding(
         skipped: bad.skipped,
         folded,
     })
+}
+
+/// Sorts a log written at each request's end by start (Envoy, ALB), then folds its
+/// retries as `fold` says; returns how many were folded.
+fn order_and_fold(
+    format: Format,
+    fold: &Fold,
+    times: &mut Vec<i128>,
+    classes: &mut Vec<u16>,
+    mut who: Vec<Who>,
+) -> u64 {
+    if format.sorted_by_start() {
+        let mut order: Vec<usize> = (0..times.len()).collect();
+        order.sort_by_key(|&i| times[i]);
+        *times = order.iter().map(|&i| times[i]).collect();
+        *classes = order.iter().map(|&i| classes[i]).collect();
+        if fold.any() {
+            who = order.iter().map(|&i| who[i].clone()).collect();
+        }
+    }
+    if !fold.any() {
+        return 0;
+    }
+    let (keep, folded) = super::fold::fold(times, &who, fold);
+    let mut k = keep.iter();
+    times.retain(|_| *k.next().unwrap_or(&true));
+    let mut k = keep.iter();
+    classes.retain(|_| *k.next().unwrap_or(&true));
+    folded
 }
 
 fn time_column(format: Format) -> &'static str {
@@ -251,20 +254,6 @@ fn combined(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
         status: status.parse().unwrap_or(0),
         key: None,
     })
-}
-
-/// The path of a request line `METHOD target PROTOCOL` (nginx logs `-` for a connection
-/// that sent none, which is no request to replay).
-pub(super) fn request_path(n: usize, request: &str) -> Result<&str, RecordingError> {
-    let mut parts = request.split(' ');
-    match (parts.next(), parts.next()) {
-        (Some(m), Some(p)) if !m.is_empty() && p.starts_with('/') => Ok(p),
-        _ => Err(at(
-            n,
-            "request",
-            format!("`{request}` is not a request line such as `GET /api/orders HTTP/1.1`"),
-        )),
-    }
 }
 
 /// One JSON object per line with `msec` (seconds with milliseconds, as a string or a

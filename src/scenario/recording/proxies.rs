@@ -20,7 +20,7 @@
 //! Both write a line when the request ends, so their lines are not in start order: the
 //! trace is sorted by start instant (see `nginx::parse`).
 
-use super::nginx::Line;
+use super::line::{request_path, Line};
 use super::{at, clock, RecordingError};
 
 /// `[START_TIME] "METHOD PATH PROTOCOL" CODE FLAGS …`; the client is the first address of
@@ -43,7 +43,7 @@ pub(super) fn envoy(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
     let end = request
         .find('"')
         .ok_or_else(|| at(n, "request", "the quoted request is not closed"))?;
-    let path = super::nginx::request_path(n, &request[..end])?;
+    let path = request_path(n, &request[..end])?;
     let code = request[end + 1..].split_whitespace().next().unwrap_or("");
     if code.is_empty() || code.len() > 3 || !code.bytes().all(|b| b.is_ascii_digit()) {
         return Err(at(
