@@ -242,3 +242,37 @@ fn a_recorded_scenario_sweeps_its_speed_or_names_the_point_it_cannot_replay() {
     assert!(!dir.join("slow/sweep.csv").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped incident (scenarios/recorded-incident.toml): its trace folds the fleet's
+/// retries back by request id, and its replay through naive, the fleet's config,
+/// reproduces nginx's recorded arrivals; the others send the service fewer.
+#[test]
+fn the_shipped_incident_is_reproduced_by_the_fleets_config() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plan = plan_at(&root.join("scenarios/recorded-incident.toml"));
+    let log =
+        std::fs::read_to_string(root.join("scenarios/recordings/incident-access.json")).unwrap();
+    let first_attempts = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["request_id"].clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
+    let result = stormrig::sim::run(&plan, &Default::default())
+        .unwrap()
+        .result;
+    for c in &result.configs {
+        assert_eq!(
+            c.upstream_requests, first_attempts,
+            "{}: the callers' demand",
+            c.name
+        );
+    }
+    let recorded = read_recorded(&root.join("scenarios/recordings/incident-rates.json")).unwrap();
+    assert_eq!(recorded.iter().sum::<f64>(), log.lines().count() as f64);
+    let check = compare(&recorded, &result, 10, 5.0);
+    assert_eq!(check.reproduced_by.as_deref(), Some("naive"), "{check:#?}");
+    for other in ["aws-standard", "no-retry"] {
+        let f = check.configs.iter().find(|c| c.config == other).unwrap();
+        assert!(f.total_change_pct < -5.0, "{other}: {f:#?}");
+    }
+}
