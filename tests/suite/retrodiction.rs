@@ -254,7 +254,12 @@ fn the_shipped_incident_is_reproduced_by_the_fleets_config() {
         std::fs::read_to_string(root.join("scenarios/recordings/incident-access.json")).unwrap();
     let first_attempts = log
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["request_id"].clone())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["request_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect::<std::collections::BTreeSet<_>>()
         .len() as u64;
     let result = stormrig::sim::run(&plan, &Default::default())
