@@ -71,10 +71,13 @@ mod suite {
     mod proxy_nginx;
     mod proxy_protocol;
     mod recommendation;
+    mod recorded_faults;
     mod recorded_load;
+    mod recorded_proxies;
     mod report_html;
     mod report_layout;
     mod request_classes;
+    mod retrodiction;
     mod scenario_errors;
     mod scenario_schedule;
     mod scenario_shipped;

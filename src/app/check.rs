@@ -30,6 +30,10 @@ pub(super) fn check(paths: &[PathBuf], strict: bool, explain: bool) -> Result<Ex
             eprintln!("{}: warning: load.file: {w}", p.display());
             warned += 1;
         }
+        for (field, w) in &plan.scenario.recording_notes {
+            eprintln!("{}: warning: {field}: {w}", p.display());
+            warned += 1;
+        }
         for w in crate::advice::warnings(&plan) {
             eprintln!(
                 "{}: warning: config {}: {}",

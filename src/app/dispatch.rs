@@ -13,6 +13,13 @@ pub fn run(cli: Cli) -> Result<Exit, AppError> {
         Command::Capacity(args) => sweep::capacity(args),
         Command::Calibrate(args) => super::calibrate::calibrate(args),
         Command::New { file, force } => super::template::new(&file, force),
+        Command::ReplayCheck {
+            scenario,
+            recorded,
+            bucket_s,
+            tolerance,
+            json,
+        } => super::replay_check::replay_check(&scenario, &recorded, bucket_s, tolerance, json),
         Command::Check {
             scenarios,
             strict,

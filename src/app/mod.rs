@@ -15,6 +15,7 @@ mod dispatch;
 mod events;
 mod out;
 mod proxy;
+mod replay_check;
 mod reports;
 mod run;
 pub mod shards;

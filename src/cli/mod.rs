@@ -48,6 +48,25 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Simulate a scenario that replays a recorded incident and say, per config, whether
+    /// it reproduces the downstream arrivals the incident recorded (exit 1 when none does).
+    ReplayCheck {
+        /// The replay scenario (its load and faults from the incident's recordings).
+        scenario: PathBuf,
+        /// The downstream arrivals the incident recorded: a rate series (CSV `time,rate` or
+        /// a Prometheus query_range answer) whose first point is the replay's second 0.
+        #[arg(long)]
+        recorded: PathBuf,
+        /// Seconds per bucket of the comparison.
+        #[arg(long, default_value_t = 10)]
+        bucket_s: u64,
+        /// The largest change, in %, in total and per bucket, that still reproduces.
+        #[arg(long, default_value_t = 5.0)]
+        tolerance: f64,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate scenario files without running them.
     Check {
         /// Scenario files.

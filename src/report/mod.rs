@@ -9,4 +9,5 @@ pub mod gates;
 pub mod html;
 pub mod junit;
 pub mod recommend;
+pub mod retrodiction;
 pub mod text;

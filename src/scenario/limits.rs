@@ -51,6 +51,11 @@ pub const MAX_CONFIGS: usize = 32;
 pub const MAX_LAYERS: usize = 8;
 /// Most fault windows.
 pub const MAX_FAULTS: usize = 1_000;
+
+/// The fault windows the `series` faults of one scenario may expand to (each request's
+/// verdict looks at every window, so this bounds the cost of a decision too; the
+/// simulator keeps a fault index in a `u16`).
+pub const MAX_SERIES_FAULT_WINDOWS: usize = 20_000;
 /// Most rate steps.
 pub const MAX_STEPS: usize = 10_000;
 /// Most gate expressions in a scenario.

@@ -58,18 +58,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
 
     check_header(&file).map_err(refused)?;
     let recorded = read_recording(path, &file.load, &map)?;
+    let folded = match &recorded {
+        Some(super::recording::read::Recorded::Trace { folded, file, .. }) if *folded > 0 => {
+            Some(("load.file".to_string(), format!(
+                "folded {folded} retries of {} into their first attempts; the replay offers the callers' demand",
+                file.display()
+            )))
+        }
+        _ => None,
+    };
     let load = validate::check_load(&file.load, file.duration, recorded).map_err(refused)?;
     let choice = validate::check_target(&file.target).map_err(refused)?;
     let wire = validate::check_wire(&file.target, &choice, path).map_err(refused)?;
     validate::check_lengths(&file).map_err(refused)?;
     check_grpc(&load, wire.protocol).map_err(refused)?;
-    let faults = file
-        .faults
-        .iter()
-        .enumerate()
-        .map(|(i, f)| validate::check_fault(i, f, file.duration))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(refused)?;
+    let (faults, mut recording_notes) = check_faults(path, &file, &map)?;
+    recording_notes.extend(folded);
     validate::check_topology(&file.topology).map_err(refused)?;
     if !load.classes.is_empty() && !file.topology.is_empty() {
         return Err(refused(Refusal {
@@ -163,7 +167,81 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         gates: file.gates,
         baseline: file.baseline,
         providers,
+        recording_notes,
     })
+}
+
+/// What a fault series' policies skipped: the field (`faults[i].series`) and what.
+type FaultNote = (String, String);
+
+/// The scenario's faults in file order, a `series` fault expanded where it stands into its
+/// windows; and what the fault series' policies skipped (`faults[i].series`, what).
+fn check_faults(
+    path: &Path,
+    file: &ScenarioFile,
+    map: &SourceMap,
+) -> Result<(Vec<super::Fault>, Vec<FaultNote>), ScenarioError> {
+    use super::recording::fault_series::{expand, Placement, SeriesError};
+    let refused = |r: Refusal| located(path, map, r);
+    let mut faults = Vec::new();
+    let mut notes = Vec::new();
+    let mut expanded = 0usize;
+    for (i, f) in file.faults.iter().enumerate() {
+        let Some(name) = &f.series else {
+            faults.push(validate::check_fault(i, f, file.duration).map_err(refused)?);
+            continue;
+        };
+        let field = format!("faults[{i}].series");
+        let series_file = path.parent().unwrap_or(Path::new("")).join(name);
+        let content = |e: super::recording::RecordingError| {
+            ScenarioError::new(
+                &series_file,
+                Some(e.line()),
+                Some(field.clone()),
+                ErrorKind::Invalid(format!("{e} (the fault series of {})", path.display())),
+            )
+        };
+        let bytes =
+            crate::input::read(&series_file, crate::input::Kind::Recording).map_err(|e| {
+                refused(Refusal {
+                    field: field.clone(),
+                    message: format!("`{}` cannot be read: {}", series_file.display(), e.reason()),
+                })
+            })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let line = line_of_bytes(e.as_bytes(), e.utf8_error().valid_up_to());
+            content(super::recording::at(line, "text", "is not UTF-8"))
+        })?;
+        let allowed = file.load.skip_bad_lines.unwrap_or(0);
+        let columns = super::recording::columns::parse(&text, allowed).map_err(content)?;
+        let place = Placement::of(f, &file.load, file.duration);
+        let (windows, gaps) = expand(i, f, &columns, place).map_err(|e| match e {
+            SeriesError::Field(r) => refused(r),
+            SeriesError::Content(e) => content(e),
+        })?;
+        expanded += windows.len();
+        if expanded > limits::MAX_SERIES_FAULT_WINDOWS {
+            return Err(refused(Refusal {
+                field,
+                message: format!(
+                    "the series faults give {expanded} fault windows, above the limit of {}",
+                    limits::MAX_SERIES_FAULT_WINDOWS
+                ),
+            }));
+        }
+        if columns.skipped > 0 || gaps > 0 {
+            notes.push((
+                field,
+                format!(
+                    "{} bad line(s) of {} skipped under load.skip_bad_lines, {gaps} gap(s) read as no fault",
+                    columns.skipped,
+                    series_file.display()
+                ),
+            ));
+        }
+        faults.extend(windows);
+    }
+    Ok((faults, notes))
 }
 
 /// The recording of a `series` or `trace` load, read and cut. A refusal of its content

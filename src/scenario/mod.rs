@@ -59,6 +59,10 @@ pub struct Scenario {
     /// The providers the built-in target hosts (none: it is a plain service).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub providers: Vec<provider::Provider>,
+    /// What a recording's policies did, said at `check`: the retries a trace folded, what
+    /// the policies of `series` faults skipped; (field, what).
+    #[serde(skip)]
+    pub recording_notes: Vec<(String, String)>,
 }
 
 /// One retry config as written in the scenario, with where it was written.

@@ -94,6 +94,18 @@ pub struct LoadSection {
     /// Bad lines of a recording skipped and counted instead of refused (default 0).
     #[serde(default)]
     pub skip_bad_lines: Option<u64>,
+    /// `trace`: a request to the same path from the same client within this long of its
+    /// failed previous one is a retry, folded into its first attempt.
+    #[serde(
+        default,
+        with = "duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fold_retries: Option<Duration>,
+    /// `trace` (`nginx-json`): the field whose equal values are one request, its retries
+    /// folded into its first attempt (an idempotency key or request id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold_key: Option<String>,
     /// Rate steps (`steps`).
     pub steps: Option<Vec<RateStep>>,
     /// Users (`closed`).
@@ -413,10 +425,19 @@ pub struct FaultSection {
     /// `status`, `latency`, `reset`, `hang`, `capacity`, `lost-response`, `bandwidth`,
     /// `slow-close` or `slicer`.
     pub kind: String,
-    #[serde(with = "duration")]
+    /// Start of the window; of a `series` fault, where its first point lands (default 0s).
+    #[serde(default, with = "duration")]
     pub at: Duration,
-    #[serde(rename = "for", with = "duration")]
+    /// Length of the window (required, except by a `series` fault, which lasts its series).
+    #[serde(default, rename = "for", with = "duration")]
     pub length: Duration,
+    /// A recorded series (CSV or Prometheus `query_range`, relative to the scenario) giving
+    /// the fault per step: failure shares, added latency or slots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
+    /// A `series` fault's reading of a time with no point: `refuse` (default) or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaps: Option<String>,
     #[serde(default)]
     pub path: Option<String>,
     pub probability: Option<f64>,

@@ -118,7 +118,7 @@ preset = "no-retry"
     )
 }
 
-fn plan_at(path: &Path) -> stormrig::plan::Plan {
+pub(crate) fn plan_at(path: &Path) -> stormrig::plan::Plan {
     let sc = stormrig::scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
     let text = std::fs::read_to_string(path).unwrap();
     stormrig::plan::build(sc, &text).expect("configs resolve")
@@ -209,7 +209,7 @@ fn an_nginx_log_is_replayed_second_for_second_live_and_simulated() {
 }
 
 /// A Prometheus `query_range` answer of one series, pretty-printed as `curl | jq` shows it.
-fn prometheus(start: u64, step: u64, rates: &[f64]) -> String {
+pub(crate) fn prometheus(start: u64, step: u64, rates: &[f64]) -> String {
     let values: Vec<String> = rates
         .iter()
         .enumerate()
@@ -263,7 +263,7 @@ fn offered(result: &RunResult, seconds: usize) -> Vec<f64> {
 }
 
 /// Pearson's chi-square of observed counts against expected ones.
-fn chi_square(observed: &[f64], expected: &[f64]) -> f64 {
+pub(crate) fn chi_square(observed: &[f64], expected: &[f64]) -> f64 {
     observed
         .iter()
         .zip(expected)
@@ -336,7 +336,7 @@ fn a_csv_series_is_windowed_and_compressed() {
 }
 
 /// `stormrig check` on `scenario` exits 2 before any load, with one line naming `at`.
-fn refused(scenario: &Path, at: &str, says: &str) {
+pub(crate) fn refused(scenario: &Path, at: &str, says: &str) {
     let out = exits(bin().arg("check").arg(scenario), 2);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(at), "expected `{at}` in: {err}");

@@ -8,7 +8,12 @@
 //! seconds from the start all work the same way.
 
 pub mod clock;
+pub mod columns;
+pub mod fault_series;
+pub mod fold;
+pub mod line;
 pub mod nginx;
+pub mod proxies;
 pub mod read;
 pub mod series;
 pub mod window;

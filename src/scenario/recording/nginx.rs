@@ -11,6 +11,8 @@
 //! log phase, after the request is finalized), so both stamps are completion instants; for
 //! the short requests of a busy API they differ from arrivals by the response time.
 
+use super::fold::{Fold, Who};
+use super::line::{request_path, Line};
 use super::{at, clock, BadLines, RecordingError};
 
 /// The access log formats read.
@@ -19,17 +21,30 @@ use super::{at, clock, BadLines, RecordingError};
 pub enum Format {
     NginxCombined,
     NginxJson,
+    /// Envoy's default access log format ([`super::proxies`]).
+    Envoy,
+    /// AWS Application Load Balancer access log entries ([`super::proxies`]).
+    AwsAlb,
 }
 
 impl Format {
-    pub const NAMES: &'static [&'static str] = &["nginx-combined", "nginx-json"];
+    pub const NAMES: &'static [&'static str] =
+        &["nginx-combined", "nginx-json", "envoy", "aws-alb"];
 
     pub fn parse(s: &str) -> Option<Format> {
         match s {
             "nginx-combined" => Some(Format::NginxCombined),
             "nginx-json" => Some(Format::NginxJson),
+            "envoy" => Some(Format::Envoy),
+            "aws-alb" => Some(Format::AwsAlb),
             _ => None,
         }
+    }
+
+    /// Whether lines are stamped with the request's start but written at its end, so the
+    /// log is sorted by start rather than refused out of order.
+    fn sorted_by_start(self) -> bool {
+        matches!(self, Format::Envoy | Format::AwsAlb)
     }
 }
 
@@ -41,12 +56,8 @@ pub struct Trace {
     pub times: Vec<i128>,
     pub classes: Vec<u16>,
     pub skipped: u64,
-}
-
-/// One parsed line: the instant (for combined, its second), method and request target.
-struct Line<'a> {
-    t: i128,
-    path: &'a str,
+    /// Retries folded into their first attempt ([`super::fold`]).
+    pub folded: u64,
 }
 
 /// Parses the log; `class_of` maps a request's path to its class, `None` refusing the line.
@@ -56,9 +67,21 @@ pub fn parse(
     allowed_bad: u64,
     class_of: &dyn Fn(&str) -> Option<u16>,
 ) -> Result<Trace, RecordingError> {
+    parse_folding(text, format, allowed_bad, class_of, &Fold::default())
+}
+
+/// [`parse`], with the log's retries folded into their first attempt as `fold` says.
+pub fn parse_folding(
+    text: &str,
+    format: Format,
+    allowed_bad: u64,
+    class_of: &dyn Fn(&str) -> Option<u16>,
+    fold: &Fold,
+) -> Result<Trace, RecordingError> {
     let mut bad = BadLines::new(allowed_bad);
     let mut times: Vec<i128> = Vec::new();
     let mut classes: Vec<u16> = Vec::new();
+    let mut who: Vec<Who> = Vec::new();
     // combined: the requests of the current second, spread when it ends.
     let mut second: Option<(i128, usize)> = None;
     let spread = |times: &mut Vec<i128>, (sec, first): (i128, usize)| {
@@ -74,10 +97,12 @@ pub fn parse(
         }
         let parsed = match format {
             Format::NginxCombined => combined(n, raw),
-            Format::NginxJson => json(n, raw),
+            Format::NginxJson => json(n, raw, fold.key.as_deref()),
+            Format::Envoy => super::proxies::envoy(n, raw),
+            Format::AwsAlb => super::proxies::alb(n, raw),
         }
         .and_then(|line| {
-            if let Some(&last) = times.last() {
+            if let (Some(&last), false) = (times.last(), format.sorted_by_start()) {
                 let floor = match second {
                     Some((sec, _)) => sec,
                     None => last,
@@ -104,10 +129,19 @@ pub fn parse(
                     ),
                 )
             })?;
-            Ok((line.t, class))
+            Ok((line, class))
         });
         match parsed {
-            Ok((t, class)) => {
+            Ok((line, class)) => {
+                let t = line.t;
+                if fold.any() {
+                    who.push(Who {
+                        client: line.client,
+                        path: line.path.to_string(),
+                        failed: super::fold::failed(line.status),
+                        key: line.key,
+                    });
+                }
                 if format == Format::NginxCombined {
                     match second {
                         Some((sec, _)) if sec == t => {}
@@ -127,6 +161,7 @@ pub fn parse(
     if let Some(s) = second {
         spread(&mut times, s);
     }
+    let folded = order_and_fold(format, fold, &mut times, &mut classes, who);
     let origin = match (format, second, times.first()) {
         (_, _, None) => {
             return Err(RecordingError::whole(
@@ -135,20 +170,52 @@ pub fn parse(
         }
         // The start of the first line's second: the replay's seconds are the log's.
         (Format::NginxCombined, _, Some(&t)) => t - t.rem_euclid(1_000_000_000),
-        (Format::NginxJson, _, Some(&t)) => t,
+        (_, _, Some(&t)) => t,
     };
     Ok(Trace {
         origin,
         times,
         classes,
         skipped: bad.skipped,
+        folded,
     })
+}
+
+/// Sorts a log written at each request's end by start (Envoy, ALB), then folds its
+/// retries as `fold` says; returns how many were folded.
+fn order_and_fold(
+    format: Format,
+    fold: &Fold,
+    times: &mut Vec<i128>,
+    classes: &mut Vec<u16>,
+    mut who: Vec<Who>,
+) -> u64 {
+    if format.sorted_by_start() {
+        let mut order: Vec<usize> = (0..times.len()).collect();
+        order.sort_by_key(|&i| times[i]);
+        *times = order.iter().map(|&i| times[i]).collect();
+        *classes = order.iter().map(|&i| classes[i]).collect();
+        if fold.any() {
+            who = order.iter().map(|&i| who[i].clone()).collect();
+        }
+    }
+    if !fold.any() {
+        return 0;
+    }
+    let (keep, folded) = super::fold::fold(times, &who, fold);
+    let mut k = keep.iter();
+    times.retain(|_| *k.next().unwrap_or(&true));
+    let mut k = keep.iter();
+    classes.retain(|_| *k.next().unwrap_or(&true));
+    folded
 }
 
 fn time_column(format: Format) -> &'static str {
     match format {
         Format::NginxCombined => "time_local",
         Format::NginxJson => "msec",
+        Format::Envoy => "start_time",
+        Format::AwsAlb => "request_creation_time",
     }
 }
 
@@ -180,26 +247,19 @@ fn combined(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
             format!("`{status}` is not a three-digit status"),
         ));
     }
-    Ok(Line { t, path })
-}
-
-/// The path of a request line `METHOD target PROTOCOL` (nginx logs `-` for a connection
-/// that sent none, which is no request to replay).
-fn request_path(n: usize, request: &str) -> Result<&str, RecordingError> {
-    let mut parts = request.split(' ');
-    match (parts.next(), parts.next()) {
-        (Some(m), Some(p)) if !m.is_empty() && p.starts_with('/') => Ok(p),
-        _ => Err(at(
-            n,
-            "request",
-            format!("`{request}` is not a request line such as `GET /api/orders HTTP/1.1`"),
-        )),
-    }
+    Ok(Line {
+        t,
+        path,
+        client: line.split(' ').next().unwrap_or("").to_string(),
+        status: status.parse().unwrap_or(0),
+        key: None,
+    })
 }
 
 /// One JSON object per line with `msec` (seconds with milliseconds, as a string or a
-/// number) and, for mapping to classes, `request_uri`.
-fn json(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
+/// number) and, for mapping to classes, `request_uri`; for folding retries, `remote_addr`,
+/// `status` and the field named `key`.
+fn json<'a>(n: usize, line: &'a str, key: Option<&str>) -> Result<Line<'a>, RecordingError> {
     let object: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(line).map_err(|e| at(n, "json", format!("not a JSON object: {e}")))?;
     let msec = match object.get("msec") {
@@ -234,7 +294,18 @@ fn json(n: usize, line: &str) -> Result<Line<'_>, RecordingError> {
         Some(other) => return Err(at(n, "request_uri", format!("`{other}` is not a path"))),
         None => "",
     };
-    Ok(Line { t, path })
+    let text = |name: &str| match object.get(name) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(x)) => Some(x.to_string()),
+        _ => None,
+    };
+    Ok(Line {
+        t,
+        path,
+        client: text("remote_addr").unwrap_or_default(),
+        status: text("status").and_then(|s| s.parse().ok()).unwrap_or(200),
+        key: key.and_then(text),
+    })
 }
 
 #[cfg(test)]

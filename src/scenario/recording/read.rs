@@ -30,6 +30,8 @@ pub enum Recorded {
         classes: Option<Arc<[u16]>>,
         end: Duration,
         skipped: u64,
+        /// Retries folded into their first attempt (`fold_retries`, `fold_key`).
+        folded: u64,
     },
 }
 
@@ -130,7 +132,27 @@ pub fn read(scenario: &Path, l: &LoadSection) -> Result<Option<Recorded>, ReadEr
         None => Some(0),
         Some(p) => class_by_prefix(p, path),
     };
-    let parsed = nginx::parse(&text, format, allowed, &class_of).map_err(content)?;
+    if l.fold_key.is_some() && format != Format::NginxJson {
+        return Err(refusal(
+            f("fold_key"),
+            "names a field of a JSON log; only format = \"nginx-json\" logs fields by name \
+             (fold the others by client and path with fold_retries)"
+                .into(),
+        ));
+    }
+    if l.fold_retries
+        .is_some_and(|w| w.is_zero() || w > Duration::from_secs(3600))
+    {
+        return Err(refusal(
+            f("fold_retries"),
+            "is outside (0s, 1h]: the longest gap between a failed attempt and its retry".into(),
+        ));
+    }
+    let fold = super::fold::Fold {
+        window_ns: l.fold_retries.map(|w| w.as_nanos() as i128),
+        key: l.fold_key.clone(),
+    };
+    let parsed = nginx::parse_folding(&text, format, allowed, &class_of, &fold).map_err(content)?;
     let (times, classes, end) = window::trace_instants(&parsed, &window).map_err(content)?;
     Ok(Some(Recorded::Trace {
         file,
@@ -138,6 +160,7 @@ pub fn read(scenario: &Path, l: &LoadSection) -> Result<Option<Recorded>, ReadEr
         classes: prefixes.map(|_| classes.into()),
         end,
         skipped: parsed.skipped,
+        folded: parsed.folded,
     }))
 }
 

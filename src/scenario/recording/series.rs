@@ -41,12 +41,12 @@ pub fn parse(text: &str, allowed_bad: u64) -> Result<Series, RecordingError> {
 
 /// How a CSV's time column is written, fixed by its first row.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum TimeForm {
+pub(super) enum TimeForm {
     Rfc3339,
     Seconds,
 }
 
-fn time_form(s: &str) -> TimeForm {
+pub(super) fn time_form(s: &str) -> TimeForm {
     if s.len() >= 10 && s.as_bytes()[4] == b'-' {
         TimeForm::Rfc3339
     } else {
@@ -120,7 +120,7 @@ fn csv_row(
     Ok(Point { t, rate })
 }
 
-fn rate_of(s: &str) -> Result<f64, String> {
+pub(super) fn rate_of(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
         _ => Err(format!(
@@ -129,7 +129,7 @@ fn rate_of(s: &str) -> Result<f64, String> {
     }
 }
 
-fn in_order(n: usize, t: i128, prev: Option<&Point>) -> Result<(), RecordingError> {
+pub(super) fn in_order(n: usize, t: i128, prev: Option<&Point>) -> Result<(), RecordingError> {
     match prev {
         Some(p) if t <= p.t => Err(at(
             n,
@@ -157,14 +157,17 @@ struct Data {
     result: Vec<Matrix>,
 }
 
+/// One series of a `query_range` answer: its labels and its `[time, "value"]` pairs.
 #[derive(Deserialize)]
-struct Matrix {
+pub(super) struct Matrix {
     #[serde(default)]
-    values: Vec<(serde_json::Value, serde_json::Value)>,
+    pub(super) metric: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) values: Vec<(serde_json::Value, serde_json::Value)>,
 }
 
-/// A `query_range` answer with exactly one series.
-fn prometheus(text: &str, bad: &mut BadLines) -> Result<Vec<Point>, RecordingError> {
+/// The series of a `query_range` answer (a `matrix`), however many it holds.
+pub(super) fn matrices(text: &str) -> Result<Vec<Matrix>, RecordingError> {
     let answer: Answer = serde_json::from_str(text).map_err(|e| {
         at(
             e.line().max(1),
@@ -188,30 +191,27 @@ fn prometheus(text: &str, bad: &mut BadLines) -> Result<Vec<Point>, RecordingErr
             data.result_type
         )));
     }
-    let [series] = data.result.as_slice() else {
+    Ok(data.result)
+}
+
+/// A `query_range` answer with exactly one series.
+fn prometheus(text: &str, bad: &mut BadLines) -> Result<Vec<Point>, RecordingError> {
+    let result = matrices(text)?;
+    let [series] = result.as_slice() else {
         return Err(RecordingError::whole(format!(
             "holds {} series; stormrig replays exactly one: aggregate in the query, e.g. \
              `sum(rate(http_requests_total[1m]))`",
-            data.result.len()
+            result.len()
         )));
     };
-    let lines = pair_lines(text);
+    let lines = pair_lines(text, 0);
     let mut points: Vec<Point> = Vec::with_capacity(series.values.len());
     for (k, (ts, value)) in series.values.iter().enumerate() {
         let n = lines.get(k).copied().unwrap_or(1);
         let point = (|| {
-            let t = match ts {
-                serde_json::Value::Number(x) => clock::seconds(&x.to_string()),
-                other => Err(format!("`{other}` is not a unix timestamp")),
-            }
-            .map_err(|m| at(n, "values[].time", m))?;
-            let rate = match value {
-                serde_json::Value::String(s) => rate_of(s),
-                other => Err(format!("`{other}` is not a quoted sample value")),
-            }
-            .map_err(|m| at(n, "values[].value", m))?;
-            in_order(n, t, points.last())?;
-            Ok(Point { t, rate })
+            let p = sample(n, ts, value)?;
+            in_order(n, p.t, points.last())?;
+            Ok(p)
         })();
         match point {
             Ok(p) => points.push(p),
@@ -221,10 +221,30 @@ fn prometheus(text: &str, bad: &mut BadLines) -> Result<Vec<Point>, RecordingErr
     Ok(points)
 }
 
-/// The line each `[time, "value"]` pair of the first `"values"` array starts on, by a scan
-/// that skips strings (serde_json keeps no positions of parsed values).
-fn pair_lines(text: &str) -> Vec<usize> {
-    let Some(start) = text.find("\"values\"") else {
+/// One `[time, "value"]` pair of a `query_range` answer at line `n`: a unix time and a
+/// finite value ≥ 0.
+pub(super) fn sample(
+    n: usize,
+    ts: &serde_json::Value,
+    value: &serde_json::Value,
+) -> Result<Point, RecordingError> {
+    let t = match ts {
+        serde_json::Value::Number(x) => clock::seconds(&x.to_string()),
+        other => Err(format!("`{other}` is not a unix timestamp")),
+    }
+    .map_err(|m| at(n, "values[].time", m))?;
+    let rate = match value {
+        serde_json::Value::String(s) => rate_of(s),
+        other => Err(format!("`{other}` is not a quoted sample value")),
+    }
+    .map_err(|m| at(n, "values[].value", m))?;
+    Ok(Point { t, rate })
+}
+
+/// The line each `[time, "value"]` pair of the `k`-th (from 0) `"values"` array starts on,
+/// by a scan that skips strings (serde_json keeps no positions of parsed values).
+pub(super) fn pair_lines(text: &str, k: usize) -> Vec<usize> {
+    let Some((start, _)) = text.match_indices("\"values\"").nth(k) else {
         return Vec::new();
     };
     let mut line = 1 + text[..start].matches('\n').count();

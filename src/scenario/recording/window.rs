@@ -192,6 +192,7 @@ mod tests {
             times: vec![7 * S, 8 * S, 9 * S + S / 2, 12 * S],
             classes: vec![0, 1, 2, 3],
             skipped: 0,
+            folded: 0,
         };
         let w = Window {
             from: 1.0,

@@ -27,6 +27,19 @@ pub const FAULT_KINDS: &[&str] = &[
 /// One fault window: where and when it acts, then what it does (one step per kind).
 pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fault> {
     let p = format!("faults[{i}]");
+    if f.series.is_some() {
+        return refuse(
+            format!("{p}.series"),
+            "a series fault is read with its scenario, from a file beside it; write the \
+             windows here, or put the fault in the scenario",
+        );
+    }
+    if f.gaps.is_some() {
+        return refuse(
+            format!("{p}.gaps"),
+            "only a fault with `series` takes `gaps`",
+        );
+    }
     check_window(&p, f, duration)?;
     if let Some(path) = &f.path {
         check_path(&format!("{p}.path"), path)?;
@@ -68,7 +81,10 @@ pub fn check_fault(i: usize, f: &FaultSection, duration: Duration) -> Checked<Fa
 /// The window `[at, at + for)` is not empty and lies within the scenario's duration.
 fn check_window(p: &str, f: &FaultSection, duration: Duration) -> Checked<()> {
     if f.length.is_zero() {
-        return refuse(format!("{p}.for"), "0s is outside (0s, duration]");
+        return refuse(
+            format!("{p}.for"),
+            "is 0s or missing; a window needs a length in (0s, duration], e.g. for = \"30s\"",
+        );
     }
     if f.at >= duration {
         return refuse(

@@ -175,6 +175,8 @@ fn forbid_unused(l: &LoadSection, kind_desc: &str, takes: &str, used: &[&str]) -
         ("speed", l.speed.is_some()),
         ("format", l.format.is_some()),
         ("skip_bad_lines", l.skip_bad_lines.is_some()),
+        ("fold_retries", l.fold_retries.is_some()),
+        ("fold_key", l.fold_key.is_some()),
     ];
     let unused: Vec<_> = set.into_iter().filter(|(n, _)| !used.contains(n)).collect();
     forbid(kind_desc, takes, &unused, "load")
@@ -316,11 +318,11 @@ fn check_recorded(
     recorded: Option<Recorded>,
 ) -> Checked<LoadShape> {
     let mut used = vec!["file", "from", "to", "speed", "skip_bad_lines"];
-    used.push(if l.kind == "series" {
-        "arrivals"
+    if l.kind == "series" {
+        used.push("arrivals");
     } else {
-        "format"
-    });
+        used.extend(["format", "fold_retries", "fold_key"]);
+    }
     forbid_unused(
         l,
         &format!("a {} load", l.kind),
@@ -336,7 +338,8 @@ fn check_recorded(
         return refuse(
             "duration",
             format!(
-                "{} is shorter than the replay of load.file ({:.3} s once windowed by                  from/to and compressed by speed); set duration = \"{}\" or more, or cut \
+                "{} is shorter than the replay of load.file ({:.3} s once windowed by \
+                 from/to and compressed by speed); set duration = \"{}\" or more, or cut \
                  the recording with load.to",
                 fmt_d(duration),
                 end.as_secs_f64(),
