@@ -132,6 +132,9 @@ impl Ending {
 
 /// Salts the ladder's per-rung draws apart from every other draw of a request.
 const LADDER_SALT: u64 = 0x1add_e500;
+/// Salts the jitter of a retry after an open-circuit refusal (the breaker inside the retry)
+/// apart from the request's own jitter stream.
+const OPEN_CIRCUIT_SALT: u64 = 0x0be2_c1c0;
 
 impl Session {
     /// A fresh policy client and recorder for `config`; the attempt log only when asked for.
@@ -323,6 +326,9 @@ impl Session {
             req.limited_since.get_or_insert(now.mono);
             return Next::Wait(wait);
         }
+        if let Some(wait) = client.bulkhead_wait(now, &mut req.state) {
+            return Next::Wait(wait);
+        }
         let permit = client.before_attempt(now, &mut req.state);
         if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
             // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
@@ -359,10 +365,41 @@ impl Session {
                     fallback: None,
                 })
             }
+            Permit::Refuse(GiveUpReason::BreakerOpen) if client.retries_open_circuit() => {
+                self.rec.breaker_refused(now.mono);
+                let attempt = req.state.attempts();
+                // Its own draws, apart from the request's jitter stream, which the engine
+                // holds: keyed by the attempt it stands for.
+                let key = draws::request_seed(self.seed, self.draw_key ^ OPEN_CIRCUIT_SALT, req.id);
+                let mut rng = LazyRng::new(draws::request_seed(key, 0, u64::from(attempt)));
+                let d = client.on_open_circuit(now, &mut req.state, &mut rng);
+                let level = client.budget_level();
+                self.log_row(req.id, attempt, None, "open-circuit", level);
+                match d {
+                    Decision::Retry { class, after } => {
+                        let _ = class;
+                        self.rec.retry_scheduled(now.mono, RetryReason::Transient);
+                        self.drain_events(req.fleet, req.instance);
+                        if after.is_zero() {
+                            return self.permit_in(now, slot);
+                        }
+                        return Next::Wait(after);
+                    }
+                    Decision::GiveUp { reason, .. } => {
+                        if reason == GiveUpReason::BudgetRefused {
+                            self.rec.budget_refused(now.mono);
+                        }
+                        Err(reason)
+                    }
+                    Decision::Success => unreachable!("an open-circuit refusal never succeeds"),
+                }
+            }
             Permit::Refuse(reason) => {
                 match reason {
                     GiveUpReason::BreakerOpen => self.rec.breaker_refused(now.mono),
                     GiveUpReason::BudgetRefused => self.rec.budget_refused(now.mono),
+                    GiveUpReason::BulkheadFull => self.rec.bulkhead_rejections += 1,
+                    GiveUpReason::LimitExceeded => self.rec.limiter_rejections += 1,
                     _ => {}
                 }
                 let attempt = req.state.attempts() + 1;
