@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 mod hedge;
+mod open_circuit;
 mod step;
 
 pub use step::{Next, Step};
@@ -132,9 +133,6 @@ impl Ending {
 
 /// Salts the ladder's per-rung draws apart from every other draw of a request.
 const LADDER_SALT: u64 = 0x1add_e500;
-/// Salts the jitter of a retry after an open-circuit refusal (the breaker inside the retry)
-/// apart from the request's own jitter stream.
-const OPEN_CIRCUIT_SALT: u64 = 0x0be2_c1c0;
 
 impl Session {
     /// A fresh policy client and recorder for `config`; the attempt log only when asked for.
@@ -366,33 +364,7 @@ impl Session {
                 })
             }
             Permit::Refuse(GiveUpReason::BreakerOpen) if client.retries_open_circuit() => {
-                self.rec.breaker_refused(now.mono);
-                let attempt = req.state.attempts();
-                // Its own draws, apart from the request's jitter stream, which the engine
-                // holds: keyed by the attempt it stands for.
-                let key = draws::request_seed(self.seed, self.draw_key ^ OPEN_CIRCUIT_SALT, req.id);
-                let mut rng = LazyRng::new(draws::request_seed(key, 0, u64::from(attempt)));
-                let d = client.on_open_circuit(now, &mut req.state, &mut rng);
-                let level = client.budget_level();
-                self.log_row(req.id, attempt, None, "open-circuit", level);
-                match d {
-                    Decision::Retry { class, after } => {
-                        let _ = class;
-                        self.rec.retry_scheduled(now.mono, RetryReason::Transient);
-                        self.drain_events(req.fleet, req.instance);
-                        if after.is_zero() {
-                            return self.permit_in(now, slot);
-                        }
-                        return Next::Wait(after);
-                    }
-                    Decision::GiveUp { reason, .. } => {
-                        if reason == GiveUpReason::BudgetRefused {
-                            self.rec.budget_refused(now.mono);
-                        }
-                        Err(reason)
-                    }
-                    Decision::Success => unreachable!("an open-circuit refusal never succeeds"),
-                }
+                return self.open_circuit(now, slot);
             }
             Permit::Refuse(reason) => {
                 match reason {

@@ -469,11 +469,7 @@ pub fn summarize(
     let mut rows: Vec<SecondRow> = (0..n)
         .map(|i| second_row(name, i, secs.get(i), target))
         .collect();
-    let peak_arrivals = rows
-        .iter()
-        .map(|r| r.downstream_arrivals)
-        .max()
-        .unwrap_or(0);
+    let peak_arrivals = rows.iter().map(|r| r.downstream_arrivals).max();
     let total = |f: fn(&SecondRow) -> u64| rows.iter().map(f).sum::<u64>();
     let upstream = total(|r| r.upstream_started);
     let attempts = total(|r| r.attempts);
@@ -495,7 +491,7 @@ pub fn summarize(
     let (amplification, peak_amplification_1s) = amplifications(
         upstream,
         target.arrivals,
-        peak_arrivals,
+        peak_arrivals.unwrap_or(0),
         shape.load_duration,
     );
     let first_budget_refusal_s = rec.first_budget_refusal.map(|d| d.as_secs_f64());

@@ -41,13 +41,15 @@
 //! 7. budget refuses → `GiveUp(BudgetRefused)` (+ an event the first time);
 //! 8. otherwise `Retry { after: delay }`.
 
+mod breaker_order;
 mod hedge;
+mod places;
 
 pub use hedge::HedgeDecision;
 
 use super::breaker::{BreakerState, CircuitBreaker};
 use super::budget::{CostKind, RetryBudget};
-use super::bulkhead::{Admission, Bulkhead};
+use super::bulkhead::Bulkhead;
 use super::concurrency_limit::ConcurrencyLimiter;
 use super::config::RetryConfig;
 use super::cost::{CostLedger, CostScope};
@@ -480,57 +482,6 @@ impl RetryClient {
         Some(remaining.map_or(wait, |r| wait.min(r)))
     }
 
-    /// Ask before EVERY send of `req`, after [`Self::rate_limit`]: `None` when the
-    /// bulkhead (if any) decided, or how long to wait in its queue before asking again. A
-    /// deadline bounds the wait as it bounds the rate limiter's.
-    #[inline]
-    pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        let b = self.bulkhead.as_mut()?;
-        if req.ended.is_some() {
-            return None;
-        }
-        let remaining = req.remaining_deadline(now);
-        if remaining.is_some_and(|r| r.is_zero()) {
-            b.leave_queue(&mut req.queued_since);
-            return None;
-        }
-        match b.admit(now.mono, &mut req.queued_since) {
-            Admission::Free => None,
-            Admission::Rejected => {
-                req.bulkhead_rejected = true;
-                None
-            }
-            Admission::Wait(d) => Some(remaining.map_or(d, |r| d.min(r))),
-        }
-    }
-
-    /// The bulkhead's attempts in flight and the concurrency limiter's limit, if the config
-    /// has them (tests and reports read them).
-    pub fn concurrency_state(&self) -> (Option<u32>, Option<u32>) {
-        (
-            self.bulkhead.as_ref().map(|b| b.in_flight()),
-            self.concurrency.as_ref().map(|l| l.limit()),
-        )
-    }
-
-    /// Give back the places the attempt in flight held: `drop` says how the concurrency
-    /// limiter learns from it (None: it is not a sample, the attempt ended unanswered).
-    fn release_places(&mut self, now: Now, req: &mut RequestState, drop: Option<bool>) {
-        if std::mem::take(&mut req.holds_bulkhead) {
-            if let Some(b) = self.bulkhead.as_mut() {
-                b.leave();
-            }
-        }
-        if let (Some((at, inflight)), Some(l)) =
-            (req.limit_sample.take(), self.concurrency.as_mut())
-        {
-            match drop {
-                Some(d) => l.sample(now.mono.saturating_sub(at), inflight, d),
-                None => l.ignore(),
-            }
-        }
-    }
-
     /// The rate limiter's state, if the config has one (reports and tests read it).
     pub fn rate_limiter(&self) -> Option<&RateLimiter> {
         self.limiter.as_deref()
@@ -824,54 +775,6 @@ impl RetryClient {
             after = self.delay(req, throttling, hint, rng);
         }
         Decision::Retry { after, class }
-    }
-
-    /// Whether an open-circuit refusal is a failed attempt the retry re-sends (the breaker
-    /// inside the retry) rather than the call's end.
-    #[inline]
-    pub fn retries_open_circuit(&self) -> bool {
-        self.breaker_place == BreakerPlace::InsideRetry
-    }
-
-    /// The retry's answer to the open-circuit refusal [`Self::before_attempt`] just gave
-    /// (the breaker inside the retry): a transient failure of an attempt that never left the
-    /// client, so that neither the breaker nor the rate limiter learns from it, and the
-    /// retry's blockers (attempts, deadline, caps, budget) decide as for any other failure.
-    pub fn on_open_circuit(
-        &mut self,
-        now: Now,
-        req: &mut RequestState,
-        rng: &mut dyn rand::RngCore,
-    ) -> Decision {
-        self.release_slot(req);
-        let d = self.decide_failure(
-            now,
-            req,
-            OutcomeClass::Transient,
-            false,
-            true,
-            Hint::Absent,
-            rng,
-        );
-        self.collect_breaker_events();
-        d
-    }
-
-    /// With the breaker outside the retry: record the call's outcome once, if the breaker
-    /// let it through (`failed`: None gives a probe's place back unrecorded).
-    fn settle_outer(&mut self, now: Now, req: &mut RequestState, failed: Option<bool>) {
-        if !req.breaker_admitted {
-            return;
-        }
-        req.breaker_admitted = false;
-        let probe = std::mem::take(&mut req.is_probe);
-        if let Some(br) = self.breaker.as_mut() {
-            match failed {
-                Some(f) => br.record(now.mono, f),
-                None if probe => br.cancel_probe(),
-                None => {}
-            }
-        }
     }
 
     /// The wait before the request's next retry: backoff, jitter, then the server's hint;

@@ -124,23 +124,21 @@ impl Pipeline {
     /// one, or puts one where its definition cannot stand.
     pub fn validate(&self, has: Present) -> Result<(), PolicyError> {
         let stages = &self.0;
-        let list = || {
-            let words: Vec<&str> = stages.iter().map(|s| s.word()).collect();
-            format!("[{}]", words.join(", "))
-        };
+        let words: Vec<&str> = stages.iter().map(|s| s.word()).collect();
+        let list = format!("[{}]", words.join(", "));
         let count = |s: Stage| stages.iter().filter(|x| **x == s).count();
         let looped = count(Stage::Retry) + count(Stage::Hedging);
         check(
             looped == 1,
             "pipeline",
-            list(),
+            &list,
             "exactly one \"retry\" (or \"hedging\", in its place): the loop the other stages \
              stand inside or outside of",
         )?;
         check(
             (count(Stage::Hedging) == 1) == has.hedging,
             "pipeline",
-            list(),
+            &list,
             "\"hedging\" in place of \"retry\" exactly when the config has a hedging table",
         )?;
         let at = self.loop_at().unwrap_or(0);
@@ -151,42 +149,53 @@ impl Pipeline {
                 check(
                     stages.iter().filter(|x| **x == s).count() <= 1,
                     "pipeline",
-                    list(),
+                    &list,
                     &format!("\"{}\" at most once {side} the retry", s.word()),
                 )?;
             }
         }
+        Self::validate_sides(outer, inner, has, &list)
+    }
+
+    /// The stages on each side of the loop (`outer`, `inner`) against the config's.
+    fn validate_sides(
+        outer: &[Stage],
+        inner: &[Stage],
+        has: Present,
+        list: &str,
+    ) -> Result<(), PolicyError> {
+        let count = |s: Stage| outer.iter().chain(inner).filter(|x| **x == s).count();
         check(
             outer.contains(&Stage::Timeout) == has.deadline,
             "pipeline",
-            list(),
+            list,
             "\"timeout\" before (outside) \"retry\" exactly when the config has a deadline: \
              a timeout around the retry is the whole call's",
         )?;
         check(
             inner.contains(&Stage::Timeout) == has.per_try_timeout,
             "pipeline",
-            list(),
+            list,
             "\"timeout\" after (inside) \"retry\" exactly when the config has a \
              per_try_timeout: a timeout inside the retry is one attempt's",
         )?;
         check(
             (count(Stage::Breaker) == 1) == has.breaker,
             "pipeline",
-            list(),
+            list,
             "\"breaker\" once exactly when the config has a breaker table",
         )?;
         check(
             !(has.failover && has.breaker),
             "pipeline",
-            list(),
+            list,
             "no pipeline beside failover with a breaker: its breakers are one per provider, \
              asked by each attempt, and stand inside the retry only",
         )?;
         check(
             (count(Stage::RateLimiter) == 1) == has.rate_limiter,
             "pipeline",
-            list(),
+            list,
             "\"rate-limiter\" once exactly when the config has a rate_limiter",
         )?;
         for (s, has) in [
@@ -196,7 +205,7 @@ impl Pipeline {
             check(
                 (count(s) == 1) == has,
                 "pipeline",
-                list(),
+                list,
                 &format!(
                     "\"{}\" once exactly when the config has a {} table",
                     s.word(),
@@ -216,21 +225,21 @@ impl Pipeline {
         check(
             inner.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])),
             "pipeline",
-            list(),
+            list,
             "inside \"retry\" the order rate-limiter, breaker, bulkhead, concurrency-limit, \
              timeout (the order each attempt asks them)",
         )?;
         check(
             !outer.contains(&Stage::Bulkhead) && !outer.contains(&Stage::ConcurrencyLimit),
             "pipeline",
-            list(),
+            list,
             "\"bulkhead\" and \"concurrency-limit\" after (inside) \"retry\": each \
              attempt takes a place and gives it back with its outcome",
         )?;
         check(
             !outer.contains(&Stage::RateLimiter),
             "pipeline",
-            list(),
+            list,
             "\"rate-limiter\" after (inside) \"retry\": botocore's limiter is asked before \
              every send, retries included",
         )?;
@@ -239,7 +248,7 @@ impl Pipeline {
             check(
                 t + 1 == inner.len(),
                 "pipeline",
-                list(),
+                list,
                 "the per-try \"timeout\" last: it bounds the send itself",
             )?;
         }
@@ -247,7 +256,7 @@ impl Pipeline {
             check(
                 t == 0,
                 "pipeline",
-                list(),
+                list,
                 "the overall \"timeout\" first: the deadline bounds the whole call, waits \
                  for a breaker included",
             )?;
