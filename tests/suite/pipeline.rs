@@ -185,7 +185,7 @@ fn explain_says_the_order_and_what_it_does_to_the_breaker() {
     );
     let explained = stormrig::advice::explain(&plan_of(&text));
     let part = |name: &str| {
-        let from = explained.find(&format!("{name}")).expect(name);
+        let from = explained.find(name).expect(name);
         let rest = &explained[from..];
         let end = rest[1..].find("\nbreaker-").map_or(rest.len(), |e| e + 1);
         rest[..end].to_string()
