@@ -225,7 +225,9 @@ pub fn concurrency_limit(l: &super::concurrency_limit::ConcurrencyLimitConfig) -
             timeout,
         } => (
             format!(
-                "AIMD (Netflix concurrency-limits): × {backoff_ratio} on a failure, a timeout                  or a round trip over {}, + 1 on a success with at least half the limit in                  flight",
+                "AIMD (Netflix concurrency-limits): × {backoff_ratio} on a failure, a timeout \
+                 or a round trip over {}, + 1 on a success with at least half the limit in \
+                 flight",
                 d(*timeout)
             ),
             initial_limit,
@@ -242,7 +244,9 @@ pub fn concurrency_limit(l: &super::concurrency_limit::ConcurrencyLimitConfig) -
             rtt_tolerance,
         } => (
             format!(
-                "Gradient2 (Netflix concurrency-limits): the limit × min(1, {rtt_tolerance} ×                  the long-term round trip ({long_window} samples) / this one) + {queue_size},                  smoothed by {smoothing}"
+                "Gradient2 (Netflix concurrency-limits): the limit × min(1, {rtt_tolerance} × \
+                 the long-term round trip ({long_window} samples) / this one) + {queue_size}, \
+                 smoothed by {smoothing}"
             ),
             initial_limit,
             min_limit,
@@ -250,7 +254,8 @@ pub fn concurrency_limit(l: &super::concurrency_limit::ConcurrencyLimitConfig) -
         ),
     };
     format!(
-        "{how}; starts at {initial}, between {min} and {max}; an attempt that finds the limit          in flight is rejected (the call ends limit-exceeded, unsent)"
+        "{how}; starts at {initial}, between {min} and {max}; an attempt that finds the limit \
+         in flight is rejected (the call ends limit-exceeded, unsent)"
     )
 }
 
