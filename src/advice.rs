@@ -344,6 +344,13 @@ fn explain_policy(
         if let Some(b) = &c.breaker {
             let _ = writeln!(out, "  breaker: {}", words::breaker(b));
         }
+        if let Some(b) = &c.bulkhead {
+            let _ = writeln!(out, "  bulkhead: {}", words::bulkhead(b));
+        }
+        if let Some(l) = &c.concurrency_limit {
+            let _ = writeln!(out, "  concurrency limit: {}", words::concurrency_limit(l));
+        }
+        let _ = writeln!(out, "  pipeline: {}", words::pipeline(c));
         if let Some(cost) = &c.cost {
             let _ = writeln!(out, "  cost caps: {}", words::cost(cost, &c.attempt_cost));
         }

@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 mod hedge;
+mod open_circuit;
 mod step;
 
 pub use step::{Next, Step};
@@ -323,6 +324,9 @@ impl Session {
             req.limited_since.get_or_insert(now.mono);
             return Next::Wait(wait);
         }
+        if let Some(wait) = client.bulkhead_wait(now, &mut req.state) {
+            return Next::Wait(wait);
+        }
         let permit = client.before_attempt(now, &mut req.state);
         if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
             // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
@@ -359,10 +363,15 @@ impl Session {
                     fallback: None,
                 })
             }
+            Permit::Refuse(GiveUpReason::BreakerOpen) if client.retries_open_circuit() => {
+                return self.open_circuit(now, slot);
+            }
             Permit::Refuse(reason) => {
                 match reason {
                     GiveUpReason::BreakerOpen => self.rec.breaker_refused(now.mono),
                     GiveUpReason::BudgetRefused => self.rec.budget_refused(now.mono),
+                    GiveUpReason::BulkheadFull => self.rec.bulkhead_rejections += 1,
+                    GiveUpReason::LimitExceeded => self.rec.limiter_rejections += 1,
                     _ => {}
                 }
                 let attempt = req.state.attempts() + 1;

@@ -20,6 +20,7 @@ mod suite {
     mod bench_smoke;
     mod budget_drain;
     mod budget_drain_live;
+    mod bulkheads;
     mod check_advice;
     mod cli;
     mod connection_faults;
@@ -55,6 +56,7 @@ mod suite {
     mod load_shedding;
     mod number_formats;
     mod one_line_run;
+    mod pipeline;
     mod policy_api;
     mod protocols;
     mod provider_breakers;

@@ -51,6 +51,8 @@ impl Label for GiveUpReason {
             GiveUpReason::NotIdempotent => "not-idempotent",
             GiveUpReason::ServerPushback => "server-pushback",
             GiveUpReason::LocalResource => "local-resource",
+            GiveUpReason::BulkheadFull => "bulkhead-full",
+            GiveUpReason::LimitExceeded => "limit-exceeded",
         }
     }
 }
@@ -170,14 +172,16 @@ mod tests {
                 NotIdempotent => 6,
                 ServerPushback => 7,
                 LocalResource => 8,
+                BulkheadFull => 9,
+                LimitExceeded => 10,
             }
         }
         let listed: HashSet<usize> = <GiveUpReason as Label>::ALL
             .iter()
             .map(|r| arm(*r))
             .collect();
-        assert_eq!(listed.len(), 9);
-        assert_eq!(<GiveUpReason as Label>::ALL.len(), 9);
+        assert_eq!(listed.len(), 11);
+        assert_eq!(<GiveUpReason as Label>::ALL.len(), 11);
     }
 
     #[test]

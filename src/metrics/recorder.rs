@@ -180,6 +180,9 @@ pub struct Recorder {
     client_in_flight: u64,
     pub client_in_flight_peak: u64,
     pub breaker_opens: u64,
+    /// Attempts the bulkhead and the concurrency limiter rejected.
+    pub bulkhead_rejections: u64,
+    pub limiter_rejections: u64,
     /// With failover: attempts sent to each provider and its breaker's transitions.
     pub routes: super::provider::Routes,
     /// Requests each rung of the ladder answered, by rung index.
@@ -240,6 +243,8 @@ impl Recorder {
             client_in_flight: 0,
             client_in_flight_peak: 0,
             breaker_opens: 0,
+            bulkhead_rejections: 0,
+            limiter_rejections: 0,
             routes: super::provider::Routes::default(),
             degraded: Vec::new(),
             degraded_latency_us: new_histogram(3),
@@ -534,6 +539,8 @@ impl Recorder {
         self.client_in_flight += o.client_in_flight;
         self.client_in_flight_peak += o.client_in_flight_peak;
         self.breaker_opens += o.breaker_opens;
+        self.bulkhead_rejections += o.bulkhead_rejections;
+        self.limiter_rejections += o.limiter_rejections;
         self.hedges.merge(&o.hedges);
         self.rate_limited.merge(&o.rate_limited);
         self.routes.merge(&o.routes);

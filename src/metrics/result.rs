@@ -162,6 +162,13 @@ pub struct ConfigSummary {
     pub rate_limit_wait_s: f64,
     #[serde(default)]
     pub rate_limit_wait_ms: Percentiles,
+    /// Attempts the bulkhead rejected (no place, no room or time left in its queue), and
+    /// attempts the adaptive concurrency limiter rejected (its limit in flight): each ended
+    /// its call unsent, `bulkhead-full` / `limit-exceeded` among the failure reasons.
+    #[serde(default)]
+    pub bulkhead_rejections: u64,
+    #[serde(default)]
+    pub limiter_rejections: u64,
     pub successes: u64,
     pub failures: u64,
     pub failures_by_reason: BTreeMap<String, u64>,
@@ -462,11 +469,7 @@ pub fn summarize(
     let mut rows: Vec<SecondRow> = (0..n)
         .map(|i| second_row(name, i, secs.get(i), target))
         .collect();
-    let peak_arrivals = rows
-        .iter()
-        .map(|r| r.downstream_arrivals)
-        .max()
-        .unwrap_or(0);
+    let peak_arrivals = rows.iter().map(|r| r.downstream_arrivals).max();
     let total = |f: fn(&SecondRow) -> u64| rows.iter().map(f).sum::<u64>();
     let upstream = total(|r| r.upstream_started);
     let attempts = total(|r| r.attempts);
@@ -488,7 +491,7 @@ pub fn summarize(
     let (amplification, peak_amplification_1s) = amplifications(
         upstream,
         target.arrivals,
-        peak_arrivals,
+        peak_arrivals.unwrap_or(0),
         shape.load_duration,
     );
     let first_budget_refusal_s = rec.first_budget_refusal.map(|d| d.as_secs_f64());
@@ -517,6 +520,8 @@ pub fn summarize(
         rate_limited_sends: rec.rate_limited.sends,
         rate_limit_wait_s: rec.rate_limited.total_s(),
         rate_limit_wait_ms: Percentiles::of(&rec.rate_limited.wait_us),
+        bulkhead_rejections: rec.bulkhead_rejections,
+        limiter_rejections: rec.limiter_rejections,
         successes,
         failures,
         failures_by_reason: rec.failures_by_reason(),

@@ -41,18 +41,23 @@
 //! 7. budget refuses → `GiveUp(BudgetRefused)` (+ an event the first time);
 //! 8. otherwise `Retry { after: delay }`.
 
+mod breaker_order;
 mod hedge;
+mod places;
 
 pub use hedge::HedgeDecision;
 
 use super::breaker::{BreakerState, CircuitBreaker};
 use super::budget::{CostKind, RetryBudget};
+use super::bulkhead::Bulkhead;
+use super::concurrency_limit::ConcurrencyLimiter;
 use super::config::RetryConfig;
 use super::cost::{CostLedger, CostScope};
 use super::deadline;
 use super::duration;
 pub use super::give_up::GiveUpReason;
 use super::outcome::{is_idempotent_method, server_says_retry, AttemptOutcome, OutcomeClass};
+use super::pipeline::BreakerPlace;
 use super::provider_breakers::ProviderRouter;
 use super::rate_limiter::RateLimiter;
 use super::retry_after::Hint;
@@ -197,6 +202,19 @@ pub struct RequestState {
     holds_retry_slot: bool,
     awaiting_outcome: bool,
     is_probe: bool,
+    /// The attempt in flight holds a bulkhead place.
+    holds_bulkhead: bool,
+    /// The bulkhead rejected the attempt about to be sent (its queue was full, or its wait
+    /// ran out): `before_attempt` refuses it.
+    bulkhead_rejected: bool,
+    /// When the attempt about to be sent joined the bulkhead's queue (None: not queued).
+    queued_since: Option<Duration>,
+    /// The attempt in flight holds a place of the concurrency limiter: when it was
+    /// admitted, and the in-flight count it was admitted with.
+    limit_sample: Option<(Duration, u32)>,
+    /// With the breaker outside the retry: the call was let through and its outcome is
+    /// still to be recorded (once, when the call ends).
+    breaker_admitted: bool,
     /// The provider (failover index) of the last attempt sent; later attempts go no
     /// further up the list.
     provider: usize,
@@ -257,12 +275,17 @@ pub struct RetryClient {
     nominals: Arc<super::backoff::Nominals>,
     budget: Option<Box<dyn RetryBudget>>,
     breaker: Option<CircuitBreaker>,
+    /// Which side of the retry the breaker stands on (the config's pipeline).
+    breaker_place: BreakerPlace,
     /// With failover: where each attempt goes, and a breaker per provider (boxed, like the
     /// limiter: few configs have one, and every fleet instance would carry its size).
     router: Option<Box<ProviderRouter>>,
     ledger: CostLedger,
     /// The send-rate limiter every attempt passes (botocore's adaptive mode), if any.
     limiter: Option<Box<RateLimiter>>,
+    /// The bulkhead and the adaptive concurrency limiter, if any (boxed, as the limiter).
+    bulkhead: Option<Box<Bulkhead>>,
+    concurrency: Option<Box<ConcurrencyLimiter>>,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
     cost_cap_request_once: bool,
@@ -309,12 +332,21 @@ impl RetryClient {
                 Some(_) => None,
                 None => config.breaker.as_ref().map(CircuitBreaker::new),
             },
+            breaker_place: config
+                .pipeline
+                .as_ref()
+                .map_or(BreakerPlace::PerAttempt, |p| p.breaker_place()),
             router: config
                 .failover
                 .as_ref()
                 .map(|f| Box::new(ProviderRouter::new(f, config.breaker.as_ref()))),
             ledger: CostLedger::default(),
             limiter: config.rate_limiter.build().map(Box::new),
+            bulkhead: config.bulkhead.as_ref().map(|b| Box::new(Bulkhead::new(b))),
+            concurrency: config
+                .concurrency_limit
+                .as_ref()
+                .map(|l| Box::new(ConcurrencyLimiter::new(l))),
             events: Vec::new(),
             budget_refused_once: false,
             cost_cap_request_once: false,
@@ -360,6 +392,11 @@ impl RetryClient {
             holds_retry_slot: false,
             awaiting_outcome: false,
             is_probe: false,
+            breaker_admitted: false,
+            holds_bulkhead: false,
+            bulkhead_rejected: false,
+            queued_since: None,
+            limit_sample: None,
             provider: 0,
             cost_spent: 0.0,
             ended: None,
@@ -378,8 +415,10 @@ impl RetryClient {
         }
     }
 
-    fn refuse(&mut self, req: &mut RequestState, reason: GiveUpReason) -> Permit {
+    fn refuse(&mut self, now: Now, req: &mut RequestState, reason: GiveUpReason) -> Permit {
         self.release_slot(req);
+        // A call the outer breaker let through and that now stops failed.
+        self.settle_outer(now, req, Some(true));
         req.ended = Some(reason);
         Permit::Refuse(reason)
     }
@@ -456,22 +495,43 @@ impl RetryClient {
         }
         let remaining = req.remaining_deadline(now);
         if remaining.is_some_and(|r| r.is_zero()) {
-            return self.refuse(req, GiveUpReason::Deadline);
+            return self.refuse(now, req, GiveUpReason::Deadline);
         }
         if req.attempts >= self.config.max_attempts {
-            return self.refuse(req, GiveUpReason::MaxAttempts);
+            return self.refuse(now, req, GiveUpReason::MaxAttempts);
         }
         // A cap is a ceiling: no attempt, first or retry, takes the spend above it.
         if !self.cost_check(now, req) {
-            return self.refuse(req, GiveUpReason::CostCap);
+            return self.refuse(now, req, GiveUpReason::CostCap);
+        }
+        // Room is looked at here and taken after the breaker: nothing else moves between.
+        let rejected = std::mem::take(&mut req.bulkhead_rejected);
+        if let Some(b) = self.bulkhead.as_mut() {
+            if rejected || !b.has_room() {
+                b.leave_queue(&mut req.queued_since);
+                return self.refuse(now, req, GiveUpReason::BulkheadFull);
+            }
+        }
+        if self.concurrency.as_ref().is_some_and(|l| !l.has_room()) {
+            return self.refuse(now, req, GiveUpReason::LimitExceeded);
         }
         if let Some(br) = self.breaker.as_mut() {
-            let (allowed, probe) = br.allow(now.mono);
-            self.collect_breaker_events();
-            if !allowed {
-                return self.refuse(req, GiveUpReason::BreakerOpen);
+            // Outside the retry the breaker is asked by the call's first attempt only.
+            if self.breaker_place != BreakerPlace::OutsideRetry || req.attempts == 0 {
+                let (allowed, probe) = br.allow(now.mono);
+                self.collect_breaker_events();
+                if !allowed {
+                    if self.breaker_place == BreakerPlace::InsideRetry {
+                        // A failed attempt of the retry loop, not the call's end: the
+                        // session hands it to `on_open_circuit`.
+                        req.attempts += 1;
+                        return Permit::Refuse(GiveUpReason::BreakerOpen);
+                    }
+                    return self.refuse(now, req, GiveUpReason::BreakerOpen);
+                }
+                req.is_probe = probe;
+                req.breaker_admitted = self.breaker_place == BreakerPlace::OutsideRetry;
             }
-            req.is_probe = probe;
         }
         let provider = match self.router.as_mut() {
             None => None,
@@ -479,13 +539,20 @@ impl RetryClient {
                 let route = router.route(now.mono, req.attempts + 1, req.provider);
                 self.collect_breaker_events();
                 let Some(route) = route else {
-                    return self.refuse(req, GiveUpReason::BreakerOpen);
+                    return self.refuse(now, req, GiveUpReason::BreakerOpen);
                 };
                 req.provider = route.slot;
                 req.is_probe = route.probe;
                 Some(route.slot)
             }
         };
+        if let Some(b) = self.bulkhead.as_mut() {
+            b.enter();
+            req.holds_bulkhead = true;
+        }
+        if let Some(l) = self.concurrency.as_mut() {
+            req.limit_sample = l.acquire().map(|inflight| (now.mono, inflight));
+        }
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
@@ -540,10 +607,18 @@ impl RetryClient {
 
     fn give_up(
         &mut self,
+        now: Now,
         req: &mut RequestState,
         reason: GiveUpReason,
         class: OutcomeClass,
     ) -> Decision {
+        // The outer breaker learns the call's last outcome; a local resource says nothing
+        // of the target, so it only gives a probe's place back.
+        let failed = match class {
+            OutcomeClass::LocalResource => None,
+            c => Some(c.is_retryable()),
+        };
+        self.settle_outer(now, req, failed);
         req.ended = Some(reason);
         Decision::GiveUp { reason, class }
     }
@@ -564,23 +639,39 @@ impl RetryClient {
         req.awaiting_outcome = false;
         self.release_slot(req);
         let c = self.statuses.classify(&self.config.retry_on, outcome);
+        if self.bulkhead.is_some() || self.concurrency.is_some() {
+            let drop = match c.class {
+                OutcomeClass::LocalResource => None,
+                class => Some(class.is_retryable() || c.timeout),
+            };
+            self.release_places(now, req, drop);
+        }
         if c.class == OutcomeClass::LocalResource {
             // Not the target's answer: no breaker, budget or backoff state learns from it.
-            return self.give_up(req, GiveUpReason::LocalResource, c.class);
+            return self.give_up(now, req, GiveUpReason::LocalResource, c.class);
         }
         if let Some(l) = self.limiter.as_mut() {
             l.on_response(now.mono, c.class == OutcomeClass::Throttling);
         }
-        if let Some(br) = self.breaker.as_mut() {
+        if let Some(br) = self
+            .breaker
+            .as_mut()
+            .filter(|_| self.breaker_place != BreakerPlace::OutsideRetry)
+        {
             br.record(now.mono, c.class.is_retryable());
+            req.is_probe = false;
         }
         if let Some(router) = self.router.as_mut() {
             router.record(now.mono, req.provider, c.class.is_retryable());
         }
+        if self.router.is_some() {
+            req.is_probe = false;
+        }
         self.collect_breaker_events();
-        req.is_probe = false;
         match c.class {
             OutcomeClass::Success => {
+                self.settle_outer(now, req, Some(false));
+                self.collect_breaker_events();
                 if let Some(b) = self.budget.as_mut() {
                     b.on_success(now.mono, req.last_charge);
                 }
@@ -588,18 +679,10 @@ impl RetryClient {
                 return Decision::Success;
             }
             OutcomeClass::NonRetryable | OutcomeClass::LocalResource => {
-                return self.give_up(req, GiveUpReason::NonRetryable, c.class);
+                return self.give_up(now, req, GiveUpReason::NonRetryable, c.class);
             }
             OutcomeClass::Transient | OutcomeClass::Throttling => {}
         }
-        let throttling = c.class == OutcomeClass::Throttling;
-        let kind = if throttling {
-            CostKind::Throttling
-        } else if c.timeout {
-            CostKind::Timeout
-        } else {
-            CostKind::Transient
-        };
         let hint = match outcome {
             AttemptOutcome::Response(r)
                 if self.config.retry_on.x_should_retry
@@ -610,6 +693,32 @@ impl RetryClient {
             }
             AttemptOutcome::Response(r) => self.config.retry_after.hint(r, || now.wall()),
             AttemptOutcome::Transport(_) => Hint::Absent,
+        };
+        let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, rng);
+        self.collect_breaker_events();
+        d
+    }
+
+    /// The retry's answer to an attempt that failed retryably (class transient or
+    /// throttling): the blockers in the order of the module's list, then the delay.
+    #[allow(clippy::too_many_arguments)]
+    fn decide_failure(
+        &mut self,
+        now: Now,
+        req: &mut RequestState,
+        class: OutcomeClass,
+        timeout: bool,
+        never_sent: bool,
+        hint: Hint,
+        rng: &mut dyn rand::RngCore,
+    ) -> Decision {
+        let throttling = class == OutcomeClass::Throttling;
+        let kind = if throttling {
+            CostKind::Throttling
+        } else if timeout {
+            CostKind::Timeout
+        } else {
+            CostKind::Transient
         };
         // The delay (a jitter draw, which seeds a request's lazy RNG) is computed before the
         // blockers only when a deadline needs it to decide; otherwise only once the retry is
@@ -622,7 +731,7 @@ impl RetryClient {
         if hint == Hint::DoNotRetry {
             blocker = Some(GiveUpReason::ServerPushback);
         } else if !req.idempotent
-            && !c.never_sent
+            && !never_sent
             && !self.config.retry_non_idempotent
             && !self.config.idempotency_key
         {
@@ -647,7 +756,7 @@ impl RetryClient {
             if let Some(b) = self.budget.as_mut() {
                 let _ = b.try_retry(now.mono, kind, true);
             }
-            return self.give_up(req, reason, c.class);
+            return self.give_up(now, req, reason, class);
         }
         if let Some(b) = self.budget.as_mut() {
             match b.try_retry(now.mono, kind, false) {
@@ -658,17 +767,14 @@ impl RetryClient {
                 None => {
                     let level = b.level();
                     self.note_budget_refusal(now.mono, level);
-                    return self.give_up(req, GiveUpReason::BudgetRefused, c.class);
+                    return self.give_up(now, req, GiveUpReason::BudgetRefused, class);
                 }
             }
         }
         if !deadline_bound {
             after = self.delay(req, throttling, hint, rng);
         }
-        Decision::Retry {
-            after,
-            class: c.class,
-        }
+        Decision::Retry { after, class }
     }
 
     /// The wait before the request's next retry: backoff, jitter, then the server's hint;
@@ -698,6 +804,12 @@ impl RetryClient {
     /// Must be called exactly once when the logical request ends (any way).
     pub fn finish(&mut self, now: Now, mut req: RequestState) {
         self.release_slot(&mut req);
+        // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
+        self.settle_outer(now, &mut req, None);
+        self.release_places(now, &mut req, None);
+        if let Some(b) = self.bulkhead.as_mut() {
+            b.leave_queue(&mut req.queued_since);
+        }
         if req.awaiting_outcome && req.is_probe {
             if let Some(br) = self.breaker.as_mut() {
                 br.cancel_probe();

@@ -9,6 +9,8 @@
 use super::backoff::{Backoff, Jitter};
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
+use super::bulkhead::BulkheadConfig;
+use super::concurrency_limit::ConcurrencyLimitConfig;
 use super::cost::{AttemptCost, CostConfig};
 use super::duration;
 use super::error::{check, PolicyError};
@@ -16,6 +18,7 @@ use super::failover::FailoverConfig;
 use super::hedging::HedgingConfig;
 use super::ladder::{self, Rung};
 use super::outcome::{RetryOn, StatusPattern, TransportError};
+use super::pipeline::{Pipeline, Present};
 use super::rate_limiter::RateLimiterConfig;
 use super::retry_after::RetryAfterConfig;
 use serde::{Deserialize, Serialize};
@@ -83,6 +86,16 @@ pub struct RetryConfig {
     /// A send-rate limiter every attempt passes before it is sent (none: sent at once).
     #[serde(default, skip_serializing_if = "RateLimiterConfig::is_none")]
     pub rate_limiter: RateLimiterConfig,
+    /// The stages around a call, outermost first, as written (None: stormrig's default
+    /// order, see [`super::pipeline`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Pipeline>,
+    /// At most N attempts in flight, with a bounded queue (None: no bulkhead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulkhead: Option<BulkheadConfig>,
+    /// An adaptive limit of attempts in flight (None: no limiter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit: Option<ConcurrencyLimitConfig>,
 }
 
 impl Default for RetryConfig {
@@ -127,6 +140,9 @@ impl Default for RetryConfig {
             ladder: Vec::new(),
             hedging: None,
             rate_limiter: RateLimiterConfig::None,
+            pipeline: None,
+            bulkhead: None,
+            concurrency_limit: None,
         }
     }
 }
@@ -154,7 +170,38 @@ impl RetryConfig {
             }
         }
         ladder::validate(&self.ladder)?;
-        self.validate_hedging()
+        if let Some(b) = &self.bulkhead {
+            b.validate()?;
+        }
+        if let Some(l) = &self.concurrency_limit {
+            l.validate()?;
+        }
+        self.validate_hedging()?;
+        match &self.pipeline {
+            Some(p) => p.validate(self.stages()),
+            None => Ok(()),
+        }
+    }
+
+    /// Which stages the config has, that a written pipeline must list.
+    pub fn stages(&self) -> Present {
+        Present {
+            deadline: self.deadline.is_some(),
+            per_try_timeout: self.per_try_timeout.is_some(),
+            breaker: self.breaker.is_some(),
+            failover: self.failover.is_some(),
+            rate_limiter: !self.rate_limiter.is_none(),
+            hedging: self.hedging.is_some(),
+            bulkhead: self.bulkhead.is_some(),
+            concurrency_limit: self.concurrency_limit.is_some(),
+        }
+    }
+
+    /// The order the config runs: as written, or stormrig's default.
+    pub fn effective_pipeline(&self) -> Pipeline {
+        self.pipeline
+            .clone()
+            .unwrap_or_else(|| Pipeline::default_for(self.stages()))
     }
 
     /// Hedging's own values, and the stages it is not defined with. gRFC A6 defines hedges
@@ -189,6 +236,8 @@ impl RetryConfig {
             ("failover", self.failover.is_some()),
             ("ladder", !self.ladder.is_empty()),
             ("rate_limiter", !self.rate_limiter.is_none()),
+            ("bulkhead", self.bulkhead.is_some()),
+            ("concurrency_limit", self.concurrency_limit.is_some()),
         ] {
             check(!set, field, "a table", "unset beside hedging")?;
         }

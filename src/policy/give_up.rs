@@ -28,11 +28,15 @@ pub enum GiveUpReason {
     /// The load generator's machine ran out of a local resource (see
     /// `OutcomeClass::LocalResource`).
     LocalResource,
+    /// The bulkhead had no place for the attempt (and no room or time to wait for one).
+    BulkheadFull,
+    /// The adaptive concurrency limiter's limit of attempts in flight was reached.
+    LimitExceeded,
 }
 
 impl GiveUpReason {
     /// Every reason, in the order of their slots.
-    pub const ALL: [GiveUpReason; 9] = [
+    pub const ALL: [GiveUpReason; 11] = [
         GiveUpReason::NonRetryable,
         GiveUpReason::MaxAttempts,
         GiveUpReason::Deadline,
@@ -42,5 +46,7 @@ impl GiveUpReason {
         GiveUpReason::NotIdempotent,
         GiveUpReason::ServerPushback,
         GiveUpReason::LocalResource,
+        GiveUpReason::BulkheadFull,
+        GiveUpReason::LimitExceeded,
     ];
 }

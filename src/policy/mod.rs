@@ -14,6 +14,8 @@
 //! * [`backoff`]: constant / linear / exponential schedules and the jitter families;
 //! * [`deadline`]: overall deadline, per-try timeout, propagation;
 //! * [`budget`]: ratio (Finagle/tower), AWS quota, gRPC throttling, Envoy concurrency;
+//! * [`bulkhead`]: at most N attempts in flight, with a bounded queue;
+//!   [`concurrency_limit`]: an adaptive limit of attempts in flight (AIMD, Gradient2);
 //! * [`breaker`]: circuit breaker; [`cost`]: per-request and global cost caps;
 //! * [`failover`]: which provider each attempt of a request goes to;
 //!   [`provider_breakers`]: a breaker per provider, skipping an open one;
@@ -26,13 +28,17 @@
 //! * [`hedging`]: extra copies of a call before any failure (gRFC A6), instead of retries;
 //! * [`rate_limiter`]: a client-side send-rate limiter (botocore's adaptive mode), which
 //!   delays sends rather than refusing retries;
+//! * [`pipeline`]: the order of a config's stages, and which side of the retry its
+//!   breaker stands on;
 //! * [`duration`]: human duration strings in retry configs.
 
 pub mod backoff;
 pub mod bounds;
 pub mod breaker;
 pub mod budget;
+pub mod bulkhead;
 pub mod client;
+pub mod concurrency_limit;
 pub mod config;
 pub mod cost;
 pub mod deadline;
@@ -45,6 +51,7 @@ mod grpc_status;
 pub mod hedging;
 pub mod ladder;
 pub mod outcome;
+pub mod pipeline;
 pub mod presets;
 pub mod provider_breakers;
 pub mod rate_limiter;
@@ -57,9 +64,11 @@ pub mod words;
 pub use backoff::{Backoff, Jitter};
 pub use breaker::{BreakerConfig, BreakerState};
 pub use budget::{BudgetConfig, CostKind, DepositOn, RetryBudget};
+pub use bulkhead::BulkheadConfig;
 pub use client::{
     Decision, GiveUpReason, HedgeDecision, Now, Permit, PolicyEvent, RequestState, RetryClient,
 };
+pub use concurrency_limit::ConcurrencyLimitConfig;
 pub use config::RetryConfig;
 pub use cost::{AttemptCost, CostConfig, CostScope, CostUnit};
 pub use error::PolicyError;
@@ -72,6 +81,7 @@ pub use outcome::{
     attempt_label, is_idempotent_method, AttemptLabel, AttemptOutcome, OutcomeClass, Response,
     RetryOn, StatusPattern, TransportError, REFUSED_LABEL,
 };
+pub use pipeline::{BreakerPlace, Pipeline, Stage};
 pub use presets::{preset, preset_names, PresetInfo, PRESETS};
 pub use rate_limiter::{RateLimiter, RateLimiterConfig};
 pub use retry_after::{HintHeader, RetryAfterConfig};

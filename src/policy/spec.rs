@@ -30,6 +30,9 @@
 //! failover = { providers = ["a", "b"], same_provider_retries = 1 }  # load path /providers/a/...
 //! ladder = [{ cached = 0.6 }, { static = true }]  # answers when the attempts could not
 //! rate_limiter = { kind = "aws-adaptive" }  # botocore's adaptive send-rate limiter; or "none"
+//! pipeline = ["timeout", "breaker", "retry", "timeout"]  # stage order, outermost first
+//! bulkhead = { max_concurrent = 10, max_queue = 0 }  # attempts in flight at most
+//! concurrency_limit = { kind = "aimd" }  # or "gradient2": Netflix concurrency-limits
 //! ```
 //!
 //! Without a preset the defaults are: 3 attempts, no timeouts, cost 1, retry 502/503/504 and
@@ -39,6 +42,8 @@
 use super::backoff::{Backoff, Jitter};
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
+use super::bulkhead::BulkheadConfig;
+use super::concurrency_limit::ConcurrencyLimitConfig;
 use super::config::RetryConfig;
 use super::cost::{AttemptCost, CostConfig};
 use super::duration;
@@ -47,6 +52,7 @@ use super::failover::FailoverConfig;
 use super::hedging::HedgingConfig;
 use super::ladder::Rung;
 use super::outcome::RetryOn;
+use super::pipeline::Pipeline;
 use super::presets;
 use super::rate_limiter::RateLimiterConfig;
 use super::retry_after::RetryAfterConfig;
@@ -94,6 +100,12 @@ pub struct RetryConfigSpec {
     pub hedging: Option<HedgingConfig>,
     #[serde(default)]
     pub rate_limiter: Option<RateLimiterConfig>,
+    #[serde(default)]
+    pub pipeline: Option<Pipeline>,
+    #[serde(default)]
+    pub bulkhead: Option<BulkheadConfig>,
+    #[serde(default)]
+    pub concurrency_limit: Option<ConcurrencyLimitConfig>,
 }
 
 impl RetryConfigSpec {
@@ -141,6 +153,15 @@ impl RetryConfigSpec {
         }
         if self.failover.is_some() {
             c.failover = self.failover.clone();
+        }
+        if self.pipeline.is_some() {
+            c.pipeline = self.pipeline.clone();
+        }
+        if self.bulkhead.is_some() {
+            c.bulkhead = self.bulkhead.clone();
+        }
+        if self.concurrency_limit.is_some() {
+            c.concurrency_limit = self.concurrency_limit.clone();
         }
         if let Some(h) = &self.hedging {
             // A retry policy or a hedging policy, never both (gRFC A6, `A6-client-retries.md`

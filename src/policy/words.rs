@@ -170,6 +170,95 @@ pub fn breaker(b: &BreakerConfig) -> String {
     )
 }
 
+/// The order of the stages around a call, and what it means for the breaker.
+pub fn pipeline(c: &super::config::RetryConfig) -> String {
+    use super::pipeline::BreakerPlace;
+    let order = c.effective_pipeline().words();
+    let written = if c.pipeline.is_some() {
+        "as written"
+    } else {
+        "the default"
+    };
+    let breaker = match (&c.breaker, c.pipeline.as_ref().map(|p| p.breaker_place())) {
+        (None, _) => "",
+        (Some(_), Some(BreakerPlace::OutsideRetry)) => {
+            "; the breaker is asked once per call and learns each call's last outcome: while \
+             it is open no attempt is sent, a probe is a whole call with its retries"
+        }
+        (Some(_), Some(BreakerPlace::InsideRetry)) => {
+            "; every attempt asks the breaker and an open-circuit refusal is a failed attempt \
+             the retry re-sends after its backoff (the order the retry pattern warns of)"
+        }
+        (Some(_), _) => {
+            "; every attempt asks the breaker, and its refusal ends the call without a retry"
+        }
+    };
+    format!("{order} (outermost first, {written}){breaker}")
+}
+
+/// The bulkhead: its places, its queue.
+pub fn bulkhead(b: &super::bulkhead::BulkheadConfig) -> String {
+    let queue = if b.max_queue == 0 {
+        "no queue: an attempt that finds them taken is rejected".to_string()
+    } else {
+        format!(
+            "up to {} attempts wait up to {} for one, then are rejected",
+            b.max_queue,
+            d(b.max_wait)
+        )
+    };
+    format!(
+        "at most {} attempts in flight; {queue} (the call ends bulkhead-full, unsent)",
+        b.max_concurrent
+    )
+}
+
+/// The adaptive concurrency limiter and how its limit moves.
+pub fn concurrency_limit(l: &super::concurrency_limit::ConcurrencyLimitConfig) -> String {
+    use super::concurrency_limit::ConcurrencyLimitConfig as L;
+    let (how, initial, min, max) = match l {
+        L::Aimd {
+            initial_limit,
+            min_limit,
+            max_limit,
+            backoff_ratio,
+            timeout,
+        } => (
+            format!(
+                "AIMD (Netflix concurrency-limits): × {backoff_ratio} on a failure, a timeout \
+                 or a round trip over {}, + 1 on a success with at least half the limit in \
+                 flight",
+                d(*timeout)
+            ),
+            initial_limit,
+            min_limit,
+            max_limit,
+        ),
+        L::Gradient2 {
+            initial_limit,
+            min_limit,
+            max_limit,
+            smoothing,
+            queue_size,
+            long_window,
+            rtt_tolerance,
+        } => (
+            format!(
+                "Gradient2 (Netflix concurrency-limits): the limit × min(1, {rtt_tolerance} × \
+                 the long-term round trip ({long_window} samples) / this one) + {queue_size}, \
+                 smoothed by {smoothing}"
+            ),
+            initial_limit,
+            min_limit,
+            max_limit,
+        ),
+    };
+    format!(
+        "{how}; starts at {initial}, between {min} and {max}; an attempt that finds the limit \
+         in flight is rejected (the call ends limit-exceeded, unsent)"
+    )
+}
+
 /// The cost caps, with the rule that makes them bound retries rather than spending.
 pub fn cost(c: &CostConfig, unit: &AttemptCost) -> String {
     let unit = match unit {

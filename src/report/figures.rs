@@ -198,6 +198,8 @@ pub const FIGURES: &[Figure] = &[
     row("rate_limit_wait_ms.p50",              Milliseconds,      Lower,   Varies),
     row("rate_limit_wait_ms.p90",              Milliseconds,      Lower,   Varies),
     row("rate_limit_wait_ms.p99",              Milliseconds,      Lower,   Varies),
+    row("bulkhead_rejections",                 Attempts,          Lower,   OnlyGrows),
+    row("limiter_rejections",                  Attempts,          Lower,   OnlyGrows),
     row("rate_limit_wait_ms.p999",             Milliseconds,      Lower,   Varies),
     row("rate_limit_wait_ms.max",              Milliseconds,      Lower,   OnlyGrows),
     row("budget.capacity",                     Setting,           Neither, Varies),

@@ -123,6 +123,11 @@ pub fn summary(run: &RunResult) -> String {
         }
     }
     for c in &run.configs {
+        if let Some(line) = rejections_line(c) {
+            prose(&mut out, &line);
+        }
+    }
+    for c in &run.configs {
         if let Some(line) = providers_line(c) {
             prose(&mut out, &line);
         }
@@ -350,6 +355,28 @@ fn class_table(out: &mut String, c: &ConfigSummary) {
 /// Retries refused by the config's own limits: by its budget, and by its cost caps (a
 /// request whose next retry would pass a cap ends as `cost-cap`). Both are the client
 /// holding back, and a user looking for why a capped config sent less looks here.
+/// One line on a config whose bulkhead or concurrency limiter rejected attempts.
+fn rejections_line(c: &ConfigSummary) -> Option<String> {
+    let mut parts = Vec::new();
+    if c.bulkhead_rejections > 0 {
+        parts.push(format!("{} by its bulkhead", c.bulkhead_rejections));
+    }
+    if c.limiter_rejections > 0 {
+        parts.push(format!(
+            "{} by its concurrency limiter",
+            c.limiter_rejections
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}: attempts rejected unsent {}",
+        c.name,
+        parts.join(", ")
+    ))
+}
+
 fn refused(c: &ConfigSummary) -> u64 {
     let by_cost = c.failures_by_reason.get("cost-cap").copied().unwrap_or(0);
     c.budget_refusals + by_cost

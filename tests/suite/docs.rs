@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use stormrig::policy::{
-    Backoff, BreakerConfig, BudgetConfig, CostConfig, FailoverConfig, HedgingConfig, Jitter,
-    RateLimiterConfig, RetryAfterConfig, RetryConfigSpec, RetryOn, Rung,
+    Backoff, BreakerConfig, BudgetConfig, BulkheadConfig, ConcurrencyLimitConfig, CostConfig,
+    FailoverConfig, HedgingConfig, Jitter, RateLimiterConfig, RetryAfterConfig, RetryConfigSpec,
+    RetryOn, Rung,
 };
 use stormrig::scenario::classes::ClassSection;
 use stormrig::scenario::grpc::GrpcSection;
@@ -129,6 +130,10 @@ fn code_keys() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("`ladder`", one_of::<Rung>()),
         ("`hedging`", fields::<HedgingConfig>()),
         ("`rate_limiter`", tagged::<RateLimiterConfig>()),
+        // A list of stage names, not a table: no keys of its own.
+        ("`pipeline`", BTreeSet::new()),
+        ("`bulkhead`", fields::<BulkheadConfig>()),
+        ("`concurrency_limit`", tagged::<ConcurrencyLimitConfig>()),
         ("Target files", fields::<TargetFile>()),
     ])
 }

@@ -229,6 +229,8 @@ fn summary(shape: &Shape, rows: &[SecondRow]) -> ConfigSummary {
         hedges_cancelled: 0,
         hedges_wasted: 0,
         rate_limited_sends: 0,
+        bulkhead_rejections: 0,
+        limiter_rejections: 0,
         rate_limit_wait_s: 0.0,
         rate_limit_wait_ms: Default::default(),
         successes: sum(|r| r.successes),

@@ -54,6 +54,8 @@ pub fn config(name: &str, amplification: f64, p99: f64, budget_refusals: u64) ->
         hedges_cancelled: 0,
         hedges_wasted: 0,
         rate_limited_sends: 0,
+        bulkhead_rejections: 0,
+        limiter_rejections: 0,
         rate_limit_wait_s: 0.0,
         rate_limit_wait_ms: Default::default(),
         successes: 950,

@@ -38,6 +38,14 @@ fn has_rate_limiter(c: &ConfigSummary) -> bool {
     c.rate_limited_sends > 0 || !c.policy["rate_limiter"].is_null()
 }
 
+fn has_bulkhead(c: &ConfigSummary) -> bool {
+    c.bulkhead_rejections > 0 || !c.policy["bulkhead"].is_null()
+}
+
+fn has_concurrency_limit(c: &ConfigSummary) -> bool {
+    c.limiter_rejections > 0 || !c.policy["concurrency_limit"].is_null()
+}
+
 /// A run with write requests (executions counted) or a dedup store at work.
 fn has_writes(c: &ConfigSummary) -> bool {
     let i = &c.idempotency;
@@ -204,6 +212,22 @@ const COLUMNS: &[Column] = &[
         shown: Shown::When(has_rate_limiter),
         value: |c| Some(c.rate_limited_sends as f64),
         show: |c| int(c.rate_limited_sends),
+    },
+    Column {
+        label: "bulkhead rejections",
+        title: "attempts the bulkhead rejected: no place free and no room or time to wait",
+        figure: Some("bulkhead_rejections"),
+        shown: Shown::When(has_bulkhead),
+        value: |c| Some(c.bulkhead_rejections as f64),
+        show: |c| int(c.bulkhead_rejections),
+    },
+    Column {
+        label: "limiter rejections",
+        title: "attempts the adaptive concurrency limiter rejected: its limit was in flight",
+        figure: Some("limiter_rejections"),
+        shown: Shown::When(has_concurrency_limit),
+        value: |c| Some(c.limiter_rejections as f64),
+        show: |c| int(c.limiter_rejections),
     },
     Column {
         label: "rate-limit wait p99",
