@@ -174,3 +174,74 @@ fn new_writes_a_template_that_checks_and_simulates_and_never_overwrites() {
     let printed = String::from_utf8(printed.stdout).unwrap();
     assert_eq!(printed, text.replace("payments-storm", "my-storm"));
 }
+
+/// Every line of `nginx`'s access log once it holds `n`, waiting at most 5 s (nginx writes
+/// a line after it answers).
+fn nginx_lines(nginx: &crate::support::nginx::Nginx, n: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while nginx.log().len() < n && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    nginx.log().len()
+}
+
+#[test]
+fn a_one_line_run_against_nginx_counts_as_the_scenario_file_it_wrote() {
+    use crate::support::nginx::Nginx;
+    let dir = tmp_dir("one-line-nginx");
+    let (flags, file) = (dir.join("flags"), dir.join("file"));
+    // The window's edges fall between the 10 ms arrivals, so a late arrival does not move
+    // a request across them.
+    let by_flags = Nginx::start();
+    exits(
+        bin()
+            .args(["run", "-q", "--rate", "100", "--duration", "2s"])
+            .args(["--url", &format!("http://{}/", by_flags.addr())])
+            .args(["--fault", "503@505ms+1s", "--out"])
+            .arg(&flags),
+        0,
+    );
+    // The scenario the flags wrote, run as a file against a second nginx of its own.
+    let by_file = Nginx::start();
+    exits(
+        bin()
+            .arg("run")
+            .arg(flags.join("scenario.toml"))
+            .args(["-q", "--target-url", &format!("http://{}/", by_file.addr())])
+            .arg("--out")
+            .arg(&file),
+        0,
+    );
+    let (a, b) = (summary(&flags), summary(&file));
+    for (s, nginx) in [(&a, &by_flags), (&b, &by_file)] {
+        let forwarded: u64 = s["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["target_forwarded"].as_u64().unwrap())
+            .sum();
+        assert!(forwarded > 0);
+        assert_eq!(
+            nginx_lines(nginx, forwarded as usize) as u64,
+            forwarded,
+            "nginx counted what the proxy forwarded"
+        );
+    }
+    let (ca, cb) = (
+        a["configs"].as_array().unwrap(),
+        b["configs"].as_array().unwrap(),
+    );
+    assert_eq!(ca.len(), cb.len());
+    for (x, y) in ca.iter().zip(cb) {
+        let name = x["name"].as_str().unwrap();
+        assert_eq!(x["name"], y["name"]);
+        assert_eq!(x["upstream_requests"], y["upstream_requests"], "{name}");
+        assert_eq!(x["attempts"], x["downstream_arrivals"], "{name}");
+        assert_eq!(y["attempts"], y["downstream_arrivals"], "{name}");
+    }
+    // The fault: no-retry's failures are the requests in the window, in both runs.
+    let failures = |c: &[serde_json::Value]| c[0]["failures"].as_u64().unwrap();
+    assert_eq!(ca[0]["name"], "no-retry");
+    assert!((90..=110).contains(&failures(ca)), "{}", failures(ca));
+    assert_eq!(failures(ca), failures(cb));
+}
