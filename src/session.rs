@@ -73,6 +73,9 @@ pub struct Request {
     /// Attempts sent to the ladder's model rungs after the policy gave up (they are not the
     /// policy's, so its state does not count them).
     fallback_attempts: u32,
+    /// Attempts the breaker inside the retry refused: the policy counts them, the target
+    /// never saw them, so they are neither sent retries nor useful or wasted ones.
+    unsent_attempts: u32,
     /// On a model rung: that rung and why the policy gave up.
     fell: Option<(u8, GiveUpReason)>,
     /// The fleet instance that sends it ([`Fleet::instance_of`]).
@@ -295,6 +298,7 @@ impl Session {
             class,
             fleet,
             fallback_attempts: 0,
+            unsent_attempts: 0,
             fell: None,
             instance,
             intended,
@@ -627,7 +631,8 @@ impl Session {
     /// The request's end: the policy releases what it held, the recorder counts it.
     #[inline(always)]
     fn end(&mut self, now: Now, req: Request, ending: Ending) -> Step {
-        let attempts = req.state.attempts() + req.fallback_attempts;
+        let attempts =
+            (req.state.attempts() + req.fallback_attempts).saturating_sub(req.unsent_attempts);
         self.fleets[usize::from(req.fleet)]
             .client_mut(req.instance)
             .finish(now, req.state);

@@ -52,10 +52,11 @@ pub const MAX_LAYERS: usize = 8;
 /// Most fault windows.
 pub const MAX_FAULTS: usize = 1_000;
 
-/// The fault windows the `series` faults of one scenario may expand to (each request's
-/// verdict looks at every window, so this bounds the cost of a decision too; the
-/// simulator keeps a fault index in a `u16`).
-pub const MAX_SERIES_FAULT_WINDOWS: usize = 20_000;
+/// The fault windows the `series` faults of one scenario may expand to: a 6 h recording at
+/// one step per second is 21,600. A decision looks only at the windows covering its
+/// instant (`timeline::ActiveIndex`); the bound is the simulator's fault index, a `u16`,
+/// with room left for the hand-written faults ([`MAX_FAULTS`]).
+pub const MAX_SERIES_FAULT_WINDOWS: usize = 60_000;
 /// Most rate steps.
 pub const MAX_STEPS: usize = 10_000;
 /// Most gate expressions in a scenario.

@@ -146,11 +146,72 @@ pub struct FaultVerdict<'a> {
 pub struct FaultTimeline {
     faults: Vec<Fault>,
     seed: u64,
+    active: ActiveIndex,
+}
+
+/// Which per-request faults (all but capacity) are active between consecutive window
+/// edges, in file order. A recorded fault series expands into tens of thousands of windows;
+/// each decision then looks at the few windows covering its instant, not at all of them.
+#[derive(Debug, Clone, Default)]
+struct ActiveIndex {
+    /// Every window's start and end, sorted, each once.
+    edges: Vec<Duration>,
+    /// `ids[spans[k]..spans[k + 1]]`: the faults covering `[edges[k], edges[k + 1])`.
+    spans: Vec<u32>,
+    ids: Vec<u32>,
+}
+
+impl ActiveIndex {
+    fn new(faults: &[Fault]) -> ActiveIndex {
+        let per_request = || {
+            faults
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !matches!(f.kind, FaultKind::Capacity { .. }))
+        };
+        let mut edges: Vec<Duration> = per_request()
+            .flat_map(|(_, f)| [f.at, f.at + f.length])
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        let intervals = edges.len().saturating_sub(1);
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); intervals];
+        // In file order, so each interval's list is too.
+        for (i, f) in per_request() {
+            let from = edges.partition_point(|&e| e < f.at);
+            let to = edges.partition_point(|&e| e < f.at + f.length);
+            for list in &mut lists[from..to] {
+                list.push(i as u32);
+            }
+        }
+        let mut spans = Vec::with_capacity(intervals + 1);
+        let mut ids = Vec::new();
+        spans.push(0);
+        for list in lists {
+            ids.extend(list);
+            spans.push(ids.len() as u32);
+        }
+        ActiveIndex { edges, spans, ids }
+    }
+
+    /// The faults whose window covers `t`, in file order.
+    fn at(&self, t: Duration) -> &[u32] {
+        let k = self.edges.partition_point(|&e| e <= t);
+        if k == 0 || k >= self.edges.len() {
+            return &[];
+        }
+        &self.ids[self.spans[k - 1] as usize..self.spans[k] as usize]
+    }
 }
 
 impl FaultTimeline {
     pub fn new(faults: Vec<Fault>, seed: u64) -> Self {
-        FaultTimeline { faults, seed }
+        let active = ActiveIndex::new(&faults);
+        FaultTimeline {
+            faults,
+            seed,
+            active,
+        }
     }
 
     pub fn faults(&self) -> &[Fault] {
@@ -181,10 +242,9 @@ impl FaultTimeline {
             fault: None,
         };
         let mut key = None;
-        for (i, f) in self.faults.iter().enumerate() {
-            if matches!(f.kind, FaultKind::Capacity { .. }) || !f.active_at(t) {
-                continue;
-            }
+        for &i in self.active.at(t) {
+            let (i, f) = (i as usize, &self.faults[i as usize]);
+            debug_assert!(f.active_at(t) && !matches!(f.kind, FaultKind::Capacity { .. }));
             if let Some(prefix) = &f.path {
                 if !path.starts_with(prefix.as_str()) {
                     continue;
@@ -313,6 +373,46 @@ mod tests {
             retry_after_ms: None,
             should_retry: None,
             error_code: None,
+        }
+    }
+
+    /// The index finds exactly the windows a scan of all of them finds, in file order, for
+    /// overlapping, touching and nested windows and instants on and between their edges.
+    #[test]
+    fn the_active_index_agrees_with_a_scan_of_every_window() {
+        let mut x: u64 = 7;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let faults: Vec<Fault> = (0..300)
+            .map(|k| {
+                let kind = if k % 7 == 0 {
+                    FaultKind::Capacity { concurrency: 2 }
+                } else {
+                    status(503)
+                };
+                fault(next(5_000), next(800), 0.5, kind)
+            })
+            .collect();
+        let tl = FaultTimeline::new(faults.clone(), 1);
+        for t in (0..6_000).chain(faults.iter().flat_map(|f| {
+            let (a, b) = (
+                f.at.as_millis() as u64,
+                (f.at + f.length).as_millis() as u64,
+            );
+            [a, b, a.saturating_sub(1), b + 1]
+        })) {
+            let t = ms(t);
+            let scan: Vec<u32> = faults
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !matches!(f.kind, FaultKind::Capacity { .. }) && f.active_at(t))
+                .map(|(i, _)| i as u32)
+                .collect();
+            assert_eq!(tl.active.at(t), scan.as_slice(), "t = {t:?}");
         }
     }
 

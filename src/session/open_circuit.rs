@@ -18,6 +18,7 @@ impl Session {
             unreachable!("open_circuit without a request in its slot");
         };
         self.rec.breaker_refused(now.mono);
+        req.unsent_attempts += 1;
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let attempt = req.state.attempts();
         // Its own draws, keyed by the attempt it stands for.

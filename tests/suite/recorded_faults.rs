@@ -210,15 +210,22 @@ fn bad_fault_series_are_refused_with_file_line_and_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("faults[0].series: 0 bad line(s)"), "{err}");
     assert!(err.contains("1 gap(s) read as no fault"), "{err}");
-    // Too many steps: more windows than the ceiling, refused by name.
-    let rows: String = (0..20_002)
+    // A 6 h recording at one step per second (21,600 windows) is taken; past the ceiling,
+    // more windows are refused by name.
+    let rows: String = (0..61_300)
         .map(|i| format!("{i},{}\n", if i % 2 == 0 { 0.1 } else { 0.2 }))
         .collect();
     write(&dir, "errors.csv", &rows);
+    let out = exits(bin().arg("check").arg(s(6, "status = 503")), 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("21600 faults"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     refused(
-        &s(6, "status = 503"),
+        &s(17, "status = 503"),
         "faults[0].series",
-        "more than 20000 fault windows",
+        "more than 60000 fault windows",
     );
     // A file past the bounded reader's limit is not read at all.
     let f = std::fs::File::create(dir.join("errors.csv")).unwrap();
