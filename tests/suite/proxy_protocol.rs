@@ -225,12 +225,13 @@ fn a_run_against_endless_interim_answers_ends_on_time_with_exact_counts() {
     let attempts = cfg["attempts"].as_u64().unwrap();
     assert!(attempts > 0);
     // A core pinned per request would cost about duration + drain CPU-seconds each (the
-    // fault before the bound). The bound: one core-second per 100 attempts above the plain
-    // peer, 800 times below that. Measured 5.6 to 8.2 ms per attempt over five runs (240
-    // attempts, 1.35 to 1.96 CPU-s above the peer, on a shared 2-core machine): the proxy
-    // parses the interim answers already buffered before it drops the exchange.
+    // fault before the bound). The bound: one core-second per 20 attempts above the plain
+    // peer, 160 times below that. The cost is the interim answers already buffered when the
+    // proxy drops the exchange, so it grows with how far the test's own in-process upstream
+    // gets ahead of the child under a parallel suite: measured 5.6 to 8.2 ms per attempt
+    // alone, 11.5 and 13.4 ms in two full suites (240 attempts, 2.75 and 3.22 CPU-s).
     let extra = c.cpu.saturating_sub(peer.cpu).as_secs_f64();
-    let allowed = attempts as f64 * 0.01;
+    let allowed = attempts as f64 * 0.05;
     assert!(
         extra <= allowed,
         "{attempts} attempts cost {extra:.2} CPU-s above the plain peer (allowed {allowed:.2})"
