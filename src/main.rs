@@ -7,11 +7,13 @@ use clap::Parser;
 use stormrig::app::{self, Exit};
 use stormrig::cli::Cli;
 
+#[cfg(not(feature = "system-alloc"))]
 mod alloc;
 
 /// mimalloc instead of glibc's malloc: the generator's hot path (hyper's request and
 /// response structures, header maps, channels) allocates and frees a few dozen small
 /// blocks per attempt, and glibc's allocator was ~13 % of its user-space instructions.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 

@@ -692,12 +692,19 @@ async fn accept_loop(
                     serve_connection(protocol, streams, HeldClose::new(stream, hold), svc).await
                 }
                 Some(acceptor) => {
-                    let handshake =
-                        tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
-                    // A failed handshake carried no request: nothing to count or answer.
-                    if let Ok(Ok(tls)) = handshake.await {
-                        serve_connection(protocol, streams, HeldClose::new(tls, hold), svc).await;
-                    }
+                    // Boxed, as the HTTP/2 connection below: a task's size is its largest
+                    // state, and every connection in clear would otherwise carry room for
+                    // a TLS session it does not have (kilobytes per hanging request).
+                    Box::pin(async move {
+                        let handshake =
+                            tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                        // A failed handshake carried no request: nothing to count or answer.
+                        if let Ok(Ok(tls)) = handshake.await {
+                            serve_connection(protocol, streams, HeldClose::new(tls, hold), svc)
+                                .await;
+                        }
+                    })
+                    .await
                 }
             }
         });
@@ -723,7 +730,9 @@ where
         if let Some(n) = streams {
             builder.max_concurrent_streams(n);
         }
-        let _ = builder.serve_connection(io, svc).await;
+        // Boxed: an HTTP/2 connection's state is kilobytes that an HTTP/1.1 connection's
+        // task would otherwise reserve too.
+        let _ = Box::pin(builder.serve_connection(io, svc)).await;
     } else {
         let _ = http1::Builder::new()
             .keep_alive(true)

@@ -25,7 +25,7 @@ use std::mem::MaybeUninit;
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::header::CONTENT_LENGTH;
 use hyper::Method;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::outgoing::{Outgoing, Value};
@@ -73,7 +73,8 @@ impl Conn {
     pub(super) fn new(stream: TcpStream) -> Conn {
         Conn {
             stream,
-            buf: BytesMut::with_capacity(READ_CHUNK),
+            // Grown at the first read (see `fill`).
+            buf: BytesMut::new(),
             out: Vec::with_capacity(256),
         }
     }
@@ -138,14 +139,24 @@ impl Conn {
     }
 
     /// Reads into the buffer; `Ok(false)` at the end of the stream.
+    ///
+    /// The buffer grows only once the socket is readable: a request waiting for its answer
+    /// (every request of a hang fault) holds no read buffer, only its connection.
     async fn fill(&mut self) -> Result<bool, TransportError> {
-        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 2 {
-            self.buf.reserve(READ_CHUNK);
-        }
-        match self.stream.read_buf(&mut self.buf).await {
-            Ok(0) => Ok(false),
-            Ok(_) => Ok(true),
-            Err(e) => Err(io_failure(&e)),
+        loop {
+            if let Err(e) = self.stream.readable().await {
+                return Err(io_failure(&e));
+            }
+            if self.buf.capacity() - self.buf.len() < READ_CHUNK / 2 {
+                self.buf.reserve(READ_CHUNK);
+            }
+            match self.stream.try_read_buf(&mut self.buf) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Ok(true),
+                // A wake-up without data (readiness is a hint): wait again.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(io_failure(&e)),
+            }
         }
     }
 
