@@ -18,6 +18,8 @@ mod alloc;
 static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 
 fn main() -> ExitCode {
+    #[cfg(not(feature = "system-alloc"))]
+    alloc::without_huge_pages();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

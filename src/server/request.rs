@@ -87,15 +87,21 @@ pub(super) async fn serve_request(
     hold: CloseHold,
     h2: bool,
 ) -> Result<Response<Delivered>, CloseConnection> {
+    // The rare paths below (control traffic, gRPC framing, lost answers, delivery faults)
+    // are boxed where they are taken: hyper keeps this future for as long as the request
+    // is in flight (every hanging request of a hang fault), at the size of its largest state.
     let call = grpc::is_call(&req);
     let mut resp = handle(shared, req).await?;
     if call {
         // A gRPC answer is shaped by gRPC's framing; connection-level delivery faults
         // apply to plain HTTP answers only.
-        return Ok(grpc::answer(resp).await);
+        return Ok(Box::pin(grpc::answer(resp)).await);
     }
     let delivery = resp.extensions_mut().remove::<crate::scenario::Delivery>();
-    Ok(delivery::deliver(resp, delivery, &hold, h2).await)
+    Ok(match delivery {
+        None => delivery::deliver(resp, None, &hold, h2).await,
+        Some(d) => Box::pin(delivery::deliver(resp, Some(d), &hold, h2)).await,
+    })
 }
 
 /// One request, in the steps the module docs list: identify, the fast path of status faults
@@ -103,7 +109,7 @@ pub(super) async fn serve_request(
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
     if shared.control.is_some() && req.uri().path().starts_with(proxy::CONTROL_PREFIX) {
         // Control traffic is not storm traffic: never counted, never faulted.
-        return Ok(proxy::control(&shared, req).await);
+        return Ok(Box::pin(proxy::control(&shared, req)).await);
     }
     // The arrival's run time; it is counted below, once the verdict says how.
     let (t, sec) = shared.counters.now();
@@ -177,7 +183,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Clo
                 Deduped::Execute(ticket) => Some(ticket),
                 Deduped::Replay(_) if lost.is_some() => {
                     // The stored response travels the same lossy path as the first one.
-                    return lose(&shared, lost.flatten()).await;
+                    return Box::pin(lose(&shared, lost.flatten())).await;
                 }
                 Deduped::Replay(resp) | Deduped::Answer(resp) => return Ok(resp),
             },
@@ -554,7 +560,7 @@ async fn answer(
                 forwarded: true, ..
             },
             Some(status),
-        ) => lose(shared, status).await,
+        ) => Box::pin(lose(shared, status)).await,
     }
 }
 
