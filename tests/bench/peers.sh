@@ -18,6 +18,8 @@
 # the row the open loop's peers are compared with: stormrig run's default), MEMORY=0
 # (skip the memory rows, ~1 min: `stormrig bench memory` at 4000 with churn, at 100,000 over
 # h2c and at the descriptor limit over HTTP/1.1, and `bench sim-memory` at 10 M),
+# AIMS=0 (skip the callgrind count and the policy path against POLICY_REF, default 65b4565,
+# which builds that commit in a work tree the first time: several minutes),
 # OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
 # building the perf profile).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
@@ -387,6 +389,51 @@ if [ "${MEMORY:-1}" = 1 ]; then
         bench sim-memory --population "$SIM_POP"
 fi
 
+# ---- aims ----------------------------------------------------------------------------------
+# The figures that do not move with the host, each against its aim (tests/bench/aims.py):
+# bytes per in-flight HTTP/1.1 request (the churn row above), bytes per fleet client
+# instance, instructions per simulated attempt (callgrind), and the policy path against
+# the reference build POLICY_REF on this host. AIMS=0 skips the last two (callgrind about
+# a minute; the reference's first build several minutes, reused later).
+AIM_ROWS="$WORK/aims.tsv"
+: >"$AIM_ROWS"
+aim() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$AIM_ROWS"; }
+if [ -n "$MEM_OUT" ]; then
+    aim "bytes per in-flight HTTP/1.1 request" "$(kv "$MEM_OUT" bytes_per_in_flight)" 16000 le \
+        B "bench memory: 4,000 hanging, client and in-process target"
+fi
+if "$STORMRIG" bench fleet-memory --help >/dev/null 2>&1; then
+    log "fleet memory: 1,000,000 client instances of one config"
+    "$STORMRIG" bench fleet-memory --clients 1000000 >"$WORK/fleet.out" 2>"$WORK/fleet.err" ||
+        log "bench fleet-memory failed: $(tail -1 "$WORK/fleet.err")"
+    aim "bytes per fleet client instance" "$(kv "$WORK/fleet.out" bytes_per_instance)" 256 le \
+        B "bench fleet-memory --clients 1000000"
+fi
+if [ "${AIMS:-1}" = 1 ]; then
+    if ! command -v valgrind >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        log "installing valgrind"
+        apt-get install -y -qq valgrind >/dev/null 2>&1 || true
+    fi
+    if command -v valgrind >/dev/null 2>&1; then
+        log "instructions per simulated attempt (callgrind, bench sim)"
+        STORMRIG_BIN="$STORMRIG" bash "$HERE/callgrind-sim.sh" >"$WORK/callgrind.out" 2>"$WORK/callgrind.err" ||
+            log "callgrind-sim.sh failed: $(tail -1 "$WORK/callgrind.err")"
+        aim "instructions per simulated attempt" \
+            "$(tr ' ' '\n' <"$WORK/callgrind.out" | kv /dev/stdin instructions_per_attempt)" 1200 le \
+            instr "callgrind, bench sim --scale 30"
+    fi
+    POLICY_REF="${POLICY_REF:-65b4565}"
+    log "policy path: bench policy against $POLICY_REF built here, alternated"
+    # Release builds on both sides (the reference is built so), whatever STORMRIG_BIN names.
+    env -u STORMRIG_BIN bash "$HERE/policy-vs.sh" "$POLICY_REF" >"$WORK/policy-vs.out" 2>"$WORK/policy-vs.err" ||
+        log "policy-vs.sh failed: $(tail -1 "$WORK/policy-vs.err")"
+    # One row per case: its median per-round ratio over the reference.
+    while read -r config status ratio; do
+        aim "bench policy $config $status / $POLICY_REF" "$ratio" 1.05 le ratio \
+            "tests/bench/policy-vs.sh, release builds alternated"
+    done < <(awk 'NR > 2 && NF >= 6 && $5 ~ /^[0-9.]+$/ { print $1, $2, $5 }' "$WORK/policy-vs.out")
+fi
+
 # ---- report ------------------------------------------------------------------------------
 echo
 echo "stormrig vs peers: nproc=$(nproc), generators on CPU $GEN_CPU, servers on CPU $SRV_CPU," \
@@ -413,4 +460,10 @@ if [ -n "$MEM_OUT" ]; then
     done <"$MEM_ROWS"
     echo
     cat "$MEM_OUT"
+fi
+if [ -s "$AIM_ROWS" ]; then
+    echo
+    echo "Aims: figures that do not move with the host (a benchmark reports; it is no CI gate)."
+    python3 "$HERE/aims.py" "$AIM_ROWS"
+    [ -s "$WORK/policy-vs.out" ] && { echo; cat "$WORK/policy-vs.out"; }
 fi
