@@ -16,11 +16,18 @@
 //!   each attempt's outcome is recorded. An open-circuit refusal is a failed attempt the
 //!   retry handles like any other retryable failure: it waits its backoff and asks again, so
 //!   the call spends its attempts on refusals and re-sends as soon as the breaker half-opens.
-//!   This is what Polly v8 (a retry strategy added before a circuit breaker handles its
-//!   `BrokenCircuitException`, as every exception but cancellation is handled by default)
-//!   and resilience4j (`Retry` decorating a `CircuitBreaker`: the default retry predicate
-//!   retries every exception, `CallNotPermittedException` included) do when built this way;
-//!   the statement rests on their documentation, not on a run beside them.
+//!   This is what Polly v8 and resilience4j do when built this way, by reading their source
+//!   (not a run beside them): Polly's `RetryStrategyOptions.ShouldHandle` defaults to
+//!   `DefaultPredicates.HandleOutcome`, every exception but `OperationCanceledException`
+//!   (App-vNext/Polly 173d6d1, `src/Polly.Core/Retry/RetryStrategyOptions.TResult.cs` line
+//!   99, `src/Polly.Core/Utils/DefaultPredicates.cs` line 6), and the open breaker's
+//!   `BrokenCircuitException` is an `ExecutionRejectedException : Exception`
+//!   (`src/Polly.Core/CircuitBreaker/BrokenCircuitException.cs` line 13); resilience4j's
+//!   `RetryConfig` retries on `DEFAULT_RECORD_FAILURE_PREDICATE = throwable -> true` when no
+//!   exception list is given (resilience4j af9e7c9, `resilience4j-retry/src/main/java/io/
+//!   github/resilience4j/retry/RetryConfig.java` lines 43 and 428-431), and the open
+//!   breaker's `CallNotPermittedException` is a `RuntimeException` (`resilience4j-
+//!   circuitbreaker/.../CallNotPermittedException.java` line 25).
 //! * **No `pipeline` written**: each attempt asks the breaker and is recorded, and a refusal
 //!   ends the call without retrying it: what stormrig has always run, kept so that no
 //!   existing config changes. No preset has a breaker.
