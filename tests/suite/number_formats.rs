@@ -7,7 +7,7 @@
 use regex_lite::Regex;
 
 use crate::support;
-use crate::support::process::{bin, tmp_dir};
+use crate::support::process::tmp_dir;
 
 /// The page as text: no style, no script, tags dropped, entities for `<`, `>`, `&` read.
 fn page_text(html: &str) -> String {
@@ -66,31 +66,14 @@ fn the_rules_catch_each_misspelling() {
 
 #[test]
 fn every_shipped_report_writes_each_kind_of_figure_one_way() {
-    let dir = tmp_dir("formats");
     let mut failed = Vec::new();
-    for scenario in support::shipped_scenarios() {
-        let name = scenario.file_stem().unwrap().to_string_lossy().to_string();
-        let out = dir.join(&name);
-        let run = bin()
-            .arg("sim")
-            .arg(&scenario)
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .unwrap();
-        // 1 = a gate failed: the reports are whole.
-        assert!(
-            matches!(run.status.code(), Some(0 | 1)),
-            "{name}: {}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let console = String::from_utf8_lossy(&run.stdout).into_owned();
-        let html = std::fs::read_to_string(out.join("index.html")).unwrap();
-        for (source, text) in [("console", console), ("index.html", page_text(&html))] {
+    for sim in support::simulate_every_shipped(&tmp_dir("formats"), &[]) {
+        let html = std::fs::read_to_string(sim.out.join("index.html")).unwrap();
+        for (source, text) in [("console", sim.console), ("index.html", page_text(&html))] {
             failed.extend(
                 misspelt(&text)
                     .into_iter()
-                    .map(|m| format!("{name} {source}: {m}")),
+                    .map(|m| format!("{} {source}: {m}", sim.name)),
             );
         }
     }

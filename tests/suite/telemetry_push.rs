@@ -71,6 +71,17 @@ impl Drop for Daemon {
 
 /// The value of `name` for `config` in the run's group, as the gateway exposes it (labels
 /// in its own order, `job` and `run` from the group).
+/// The counters every push carries per config, and the `summary.json` key each must equal.
+const COUNTS: [(&str, &str); 7] = [
+    ("stormrig_upstream_requests_total", "upstream_requests"),
+    ("stormrig_attempts_total", "attempts"),
+    ("stormrig_retries_total", "retries"),
+    ("stormrig_successes_total", "successes"),
+    ("stormrig_failures_total", "failures"),
+    ("stormrig_budget_refusals_total", "budget_refusals"),
+    ("stormrig_downstream_arrivals_total", "downstream_arrivals"),
+];
+
 fn pushed(text: &str, name: &str, config: &str, run: &str) -> Option<f64> {
     let want = [
         format!("config=\"{config}\""),
@@ -114,15 +125,7 @@ fn a_run_pushes_its_final_counts_to_a_real_pushgateway() {
     assert_eq!(configs.len(), 2);
     for c in configs {
         let name = c["name"].as_str().unwrap();
-        for (metric, key) in [
-            ("stormrig_upstream_requests_total", "upstream_requests"),
-            ("stormrig_attempts_total", "attempts"),
-            ("stormrig_retries_total", "retries"),
-            ("stormrig_successes_total", "successes"),
-            ("stormrig_failures_total", "failures"),
-            ("stormrig_budget_refusals_total", "budget_refusals"),
-            ("stormrig_downstream_arrivals_total", "downstream_arrivals"),
-        ] {
+        for (metric, key) in COUNTS {
             let v = pushed(&text, metric, name, &run)
                 .unwrap_or_else(|| panic!("{metric} of {name} not on the gateway:\n{text}"));
             assert_eq!(v, c[key].as_u64().unwrap() as f64, "{metric} of {name}");
@@ -243,15 +246,7 @@ fn a_run_writes_its_counts_to_a_real_prometheus_by_remote_write() {
     for c in configs {
         let name = c["name"].as_str().unwrap();
         let series = |metric: &str| format!("{metric}{{run=\"{run}\",config=\"{name}\"}}");
-        for (metric, key) in [
-            ("stormrig_upstream_requests_total", "upstream_requests"),
-            ("stormrig_attempts_total", "attempts"),
-            ("stormrig_retries_total", "retries"),
-            ("stormrig_successes_total", "successes"),
-            ("stormrig_failures_total", "failures"),
-            ("stormrig_budget_refusals_total", "budget_refusals"),
-            ("stormrig_downstream_arrivals_total", "downstream_arrivals"),
-        ] {
+        for (metric, key) in COUNTS {
             let v = one_value(prom.port, &series(metric));
             assert_eq!(v, c[key].as_u64().unwrap() as f64, "{metric} of {name}");
         }

@@ -24,6 +24,45 @@ pub fn shipped_scenarios() -> Vec<PathBuf> {
     files
 }
 
+/// One shipped scenario simulated with its reports written: its name (the file stem), the
+/// folder of its reports and its console output.
+pub struct SimulatedScenario {
+    pub name: String,
+    pub out: PathBuf,
+    pub console: String,
+}
+
+/// Every shipped scenario simulated (`stormrig sim FILE --out DIR/NAME`, `args` added), for
+/// tests that read every shipped report. Exit 1 (a gate failed) still writes whole reports;
+/// any other exit panics naming the scenario.
+pub fn simulate_every_shipped(dir: &std::path::Path, args: &[&str]) -> Vec<SimulatedScenario> {
+    shipped_scenarios()
+        .into_iter()
+        .map(|scenario| {
+            let name = scenario.file_stem().unwrap().to_string_lossy().to_string();
+            let out = dir.join(&name);
+            let run = process::bin()
+                .arg("sim")
+                .arg(&scenario)
+                .args(args)
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(
+                matches!(run.status.code(), Some(0 | 1)),
+                "{name}: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            SimulatedScenario {
+                name,
+                out,
+                console: String::from_utf8_lossy(&run.stdout).into_owned(),
+            }
+        })
+        .collect()
+}
+
 /// The summary of the config called `name`; panics naming it when the run has none.
 pub fn config_named<'a>(configs: &'a [ConfigSummary], name: &str) -> &'a ConfigSummary {
     configs
