@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum ShedReason {
     RateLimited,
     MaxInFlight,
+    AdaptiveConcurrency,
     QueueFull,
     QueueTimeout,
     Codel,
@@ -21,6 +22,9 @@ pub struct ShedCounts {
     pub rate_limited: u64,
     /// Answered 503 at once: `max_in_flight` requests were queued or served already.
     pub max_in_flight: u64,
+    /// Answered 503 at once: the adaptive concurrency limit was reached.
+    #[serde(default)]
+    pub adaptive_concurrency: u64,
     /// Answered 503 at once: the queue was full.
     pub queue_full: u64,
     /// Answered 503 after waiting `queue_timeout` for a slot.
@@ -34,6 +38,7 @@ impl ShedCounts {
         *match reason {
             ShedReason::RateLimited => &mut self.rate_limited,
             ShedReason::MaxInFlight => &mut self.max_in_flight,
+            ShedReason::AdaptiveConcurrency => &mut self.adaptive_concurrency,
             ShedReason::QueueFull => &mut self.queue_full,
             ShedReason::QueueTimeout => &mut self.queue_timeout,
             ShedReason::Codel => &mut self.codel,
@@ -41,12 +46,18 @@ impl ShedCounts {
     }
 
     pub fn total(&self) -> u64 {
-        self.rate_limited + self.max_in_flight + self.queue_full + self.queue_timeout + self.codel
+        self.rate_limited
+            + self.max_in_flight
+            + self.adaptive_concurrency
+            + self.queue_full
+            + self.queue_timeout
+            + self.codel
     }
 
     pub(super) fn merge(&mut self, o: &ShedCounts) {
         self.rate_limited += o.rate_limited;
         self.max_in_flight += o.max_in_flight;
+        self.adaptive_concurrency += o.adaptive_concurrency;
         self.queue_full += o.queue_full;
         self.queue_timeout += o.queue_timeout;
         self.codel += o.codel;

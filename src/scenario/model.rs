@@ -292,6 +292,9 @@ pub struct ServiceModelSpec {
     /// A token bucket in front of the work, answering 429 (with `Retry-After`) when empty.
     #[serde(default)]
     pub rate_limit: Option<super::shedding::RateLimitSpec>,
+    /// Envoy's adaptive concurrency limit in front of the work, answering 503 past it.
+    #[serde(default)]
+    pub adaptive_concurrency: Option<super::shedding::AdaptiveConcurrencySpec>,
 }
 
 /// The resolved service model: concurrency slots, a bounded FIFO queue in front of them,
@@ -346,6 +349,10 @@ impl ServiceModel {
                 rate_limit: match &spec.rate_limit {
                     Some(r) => r.resolve().ok(),
                     None => self.shedding.rate_limit,
+                },
+                adaptive_concurrency: match &spec.adaptive_concurrency {
+                    Some(a) => a.resolve().ok(),
+                    None => self.shedding.adaptive_concurrency,
                 },
             },
         }

@@ -1,6 +1,7 @@
 //! How the built-in target sheds load, as written in `[service]` and as resolved: the queue
 //! discipline (`fifo`, `lifo`, `codel`), a cap on the work in progress answered 503 at once
-//! (`max_in_flight`), and a token-bucket rate limit answered 429 (`rate_limit`). The rules
+//! (`max_in_flight`), a token-bucket rate limit answered 429 (`rate_limit`) and Envoy's
+//! adaptive concurrency limit answered 503 (`adaptive_concurrency`). The rules
 //! themselves, which both engines apply, are in `crate::shed`.
 
 use std::fmt;
@@ -182,6 +183,107 @@ impl RateLimitSpec {
     }
 }
 
+/// `adaptive_concurrency = { update_interval = "100ms", min_rtt_interval = "10s", ... }` as
+/// written: Envoy's adaptive concurrency filter with its gradient controller
+/// (`GradientControllerConfig`), field for field; percentages as Envoy writes them, 0-100.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveConcurrencySpec {
+    /// `concurrency_limit_params.concurrency_update_interval` (required, as in Envoy).
+    #[serde(with = "duration::option", default)]
+    pub update_interval: Option<Duration>,
+    /// `min_rtt_calc_params.interval`: between two minRTT measurements (required).
+    #[serde(with = "duration::option", default)]
+    pub min_rtt_interval: Option<Duration>,
+    /// `min_rtt_calc_params.request_count` (default 50).
+    #[serde(default)]
+    pub min_rtt_requests: Option<u32>,
+    /// `min_rtt_calc_params.min_concurrency` (default 3).
+    #[serde(default)]
+    pub min_concurrency: Option<u32>,
+    /// `min_rtt_calc_params.jitter`, percent of `min_rtt_interval` (default 15).
+    #[serde(default)]
+    pub jitter: Option<f64>,
+    /// `min_rtt_calc_params.buffer`, percent added to the minRTT (default 25).
+    #[serde(default)]
+    pub buffer: Option<f64>,
+    /// `sample_aggregate_percentile` (default 50).
+    #[serde(default)]
+    pub percentile: Option<f64>,
+    /// `concurrency_limit_params.max_concurrency_limit` (default 1000).
+    #[serde(default)]
+    pub max_limit: Option<u32>,
+}
+
+/// The resolved adaptive concurrency limit (see `crate::shed::adaptive`). Intervals in whole
+/// milliseconds, as Envoy keeps them; percentages as fractions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AdaptiveConcurrency {
+    pub update_interval_ms: u64,
+    pub min_rtt_interval_ms: u64,
+    pub min_rtt_requests: u32,
+    pub min_concurrency: u32,
+    pub jitter: f64,
+    pub buffer: f64,
+    pub percentile: f64,
+    pub max_limit: u32,
+}
+
+impl AdaptiveConcurrencySpec {
+    /// The limit it says, or the field (below `adaptive_concurrency`) and why not.
+    pub fn resolve(&self) -> Result<AdaptiveConcurrency, (&'static str, String)> {
+        let ms = |field: &'static str, d: Option<Duration>| match d {
+            None => Err((
+                field,
+                "is required (Envoy has no default either)".to_string(),
+            )),
+            Some(d) if d < Duration::from_millis(1) || d > Duration::from_secs(86_400) => Err((
+                field,
+                format!("{} is outside [1ms, 24h]", duration::format(d)),
+            )),
+            Some(d) => Ok(d.as_millis() as u64),
+        };
+        let pct = |field: &'static str, v: Option<f64>, default: f64, zero_ok: bool| {
+            let v = v.unwrap_or(default);
+            let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
+            if v.is_finite() && low_ok && v <= 100.0 {
+                Ok(v / 100.0)
+            } else {
+                let low = if zero_ok { "[0" } else { "(0" };
+                Err((field, format!("{v} is outside {low}, 100] percent")))
+            }
+        };
+        let count = |field: &'static str, v: Option<u32>, default: u32| match v.unwrap_or(default) {
+            0 => Err((field, "0 is outside [1, 10000000]".to_string())),
+            n if n > super::limits::MAX_SLOTS => Err((
+                field,
+                format!("{n} is outside [1, {}]", super::limits::MAX_SLOTS),
+            )),
+            n => Ok(n),
+        };
+        let a = AdaptiveConcurrency {
+            update_interval_ms: ms("update_interval", self.update_interval)?,
+            min_rtt_interval_ms: ms("min_rtt_interval", self.min_rtt_interval)?,
+            min_rtt_requests: count("min_rtt_requests", self.min_rtt_requests, 50)?,
+            min_concurrency: count("min_concurrency", self.min_concurrency, 3)?,
+            jitter: pct("jitter", self.jitter, 15.0, true)?,
+            buffer: pct("buffer", self.buffer, 25.0, true)?,
+            percentile: pct("percentile", self.percentile, 50.0, false)?,
+            max_limit: count("max_limit", self.max_limit, 1000)?,
+        };
+        if a.max_limit < a.min_concurrency {
+            return Err((
+                "max_limit",
+                format!(
+                    "{} is below min_concurrency ({}): the limit could never be set",
+                    a.max_limit, a.min_concurrency
+                ),
+            ));
+        }
+        Ok(a)
+    }
+}
+
 /// The target's shedding, resolved: the default sheds only by the queue (full, or waited
 /// `queue_timeout`), as the target always did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -192,6 +294,9 @@ pub struct Shedding {
     pub max_in_flight: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Envoy's adaptive concurrency limit: 503 at once past a limit it learns from latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive_concurrency: Option<AdaptiveConcurrency>,
 }
 
 impl Shedding {
@@ -218,6 +323,20 @@ impl Shedding {
                     .round()
                     .clamp(1.0, f64::from(u32::MAX)) as u32,
                 retry_after_s: r.retry_after_s,
+            }),
+            // Limits and sample counts grow with the target, the intervals do not.
+            adaptive_concurrency: self.adaptive_concurrency.map(|a| {
+                let n = |v: u32| {
+                    (f64::from(v) * scale)
+                        .round()
+                        .clamp(1.0, f64::from(u32::MAX)) as u32
+                };
+                AdaptiveConcurrency {
+                    min_rtt_requests: n(a.min_rtt_requests),
+                    min_concurrency: n(a.min_concurrency),
+                    max_limit: n(a.max_limit),
+                    ..a
+                }
             }),
         }
     }

@@ -465,7 +465,7 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
         let (resp, forwarded) = upstream
             .forward(&s.counters, job.parts, job.body, job.arrived_at)
             .await;
-        s.slots.release();
+        s.slots.release(granted);
         if !forwarded {
             s.counters.unreached(job.arrived);
         }
@@ -486,9 +486,9 @@ async fn work(s: Arc<Shared>, job: Job) -> Worked {
     // The slot is held for the service time from the instant it was granted, to the
     // microsecond: tokio's millisecond timer would hold it ~1.3 ms longer (see `deadline`),
     // and the next waiter's time runs from the end of this one's service.
-    let ended = granted + job.service_time;
+    let ended = granted.granted + job.service_time;
     deadline::until(ended).await;
-    s.slots.release_at(ended);
+    s.slots.release_at(ended, granted);
     if job.write {
         s.counters.execute(job.request, job.amount);
     }

@@ -28,6 +28,14 @@ pub(crate) enum Refused {
 /// What a waiter is sent: the instant its slot became its own, or why it was shed instead.
 type Grant = Result<Instant, Shed>;
 
+/// A slot taken: when it became the request's own, and when the gate admitted the request
+/// (earlier for a request that queued), which [`Slots::release_at`] is given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) granted: Instant,
+    pub(crate) admitted: Instant,
+}
+
 struct State {
     serving: u32,
     peak_serving: u32,
@@ -90,8 +98,8 @@ impl Slots {
     /// call [`Slots::release`]; the instant is when the slot became its own (for a waiter,
     /// when the previous holder released it, not when the waiter's task got to run again),
     /// from which its service time runs, as in the modeled target.
-    pub(crate) async fn acquire(&self) -> Result<Instant, Refused> {
-        let (id, rx) = {
+    pub(crate) async fn acquire(&self) -> Result<Slot, Refused> {
+        let (id, rx, admitted) = {
             let capacity = (self.capacity)();
             let mut st = self.lock();
             let now = Instant::now();
@@ -105,16 +113,21 @@ impl Slots {
                 }
                 st.serving += 1;
                 st.peak_serving = st.peak_serving.max(st.serving);
-                return Ok(now);
+                return Ok(Slot {
+                    granted: now,
+                    admitted: now,
+                });
             }
             if st.waiters.len() >= self.queue {
+                // Admitted, then shed by the full queue at once: a sample of no latency.
+                st.gate.left(t, t);
                 return Err(Refused::Shed(Shed::QueueFull));
             }
             let (tx, rx) = oneshot::channel();
             let id = st.next_id;
             st.next_id += 1;
             st.waiters.push_back((id, tx, now));
-            (id, rx)
+            (id, rx, now)
         };
         // Removes our entry if we stop waiting for any reason (timeout or cancellation), so
         // that a dead waiter never holds a queue place.
@@ -132,6 +145,8 @@ impl Slots {
                     if let Some(pos) = st.waiters.iter().position(|(w, ..)| *w == id) {
                         st.waiters.remove(pos);
                         cleanup.armed = false;
+                        let (t, since) = (st.ns(Instant::now()), st.ns(admitted));
+                        st.gate.left(t, since);
                         return Err(Refused::Shed(Shed::QueueTimeout));
                     }
                     // Answered between the timer firing and taking the lock: the answer holds.
@@ -143,26 +158,33 @@ impl Slots {
         };
         cleanup.armed = false;
         match granted {
-            Some(Ok(at)) => Ok(at),
+            Some(Ok(at)) => Ok(Slot {
+                granted: at,
+                admitted,
+            }),
             Some(Err(why)) => Err(Refused::Shed(why)),
             None => Err(Refused::Closed),
         }
     }
 
     /// Gives a slot back and hands freed slots to waiters.
-    pub(crate) fn release(&self) {
-        self.release_at(Instant::now());
+    pub(crate) fn release(&self, slot: Slot) {
+        self.release_at(Instant::now(), slot);
     }
 
     /// Gives back a slot whose service ended at `ended` (not after now), and hands it to the
     /// next waiter as of that instant: the wake-up of the task that releases it, a few
     /// microseconds to a fraction of a millisecond on a loaded machine, is then not added to
-    /// the next request's time in the slot, so the slot serves at the model's rate.
-    pub(crate) fn release_at(&self, ended: Instant) {
+    /// the next request's time in the slot, so the slot serves at the model's rate. The
+    /// adaptive limit hears the request's time from admission to `ended`.
+    pub(crate) fn release_at(&self, ended: Instant, slot: Slot) {
         let capacity = (self.capacity)();
         let mut st = self.lock();
         st.serving -= 1;
-        Self::pump_locked_at(&mut st, capacity, ended.min(Instant::now()));
+        let ended = ended.min(Instant::now());
+        let (t, since) = (st.ns(ended), st.ns(slot.admitted));
+        st.gate.left(t, since);
+        Self::pump_locked_at(&mut st, capacity, ended);
     }
 
     /// Hands free slots to waiters (call when capacity may have grown).
@@ -193,6 +215,7 @@ impl Slots {
             let (t, since) = (st.ns(granted), st.ns(waiting_since));
             if let Some(c) = st.codel.as_mut() {
                 if c.shed(t, t - since) {
+                    st.gate.left(t, since);
                     let _ = tx.send(Err(Shed::Codel));
                     continue;
                 }
@@ -256,6 +279,16 @@ mod tests {
         (Arc::new(g), cap)
     }
 
+    /// A slot to give back where the test does not keep the one it took (no adaptive limit
+    /// reads its admission).
+    fn any_slot() -> Slot {
+        let now = Instant::now();
+        Slot {
+            granted: now,
+            admitted: now,
+        }
+    }
+
     #[tokio::test]
     async fn fifo_queue_bound_timeout_and_capacity_change() {
         let (g, cap) = slots_with(2, Some(Duration::from_millis(50)));
@@ -275,11 +308,11 @@ mod tests {
         assert_eq!(g.serving(), 2);
         // Capacity drops to 1: a release does not hand the slot on (2 → 1 serving).
         cap.store(1, Ordering::SeqCst);
-        g.release();
+        g.release(any_slot());
         assert_eq!(g.serving(), 1);
         // The second waiter waits past its timeout.
         assert_eq!(w2.await.unwrap(), Err(Refused::Shed(Shed::QueueTimeout)));
-        g.release();
+        g.release(any_slot());
         assert_eq!(g.serving(), 0);
         assert_eq!(g.peak_serving(), 2);
     }
@@ -294,11 +327,11 @@ mod tests {
         let w = tokio::spawn(async move { g1.acquire().await });
         tokio::task::yield_now().await;
         let before = Instant::now();
-        g.release();
+        g.release(any_slot());
         let after = Instant::now();
         // The waiter's task cannot run before this one yields.
         std::thread::sleep(Duration::from_millis(2));
-        let granted = w.await.unwrap().unwrap();
+        let granted = w.await.unwrap().unwrap().granted;
         assert!(before <= granted && granted <= after, "{granted:?}");
     }
 
@@ -313,8 +346,8 @@ mod tests {
         tokio::task::yield_now().await;
         let ended = Instant::now();
         std::thread::sleep(Duration::from_millis(2));
-        g.release_at(ended);
-        assert_eq!(w.await.unwrap(), Ok(ended));
+        g.release_at(ended, any_slot());
+        assert_eq!(w.await.unwrap().map(|s| s.granted), Ok(ended));
         // A waiter that began to wait after the end of the service released late is granted
         // as of its own arrival, never before it.
         let ended = Instant::now();
@@ -322,15 +355,43 @@ mod tests {
         let g3 = g.clone();
         let w3 = tokio::spawn(async move { (Instant::now(), g3.acquire().await) });
         tokio::task::yield_now().await;
-        g.release_at(ended);
+        g.release_at(ended, any_slot());
         let (asked, granted) = w3.await.unwrap();
-        assert!(granted.unwrap() >= asked, "granted before it asked");
+        assert!(granted.unwrap().granted >= asked, "granted before it asked");
         let g2 = g.clone();
         let w2 = tokio::spawn(async move { g2.acquire().await });
         tokio::task::yield_now().await;
-        g.release_at(Instant::now() + Duration::from_secs(1));
-        let granted = w2.await.unwrap().unwrap();
+        g.release_at(Instant::now() + Duration::from_secs(1), any_slot());
+        let granted = w2.await.unwrap().unwrap().granted;
         assert!(granted <= Instant::now(), "granted in the future");
+    }
+
+    /// The adaptive limit holds the work at `min_concurrency` while it measures the minRTT:
+    /// past it an arrival is refused at once, and a release makes room again.
+    #[tokio::test]
+    async fn the_adaptive_limit_refuses_past_min_concurrency_while_it_measures() {
+        let shedding = Shedding {
+            adaptive_concurrency: Some(crate::scenario::shedding::AdaptiveConcurrency {
+                update_interval_ms: 100,
+                min_rtt_interval_ms: 10_000,
+                min_rtt_requests: 50,
+                min_concurrency: 2,
+                jitter: 0.0,
+                buffer: 0.25,
+                percentile: 0.5,
+                max_limit: 1000,
+            }),
+            ..Shedding::default()
+        };
+        let g = Slots::new(Box::new(|| 10), 10, None, &shedding);
+        let first = g.acquire().await.unwrap();
+        let _second = g.acquire().await.unwrap();
+        assert_eq!(
+            g.acquire().await,
+            Err(Refused::Shed(Shed::AdaptiveConcurrency))
+        );
+        g.release(first);
+        assert!(g.acquire().await.is_ok());
     }
 
     #[tokio::test]
@@ -347,7 +408,7 @@ mod tests {
         let g2 = g.clone();
         let w2 = tokio::spawn(async move { g2.acquire().await });
         tokio::task::yield_now().await;
-        g.release();
+        g.release(any_slot());
         assert!(w2.await.unwrap().is_ok());
         assert_eq!(g.serving(), 1);
     }

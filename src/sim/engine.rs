@@ -248,6 +248,9 @@ pub(super) struct Sim<'a> {
     pub(super) gate: crate::shed::Gate,
     pub(super) lifo: bool,
     pub(super) codel: Option<crate::shed::Codel>,
+    /// When each attempt in the work was admitted, kept only when the gate learns from the
+    /// work's latency (the adaptive concurrency limit).
+    pub(super) admitted: std::collections::HashMap<u32, u64>,
     attempts: u64,
     /// The load's method is idempotent (read once: every request without classes sends it).
     pub(super) idempotent: bool,
@@ -343,6 +346,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         gate: crate::shed::Gate::new(&cfg.model.shedding),
         lifo: cfg.model.shedding.discipline == crate::scenario::shedding::Discipline::Lifo,
         codel: crate::shed::codel(cfg.model.shedding.discipline, 0),
+        admitted: std::collections::HashMap::new(),
         attempts: 0,
         idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,

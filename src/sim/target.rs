@@ -253,6 +253,9 @@ impl Sim<'_> {
         if let Err(why) = self.gate.admit(t, in_work) {
             return self.work_shed(t, a, why);
         }
+        if self.gate.learns() {
+            self.admitted.insert(a, t);
+        }
         if self.queue.is_empty() && self.serving < self.cap {
             // A free slot at once: CoDel hears of a wait of zero (it never sheds it).
             if let Some(c) = self.codel.as_mut() {
@@ -260,6 +263,8 @@ impl Sim<'_> {
             }
             self.grant(t, a);
         } else if self.queue.len() >= self.cfg.model.queue as usize {
+            // Admitted, then shed by the full queue at once: a sample of no latency.
+            self.left_work(t, a);
             self.work_shed(t, a, Shed::QueueFull);
         } else {
             let at = &mut self.atts[a as usize];
@@ -269,6 +274,17 @@ impl Sim<'_> {
             if let Some(qt) = self.cfg.model.queue_timeout {
                 self.push(t.saturating_add(ns(qt)), Kind::QueueTimeout, a, gen);
             }
+        }
+    }
+
+    /// Attempt `a` left the work at `t`: the adaptive limit hears its latency.
+    #[inline]
+    fn left_work(&mut self, t: u64, a: u32) {
+        if !self.gate.learns() {
+            return;
+        }
+        if let Some(admitted) = self.admitted.remove(&a) {
+            self.gate.left(t, admitted);
         }
     }
 
@@ -307,6 +323,7 @@ impl Sim<'_> {
             if let Some(c) = self.codel.as_mut() {
                 if c.shed(t, t - since) {
                     self.atts[a as usize].queued = false;
+                    self.left_work(t, a);
                     self.work_shed(t, a, Shed::Codel);
                     continue;
                 }
@@ -322,6 +339,7 @@ impl Sim<'_> {
             self.queue.remove(pos);
         }
         self.atts[a as usize].queued = false;
+        self.left_work(t, a);
         self.work_shed(t, a, Shed::QueueTimeout);
     }
 
@@ -351,6 +369,7 @@ impl Sim<'_> {
 
     pub(super) fn service_done(&mut self, t: u64, a: u32) {
         self.serving -= 1;
+        self.left_work(t, a);
         self.pump(t);
         let at = &mut self.atts[a as usize];
         at.work_active = false;

@@ -42,7 +42,7 @@ const TABLE: &[Row] = &[
     ("plan",       &["policy", "scenario", "metrics"],                                               &[]),
     ("metrics",    &["policy", "scenario"],                                               &[]),
     ("session",    &["policy", "metrics", "draws"],                                       IMPURE),
-    ("shed",       &["scenario", "metrics"],                                              IMPURE),
+    ("shed",       &["scenario", "metrics", "draws"],                                     IMPURE),
     ("run_result", &["policy", "scenario", "metrics", "plan"],                            &[]),
     ("advice",     &["policy", "scenario", "plan", "metrics"],                            &[]),
     ("report",     &["policy", "scenario", "metrics", "input"],                                    &[]),

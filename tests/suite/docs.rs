@@ -24,7 +24,7 @@ use stormrig::policy::{
 use stormrig::scenario::classes::ClassSection;
 use stormrig::scenario::grpc::GrpcSection;
 use stormrig::scenario::provider::{PriceSection, ProviderSection};
-use stormrig::scenario::shedding::{DisciplineTable, RateLimitSpec};
+use stormrig::scenario::shedding::{AdaptiveConcurrencySpec, DisciplineTable, RateLimitSpec};
 use stormrig::scenario::{
     DedupSpec, Dist, FaultSection, LayerSpec, LoadSection, RateStep, ScenarioFile,
     ServiceModelSpec, TargetFile, TargetSpec,
@@ -113,6 +113,10 @@ fn code_keys() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("Distributions", tagged::<Dist>()),
         ("`discipline`", fields::<DisciplineTable>()),
         ("`rate_limit`", fields::<RateLimitSpec>()),
+        (
+            "`adaptive_concurrency`",
+            fields::<AdaptiveConcurrencySpec>(),
+        ),
         ("`[target.dedup]`", fields::<DedupSpec>()),
         ("`[[faults]]`", fields::<FaultSection>()),
         ("`[[topology]]`", fields::<LayerSpec>()),

@@ -1,6 +1,7 @@
 //! The built-in target's load shedding (queue discipline, cap on work in progress, rate
-//! limit), in both engines: the shipped FIFO / LIFO / CoDel scenarios (FIFO stays
-//! metastable, LIFO and CoDel recover, in the simulator, on the sweep map and live), and
+//! limit, Envoy's adaptive concurrency limit), in both engines: the shipped FIFO / LIFO /
+//! CoDel / adaptive scenarios (FIFO stays metastable, the others recover, in the simulator,
+//! on the sweep map and live), and
 //! every shed answer counted by its reason so that attempts, arrivals and answers agree
 //! exactly.
 
@@ -58,7 +59,17 @@ fn assert_exact(c: &ConfigSummary, what: &str) {
     );
 }
 
-/// The three shipped files differ only in the discipline and the name.
+/// The `[target.service]` line of the shipped adaptive scenario.
+fn adaptive_line() -> String {
+    std::fs::read_to_string(shipped("adaptive"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("adaptive_concurrency"))
+        .expect("the adaptive scenario sets adaptive_concurrency")
+        .to_string()
+}
+
+/// The shipped files differ only in the discipline (or the adaptive limit) and the name.
 #[test]
 fn the_three_queue_scenarios_differ_only_in_the_discipline() {
     let strip = |d: &str| {
@@ -70,12 +81,14 @@ fn the_three_queue_scenarios_differ_only_in_the_discipline() {
                     && !l.starts_with("name")
                     && !l.starts_with("description")
                     && !l.starts_with("discipline")
+                    && !l.starts_with("adaptive_concurrency")
             })
             .collect::<Vec<_>>()
             .join("\n")
     };
     assert_eq!(strip("fifo"), strip("lifo"));
     assert_eq!(strip("fifo"), strip("codel"));
+    assert_eq!(strip("fifo"), strip("adaptive"));
 }
 
 #[test]
@@ -109,6 +122,19 @@ fn fifo_stays_metastable_where_lifo_and_codel_recover_in_the_simulator() {
             fifo.successes
         );
     }
+    // The FIFO queue behind Envoy's adaptive limit recovers too: the limit falls with the
+    // latency and the excess is answered 503 at once.
+    let adaptive = sim_config(&plan::load(&shipped("adaptive")).unwrap());
+    assert_counted(&adaptive, "adaptive");
+    assert_eq!(adaptive.recovered, Some(true), "adaptive did not recover");
+    assert!(
+        adaptive.successes > 3 * fifo.successes,
+        "adaptive: {} vs {}",
+        adaptive.successes,
+        fifo.successes
+    );
+    assert!(adaptive.target_shed_by_reason.adaptive_concurrency > 0);
+    assert_eq!(fifo.target_shed_by_reason.adaptive_concurrency, 0);
     // Each sheds its own way: CoDel sloughs at the grant, LIFO leaves the oldest to time out.
     assert!(by["codel"].target_shed_by_reason.codel > 0);
     assert_eq!(by["lifo"].target_shed_by_reason.codel, 0);
@@ -135,10 +161,12 @@ fn the_sweep_map_shows_fifo_never_recovering_where_lifo_and_codel_do() {
     assert!(never("fifo") >= 3, "fifo: {}", never("fifo"));
     assert_eq!(never("lifo"), 0);
     assert_eq!(never("codel"), 0);
+    assert_eq!(never("adaptive"), 0);
 }
 
-/// A 10 s version of the shipped storm (trigger from 2 s to 5 s), live and simulated.
-fn short_storm(discipline: &str) -> String {
+/// A 10 s version of the shipped storm (trigger from 2 s to 5 s), live and simulated;
+/// `service` is its `[target.service]` line.
+fn short_storm(service: &str) -> String {
     format!(
         r#"name = "short-storm"
 seed = 1
@@ -153,7 +181,7 @@ rate = 600.0
 builtin = "small"
 
 [target.service]
-discipline = {discipline}
+{service}
 
 [[faults]]
 kind = "capacity"
@@ -170,16 +198,17 @@ per_try_timeout = "100ms"
 }
 
 #[test]
-fn live_fifo_stays_metastable_where_lifo_and_codel_recover_and_counts_agree() {
+fn live_fifo_stays_metastable_where_lifo_codel_and_the_adaptive_limit_recover_and_counts_agree() {
     for (d, written) in [
-        ("fifo", "\"fifo\""),
-        ("lifo", "\"lifo\""),
+        ("fifo", "discipline = \"fifo\"".to_string()),
+        ("lifo", "discipline = \"lifo\"".to_string()),
         (
             "codel",
-            "{ kind = \"codel\", target = \"5ms\", interval = \"100ms\" }",
+            "discipline = { kind = \"codel\", target = \"5ms\", interval = \"100ms\" }".to_string(),
         ),
+        ("adaptive", adaptive_line()),
     ] {
-        let p = support::plan_of(&short_storm(written));
+        let p = support::plan_of(&short_storm(&written));
         let sim = sim_config(&p);
         let live = support::run_live(&p, false);
         let live = config_named(&live.result.configs, "naive-timeout");
@@ -286,6 +315,22 @@ fn bad_shedding_values_are_refused_naming_file_line_and_field() {
         (
             "rate_limit = { rate = 10, retry_after = \"1500ms\" }",
             "target.service.rate_limit.retry_after",
+        ),
+        (
+            "adaptive_concurrency = { min_rtt_interval = \"10s\" }",
+            "target.service.adaptive_concurrency.update_interval",
+        ),
+        (
+            "adaptive_concurrency = { update_interval = \"100ms\", min_rtt_interval = \"10s\", percentile = 0 }",
+            "target.service.adaptive_concurrency.percentile",
+        ),
+        (
+            "adaptive_concurrency = { update_interval = \"100ms\", min_rtt_interval = \"10s\", min_concurrency = 20, max_limit = 10 }",
+            "target.service.adaptive_concurrency.max_limit",
+        ),
+        (
+            "adaptive_concurrency = { update_interval = \"100ms\", min_rtt_interval = \"10s\", limit = 5 }",
+            "target.service.adaptive_concurrency",
         ),
     ] {
         let text = format!(

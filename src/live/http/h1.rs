@@ -560,6 +560,7 @@ mod tests {
     use super::*;
     use hyper::header::HeaderValue;
     use hyper::Uri;
+    use tokio::io::AsyncReadExt;
     use tokio::net::TcpListener;
 
     /// A server that answers each request read with the next canned bytes, then closes.

@@ -60,6 +60,10 @@ pub fn check_service_spec(prefix: &str, s: &ServiceModelSpec) -> Checked<()> {
         r.resolve()
             .or_else(|(field, m)| refuse(format!("{prefix}.rate_limit.{field}"), m))?;
     }
+    if let Some(a) = &s.adaptive_concurrency {
+        a.resolve()
+            .or_else(|(field, m)| refuse(format!("{prefix}.adaptive_concurrency.{field}"), m))?;
+    }
     Ok(())
 }
 

@@ -3,6 +3,8 @@
 //! their own start, so the same arrivals and grants shed the same requests in both. Pure: no
 //! clock, no lock, no runtime; time comes in as an argument.
 
+pub mod adaptive;
+
 use crate::scenario::shedding::{Discipline, RateLimit};
 
 /// folly's server-queue CoDel (`folly::Codel::overloaded_explicit_now`,
@@ -100,13 +102,15 @@ impl TokenBucket {
 }
 
 /// Why the target answered a request without serving it. The order is the order of the
-/// checks: the rate limit, then the cap on work in progress, then the queue.
+/// checks: the rate limit, the cap on work in progress, the adaptive limit, then the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shed {
     /// The token bucket was empty: 429, with `Retry-After` when the limit sets one.
     RateLimited,
     /// `max_in_flight` requests were queued or served already: 503 at once.
     MaxInFlight,
+    /// The adaptive concurrency limit was reached: 503 at once.
+    AdaptiveConcurrency,
     /// The queue was full: 503 at once.
     QueueFull,
     /// It waited `queue_timeout` without a slot: 503.
@@ -129,6 +133,7 @@ impl Shed {
         match self {
             Shed::RateLimited => R::RateLimited,
             Shed::MaxInFlight => R::MaxInFlight,
+            Shed::AdaptiveConcurrency => R::AdaptiveConcurrency,
             Shed::QueueFull => R::QueueFull,
             Shed::QueueTimeout => R::QueueTimeout,
             Shed::Codel => R::Codel,
@@ -136,12 +141,14 @@ impl Shed {
     }
 }
 
-/// The admission checks before the queue, in their order: the rate limit, then the cap on
-/// work in progress (`in_work`: requests queued or holding a slot now).
+/// The admission checks before the queue, in their order: the rate limit, the cap on work
+/// in progress, then the adaptive concurrency limit (`in_work`: requests queued or holding
+/// a slot now).
 #[derive(Debug, Clone, Default)]
 pub struct Gate {
     bucket: Option<TokenBucket>,
     max_in_flight: Option<u32>,
+    adaptive: Option<adaptive::AdaptiveLimit>,
 }
 
 impl Gate {
@@ -149,6 +156,9 @@ impl Gate {
         Gate {
             bucket: shedding.rate_limit.as_ref().map(TokenBucket::new),
             max_in_flight: shedding.max_in_flight,
+            adaptive: shedding
+                .adaptive_concurrency
+                .map(|a| adaptive::AdaptiveLimit::new(a, 0)),
         }
     }
 
@@ -160,9 +170,32 @@ impl Gate {
                 return Err(Shed::RateLimited);
             }
         }
-        match self.max_in_flight {
-            Some(max) if in_work >= max as usize => Err(Shed::MaxInFlight),
-            _ => Ok(()),
+        if let Some(max) = self.max_in_flight {
+            if in_work >= max as usize {
+                return Err(Shed::MaxInFlight);
+            }
+        }
+        if let Some(a) = self.adaptive.as_mut() {
+            if !a.admit(now, in_work) {
+                return Err(Shed::AdaptiveConcurrency);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether requests leaving the work must be reported ([`Gate::left`]): an engine keeps
+    /// each admission instant only then.
+    #[inline]
+    pub fn learns(&self) -> bool {
+        self.adaptive.is_some()
+    }
+
+    /// A request the gate admitted at `admitted` left the work at `now`: served, or shed by
+    /// the queue (full, timed out, CoDel). Not for a request whose client went away first.
+    #[inline]
+    pub fn left(&mut self, now: u64, admitted: u64) {
+        if let Some(a) = self.adaptive.as_mut() {
+            a.left(now, admitted);
         }
     }
 }
@@ -240,6 +273,7 @@ mod tests {
                 burst: 1,
                 retry_after_s: Some(1),
             }),
+            adaptive_concurrency: None,
         };
         let mut g = Gate::new(&shedding);
         assert_eq!(g.admit(0, 2), Err(Shed::MaxInFlight));
