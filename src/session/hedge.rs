@@ -191,15 +191,18 @@ impl Session {
         h
     }
 
-    /// The engine closed copy `attempt` of call `id`, still in flight when the call ended:
-    /// counted as cancelled, and logged (`cancelled`, no send time of its own in the row).
-    /// `read`: whether the target had read it. A copy closed before the target read it is
-    /// one the target never counts, so it is also counted `not-accepted`, and a run's
-    /// attempts stay equal to its arrivals plus the attempts never read.
+    /// The engine closed copy `attempt` of call `id`, still in flight when the call ended,
+    /// and logged (no send time of its own in the row). `read`: whether the target had read
+    /// it. Read, it is counted cancelled (`cancelled`); closed before the target read it,
+    /// it is one the target never counts, so it is counted `not-accepted` instead. Either
+    /// way a run's attempts equal its arrivals plus the attempts never read, and the sum
+    /// of its outcomes plus its cancelled copies.
     pub fn hedge_cancelled(&mut self, id: u64, attempt: u32, read: bool) {
-        self.rec.hedges.cancelled += 1;
         let label = match read {
-            true => "cancelled",
+            true => {
+                self.rec.hedges.cancelled += 1;
+                "cancelled"
+            }
             false => {
                 self.rec.attempt_unanswered(AttemptLabel::NotAccepted);
                 AttemptLabel::NotAccepted.as_str()

@@ -85,11 +85,11 @@ fn grpc_hedging_copies_and_cancellations_follow_a6_arithmetic_in_the_simulator()
 /// 50 µs each way) never reaches it: the target never counts it. Copy 2 goes 10 ms after the
 /// call starts and reaches the target 50 µs later; copy 1's answer reaches the client at
 /// 100 µs plus the service time. Served in 9,920 µs, the answer comes at 10,020 µs, while
-/// copy 2 is on its way: it is counted cancelled and `not-accepted`, and the run's attempts
+/// copy 2 is on its way: it is counted `not-accepted`, not cancelled, and the run's attempts
 /// equal its arrivals plus its attempts never read (before, two attempts in every call were
 /// one arrival, and nothing said why). Served in 9,980 µs, copy 2 got there first (10,050
 /// µs): an arrival, cancelled. Served in 9,950 µs, both happen at 10,050 µs: whichever the
-/// engine takes first, the sum holds.
+/// engine takes first, both sums hold (every attempt is an outcome or a cancelled copy).
 #[test]
 fn a_copy_closed_before_it_reached_the_target_is_counted_never_read() {
     let calls = 20;
@@ -123,10 +123,13 @@ hedging = {{ max_attempts = 2, delay = "10ms" }}
             .get("not-accepted")
             .copied()
             .unwrap_or(0);
+        let outcomes: u64 = c.attempts_by_outcome.values().sum();
         assert_eq!(c.successes, calls, "{what}");
         assert_eq!(c.attempts, 2 * calls, "{what}");
-        assert_eq!(c.hedges_cancelled, calls, "{what}");
+        assert_eq!(c.hedges_sent, calls, "{what}");
+        assert_eq!(c.hedges_cancelled + unread, calls, "{what}");
         assert_eq!(c.downstream_arrivals + unread, c.attempts, "{what}");
+        assert_eq!(outcomes + c.hedges_cancelled, c.attempts, "{what}");
         match read {
             Some(true) => assert_eq!(unread, 0, "{what}"),
             Some(false) => assert_eq!(unread, calls, "{what}"),

@@ -59,6 +59,9 @@ fn assert_a6_arithmetic(c: &ConfigSummary) {
     assert_eq!(c.hedges_cancelled, 2 * CALLS, "{what}");
     assert_eq!(c.hedges_wasted, 2 * CALLS, "{what}");
     assert_eq!(c.attempts_by_outcome.get("ok"), Some(&CALLS), "{what}");
+    // Every copy has one outcome, or was closed in flight.
+    let outcomes: u64 = c.attempts_by_outcome.values().sum();
+    assert_eq!(outcomes + c.hedges_cancelled, c.attempts, "{what}");
 }
 
 /// Per call: copy 1 answered `ok`, copies 2 and 3 `cancelled`, nothing else.

@@ -122,7 +122,8 @@ impl<'a> Call<'a> {
     }
 
     /// Closes the copies still on the wire of a call the session ended (each counted
-    /// cancelled): their futures are dropped first, then each is settled and counted.
+    /// cancelled, or `not-accepted` when the target never read it): their futures are
+    /// dropped first, then each is settled and counted.
     fn cancel(&mut self) {
         let closed: Vec<u32> = self.copies.drain(..).map(|c| c.attempt).collect();
         if closed.is_empty() {
