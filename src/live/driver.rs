@@ -1,7 +1,7 @@
 //! Drives one logical request through a retry config on real sockets: send the attempts the
 //! config's [`Session`] grants, hand it each reply, wait or stop as it says. The driver makes
 //! no retry decision and counts nothing of its own; it only carries the session's steps out
-//! over HTTP.
+//! over HTTP. A hedged call, whose copies are in flight at once, is carried by `hedged`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
