@@ -41,6 +41,7 @@ mod suite {
     mod grpc_proxy_faults;
     mod grpc_real_client;
     mod hedging;
+    mod hedging_live;
     mod hostile_files;
     mod hostile_input;
     mod hostile_output;

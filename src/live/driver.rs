@@ -1,7 +1,7 @@
 //! Drives one logical request through a retry config on real sockets: send the attempts the
 //! config's [`Session`] grants, hand it each reply, wait or stop as it says. The driver makes
 //! no retry decision and counts nothing of its own; it only carries the session's steps out
-//! over HTTP.
+//! over HTTP. A hedged call, whose copies are in flight at once, is carried by `hedged`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -19,6 +19,8 @@ use crate::policy::failover::path_at;
 use crate::policy::{AttemptLabel, AttemptOutcome, GiveUpReason, Response, TransportError};
 use crate::server::{Claims, Settled};
 use crate::session::{self, Attempt, Session, Step};
+
+mod hedged;
 
 /// Everything one config's requests share.
 pub struct ConfigRuntime {
@@ -252,10 +254,11 @@ impl ConfigRuntime {
         // attempt it grants is sent at, and the instant its reply came is the one the next
         // decision is taken at.
         let mut now;
+        let mut hedged = false;
         let mut step = {
             let mut session = self.lock();
             now = epoch.now();
-            match tmpl.class {
+            let step = match tmpl.class {
                 Some(class) => {
                     session.start_class(now, intended, request, class, inherited_deadline)
                 }
@@ -266,7 +269,20 @@ impl ConfigRuntime {
                     tmpl.method.as_str(),
                     inherited_deadline,
                 ),
+            };
+            if let Step::Send(req, _) = &step {
+                hedged = session.hedges(req);
             }
+            step
+        };
+        step = match (hedged, step) {
+            (true, Step::Send(req, attempt)) => {
+                // Boxed: a retried request's future stays the size it was.
+                let call = (req, attempt);
+                return Box::pin(self.drive_hedged(epoch, tmpl, request, call, now, &mut rng))
+                    .await;
+            }
+            (_, step) => step,
         };
         let mut last: Option<Reply> = None;
         loop {

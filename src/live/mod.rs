@@ -80,10 +80,6 @@ impl std::fmt::Debug for RunOptions {
 /// Why a live run could not be carried out at all.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
-    /// The live engine does not carry a call's copies yet: refused before any load is sent
-    /// rather than run as retries.
-    #[error("config {config}: hedging runs in the simulator only (`stormrig sim`); the live engine does not send hedged copies yet")]
-    Hedging { config: String },
     #[error("could not start the built-in target: {0}")]
     Target(#[from] server::TargetError),
     #[error("load.{field}: {message}")]
@@ -159,11 +155,6 @@ pub async fn run(
     external_stop: watch::Receiver<bool>,
 ) -> Result<LiveOutput, LiveError> {
     let sc = &plan.scenario;
-    if let Some(c) = plan.configs.iter().find(|c| c.config.hedging.is_some()) {
-        return Err(LiveError::Hedging {
-            config: c.name.clone(),
-        });
-    }
     let mut stop = StopSignal::forward(external_stop);
     let tmpl = requests(plan)?;
     let epoch = Epoch::start();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::{Attempt, Ending, Request, Session};
 use crate::draws::LazyRng;
-use crate::policy::{attempt_label, AttemptOutcome, HedgeDecision, Now, Permit};
+use crate::policy::{attempt_label, AttemptLabel, AttemptOutcome, HedgeDecision, Now, Permit};
 
 /// What the engine does next with a hedged call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,10 @@ impl Session {
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_hedge_outcome(now, &mut req.state, outcome);
         let t = now.mono;
-        let label = attempt_label(outcome, d.class());
+        let label = self
+            .relabel
+            .take()
+            .unwrap_or_else(|| attempt_label(outcome, d.class()));
         self.rec.attempt_done(t, latency, label, attempt);
         let client = self.fleets[usize::from(req.fleet)].client(req.instance);
         let level = client.budget_level();
@@ -168,10 +171,53 @@ impl Session {
         }
     }
 
-    /// The engine closed copy `attempt` of call `id`, still in flight when the call ended:
-    /// counted as cancelled, and logged (`cancelled`, no send time of its own in the row).
-    pub fn hedge_cancelled(&mut self, id: u64, attempt: u32) {
-        self.rec.hedges.cancelled += 1;
-        self.log_row(id, attempt, None, "cancelled", None);
+    /// [`Self::hedge_outcome_in`], the copy counted and logged under `label` in place of
+    /// its own (`not-accepted`: the in-process target never read it), as
+    /// [`Self::outcome_as`] does for a retried attempt.
+    #[allow(clippy::too_many_arguments)]
+    pub fn hedge_outcome_as(
+        &mut self,
+        now: Now,
+        slot: &mut Option<Request>,
+        attempt: u32,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        rng: &mut LazyRng,
+        label: AttemptLabel,
+    ) -> Hedge {
+        self.relabel = Some(label);
+        let h = self.hedge_outcome_in(now, slot, attempt, latency, outcome, rng);
+        self.relabel = None;
+        h
+    }
+
+    /// The engine closed copy `attempt` of call `id`, still in flight when the call ended,
+    /// and logged (no send time of its own in the row). `read`: whether the target had read
+    /// it. Read, it is counted cancelled (`cancelled`); closed before the target read it,
+    /// it is one the target never counts, so it is counted `not-accepted` instead. Either
+    /// way a run's attempts equal its arrivals plus the attempts never read, and the sum
+    /// of its outcomes plus its cancelled copies.
+    pub fn hedge_cancelled(&mut self, id: u64, attempt: u32, read: bool) {
+        let label = match read {
+            true => {
+                self.rec.hedges.cancelled += 1;
+                "cancelled"
+            }
+            false => {
+                self.rec.attempt_unanswered(AttemptLabel::NotAccepted);
+                AttemptLabel::NotAccepted.as_str()
+            }
+        };
+        self.log_row(id, attempt, None, label, None);
+    }
+
+    /// Copy `attempt` of call `id` (sent at `sent`) was still on the wire when the engine
+    /// dropped the call (the run's drain ended): counted and logged under `label`
+    /// (`unfinished`, or `not-accepted` when the target never read it), as
+    /// [`Self::abandon_on_wire`] counts a retried request's attempt. The engine then hands
+    /// the call to [`Self::abandon`].
+    pub fn hedge_unanswered(&mut self, id: u64, attempt: u32, sent: Duration, label: AttemptLabel) {
+        self.rec.attempt_unanswered(label);
+        self.log_row(id, attempt, Some(sent), label.as_str(), None);
     }
 }

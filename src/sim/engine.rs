@@ -99,6 +99,9 @@ pub(super) struct Att {
     pub(super) client_waiting: bool,
     /// The next hop's request handler is running (the request is in flight there).
     pub(super) handler_alive: bool,
+    /// The next hop has read it (counted it among its arrivals): a hedged copy closed
+    /// before then is one the target never counts.
+    pub(super) reached: bool,
     /// The target's work (queue, service) on it is running.
     pub(super) work_active: bool,
     /// It carries an idempotency key, and holds its key's right to execute at the target.
@@ -619,6 +622,7 @@ impl Sim<'_> {
             child_gen: 0,
             client_waiting: false,
             handler_alive: false,
+            reached: false,
             work_active: false,
             keyed: false,
             ticket: false,
@@ -744,6 +748,7 @@ impl Sim<'_> {
                 at.sent_at = t;
                 at.client_waiting = true;
                 at.handler_alive = false;
+                at.reached = false;
                 at.work_active = false;
                 at.keyed = attempt.idempotency_key;
                 at.ticket = false;

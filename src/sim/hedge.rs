@@ -68,8 +68,11 @@ impl Sim<'_> {
                 continue;
             }
             at.client_waiting = false;
-            let (id, attempt) = (at.request, at.attempt);
-            self.session.hedge_cancelled(id, attempt);
+            let (id, attempt, read) = (at.request, at.attempt, at.reached);
+            // A copy closed within the network delay of its sending never reaches the
+            // target: counted `not-accepted`, not cancelled, as the live client counts a
+            // copy it closed before the in-process target read it.
+            self.session.hedge_cancelled(id, attempt, read);
             self.disconnect(t, a);
             self.maybe_free(a);
         }

@@ -39,6 +39,7 @@ impl Sim<'_> {
             return; // the caller gave up before the request got there
         }
         at.handler_alive = true;
+        at.reached = true;
         let (request, attempt, gen) = (at.request, at.attempt, at.gen);
         let hop = &mut self.hops[at.hop as usize];
         hop.arrivals += 1;

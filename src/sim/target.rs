@@ -24,6 +24,7 @@ impl Sim<'_> {
         }
         self.counters.arrive(sec(t));
         at.handler_alive = true;
+        at.reached = true;
         if self.cfg.count_classes {
             self.counters.class_arrived(usize::from(at.class));
         }

@@ -81,6 +81,63 @@ fn grpc_hedging_copies_and_cancellations_follow_a6_arithmetic_in_the_simulator()
     }
 }
 
+/// A copy closed while it is still on its way to the target (the simulator's network takes
+/// 50 µs each way) never reaches it: the target never counts it. Copy 2 goes 10 ms after the
+/// call starts and reaches the target 50 µs later; copy 1's answer reaches the client at
+/// 100 µs plus the service time. Served in 9,920 µs, the answer comes at 10,020 µs, while
+/// copy 2 is on its way: it is counted `not-accepted`, not cancelled, and the run's attempts
+/// equal its arrivals plus its attempts never read (before, two attempts in every call were
+/// one arrival, and nothing said why). Served in 9,980 µs, copy 2 got there first (10,050
+/// µs): an arrival, cancelled. Served in 9,950 µs, both happen at 10,050 µs: whichever the
+/// engine takes first, both sums hold (every attempt is an outcome or a cancelled copy).
+#[test]
+fn a_copy_closed_before_it_reached_the_target_is_counted_never_read() {
+    let calls = 20;
+    for (service_us, read) in [(9_920, Some(false)), (9_980, Some(true)), (9_950, None)] {
+        let text = format!(
+            r#"name = "hedging-in-transit"
+seed = 1
+duration = "2s"
+
+[load]
+kind = "constant"
+rate = 10.0
+
+[target]
+builtin = "default"
+
+[target.service]
+service_time = {{ kind = "constant", value = "{service_us}us" }}
+
+[[configs]]
+name = "h"
+preset = "grpc-hedging"
+hedging = {{ max_attempts = 2, delay = "10ms" }}
+"#
+        );
+        let configs = sim_run(&text);
+        let c = config_named(&configs, "h");
+        let what = format!("{service_us} µs: {c:#?}");
+        let unread = c
+            .attempts_by_outcome
+            .get("not-accepted")
+            .copied()
+            .unwrap_or(0);
+        let outcomes: u64 = c.attempts_by_outcome.values().sum();
+        assert_eq!(c.successes, calls, "{what}");
+        assert_eq!(c.attempts, 2 * calls, "{what}");
+        assert_eq!(c.hedges_sent, calls, "{what}");
+        assert_eq!(c.hedges_cancelled + unread, calls, "{what}");
+        assert_eq!(c.downstream_arrivals + unread, c.attempts, "{what}");
+        assert_eq!(outcomes + c.hedges_cancelled, c.attempts, "{what}");
+        match read {
+            Some(true) => assert_eq!(unread, 0, "{what}"),
+            Some(false) => assert_eq!(unread, calls, "{what}"),
+            None => {}
+        }
+    }
+}
+
 /// The target answers 503 after 200 ms all run long, one call every 2 s: no two calls
 /// overlap (the `grpc` preset's call lasts 4 × 200 ms plus its backoff, under 1.6 s), so the throttle's tokens (10, threshold 5, one per non-fatal answer) can be
 /// followed call by call, and hedging stops at the very level where the `grpc` preset's
