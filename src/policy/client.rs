@@ -450,7 +450,16 @@ impl RetryClient {
 
     /// Would the request's next attempt fit the caps? Its cost is that of the provider the
     /// failover rule sends it to; a breaker that moves it on charges the provider it reaches.
+    ///
+    /// Inlined to the question whether the config has caps at all, so a config without
+    /// any pays one test per attempt, not a call.
+    #[inline(always)]
     fn cost_check(&mut self, now: Now, req: &RequestState) -> bool {
+        self.shared.config.cost.is_none() || self.cost_check_caps(now, req)
+    }
+
+    /// [`Self::cost_check`] for a config with caps.
+    fn cost_check_caps(&mut self, now: Now, req: &RequestState) -> bool {
         let Some(cost) = &self.shared.config.cost else {
             return true;
         };
@@ -818,10 +827,17 @@ impl RetryClient {
 
     /// Must be called exactly once when the logical request ends (any way).
     pub fn finish(&mut self, now: Now, mut req: RequestState) {
-        self.release_slot(&mut req);
+        self.finish_in_place(now, &mut req);
+    }
+
+    /// [`Self::finish`] for a caller that ends the request by dropping what holds its
+    /// state (the session's `Request`, taken by value there), so that the state, 160
+    /// bytes, is not copied once more for the call. The state must not be used again.
+    pub(crate) fn finish_in_place(&mut self, now: Now, req: &mut RequestState) {
+        self.release_slot(req);
         // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
-        self.settle_outer(now, &mut req, None);
-        self.release_places(now, &mut req, None);
+        self.settle_outer(now, req, None);
+        self.release_places(now, req, None);
         if let Some(b) = self.bulkhead.as_mut() {
             b.leave_queue(&mut req.queued_since);
         }
