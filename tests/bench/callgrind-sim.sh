@@ -41,8 +41,9 @@ if [ -z "$instructions" ] || [ "$attempts" = 0 ]; then
     exit 1
 fi
 if [ "$TOP" -gt 0 ]; then
+    # awk reads to the end (no early close): a SIGPIPE here would end the script.
     callgrind_annotate --inclusive=no "$OUT/cg.out" 2>/dev/null \
-        | awk '/file:function/{on=1; next} on && NF' | head -n "$TOP" | cut -c1-200
+        | awk -v n="$TOP" '/file:function/{on=1; next} on && NF && !/^-/ && c++ < n' | cut -c1-200
 fi
 awk -v i="$instructions" -v a="$attempts" -v aim="$AIM" -v s="$SCALE" 'BEGIN {
     per = i / a
