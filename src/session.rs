@@ -446,12 +446,11 @@ impl Session {
     pub fn outcome(
         &mut self,
         now: Now,
-        req: Request,
+        mut req: Request,
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Step {
-        let mut req = req;
         if let Some(fell) = req.fell {
             return self.fallback_answered(now, req, latency, outcome, fell);
         }
