@@ -134,6 +134,25 @@ impl Ending {
     }
 }
 
+/// What the policy said of a request's next attempt ([`Session::permit`]), before the
+/// request moves.
+enum Asked {
+    Send(Attempt),
+    Wait(Duration),
+    Refused(GiveUpReason),
+    /// A breaker inside the retry refused it: the retry answers the refusal.
+    OpenCircuit,
+}
+
+/// What the policy decided on an attempt's outcome ([`Session::outcome`]), before the
+/// request moves.
+enum Decided {
+    /// Retry with no wait: ask for the next attempt now.
+    RetryNow,
+    Wait(Duration),
+    End(Ending),
+}
+
 /// Salts the ladder's per-rung draws apart from every other draw of a request.
 const LADDER_SALT: u64 = 0x1add_e500;
 
@@ -210,9 +229,8 @@ impl Session {
         inherited_deadline: Option<Duration>,
     ) -> Step {
         let idempotent = crate::policy::is_idempotent_method(method);
-        let mut slot = None;
-        self.start_in(&mut slot, now, intended, id, idempotent, inherited_deadline)
-            .take_from(&mut slot)
+        let req = self.begin(now, intended, id, 0, idempotent, inherited_deadline);
+        self.permit(now, req)
     }
 
     /// [`Self::start`] for an engine that keeps the request in `slot` (see [`Next`]), and
@@ -228,7 +246,8 @@ impl Session {
         idempotent: bool,
         inherited_deadline: Option<Duration>,
     ) -> Next {
-        self.begin(slot, now, intended, id, 0, idempotent, inherited_deadline)
+        *slot = Some(self.begin(now, intended, id, 0, idempotent, inherited_deadline));
+        self.permit_in(now, slot)
     }
 
     /// [`Self::start`] for a request of class `class` (see [`Self::with_classes`]).
@@ -241,9 +260,16 @@ impl Session {
         class: usize,
         inherited_deadline: Option<Duration>,
     ) -> Step {
-        let mut slot = None;
-        self.start_class_in(&mut slot, now, intended, id, class, inherited_deadline)
-            .take_from(&mut slot)
+        let route = self.classes[class];
+        let req = self.begin(
+            now,
+            intended,
+            id,
+            class as u8,
+            route.idempotent,
+            inherited_deadline,
+        );
+        self.permit(now, req)
     }
 
     /// [`Self::start_class`] for an engine that keeps the request in `slot` (see [`Next`]).
@@ -258,30 +284,28 @@ impl Session {
         inherited_deadline: Option<Duration>,
     ) -> Next {
         let route = self.classes[class];
-        self.begin(
-            slot,
+        *slot = Some(self.begin(
             now,
             intended,
             id,
             class as u8,
             route.idempotent,
             inherited_deadline,
-        )
+        ));
+        self.permit_in(now, slot)
     }
 
-    /// Puts the new request in `slot` and asks for its first attempt.
+    /// A new request, counted as started; its first attempt is still to be asked for.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn begin(
         &mut self,
-        slot: &mut Option<Request>,
         now: Now,
         intended: Duration,
         id: u64,
         class: u8,
         idempotent: bool,
         inherited_deadline: Option<Duration>,
-    ) -> Next {
+    ) -> Request {
         self.rec.upstream_started(intended);
         let fleet = self.classes.get(usize::from(class)).map_or(0, |c| c.fleet);
         let f = &mut self.fleets[usize::from(fleet)];
@@ -292,7 +316,7 @@ impl Session {
         if !self.classes.is_empty() {
             self.rec.class_started(usize::from(class));
         }
-        *slot = Some(Request {
+        Request {
             state,
             id,
             class,
@@ -303,16 +327,22 @@ impl Session {
             instance,
             intended,
             limited_since: None,
-        });
-        self.permit_in(now, slot)
+        }
     }
 
     /// Asks the policy for the request's next attempt and counts what it said: an attempt
     /// sent, or a refusal that ends the request.
     #[inline(always)]
-    pub fn permit(&mut self, now: Now, req: Request) -> Step {
-        let mut slot = Some(req);
-        self.permit_in(now, &mut slot).take_from(&mut slot)
+    pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
+        match self.ask(now, &mut req) {
+            Asked::Send(attempt) => Step::Send(req, attempt),
+            Asked::Wait(after) => Step::Wait(req, after),
+            Asked::Refused(reason) => self.finish(now, req, Ending::GaveUp(reason)),
+            Asked::OpenCircuit => {
+                let mut slot = Some(req);
+                self.open_circuit(now, &mut slot).take_from(&mut slot)
+            }
+        }
     }
 
     /// [`Self::permit`] for the request kept in `slot` (see [`Next`]); `slot` must hold it.
@@ -321,15 +351,33 @@ impl Session {
         let Some(req) = slot.as_mut() else {
             unreachable!("permit_in without a request in its slot");
         };
+        match self.ask(now, req) {
+            Asked::Send(attempt) => Next::Send(attempt),
+            Asked::Wait(after) => Next::Wait(after),
+            Asked::Refused(reason) => {
+                let Some(req) = slot.take() else {
+                    unreachable!("the request left its slot");
+                };
+                self.finish(now, req, Ending::GaveUp(reason)).keep_in(slot)
+            }
+            Asked::OpenCircuit => self.open_circuit(now, slot),
+        }
+    }
+
+    /// What the policy says of the request's next attempt, counted, with the request left
+    /// where it is: both ways of holding a request ([`Self::permit`], [`Self::permit_in`])
+    /// share it, and neither moves the request on the way.
+    #[inline(always)]
+    fn ask(&mut self, now: Now, req: &mut Request) -> Asked {
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         // The rate limiter first, as botocore's adaptive mode acquires its token on
         // `before-send`: an attempt it holds back is asked for again when the wait is over.
         if let Some(wait) = client.rate_limit(now, &req.state) {
             req.limited_since.get_or_insert(now.mono);
-            return Next::Wait(wait);
+            return Asked::Wait(wait);
         }
         if let Some(wait) = client.bulkhead_wait(now, &mut req.state) {
-            return Next::Wait(wait);
+            return Asked::Wait(wait);
         }
         let permit = client.before_attempt(now, &mut req.state);
         if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
@@ -368,7 +416,7 @@ impl Session {
                 })
             }
             Permit::Refuse(GiveUpReason::BreakerOpen) if client.retries_open_circuit() => {
-                return self.open_circuit(now, slot);
+                return Asked::OpenCircuit;
             }
             Permit::Refuse(reason) => {
                 match reason {
@@ -385,13 +433,9 @@ impl Session {
             }
         };
         self.drain_events(req.fleet, req.instance);
-        match (step, slot.take()) {
-            (Ok(attempt), req) => {
-                *slot = req;
-                Next::Send(attempt)
-            }
-            (Err(reason), Some(req)) => self.finish(now, req, Ending::GaveUp(reason)).keep_in(slot),
-            (Err(_), None) => unreachable!("the request left its slot"),
+        match step {
+            Ok(attempt) => Asked::Send(attempt),
+            Err(reason) => Asked::Refused(reason),
         }
     }
 
@@ -402,14 +446,19 @@ impl Session {
     pub fn outcome(
         &mut self,
         now: Now,
-        req: Request,
+        mut req: Request,
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Step {
-        let mut slot = Some(req);
-        self.outcome_in(now, &mut slot, latency, outcome, rng)
-            .take_from(&mut slot)
+        if let Some(fell) = req.fell {
+            return self.fallback_answered(now, req, latency, outcome, fell);
+        }
+        match self.decide(now, &mut req, latency, outcome, rng) {
+            Decided::RetryNow => self.permit(now, req),
+            Decided::Wait(after) => Step::Wait(req, after),
+            Decided::End(ending) => self.finish(now, req, ending),
+        }
     }
 
     /// [`Self::outcome`] for the request kept in `slot` (see [`Next`]); `slot` must hold it.
@@ -433,6 +482,30 @@ impl Session {
                 .fallback_answered(now, req, latency, outcome, (rung, reason))
                 .keep_in(slot);
         }
+        match self.decide(now, req, latency, outcome, rng) {
+            Decided::RetryNow => self.permit_in(now, slot),
+            Decided::Wait(after) => Next::Wait(after),
+            Decided::End(ending) => {
+                let Some(req) = slot.take() else {
+                    unreachable!("the request left its slot");
+                };
+                self.finish(now, req, ending).keep_in(slot)
+            }
+        }
+    }
+
+    /// The policy's decision on the outcome of the request's attempt, counted and logged,
+    /// with the request left where it is (shared by [`Self::outcome`] and
+    /// [`Self::outcome_in`]).
+    #[inline(always)]
+    fn decide(
+        &mut self,
+        now: Now,
+        req: &mut Request,
+        latency: Duration,
+        outcome: &AttemptOutcome<'_>,
+        rng: &mut LazyRng,
+    ) -> Decided {
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
@@ -480,16 +553,12 @@ impl Session {
             self.log_row(req.id, req.state.attempts() + 1, None, "refused", level);
         }
         self.drain_events(req.fleet, req.instance);
-        let ending = match d {
-            Decision::Success => Ending::Succeeded,
-            Decision::GiveUp { reason, .. } => Ending::GaveUp(reason),
-            Decision::Retry { after, .. } if after.is_zero() => return self.permit_in(now, slot),
-            Decision::Retry { after, .. } => return Next::Wait(after),
-        };
-        let Some(req) = slot.take() else {
-            unreachable!("the request left its slot");
-        };
-        self.finish(now, req, ending).keep_in(slot)
+        match d {
+            Decision::Success => Decided::End(Ending::Succeeded),
+            Decision::GiveUp { reason, .. } => Decided::End(Ending::GaveUp(reason)),
+            Decision::Retry { after, .. } if after.is_zero() => Decided::RetryNow,
+            Decision::Retry { after, .. } => Decided::Wait(after),
+        }
     }
 
     /// [`Self::outcome`], the attempt counted and logged under `label` in place of its own:
@@ -630,12 +699,13 @@ impl Session {
 
     /// The request's end: the policy releases what it held, the recorder counts it.
     #[inline(always)]
-    fn end(&mut self, now: Now, req: Request, ending: Ending) -> Step {
+    fn end(&mut self, now: Now, mut req: Request, ending: Ending) -> Step {
         let attempts =
             (req.state.attempts() + req.fallback_attempts).saturating_sub(req.unsent_attempts);
+        // `req` is dropped at the end of this function: its state is finished in place.
         self.fleets[usize::from(req.fleet)]
             .client_mut(req.instance)
-            .finish(now, req.state);
+            .finish_in_place(now, &mut req.state);
         let latency = now.mono.saturating_sub(req.intended);
         if !self.classes.is_empty() {
             self.rec
@@ -758,143 +828,4 @@ pub fn breaker_level(s: BreakerState) -> u8 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::{self, Response};
-
-    fn session(preset: &str) -> Session {
-        Session::new(preset, &policy::preset(preset).unwrap(), true)
-    }
-
-    fn at(ms: u64) -> Now {
-        Now::virtual_at(Duration::from_millis(ms))
-    }
-
-    fn status(s: u16) -> AttemptOutcome<'static> {
-        AttemptOutcome::Response(Response::status(s))
-    }
-
-    /// Sends the attempt of a `Send` step, panicking on any other step.
-    fn sent(step: Step) -> (Request, Attempt) {
-        match step {
-            Step::Send(req, attempt) => (req, attempt),
-            other => panic!("expected an attempt to send, got {other:?}"),
-        }
-    }
-
-    /// Request `id`'s first attempt fails with a 503; the step its retry's permit gives.
-    fn retry_of(s: &mut Session, id: u64, rng: &mut LazyRng) -> Step {
-        let (req, _) = sent(s.start(at(0), Duration::ZERO, id, "GET", None));
-        match s.outcome(at(1), req, Duration::ZERO, &status(503), rng) {
-            Step::Wait(req, _) => s.permit(at(300), req),
-            step => step,
-        }
-    }
-
-    #[test]
-    fn an_abandoned_request_gives_back_its_retry_slot() {
-        // envoy allows 3 concurrent retries: three requests hold them, a fourth is refused.
-        let mut s = session("envoy");
-        let mut rng = LazyRng::new(1);
-        let held: Vec<Request> = (0..3)
-            .map(|id| sent(retry_of(&mut s, id, &mut rng)).0)
-            .collect();
-        assert!(matches!(
-            retry_of(&mut s, 3, &mut rng),
-            Step::Done(Ending::GaveUp(GiveUpReason::BudgetRefused))
-        ));
-        // Their callers went away: abandoned, the slots are free again and nothing is counted
-        // as an ending.
-        let finished = s.recorder().seconds()[0].finished;
-        for req in held {
-            s.abandon(at(400), req);
-        }
-        assert_eq!(s.recorder().seconds()[0].finished, finished);
-        let (_, attempt) = sent(retry_of(&mut s, 4, &mut rng));
-        assert_eq!(attempt.number, 2);
-    }
-
-    #[test]
-    fn a_retry_without_wait_is_granted_in_the_outcome_step_and_counted_once() {
-        let mut s = session("naive");
-        let mut rng = LazyRng::new(1);
-        let (mut req, mut attempt) = sent(s.start(at(0), Duration::ZERO, 7, "GET", None));
-        for n in 1..4 {
-            assert_eq!(attempt.number, n);
-            (req, attempt) =
-                sent(s.outcome(at(n.into()), req, Duration::ZERO, &status(503), &mut rng));
-        }
-        let end = s.outcome(at(4), req, Duration::ZERO, &status(503), &mut rng);
-        assert!(matches!(
-            end,
-            Step::Done(Ending::GaveUp(GiveUpReason::MaxAttempts))
-        ));
-        let sec = &s.recorder().seconds()[0];
-        assert_eq!(
-            (sec.started, sec.finished, sec.attempts, sec.retries),
-            (1, 1, 4, 3)
-        );
-        let rows: Vec<_> = s.log().iter().map(|r| (r.request, r.attempt)).collect();
-        assert_eq!(rows, [(7, 1), (7, 2), (7, 3), (7, 4)]);
-    }
-
-    #[test]
-    fn a_request_driven_in_its_slot_stays_there_until_it_ends() {
-        let mut s = session("naive");
-        let mut rng = LazyRng::new(1);
-        let mut slot = None;
-        let mut next = s.start_in(&mut slot, at(0), Duration::ZERO, 7, true, None);
-        let mut sent = 0;
-        while let Next::Send(attempt) = next {
-            sent += 1;
-            assert_eq!(attempt.number, sent);
-            assert_eq!(slot.as_ref().map(Request::id), Some(7));
-            next = s.outcome_in(
-                at(sent.into()),
-                &mut slot,
-                Duration::ZERO,
-                &status(503),
-                &mut rng,
-            );
-        }
-        assert!(matches!(
-            next,
-            Next::Done(Ending::GaveUp(GiveUpReason::MaxAttempts))
-        ));
-        assert!(slot.is_none());
-        let sec = &s.recorder().seconds()[0];
-        assert_eq!((sec.finished, sec.attempts), (1, u64::from(sent)));
-    }
-
-    #[test]
-    fn a_retry_that_must_wait_asks_for_its_permit_after_the_wait() {
-        let mut s = session("polly");
-        let mut rng = LazyRng::new(1);
-        let (req, _) = sent(s.start(at(0), Duration::ZERO, 1, "GET", None));
-        let Step::Wait(req, after) = s.outcome(at(1), req, Duration::ZERO, &status(503), &mut rng)
-        else {
-            panic!("polly waits before its retry");
-        };
-        assert_eq!(after, Duration::from_secs(2));
-        let (req, attempt) = sent(s.permit(at(2_001), req));
-        assert_eq!(attempt.number, 2);
-        let end = s.outcome(at(2_002), req, Duration::ZERO, &status(200), &mut rng);
-        assert!(matches!(end, Step::Done(Ending::Succeeded)));
-        assert_eq!(s.recorder().seconds()[2].successes, 1);
-    }
-
-    #[test]
-    fn a_refused_permit_ends_the_request_and_logs_the_refusal() {
-        let mut s = session("naive");
-        // No time left of an inherited deadline: the first attempt is refused.
-        let step = s.start(at(0), Duration::ZERO, 3, "GET", Some(Duration::ZERO));
-        assert!(matches!(
-            step,
-            Step::Done(Ending::GaveUp(GiveUpReason::Deadline))
-        ));
-        let row = &s.log()[0];
-        assert_eq!((row.request, row.attempt, row.outcome), (3, 1, "refused"));
-        let sec = &s.recorder().seconds()[0];
-        assert_eq!((sec.started, sec.finished, sec.attempts), (1, 1, 0));
-    }
-}
+mod tests;

@@ -110,6 +110,10 @@ pub(super) fn bench(cmd: crate::cli::BenchCommand) -> Result<Exit, AppError> {
             .map_err(AppError::bad)?;
             super::out::say(crate::bench::sim_memory::text(&r))?;
         }
+        B::FleetMemory { clients, config } => {
+            let r = crate::bench::fleet_memory::run(&config, clients).map_err(AppError::bad)?;
+            super::out::say(crate::bench::fleet_memory::text(&r))?;
+        }
         B::Sim { scale } => {
             let r = crate::bench::sim::run(scale.unwrap_or(crate::bench::sim::DEFAULT_SCALE))
                 .map_err(AppError::bad)?;

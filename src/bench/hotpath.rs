@@ -93,13 +93,13 @@ impl PolicyPath {
             &outcome,
             &mut self.rng,
         );
-        self.next = match next {
-            Step::Done(ending) => {
-                black_box(ending);
-                None
-            }
-            step => Some(step),
-        };
+        // Looked at in place, then moved once into the slot the next call takes it from.
+        if let Step::Done(ending) = &next {
+            black_box(ending);
+            self.next = None;
+        } else {
+            self.next = Some(next);
+        }
     }
 
     /// A new logical request, started together with its first permit in one lock section.

@@ -6,6 +6,7 @@
 //! retry config's [`RetryClient`] and the [`Recorder`] behind the per-config lock, exactly as
 //! in `stormrig run` ([`ConfigRuntime::drive`]). Nothing is skipped to look faster.
 
+pub mod fleet_memory;
 pub mod floor;
 pub mod hotpath;
 pub mod memory;

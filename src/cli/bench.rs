@@ -122,6 +122,16 @@ pub enum BenchCommand {
         #[arg(long)]
         population: Option<u64>,
     },
+    /// A fleet of client instances of one preset, each sending one request (a 503, then a
+    /// 200): resident bytes per instance.
+    FleetMemory {
+        /// Client instances of the fleet (at most 1000000, the most one config may have).
+        #[arg(long, default_value_t = 1_000_000)]
+        clients: u32,
+        /// Retry preset every instance runs.
+        #[arg(long, default_value = "aws-standard")]
+        config: String,
+    },
     /// The simulator on one thread over a fixed 3-config storm (downstream-503-10s with
     /// naive, aws-standard, envoy): attempts per on-CPU second against the 10 M/s target.
     Sim {

@@ -268,13 +268,13 @@ impl RequestState {
 /// instances must not hold a million copies of one config.
 #[derive(Debug)]
 pub struct RetryClient {
-    config: Arc<RetryConfig>,
-    /// The config's `retry_on` answers for bare statuses, looked up per outcome.
-    statuses: Arc<StatusClasses>,
-    /// The config's nominal backoff of the first retries, looked up per retry.
-    nominals: Arc<super::backoff::Nominals>,
+    /// The config and the tables derived from it, one allocation every instance of a fleet
+    /// points to (one pointer per instance, not one per table).
+    shared: Arc<Shared>,
     budget: Option<Box<dyn RetryBudget>>,
-    breaker: Option<CircuitBreaker>,
+    /// Boxed, as the router: with its settings and window it is the largest part of an
+    /// instance, and a config without a breaker should not carry its room in every instance.
+    breaker: Option<Box<CircuitBreaker>>,
     /// Which side of the retry the breaker stands on (the config's pipeline).
     breaker_place: BreakerPlace,
     /// With failover: where each attempt goes, and a breaker per provider (boxed, like the
@@ -292,6 +292,17 @@ pub struct RetryClient {
     cost_cap_global_once: bool,
 }
 
+/// What every instance of a config has alike: the config, and the tables built from it
+/// once.
+#[derive(Debug)]
+struct Shared {
+    config: RetryConfig,
+    /// The config's `retry_on` answers for bare statuses, looked up per outcome.
+    statuses: StatusClasses,
+    /// The config's nominal backoff of the first retries, looked up per retry.
+    nominals: super::backoff::Nominals,
+}
+
 impl RetryClient {
     /// Build the client of a validated config.
     pub fn new(config: &RetryConfig) -> RetryClient {
@@ -301,36 +312,32 @@ impl RetryClient {
             config.retry_on.grpc_statuses = non_fatal;
             config.retry_on.grpc_throttling_statuses.clear();
         }
-        let statuses = Arc::new(StatusClasses::new(&config.retry_on));
-        let nominals = Arc::new(super::backoff::Nominals::new(&config.backoff));
-        RetryClient::fresh(Arc::new(config), statuses, nominals)
+        RetryClient::fresh(Arc::new(Shared {
+            statuses: StatusClasses::new(&config.retry_on),
+            nominals: super::backoff::Nominals::new(&config.backoff),
+            config,
+        }))
     }
 
     /// Another instance of the same config: the config and its tables shared with this
     /// one, the learnt state (budget, breaker, ledger, limiter) fresh.
     pub fn sibling(&self) -> RetryClient {
-        RetryClient::fresh(
-            Arc::clone(&self.config),
-            Arc::clone(&self.statuses),
-            Arc::clone(&self.nominals),
-        )
+        RetryClient::fresh(Arc::clone(&self.shared))
     }
 
     /// A client with fresh learnt state over shared config and tables.
-    fn fresh(
-        config: Arc<RetryConfig>,
-        statuses: Arc<StatusClasses>,
-        nominals: Arc<super::backoff::Nominals>,
-    ) -> RetryClient {
+    fn fresh(shared: Arc<Shared>) -> RetryClient {
+        let config = &shared.config;
         RetryClient {
-            statuses,
-            nominals,
             budget: config.budget.build(),
             // With failover the breaker settings serve each provider (one provider's
             // outage must not shut the others), not the client as a whole.
             breaker: match config.failover {
                 Some(_) => None,
-                None => config.breaker.as_ref().map(CircuitBreaker::new),
+                None => config
+                    .breaker
+                    .as_ref()
+                    .map(|b| Box::new(CircuitBreaker::new(b))),
             },
             breaker_place: config
                 .pipeline
@@ -351,13 +358,13 @@ impl RetryClient {
             budget_refused_once: false,
             cost_cap_request_once: false,
             cost_cap_global_once: false,
-            config,
+            shared,
         }
     }
 
     /// The config.
     pub fn config(&self) -> &RetryConfig {
-        &self.config
+        &self.shared.config
     }
 
     /// Start a logical request. The effective deadline is `min(inherited, config.deadline)`.
@@ -383,11 +390,15 @@ impl RetryClient {
         }
         RequestState {
             started: now.mono,
-            deadline_at: deadline::deadline_at(now.mono, self.config.deadline, inherited_deadline),
+            deadline_at: deadline::deadline_at(
+                now.mono,
+                self.shared.config.deadline,
+                inherited_deadline,
+            ),
             idempotent,
             attempts: 0,
             retries_since_reset: 0,
-            decorrelated_prev: self.config.backoff.base(false),
+            decorrelated_prev: self.shared.config.backoff.base(false),
             last_charge: None,
             holds_retry_slot: false,
             awaiting_outcome: false,
@@ -439,11 +450,21 @@ impl RetryClient {
 
     /// Would the request's next attempt fit the caps? Its cost is that of the provider the
     /// failover rule sends it to; a breaker that moves it on charges the provider it reaches.
+    ///
+    /// Inlined to the question whether the config has caps at all, so a config without
+    /// any pays one test per attempt, not a call.
+    #[inline(always)]
     fn cost_check(&mut self, now: Now, req: &RequestState) -> bool {
-        let Some(cost) = &self.config.cost else {
+        self.shared.config.cost.is_none() || self.cost_check_caps(now, req)
+    }
+
+    /// [`Self::cost_check`] for a config with caps.
+    fn cost_check_caps(&mut self, now: Now, req: &RequestState) -> bool {
+        let Some(cost) = &self.shared.config.cost else {
             return true;
         };
         let slot = self
+            .shared
             .config
             .failover
             .as_ref()
@@ -451,7 +472,7 @@ impl RetryClient {
         match cost.check(
             req.cost_spent,
             self.ledger.spent,
-            self.config.attempt_cost.at(slot),
+            self.shared.config.attempt_cost.at(slot),
         ) {
             None => true,
             Some(scope) => {
@@ -497,7 +518,7 @@ impl RetryClient {
         if remaining.is_some_and(|r| r.is_zero()) {
             return self.refuse(now, req, GiveUpReason::Deadline);
         }
-        if req.attempts >= self.config.max_attempts {
+        if req.attempts >= self.shared.config.max_attempts {
             return self.refuse(now, req, GiveUpReason::MaxAttempts);
         }
         // A cap is a ceiling: no attempt, first or retry, takes the spend above it.
@@ -556,14 +577,14 @@ impl RetryClient {
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
-        let cost = self.config.attempt_cost.at(provider.unwrap_or(0));
+        let cost = self.shared.config.attempt_cost.at(provider.unwrap_or(0));
         req.cost_spent += cost;
         self.ledger.spent += cost;
         Permit::Send {
             attempt: req.attempts,
-            timeout: deadline::min_opt(self.config.per_try_timeout, remaining),
+            timeout: deadline::min_opt(self.shared.config.per_try_timeout, remaining),
             remaining_deadline: remaining,
-            idempotency_key: self.config.idempotency_key && !req.idempotent,
+            idempotency_key: self.shared.config.idempotency_key && !req.idempotent,
             provider,
         }
     }
@@ -638,7 +659,10 @@ impl RetryClient {
     ) -> Decision {
         req.awaiting_outcome = false;
         self.release_slot(req);
-        let c = self.statuses.classify(&self.config.retry_on, outcome);
+        let c = self
+            .shared
+            .statuses
+            .classify(&self.shared.config.retry_on, outcome);
         if self.bulkhead.is_some() || self.concurrency.is_some() {
             let drop = match c.class {
                 OutcomeClass::LocalResource => None,
@@ -685,13 +709,13 @@ impl RetryClient {
         }
         let hint = match outcome {
             AttemptOutcome::Response(r)
-                if self.config.retry_on.x_should_retry
+                if self.shared.config.retry_on.x_should_retry
                     && r.grpc_status.is_none()
                     && server_says_retry(r.should_retry) == Some(false) =>
             {
                 Hint::DoNotRetry
             }
-            AttemptOutcome::Response(r) => self.config.retry_after.hint(r, || now.wall()),
+            AttemptOutcome::Response(r) => self.shared.config.retry_after.hint(r, || now.wall()),
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
         let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, rng);
@@ -732,11 +756,11 @@ impl RetryClient {
             blocker = Some(GiveUpReason::ServerPushback);
         } else if !req.idempotent
             && !never_sent
-            && !self.config.retry_non_idempotent
-            && !self.config.idempotency_key
+            && !self.shared.config.retry_non_idempotent
+            && !self.shared.config.idempotency_key
         {
             blocker = Some(GiveUpReason::NotIdempotent);
-        } else if req.attempts >= self.config.max_attempts {
+        } else if req.attempts >= self.shared.config.max_attempts {
             blocker = Some(GiveUpReason::MaxAttempts);
         } else {
             if deadline_bound {
@@ -787,8 +811,8 @@ impl RetryClient {
         rng: &mut dyn rand::RngCore,
     ) -> Duration {
         let n = req.retries_since_reset + 1;
-        let cfg = &self.config;
-        let nominal = self.nominals.get(&cfg.backoff, n, throttling);
+        let cfg = &self.shared.config;
+        let nominal = self.shared.nominals.get(&cfg.backoff, n, throttling);
         let jittered = cfg.jitter.apply(
             nominal,
             cfg.backoff.base(throttling),
@@ -803,10 +827,17 @@ impl RetryClient {
 
     /// Must be called exactly once when the logical request ends (any way).
     pub fn finish(&mut self, now: Now, mut req: RequestState) {
-        self.release_slot(&mut req);
+        self.finish_in_place(now, &mut req);
+    }
+
+    /// [`Self::finish`] for a caller that ends the request by dropping what holds its
+    /// state (the session's `Request`, taken by value there), so that the state, 160
+    /// bytes, is not copied once more for the call. The state must not be used again.
+    pub(crate) fn finish_in_place(&mut self, now: Now, req: &mut RequestState) {
+        self.release_slot(req);
         // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
-        self.settle_outer(now, &mut req, None);
-        self.release_places(now, &mut req, None);
+        self.settle_outer(now, req, None);
+        self.release_places(now, req, None);
         if let Some(b) = self.bulkhead.as_mut() {
             b.leave_queue(&mut req.queued_since);
         }

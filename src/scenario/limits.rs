@@ -24,9 +24,11 @@ pub const DEFAULT_MAX_PLANNED_ARRIVALS: u64 = 100_000_000;
 pub const MAX_CLIENTS: u32 = 1_000_000;
 /// What one client instance of a fleet costs in memory, rounded up: measured as the growth
 /// of the peak resident set of `stormrig sim` (one config, 2 s at 100 req/s) from
-/// `clients = 1` to `clients = 1000000`: 240 B per instance for `naive`, 287 B for
-/// `aws-standard`, 383 B for `aws-adaptive` (its rate limiter). The config and its tables
-/// are shared by the fleet; the live engine keeps the same per-instance policy state.
+/// `clients = 1` to `clients = 1000000`: 105 B per instance for `naive`, 151 B for
+/// `aws-standard`, 247 B for `aws-adaptive` (its rate limiter), and the same with every
+/// instance used (`stormrig bench fleet-memory`). The config and its tables are shared by
+/// the fleet behind one pointer, a breaker is boxed; the live engine keeps the same
+/// per-instance policy state. Kept at 512 B: a breaker or a limiter adds its own.
 pub const CLIENT_INSTANCE_BYTES: u64 = 512;
 /// Default ceiling on client instances over all configs (`configs × load.clients`), about
 /// 2 GiB of fleet state at [`CLIENT_INSTANCE_BYTES`] (the ceiling was 1,000,000 at 3 KiB an

@@ -242,6 +242,42 @@ fn sim_bench_refuses_a_bad_scale() {
 }
 
 #[test]
+fn fleet_memory_bench_uses_every_instance_and_prints_bytes_per_instance() {
+    let (code, m, err) = bench_cli(&["fleet-memory", "--clients", "2000"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(m["bench"], "fleet-memory");
+    assert_eq!(m["config"], "aws-standard");
+    // One request per instance, a 503 and then a 200: two attempts each, exactly.
+    assert_eq!(
+        (m["clients"].as_str(), m["requests"].as_str()),
+        ("2000", "2000")
+    );
+    assert_eq!(m["attempts"], "4000");
+    let inline: u64 = m["inline_bytes"].parse().unwrap();
+    assert!((8..=4096).contains(&inline), "{inline}");
+    let _: u64 = m["bytes_per_instance"].parse().unwrap();
+    let before: u64 = m["rss_before_kib"].parse().unwrap();
+    let after: u64 = m["rss_after_kib"].parse().unwrap();
+    assert!(before > 0 && after > 0);
+}
+
+#[test]
+fn fleet_memory_bench_refuses_bad_input_with_exit_2() {
+    for (args, says) in [
+        (&["fleet-memory", "--clients", "0"][..], "--clients 0"),
+        (
+            &["fleet-memory", "--clients", "1000001"][..],
+            "--clients 1000001",
+        ),
+        (&["fleet-memory", "--config", "no-such"][..], "--config"),
+    ] {
+        let (code, _, err) = bench_cli(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn sim_bench_storm_is_the_named_three_configs() {
     let plan = stormrig::bench::sim::storm_plan().unwrap();
     let names: Vec<_> = plan.configs.iter().map(|c| c.name.as_str()).collect();

@@ -79,7 +79,7 @@ impl RetryClient {
     /// The config hedges its calls.
     #[inline]
     pub fn is_hedging(&self) -> bool {
-        self.config.hedging.is_some()
+        self.shared.config.hedging.is_some()
     }
 
     /// Copies of `req` sent and not yet answered (nor cancelled).
@@ -89,14 +89,14 @@ impl RetryClient {
 
     /// Whether another copy may still be sent: not committed, not frozen, copies left.
     fn potential(&self, req: &RequestState) -> bool {
-        req.ended.is_none() && !req.hedge_frozen && req.attempts < self.config.max_attempts
+        req.ended.is_none() && !req.hedge_frozen && req.attempts < self.shared.config.max_attempts
     }
 
     /// After a copy was sent at `now`: arms the next copy's timer, `delay` from now, when
     /// one may follow and the throttle is above its threshold; otherwise hedging freezes.
     /// Returns the wait to arm.
     pub fn arm_hedge(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        let Some(h) = &self.config.hedging else {
+        let Some(h) = &self.shared.config.hedging else {
             return None;
         };
         let delay = h.delay;
@@ -136,9 +136,9 @@ impl RetryClient {
         req.awaiting_outcome = true;
         Some(Permit::Send {
             attempt: req.attempts,
-            timeout: deadline::min_opt(self.config.per_try_timeout, remaining),
+            timeout: deadline::min_opt(self.shared.config.per_try_timeout, remaining),
             remaining_deadline: remaining,
-            idempotency_key: self.config.idempotency_key && !req.idempotent,
+            idempotency_key: self.shared.config.idempotency_key && !req.idempotent,
             provider: None,
         })
     }
@@ -158,9 +158,12 @@ impl RetryClient {
                 class: OutcomeClass::NonRetryable,
             };
         }
-        let c = self.statuses.classify(&self.config.retry_on, outcome);
+        let c = self
+            .shared
+            .statuses
+            .classify(&self.shared.config.retry_on, outcome);
         let hint = match outcome {
-            AttemptOutcome::Response(r) => self.config.retry_after.hint(r, || now.wall()),
+            AttemptOutcome::Response(r) => self.shared.config.retry_after.hint(r, || now.wall()),
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
         let kind = match (c.class, c.timeout) {
@@ -201,7 +204,7 @@ impl RetryClient {
             req.hedge_frozen = true;
             req.next_hedge_at = None;
         } else if self.potential(req) {
-            let shortcut = self.config.hedging.as_ref().map(|h| h.shortcut);
+            let shortcut = self.shared.config.hedging.as_ref().map(|h| h.shortcut);
             match (shortcut, hint) {
                 (Some(Shortcut::A6), Hint::Delay(after)) if !after.is_zero() => {
                     req.next_hedge_at = Some(now.mono.saturating_add(after));
@@ -216,7 +219,7 @@ impl RetryClient {
         if req.outstanding == 0 && !self.potential(req) {
             let reason = if req.hedge_frozen && hint == Hint::DoNotRetry {
                 GiveUpReason::ServerPushback
-            } else if req.hedge_frozen && req.attempts < self.config.max_attempts {
+            } else if req.hedge_frozen && req.attempts < self.shared.config.max_attempts {
                 GiveUpReason::BudgetRefused
             } else {
                 GiveUpReason::MaxAttempts

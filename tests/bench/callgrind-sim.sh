@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Instructions per simulated attempt: `stormrig bench sim` under callgrind, its instruction
+# total over the attempts it simulated (the storm and the layered run together, as the
+# bench prints them). Instructions do not move with the host's load, unlike timings.
+#
+#   tests/bench/callgrind-sim.sh            # ~1 min under valgrind at --scale 30
+#
+# Prints `instructions=N attempts=N instructions_per_attempt=N aim=1200 result=pass|fail`
+# on its last line (peers.sh reads it). The total includes the process's start and the
+# scenario's parsing (a few million instructions, under 0.5 % at --scale 30).
+#
+# Knobs: STORMRIG_BIN (default target/release/stormrig), SCALE (default 30), AIM (default
+# 1200), TOP=N (also print the N costliest functions, callgrind_annotate), TIMEOUT (default
+# 300 s). Needs valgrind.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+BIN="${STORMRIG_BIN:-$ROOT/target/release/stormrig}"
+SCALE="${SCALE:-30}"
+AIM="${AIM:-1200}"
+TOP="${TOP:-0}"
+TIMEOUT="${TIMEOUT:-300}"
+
+command -v valgrind >/dev/null || { echo "callgrind-sim.sh: valgrind is not installed" >&2; exit 3; }
+[ -x "$BIN" ] || { echo "callgrind-sim.sh: no binary at $BIN (cargo build --release)" >&2; exit 3; }
+
+OUT="$(mktemp -d "${TMPDIR:-/tmp}/stormrig-callgrind.XXXXXX")"
+trap 'rm -rf "$OUT"' EXIT
+
+timeout "$TIMEOUT" valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
+    "$BIN" bench sim --scale "$SCALE" >"$OUT/bench.txt" 2>"$OUT/valgrind.txt"
+
+instructions="$(sed -n 's/^summary: *\([0-9][0-9]*\)$/\1/p' "$OUT/cg.out" | tail -1)"
+if [ -z "$instructions" ]; then
+    instructions="$(sed -n 's/^totals: *\([0-9][0-9]*\)$/\1/p' "$OUT/cg.out" | tail -1)"
+fi
+attempts="$(awk -F= '$1=="attempts"||$1=="layered_attempts"{s+=$2} END{print s+0}' "$OUT/bench.txt")"
+if [ -z "$instructions" ] || [ "$attempts" = 0 ]; then
+    echo "callgrind-sim.sh: no instruction total or no attempts (see below)" >&2
+    cat "$OUT/bench.txt" "$OUT/valgrind.txt" >&2
+    exit 1
+fi
+if [ "$TOP" -gt 0 ]; then
+    # awk reads to the end (no early close): a SIGPIPE here would end the script.
+    callgrind_annotate --inclusive=no "$OUT/cg.out" 2>/dev/null \
+        | awk -v n="$TOP" '/file:function/{on=1; next} on && NF && !/^-/ && c++ < n' | cut -c1-200
+fi
+awk -v i="$instructions" -v a="$attempts" -v aim="$AIM" -v s="$SCALE" 'BEGIN {
+    per = i / a
+    printf "bench=callgrind-sim scale=%s instructions=%d attempts=%d instructions_per_attempt=%.0f aim=%d result=%s\n",
+        s, i, a, per, aim, (per <= aim ? "pass" : "fail")
+}'
