@@ -18,7 +18,7 @@
 # the row the open loop's peers are compared with: stormrig run's default), MEMORY=0
 # (skip the memory rows, ~1 min: `stormrig bench memory` at 4000 with churn, at 100,000 over
 # h2c and at the descriptor limit over HTTP/1.1, and `bench sim-memory` at 10 M),
-# AIMS=0 (skip the callgrind count and the policy path against POLICY_REF, default 65b4565,
+# AIMS=0 (skip the callgrind count, the full-pipeline simulator run and the policy path against POLICY_REF, default 65b4565,
 # which builds that commit in a work tree the first time: several minutes),
 # OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
 # building the perf profile).
@@ -393,8 +393,9 @@ fi
 # The figures that do not move with the host, each against its aim (tests/bench/aims.py):
 # bytes per in-flight HTTP/1.1 request (the churn row above), bytes per fleet client
 # instance, instructions per simulated attempt (callgrind), and the policy path against
-# the reference build POLICY_REF on this host. AIMS=0 skips the last two (callgrind about
-# a minute; the reference's first build several minutes, reused later).
+# the reference build POLICY_REF on this host, and the simulator's CPU with every pipeline
+# stage in the path over the plain configs. AIMS=0 skips the last three (callgrind about a
+# minute; the reference's first build several minutes, reused later).
 AIM_ROWS="$WORK/aims.tsv"
 : >"$AIM_ROWS"
 aim() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$AIM_ROWS"; }
@@ -422,6 +423,12 @@ if [ "${AIMS:-1}" = 1 ]; then
             "$(tr ' ' '\n' <"$WORK/callgrind.out" | kv /dev/stdin instructions_per_attempt)" 1200 le \
             instr "callgrind, bench sim --scale 30"
     fi
+    log "simulator with every pipeline stage in the path against the plain configs"
+    STORMRIG_BIN="$STORMRIG" CPU="$GEN_CPU" bash "$HERE/pipeline-sim.sh" >"$WORK/pipeline.out" 2>"$WORK/pipeline.err" ||
+        log "pipeline-sim.sh failed: $(tail -1 "$WORK/pipeline.err")"
+    aim "simulator CPU, full pipeline / plain" \
+        "$(tr ' ' '\n' <"$WORK/pipeline.out" | kv /dev/stdin full_over_plain_cpu)" 1.20 le \
+        ratio "tests/bench/pipeline-sim.sh, bench sim's storm, alternated"
     POLICY_REF="${POLICY_REF:-65b4565}"
     log "policy path: bench policy against $POLICY_REF built here, alternated"
     # Release builds on both sides (the reference is built so), whatever STORMRIG_BIN names.
