@@ -561,9 +561,10 @@ impl Session {
         }
     }
 
-    /// [`Self::outcome`], the attempt counted and logged under `label` in place of its own:
-    /// for what the engine knows better than the outcome says (`not-accepted`: the
-    /// in-process target never read it). The policy decides on the outcome as it came.
+    /// [`Self::outcome`], the attempt counted and logged under `label` in place of its own
+    /// when one is given: for what the engine knows better than the outcome says
+    /// (`not-accepted`: the in-process target never read it). The policy decides on the
+    /// outcome as it came.
     pub fn outcome_as(
         &mut self,
         now: Now,
@@ -571,9 +572,9 @@ impl Session {
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
-        label: AttemptLabel,
+        label: Option<AttemptLabel>,
     ) -> Step {
-        self.relabel = Some(label);
+        self.relabel = label;
         self.outcome(now, req, latency, outcome, rng)
     }
 

@@ -308,17 +308,12 @@ impl ConfigRuntime {
                     } else {
                         to_outcome(&reply)
                     };
-                    let next = match self.never_read(request, attempt.number, &reply) {
-                        false => self.lock().outcome(now, req, latency, &outcome, &mut rng),
-                        true => self.lock().outcome_as(
-                            now,
-                            req,
-                            latency,
-                            &outcome,
-                            &mut rng,
-                            AttemptLabel::NotAccepted,
-                        ),
-                    };
+                    let label = self
+                        .never_read(request, attempt.number, &reply)
+                        .then_some(AttemptLabel::NotAccepted);
+                    let next = self
+                        .lock()
+                        .outcome_as(now, req, latency, &outcome, &mut rng, label);
                     last = Some(reply);
                     next
                 }

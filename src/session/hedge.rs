@@ -172,7 +172,7 @@ impl Session {
     }
 
     /// [`Self::hedge_outcome_in`], the copy counted and logged under `label` in place of
-    /// its own (`not-accepted`: the in-process target never read it), as
+    /// its own when one is given (`not-accepted`: the in-process target never read it), as
     /// [`Self::outcome_as`] does for a retried attempt.
     #[allow(clippy::too_many_arguments)]
     pub fn hedge_outcome_as(
@@ -183,9 +183,9 @@ impl Session {
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
-        label: AttemptLabel,
+        label: Option<AttemptLabel>,
     ) -> Hedge {
-        self.relabel = Some(label);
+        self.relabel = label;
         let h = self.hedge_outcome_in(now, slot, attempt, latency, outcome, rng);
         self.relabel = None;
         h

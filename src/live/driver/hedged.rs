@@ -206,27 +206,19 @@ impl ConfigRuntime {
                         true => crate::live::grpc::to_outcome(&reply),
                         false => to_outcome(&reply),
                     };
-                    let unread = self.never_read(request, attempt, &reply);
+                    let label = self
+                        .never_read(request, attempt, &reply)
+                        .then_some(AttemptLabel::NotAccepted);
                     let mut session = self.lock();
-                    let h = match unread {
-                        false => session.hedge_outcome_in(
-                            now,
-                            &mut call.slot,
-                            attempt,
-                            latency,
-                            &outcome,
-                            rng,
-                        ),
-                        true => session.hedge_outcome_as(
-                            now,
-                            &mut call.slot,
-                            attempt,
-                            latency,
-                            &outcome,
-                            rng,
-                            AttemptLabel::NotAccepted,
-                        ),
-                    };
+                    let h = session.hedge_outcome_as(
+                        now,
+                        &mut call.slot,
+                        attempt,
+                        latency,
+                        &outcome,
+                        rng,
+                        label,
+                    );
                     drop(session);
                     last = Some(reply);
                     h
