@@ -254,20 +254,19 @@ impl Sim<'_> {
         if let Err(why) = self.gate.admit(t, in_work) {
             return self.work_shed(t, a, why);
         }
-        if self.gate.learns() {
-            self.admitted.insert(a, t);
-        }
         if self.queue.is_empty() && self.serving < self.cap {
             // A free slot at once: CoDel hears of a wait of zero (it never sheds it).
             if let Some(c) = self.codel.as_mut() {
                 c.shed(t, 0);
             }
+            self.entered_work(t, a);
             self.grant(t, a);
         } else if self.queue.len() >= self.cfg.model.queue as usize {
             // Admitted, then shed by the full queue at once: a sample of no latency.
-            self.left_work(t, a);
+            self.gate.left(t, t);
             self.work_shed(t, a, Shed::QueueFull);
         } else {
+            self.entered_work(t, a);
             let at = &mut self.atts[a as usize];
             at.queued = true;
             let gen = at.gen;
@@ -275,6 +274,15 @@ impl Sim<'_> {
             if let Some(qt) = self.cfg.model.queue_timeout {
                 self.push(t.saturating_add(ns(qt)), Kind::QueueTimeout, a, gen);
             }
+        }
+    }
+
+    /// Attempt `a` entered the work (a slot or the queue) at `t`: kept for the adaptive
+    /// limit, which hears its latency when it leaves.
+    #[inline]
+    fn entered_work(&mut self, t: u64, a: u32) {
+        if self.gate.learns() {
+            self.admitted.insert(a, t);
         }
     }
 
