@@ -82,6 +82,34 @@ const COUNTS: [(&str, &str); 7] = [
     ("stormrig_downstream_arrivals_total", "downstream_arrivals"),
 ];
 
+/// Runs three seconds of 503s (`three_seconds_of_503`) with `flag value` and a push
+/// every second; returns the run's `summary.json` and its run id.
+fn run_pushing(dir: &Path, name: &str, flag: &str, value: String) -> (Value, String) {
+    let scenario = write(
+        dir,
+        &format!("{name}.toml"),
+        &three_seconds_of_503(name, "aws-standard"),
+    );
+    let out = dir.join("out");
+    exits(
+        bin()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--quiet")
+            .arg("--out")
+            .arg(&out)
+            .arg(flag)
+            .arg(value)
+            .arg("--push-interval")
+            .arg("1s"),
+        0,
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let run = summary["run"]["id"].as_str().expect("run id").to_string();
+    (summary, run)
+}
+
 fn pushed(text: &str, name: &str, config: &str, run: &str) -> Option<f64> {
     let want = [
         format!("config=\"{config}\""),
@@ -98,28 +126,12 @@ fn pushed(text: &str, name: &str, config: &str, run: &str) -> Option<f64> {
 fn a_run_pushes_its_final_counts_to_a_real_pushgateway() {
     let gw = Daemon::gateway();
     let dir = tmp_dir("push");
-    let scenario = write(
+    let (summary, run) = run_pushing(
         &dir,
-        "push.toml",
-        &three_seconds_of_503("push", "aws-standard"),
+        "push",
+        "--push-gateway",
+        format!("127.0.0.1:{}", gw.port),
     );
-    let out = dir.join("out");
-    exits(
-        bin()
-            .arg("run")
-            .arg(&scenario)
-            .arg("--quiet")
-            .arg("--out")
-            .arg(&out)
-            .arg("--push-gateway")
-            .arg(format!("127.0.0.1:{}", gw.port))
-            .arg("--push-interval")
-            .arg("1s"),
-        0,
-    );
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    let run = summary["run"]["id"].as_str().expect("run id").to_string();
     let text = get(gw.port, "/metrics").expect("the gateway answers");
     let configs = summary["configs"].as_array().unwrap();
     assert_eq!(configs.len(), 2);
@@ -219,28 +231,12 @@ fn one_value(port: u16, promql: &str) -> f64 {
 fn a_run_writes_its_counts_to_a_real_prometheus_by_remote_write() {
     let dir = tmp_dir("remote-write");
     let prom = Daemon::prometheus(&dir);
-    let scenario = write(
+    let (summary, run) = run_pushing(
         &dir,
-        "rw.toml",
-        &three_seconds_of_503("remote-write", "aws-standard"),
+        "remote-write",
+        "--remote-write",
+        format!("http://127.0.0.1:{}/api/v1/write", prom.port),
     );
-    let out = dir.join("out");
-    exits(
-        bin()
-            .arg("run")
-            .arg(&scenario)
-            .arg("--quiet")
-            .arg("--out")
-            .arg(&out)
-            .arg("--remote-write")
-            .arg(format!("http://127.0.0.1:{}/api/v1/write", prom.port))
-            .arg("--push-interval")
-            .arg("1s"),
-        0,
-    );
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    let run = summary["run"]["id"].as_str().expect("run id").to_string();
     let configs = summary["configs"].as_array().unwrap();
     assert_eq!(configs.len(), 2);
     for c in configs {
