@@ -272,13 +272,18 @@ fn plan_layer(
                     message: "a layer's attempts reach no provider: give a number".into(),
                 });
             }
-            if config.hedging.is_some() {
-                let field = format!("{path}.hedging");
+            if config.hedges() {
+                let key = match config.hedging.is_some() {
+                    true => "hedging",
+                    false => "hedge_on_per_try_timeout",
+                };
+                let field = format!("{path}.{key}");
                 return Err(PlanError {
                     file: scenario.path.clone(),
                     line: map.line(&field).unwrap_or(line),
                     field,
-                    message: "hedged copies are sent by the load generator's own client only;                               a layer's client retries"
+                    message: "hedged copies are sent by the load generator's own client only; \
+                              a layer's client retries"
                         .into(),
                 });
             }

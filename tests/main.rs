@@ -42,6 +42,7 @@ mod suite {
     mod grpc_real_client;
     mod hedging;
     mod hedging_live;
+    mod hedging_per_try;
     mod hostile_files;
     mod hostile_input;
     mod hostile_output;

@@ -43,9 +43,10 @@
 
 mod breaker_order;
 mod hedge;
+mod hedge_on_timeout;
 mod places;
 
-pub use hedge::HedgeDecision;
+pub use hedge::{HedgeDecision, HedgeDue};
 
 use super::breaker::{BreakerState, CircuitBreaker};
 use super::budget::{CostKind, RetryBudget};
@@ -225,6 +226,8 @@ pub struct RequestState {
     outstanding: u32,
     hedge_frozen: bool,
     next_hedge_at: Option<Duration>,
+    /// Hedging on the per-try timeout (Envoy): the call's record, out of line.
+    per_try: Option<Box<hedge_on_timeout::PerTryHedge>>,
 }
 
 impl RequestState {
@@ -414,6 +417,7 @@ impl RetryClient {
             outstanding: 0,
             hedge_frozen: false,
             next_hedge_at: None,
+            per_try: self.per_try_record(),
         }
     }
 
@@ -582,7 +586,7 @@ impl RetryClient {
         self.ledger.spent += cost;
         Permit::Send {
             attempt: req.attempts,
-            timeout: deadline::min_opt(self.shared.config.per_try_timeout, remaining),
+            timeout: self.attempt_timeout(remaining),
             remaining_deadline: remaining,
             idempotency_key: self.shared.config.idempotency_key && !req.idempotent,
             provider,

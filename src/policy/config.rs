@@ -83,6 +83,11 @@ pub struct RetryConfig {
     /// `max_attempts`: the copies are the call's attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedging: Option<HedgingConfig>,
+    /// Envoy's `hedge_policy.hedge_on_per_try_timeout`: a per-try timeout does not cancel
+    /// its attempt; a retry is sent beside it and the first good answer wins (see
+    /// `client::hedge_on_timeout`). The config's retries are what it sends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hedge_on_per_try_timeout: bool,
     /// A send-rate limiter every attempt passes before it is sent (none: sent at once).
     #[serde(default, skip_serializing_if = "RateLimiterConfig::is_none")]
     pub rate_limiter: RateLimiterConfig,
@@ -139,6 +144,7 @@ impl Default for RetryConfig {
             failover: None,
             ladder: Vec::new(),
             hedging: None,
+            hedge_on_per_try_timeout: false,
             rate_limiter: RateLimiterConfig::None,
             pipeline: None,
             bulkhead: None,
@@ -146,6 +152,10 @@ impl Default for RetryConfig {
         }
     }
 }
+
+/// The most attempts of a config that hedges on its per-try timeout (a bit each in the
+/// call's record of which copies were hedges).
+pub const MAX_PER_TRY_HEDGED_ATTEMPTS: u32 = 64;
 
 fn dur(d: Duration) -> String {
     format!("\"{}\"", duration::format_duration(d))
@@ -191,10 +201,16 @@ impl RetryConfig {
             breaker: self.breaker.is_some(),
             failover: self.failover.is_some(),
             rate_limiter: !self.rate_limiter.is_none(),
-            hedging: self.hedging.is_some(),
+            hedging: self.hedges(),
             bulkhead: self.bulkhead.is_some(),
             concurrency_limit: self.concurrency_limit.is_some(),
         }
+    }
+
+    /// The config sends copies of a call beside one in flight: a hedging table (gRFC A6)
+    /// or Envoy's hedging on per-try timeout. Engines take the hedged path for it.
+    pub fn hedges(&self) -> bool {
+        self.hedging.is_some() || self.hedge_on_per_try_timeout
     }
 
     /// The order the config runs: as written, or stormrig's default.
@@ -205,31 +221,62 @@ impl RetryConfig {
     }
 
     /// Hedging's own values, and the stages it is not defined with. gRFC A6 defines hedges
-    /// only beside its retry throttle, and a breaker, cost caps, failover or a ladder would
-    /// each need a rule for copies in flight that no client this project reads has: refused
-    /// rather than guessed.
+    /// only beside its retry throttle, Envoy only beside its retry circuit breaker; a
+    /// breaker, cost caps, failover or a ladder would each need a rule for copies in flight
+    /// that no client this project reads has: refused rather than guessed.
     fn validate_hedging(&self) -> Result<(), PolicyError> {
-        let Some(h) = &self.hedging else {
-            return Ok(());
-        };
-        h.validate()?;
-        check(
-            self.max_attempts == h.max_attempts,
-            "max_attempts",
-            self.max_attempts,
-            "unset beside hedging: a config has a retry policy or a hedging policy, never both \
-             (gRFC A6); the hedged copies are its attempts",
-        )?;
-        check(
-            matches!(
-                self.budget,
-                BudgetConfig::None | BudgetConfig::GrpcThrottling(_)
-            ),
-            "budget",
-            self.budget.kind_name(),
-            "\"none\" or \"grpc-throttling\" beside hedging (hedges share gRPC's retry throttle, \
-             gRFC A6)",
-        )?;
+        match (&self.hedging, self.hedge_on_per_try_timeout) {
+            (None, false) => return Ok(()),
+            (Some(_), true) => {
+                return Err(PolicyError::invalid(
+                    "hedge_on_per_try_timeout",
+                    "true",
+                    "unset beside a hedging table: copies go on a delay (gRFC A6) or on the \
+                     per-try timeout (Envoy), not both",
+                ))
+            }
+            (Some(h), false) => {
+                h.validate()?;
+                check(
+                    self.max_attempts == h.max_attempts,
+                    "max_attempts",
+                    self.max_attempts,
+                    "unset beside hedging: a config has a retry policy or a hedging policy, \
+                     never both (gRFC A6); the hedged copies are its attempts",
+                )?;
+                check(
+                    matches!(
+                        self.budget,
+                        BudgetConfig::None | BudgetConfig::GrpcThrottling(_)
+                    ),
+                    "budget",
+                    self.budget.kind_name(),
+                    "\"none\" or \"grpc-throttling\" beside hedging (hedges share gRPC's retry \
+                     throttle, gRFC A6)",
+                )?;
+            }
+            (None, true) => {
+                check(
+                    self.per_try_timeout.is_some(),
+                    "per_try_timeout",
+                    "unset",
+                    "a duration beside hedge_on_per_try_timeout: its expiry sends the hedge",
+                )?;
+                check(
+                    self.max_attempts <= MAX_PER_TRY_HEDGED_ATTEMPTS,
+                    "max_attempts",
+                    self.max_attempts,
+                    "1..=64 beside hedge_on_per_try_timeout (its copies are counted one bit each)",
+                )?;
+                check(
+                    matches!(self.budget, BudgetConfig::None | BudgetConfig::Envoy(_)),
+                    "budget",
+                    self.budget.kind_name(),
+                    "\"none\" or \"envoy\" beside hedge_on_per_try_timeout (Envoy's hedged \
+                     retries pass its retry circuit breaker or budget)",
+                )?;
+            }
+        }
         for (field, set) in [
             ("breaker", self.breaker.is_some()),
             ("cost", self.cost.is_some()),

@@ -66,7 +66,8 @@ pub use breaker::{BreakerConfig, BreakerState};
 pub use budget::{BudgetConfig, CostKind, DepositOn, RetryBudget};
 pub use bulkhead::BulkheadConfig;
 pub use client::{
-    Decision, GiveUpReason, HedgeDecision, Now, Permit, PolicyEvent, RequestState, RetryClient,
+    Decision, GiveUpReason, HedgeDecision, HedgeDue, Now, Permit, PolicyEvent, RequestState,
+    RetryClient,
 };
 pub use concurrency_limit::ConcurrencyLimitConfig;
 pub use config::RetryConfig;

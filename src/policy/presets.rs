@@ -79,6 +79,7 @@ pub const PRESETS: &[PresetInfo] = &[
     PresetInfo { name: "grpc", summary: "4 attempts, 100 ms x2 cap 1 s, x U[0.8,1.2), UNAVAILABLE, retryThrottling 10/0.1, grpc-retry-pushback-ms", source: "gRFC A6 example policy (2024 revision); grpc-go >= 1.69", library: "gRPC (gRFC A6)", checked_against: "grpcio 1.85.3" },
     PresetInfo { name: "grpc-hedging", summary: "4 copies 500 ms apart (A6's example hedgingPolicy), non-fatal UNAVAILABLE/INTERNAL/ABORTED, first success wins and cancels the rest, a fatal status ends the call, retryThrottling 10/0.1 shared (a copy is scheduled only above 5 tokens), grpc-retry-pushback-ms: negative stops hedging; the next copy after a non-fatal status as grpc-java sends it", source: "gRFC A6 (A6-client-retries.md lines 136-157, 189-193, 205, 216-236); grpc-java RetriableStream.java (makeHedgingDecision, pushbackHedging, HedgingRunnable)", library: "gRPC (gRFC A6), grpc-java", checked_against: "source" },
     PresetInfo { name: "envoy", summary: "2 attempts, U[0, min(25 ms*2^(n-1), 250 ms)), 5xx/connect-failure/reset, route timeout 15 s, <= 3 concurrent retries", source: "Envoy route_components.proto, backoff_strategy.cc, circuit_breaker.proto", library: "Envoy", checked_against: "source" },
+    PresetInfo { name: "envoy-hedging", summary: "envoy with hedge_on_per_try_timeout and a 500 ms per-try timeout (stormrig's choice: Envoy has none): a per-try timeout keeps its attempt and sends a retry beside it after the jittered backoff, within the 1 retry and <= 3 concurrent retries (an overflow still spends the retry); the first good answer of any attempt wins and resets the rest; a failure another attempt may still beat is dropped", source: "Envoy router.cc (onPerTryTimeoutCommon, onSoftPerTryTimeout, onUpstreamHeaders, resetOtherUpstreams), retry_state_impl.cc (shouldHedgeRetryPerTryTimeout, shouldRetry, resetRetry)", library: "Envoy", checked_against: "source" },
     PresetInfo { name: "istio", summary: "3 attempts, Envoy backoff, connect-failure/refused-stream/unavailable/cancelled/503, no retry limit", source: "istio/api virtual_service.proto; istio pilot retry.go", library: "Istio", checked_against: "source" },
     PresetInfo { name: "finagle", summary: "requeues only never-sent failures, zero backoff, RetryBudget 20 % / 10 s + 10/s", source: "finagle RetryBudget.scala, RequeueFilter.scala", library: "Finagle", checked_against: "source" },
     PresetInfo { name: "polly", summary: "4 attempts, constant 2 s, no jitter", source: "Polly v8 RetryStrategyOptions defaults (RetryConstants.cs)", library: "Polly v8", checked_against: "source" },
@@ -104,6 +105,7 @@ pub fn preset_names() -> &'static [&'static str] {
         "grpc",
         "grpc-hedging",
         "envoy",
+        "envoy-hedging",
         "istio",
         "finagle",
         "polly",
@@ -132,6 +134,7 @@ pub fn preset(name: &str) -> Result<RetryConfig, PolicyError> {
         "grpc" => grpc(),
         "grpc-hedging" => grpc_hedging(),
         "envoy" => envoy(),
+        "envoy-hedging" => envoy_hedging(),
         "istio" => istio(),
         "finagle" => finagle(),
         "polly" => polly(),
@@ -470,6 +473,20 @@ pub fn envoy() -> RetryConfig {
             max_retries: 3,
         }),
         ..base()
+    }
+}
+
+/// `envoy-hedging`: the `envoy` route with `hedge_policy { hedge_on_per_try_timeout: true }`
+/// (Envoy `route_components.proto` `HedgePolicy`; the rules in `client::hedge_on_timeout`).
+/// Hedging on a per-try timeout needs one, and Envoy sets none by default
+/// (`RetryPolicy.per_try_timeout` unset: no per-try timeout): 500 ms is stormrig's choice,
+/// the delay of `grpc-hedging`, so that the two hedging presets compare side by side;
+/// a scenario sets its own `per_try_timeout`.
+pub fn envoy_hedging() -> RetryConfig {
+    RetryConfig {
+        per_try_timeout: Some(ms(500)),
+        hedge_on_per_try_timeout: true,
+        ..envoy()
     }
 }
 

@@ -99,6 +99,8 @@ pub struct RetryConfigSpec {
     pub ladder: Option<Vec<Rung>>,
     pub hedging: Option<HedgingConfig>,
     #[serde(default)]
+    pub hedge_on_per_try_timeout: Option<bool>,
+    #[serde(default)]
     pub rate_limiter: Option<RateLimiterConfig>,
     #[serde(default)]
     pub pipeline: Option<Pipeline>,
@@ -137,7 +139,8 @@ impl RetryConfigSpec {
             retry_after,
             budget,
             ladder,
-            rate_limiter
+            rate_limiter,
+            hedge_on_per_try_timeout
         );
         if self.per_try_timeout.is_some() {
             c.per_try_timeout = self.per_try_timeout;

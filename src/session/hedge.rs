@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use super::{Attempt, Ending, Request, Session};
 use crate::draws::LazyRng;
-use crate::policy::{attempt_label, AttemptLabel, AttemptOutcome, HedgeDecision, Now, Permit};
+use crate::policy::{
+    attempt_label, AttemptLabel, AttemptOutcome, HedgeDecision, HedgeDue, Now, Permit, RetryClient,
+};
 
 /// What the engine does next with a hedged call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,15 +46,22 @@ impl Session {
             .arm_hedge(now, &mut req.state)
     }
 
-    /// The hedge timer of the call in `slot` went off.
-    pub fn hedge_due_in(&mut self, now: Now, slot: &mut Option<Request>) -> Hedge {
+    /// The hedge timer of the call in `slot` went off (`rng`: the call's own, for a
+    /// retry's backoff granted on a per-try timeout).
+    pub fn hedge_due_in(
+        &mut self,
+        now: Now,
+        slot: &mut Option<Request>,
+        rng: &mut LazyRng,
+    ) -> Hedge {
         let Some(req) = slot.as_mut() else {
             return Hedge::Idle;
         };
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
-        match client.hedge_due(now, &mut req.state) {
-            Some(permit) => self.send_hedge(now, slot, permit),
-            None => Hedge::Idle,
+        match client.hedge_due(now, &mut req.state, rng) {
+            HedgeDue::Send(permit) => self.send_hedge(now, slot, permit),
+            HedgeDue::Arm(wait) => Hedge::Arm(wait),
+            HedgeDue::Idle => Hedge::Idle,
         }
     }
 
@@ -72,7 +81,9 @@ impl Session {
             return Hedge::Idle;
         };
         self.rec.attempt_sent(now.mono, attempt);
-        self.rec.hedges.sent += 1;
+        if RetryClient::copy_is_hedge(&req.state, attempt) {
+            self.rec.hedges.sent += 1;
+        }
         if !self.classes.is_empty() {
             self.rec.class_attempt(usize::from(req.class), attempt);
         }
@@ -101,13 +112,13 @@ impl Session {
         attempt: u32,
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
-        _rng: &mut LazyRng,
+        rng: &mut LazyRng,
     ) -> Hedge {
         let Some(req) = slot.as_mut() else {
             return Hedge::Idle;
         };
         let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
-        let d = client.on_hedge_outcome(now, &mut req.state, outcome);
+        let d = client.on_hedge_outcome(now, &mut req.state, attempt, outcome, rng);
         let t = now.mono;
         let label = self
             .relabel
@@ -162,8 +173,10 @@ impl Session {
     /// Ends a hedged call whose copy `winner` answered for it: the hedges that did not carry
     /// its answer are wasted (the engine closes and reports the copies still in flight).
     fn end_hedged(&mut self, now: Now, req: Request, winner: u32, ending: Ending) -> Hedge {
-        let hedges = req.state.attempts().saturating_sub(1);
-        let won_by_hedge = u32::from(ending == Ending::Succeeded && winner > 1);
+        let hedges = RetryClient::hedges_sent(&req.state);
+        let won_by_hedge = u32::from(
+            ending == Ending::Succeeded && RetryClient::copy_is_hedge(&req.state, winner),
+        );
         self.rec.hedges.wasted += u64::from(hedges - won_by_hedge);
         match self.end(now, req, ending) {
             super::Step::Done(e) => Hedge::Done(e),

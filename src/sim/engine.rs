@@ -353,7 +353,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         attempts: 0,
         idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,
-        hedging: cfg.config.hedging.is_some(),
+        hedging: cfg.config.hedges(),
         cfg,
     };
     sim.run()

@@ -26,7 +26,7 @@ impl Sim<'_> {
     /// Hedged call `r`'s timer went off.
     pub(super) fn hedge_due(&mut self, t: u64, r: u32) {
         let q = &mut self.reqs[r as usize];
-        let h = self.session.hedge_due_in(now(t), &mut q.req);
+        let h = self.session.hedge_due_in(now(t), &mut q.req, &mut q.rng);
         self.follow_hedge(t, r, h);
     }
 

@@ -299,8 +299,8 @@ mod policy {
 
     use std::time::Duration;
     use stormrig::policy::{
-        preset, AttemptOutcome, GiveUpReason, GrpcStatus, HedgeDecision, HedgingConfig, Now,
-        Permit, Response, RetryClient, Shortcut,
+        preset, AttemptOutcome, GiveUpReason, GrpcStatus, HedgeDecision, HedgeDue, HedgingConfig,
+        Now, Permit, Response, RetryClient, Shortcut,
     };
 
     fn at(ms: u64) -> Now {
@@ -335,6 +335,36 @@ mod policy {
         }
     }
 
+    /// The timer of `req` going off at `now`: the copy it sends, if any (A6 never re-arms).
+    fn due(
+        c: &mut RetryClient,
+        now: Now,
+        req: &mut stormrig::policy::RequestState,
+    ) -> Option<Permit> {
+        match c.hedge_due(now, req, &mut rand::rngs::mock::StepRng::new(0, 0)) {
+            HedgeDue::Send(p) => Some(p),
+            HedgeDue::Idle => None,
+            HedgeDue::Arm(d) => panic!("gRFC A6 hedging re-armed its timer for {d:?}"),
+        }
+    }
+
+    /// The answer of copy `attempt`.
+    fn answer(
+        c: &mut RetryClient,
+        now: Now,
+        req: &mut stormrig::policy::RequestState,
+        attempt: u32,
+        outcome: &AttemptOutcome<'_>,
+    ) -> HedgeDecision {
+        c.on_hedge_outcome(
+            now,
+            req,
+            attempt,
+            outcome,
+            &mut rand::rngs::mock::StepRng::new(0, 0),
+        )
+    }
+
     #[test]
     fn a6_sends_the_next_copy_at_once_after_a_non_fatal_status() {
         let mut c = client(Shortcut::A6);
@@ -345,22 +375,22 @@ mod policy {
             Some(Duration::from_millis(50))
         );
         // A timer not yet due sends nothing.
-        assert_eq!(c.hedge_due(at(49), &mut req), None);
-        assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
+        assert_eq!(due(&mut c, at(49), &mut req), None);
+        assert_eq!(number(due(&mut c, at(50), &mut req)), 2);
         assert_eq!(
             c.arm_hedge(at(50), &mut req),
             Some(Duration::from_millis(50))
         );
         let unavailable = grpc(GrpcStatus::Unavailable, None);
-        let d = c.on_hedge_outcome(at(60), &mut req, &unavailable);
+        let d = answer(&mut c, at(60), &mut req, 1, &unavailable);
         assert!(matches!(d, HedgeDecision::SendNow { .. }), "{d:?}");
         assert_eq!(number(c.hedge_permit(at(60), &mut req)), 3);
         // Out of copies: no timer; the voided one sends nothing.
         assert_eq!(c.arm_hedge(at(60), &mut req), None);
-        assert_eq!(c.hedge_due(at(100), &mut req), None);
-        let d = c.on_hedge_outcome(at(70), &mut req, &unavailable);
+        assert_eq!(due(&mut c, at(100), &mut req), None);
+        let d = answer(&mut c, at(70), &mut req, 2, &unavailable);
         assert!(matches!(d, HedgeDecision::Await { .. }), "{d:?}");
-        let d = c.on_hedge_outcome(at(80), &mut req, &unavailable);
+        let d = answer(&mut c, at(80), &mut req, 3, &unavailable);
         assert!(
             matches!(
                 d,
@@ -380,14 +410,26 @@ mod policy {
         let mut req = c.start(at(0), "GET", None);
         let _ = c.before_attempt(at(0), &mut req);
         let _ = c.arm_hedge(at(0), &mut req);
-        assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
+        assert_eq!(number(due(&mut c, at(50), &mut req)), 2);
         let _ = c.arm_hedge(at(50), &mut req);
-        let d = c.on_hedge_outcome(at(60), &mut req, &grpc(GrpcStatus::Unavailable, None));
+        let d = answer(
+            &mut c,
+            at(60),
+            &mut req,
+            1,
+            &grpc(GrpcStatus::Unavailable, None),
+        );
         assert!(matches!(d, HedgeDecision::Await { .. }), "{d:?}");
         // INVALID_ARGUMENT is fatal: the call ends with copy 2 still out.
-        let d = c.on_hedge_outcome(at(70), &mut req, &grpc(GrpcStatus::InvalidArgument, None));
+        let d = answer(
+            &mut c,
+            at(70),
+            &mut req,
+            2,
+            &grpc(GrpcStatus::InvalidArgument, None),
+        );
         assert!(d.ends() && !matches!(d, HedgeDecision::Success), "{d:?}");
-        assert_eq!(c.hedge_due(at(100), &mut req), None);
+        assert_eq!(due(&mut c, at(100), &mut req), None);
         c.finish(at(70), req);
     }
 
@@ -397,13 +439,19 @@ mod policy {
         let mut req = c.start(at(0), "GET", None);
         let _ = c.before_attempt(at(0), &mut req);
         let _ = c.arm_hedge(at(0), &mut req);
-        assert_eq!(number(c.hedge_due(at(50), &mut req)), 2);
+        assert_eq!(number(due(&mut c, at(50), &mut req)), 2);
         let _ = c.arm_hedge(at(50), &mut req);
-        let d = c.on_hedge_outcome(at(60), &mut req, &grpc(GrpcStatus::Unavailable, Some("-1")));
+        let d = answer(
+            &mut c,
+            at(60),
+            &mut req,
+            1,
+            &grpc(GrpcStatus::Unavailable, Some("-1")),
+        );
         assert!(matches!(d, HedgeDecision::Await { .. }), "{d:?}");
         // Frozen: the armed timer sends nothing.
-        assert_eq!(c.hedge_due(at(100), &mut req), None);
-        let d = c.on_hedge_outcome(at(110), &mut req, &grpc(GrpcStatus::Ok, None));
+        assert_eq!(due(&mut c, at(100), &mut req), None);
+        let d = answer(&mut c, at(110), &mut req, 2, &grpc(GrpcStatus::Ok, None));
         assert_eq!(d, HedgeDecision::Success);
         c.finish(at(110), req);
     }

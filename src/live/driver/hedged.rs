@@ -193,7 +193,7 @@ impl ConfigRuntime {
                 Wake::Due => {
                     let mut session = self.lock();
                     now = epoch.now();
-                    session.hedge_due_in(now, &mut call.slot)
+                    session.hedge_due_in(now, &mut call.slot, rng)
                 }
                 Wake::Answer {
                     attempt,

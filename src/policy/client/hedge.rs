@@ -20,7 +20,7 @@
 
 use super::{GiveUpReason, Now, Permit, RequestState, RetryClient};
 use crate::policy::budget::CostKind;
-use crate::policy::deadline;
+use crate::policy::deadline::min_opt;
 use crate::policy::hedging::Shortcut;
 use crate::policy::outcome::{AttemptOutcome, OutcomeClass};
 use crate::policy::retry_after::Hint;
@@ -57,6 +57,18 @@ pub enum HedgeDecision {
     },
 }
 
+/// What a hedged call's timer going off comes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HedgeDue {
+    /// Send this copy now.
+    Send(Permit),
+    /// Re-arm the call's timer for this long from now (a retry granted on a per-try
+    /// timeout, sent after its backoff).
+    Arm(Duration),
+    /// Nothing: a timer an answer moved or voided, or no copy may follow.
+    Idle,
+}
+
 impl HedgeDecision {
     /// The class of the answer this decision follows.
     pub fn class(&self) -> OutcomeClass {
@@ -79,7 +91,34 @@ impl RetryClient {
     /// The config hedges its calls.
     #[inline]
     pub fn is_hedging(&self) -> bool {
-        self.shared.config.hedging.is_some()
+        self.shared.config.hedges()
+    }
+
+    /// How long an attempt may take: the per-try timeout, unless the config hedges on it
+    /// (then it only sends the next copy) — within the time left before the deadline.
+    pub(super) fn attempt_timeout(&self, remaining: Option<Duration>) -> Option<Duration> {
+        match self.shared.config.hedge_on_per_try_timeout {
+            true => remaining,
+            false => min_opt(self.shared.config.per_try_timeout, remaining),
+        }
+    }
+
+    /// Whether copy `attempt` of `req` was a hedge: every copy after the first under gRFC
+    /// A6; under Envoy's hedging, a retry its per-try timeout sent (a retry after a failed
+    /// answer is not one).
+    pub fn copy_is_hedge(req: &RequestState, attempt: u32) -> bool {
+        match req.per_try.as_deref() {
+            Some(p) => p.is_hedge(attempt),
+            None => attempt > 1,
+        }
+    }
+
+    /// The hedges of `req` sent so far.
+    pub fn hedges_sent(req: &RequestState) -> u32 {
+        match req.per_try.as_deref() {
+            Some(p) => p.hedges(),
+            None => req.attempts.saturating_sub(1),
+        }
     }
 
     /// Copies of `req` sent and not yet answered (nor cancelled).
@@ -96,6 +135,9 @@ impl RetryClient {
     /// one may follow and the throttle is above its threshold; otherwise hedging freezes.
     /// Returns the wait to arm.
     pub fn arm_hedge(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
+        if req.per_try.is_some() {
+            return self.arm_per_try(now, req);
+        }
         let Some(h) = &self.shared.config.hedging else {
             return None;
         };
@@ -112,12 +154,22 @@ impl RetryClient {
     }
 
     /// A hedge timer went off at `now`: the next copy's permit when this timer is the one
-    /// armed last and the call goes on, else `None` (a timer an answer moved or voided).
-    pub fn hedge_due(&mut self, now: Now, req: &mut RequestState) -> Option<Permit> {
-        match req.next_hedge_at {
+    /// armed last and the call goes on (under Envoy's hedging, a per-try timeout may instead
+    /// grant a retry sent after its backoff: the timer to re-arm).
+    pub fn hedge_due(
+        &mut self,
+        now: Now,
+        req: &mut RequestState,
+        rng: &mut dyn rand::RngCore,
+    ) -> HedgeDue {
+        if req.per_try.is_some() {
+            return self.per_try_due(now, req, rng);
+        }
+        let permit = match req.next_hedge_at {
             Some(at) if at <= now.mono => self.hedge_permit(now, req),
             _ => None,
-        }
+        };
+        permit.map_or(HedgeDue::Idle, HedgeDue::Send)
     }
 
     /// The next copy, sent now: `None` when the call is over, frozen, out of copies or out
@@ -134,22 +186,30 @@ impl RetryClient {
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
+        if let Some(p) = req.per_try.as_deref_mut() {
+            p.sent(req.attempts);
+        }
         Some(Permit::Send {
             attempt: req.attempts,
-            timeout: deadline::min_opt(self.shared.config.per_try_timeout, remaining),
+            timeout: self.attempt_timeout(remaining),
             remaining_deadline: remaining,
             idempotency_key: self.shared.config.idempotency_key && !req.idempotent,
             provider: None,
         })
     }
 
-    /// Feeds the answer of one copy of a hedged call.
+    /// Feeds the answer of copy `attempt` of a hedged call.
     pub fn on_hedge_outcome(
         &mut self,
         now: Now,
         req: &mut RequestState,
+        attempt: u32,
         outcome: &AttemptOutcome<'_>,
+        rng: &mut dyn rand::RngCore,
     ) -> HedgeDecision {
+        if req.per_try.is_some() {
+            return self.on_per_try_outcome(now, req, attempt, outcome, rng);
+        }
         req.outstanding = req.outstanding.saturating_sub(1);
         req.awaiting_outcome = req.outstanding > 0;
         if req.ended.is_some() {
@@ -229,12 +289,12 @@ impl RetryClient {
         HedgeDecision::Await { class }
     }
 
-    fn commit(&mut self, req: &mut RequestState, reason: GiveUpReason) {
+    pub(super) fn commit(&mut self, req: &mut RequestState, reason: GiveUpReason) {
         req.ended = Some(reason);
         req.next_hedge_at = None;
     }
 
-    fn hedge_fails(
+    pub(super) fn hedge_fails(
         &mut self,
         req: &mut RequestState,
         reason: GiveUpReason,
