@@ -62,6 +62,18 @@ impl Session {
             HedgeDue::Send(permit) => self.send_hedge(now, slot, permit),
             HedgeDue::Arm(wait) => Hedge::Arm(wait),
             HedgeDue::Idle => Hedge::Idle,
+            HedgeDue::Refused(reason) => {
+                self.note_refused(now, reason);
+                Hedge::Idle
+            }
+        }
+    }
+
+    /// A retry the policy refused without ending the call: a budget's refusal is counted
+    /// as the retry path counts it.
+    fn note_refused(&mut self, now: Now, reason: crate::policy::GiveUpReason) {
+        if reason == crate::policy::GiveUpReason::BudgetRefused {
+            self.rec.budget_refused(now.mono);
         }
     }
 
@@ -138,18 +150,18 @@ impl Session {
             level,
         );
         let (fleet, instance) = (req.fleet, req.instance);
-        if let HedgeDecision::GiveUp {
-            reason: crate::policy::GiveUpReason::BudgetRefused,
-            ..
+        if let HedgeDecision::GiveUp { reason, .. }
+        | HedgeDecision::Dropped {
+            refused: reason, ..
         } = d
         {
-            self.rec.budget_refused(t);
+            self.note_refused(now, reason);
         }
         self.drain_events(fleet, instance);
         let ending = match d {
             HedgeDecision::Success => Ending::Succeeded,
             HedgeDecision::GiveUp { reason, .. } => Ending::GaveUp(reason),
-            HedgeDecision::Await { .. } => return Hedge::Idle,
+            HedgeDecision::Await { .. } | HedgeDecision::Dropped { .. } => return Hedge::Idle,
             HedgeDecision::Later { after, .. } => return Hedge::Arm(after),
             HedgeDecision::SendNow { .. } => {
                 let Some(req) = slot.as_mut() else {

@@ -344,7 +344,7 @@ mod policy {
         match c.hedge_due(now, req, &mut rand::rngs::mock::StepRng::new(0, 0)) {
             HedgeDue::Send(p) => Some(p),
             HedgeDue::Idle => None,
-            HedgeDue::Arm(d) => panic!("gRFC A6 hedging re-armed its timer for {d:?}"),
+            other => panic!("gRFC A6 hedging's timer came to {other:?}"),
         }
     }
 

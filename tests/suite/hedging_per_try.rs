@@ -331,7 +331,10 @@ mod policy {
         // Call a's hedge holds the one retry there is.
         assert!(matches!(due(&mut c, at(50), &mut a), HedgeDue::Send(_)));
         // Call b's per-try timeout: refused (overflow), its copy goes on unmarked.
-        assert_eq!(due(&mut c, at(50), &mut b), HedgeDue::Idle);
+        assert_eq!(
+            due(&mut c, at(50), &mut b),
+            HedgeDue::Refused(GiveUpReason::BudgetRefused)
+        );
         assert_eq!(c.budget_level(), Some(0.0));
         // Call a ends: its retry is released.
         let d = answer(&mut c, at(60), &mut a, 1, &status(200));

@@ -55,6 +55,14 @@ pub enum HedgeDecision {
         /// Class of the answer.
         class: OutcomeClass,
     },
+    /// The answer is dropped, another copy may still answer for the call; the retry it
+    /// asked for was refused for `refused` (hedging on the per-try timeout).
+    Dropped {
+        /// Class of the answer.
+        class: OutcomeClass,
+        /// Why no retry followed it.
+        refused: GiveUpReason,
+    },
 }
 
 /// What a hedged call's timer going off comes to.
@@ -67,6 +75,8 @@ pub enum HedgeDue {
     Arm(Duration),
     /// Nothing: a timer an answer moved or voided, or no copy may follow.
     Idle,
+    /// No copy: the retry a per-try timeout asked for was refused, for this reason.
+    Refused(GiveUpReason),
 }
 
 impl HedgeDecision {
@@ -77,7 +87,8 @@ impl HedgeDecision {
             HedgeDecision::GiveUp { class, .. }
             | HedgeDecision::SendNow { class }
             | HedgeDecision::Later { class, .. }
-            | HedgeDecision::Await { class } => *class,
+            | HedgeDecision::Await { class }
+            | HedgeDecision::Dropped { class, .. } => *class,
         }
     }
 

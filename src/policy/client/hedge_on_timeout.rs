@@ -128,7 +128,7 @@ impl RetryClient {
                     return HedgeDue::Idle;
                 }
                 match self.per_try_retry(now, req, CostKind::Timeout, Hint::Absent, rng, true) {
-                    Err(_) => HedgeDue::Idle,
+                    Err(reason) => HedgeDue::Refused(reason),
                     Ok(after) => {
                         if let Some(p) = req.per_try.as_deref_mut() {
                             p.newest_unmarked = false;
@@ -280,7 +280,7 @@ impl RetryClient {
             }
             OutcomeClass::Transient | OutcomeClass::Throttling => {}
         }
-        let reason = if unmarked {
+        let (reason, asked) = if unmarked {
             let kind = match (class, c.timeout) {
                 (OutcomeClass::Throttling, _) => CostKind::Throttling,
                 (_, true) => CostKind::Timeout,
@@ -299,13 +299,11 @@ impl RetryClient {
                     self.arm_retry(now, req, after);
                     return HedgeDecision::Later { after, class };
                 }
-                Err(reason) => reason,
+                Err(reason) => (reason, true),
             }
         } else {
-            req.per_try
-                .as_ref()
-                .and_then(|p| p.refused)
-                .unwrap_or(GiveUpReason::MaxAttempts)
+            let reason = req.per_try.as_ref().and_then(|p| p.refused);
+            (reason.unwrap_or(GiveUpReason::MaxAttempts), false)
         };
         let pending = req
             .per_try
@@ -313,7 +311,13 @@ impl RetryClient {
             .is_some_and(|p| p.timer == Timer::Retry);
         if req.outstanding > 0 || pending {
             // Dropped: another copy may still answer for the call.
-            return HedgeDecision::Await { class };
+            return match asked {
+                true => HedgeDecision::Dropped {
+                    class,
+                    refused: reason,
+                },
+                false => HedgeDecision::Await { class },
+            };
         }
         self.hedge_fails(req, reason, class)
     }
