@@ -476,6 +476,15 @@ impl Recorder {
         }
     }
 
+    /// A hedged call that succeeded at `t` sent `n` copies after its first whose answers it
+    /// did not use (its wasted hedges): among its retries they are wasted, not useful.
+    pub fn hedges_unused(&mut self, t: Duration, n: u64) {
+        let s = self.at(t);
+        let n = n.min(s.useful_retries);
+        s.useful_retries -= n;
+        s.wasted_retries += n;
+    }
+
     /// A logical request that gave up downstream was answered by rung `rung` of the ladder
     /// at `t`: neither a success nor a failure, so it is not among the finished requests of
     /// the second (nor its retries among the useful or wasted ones); its latency has its own

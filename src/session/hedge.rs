@@ -189,8 +189,14 @@ impl Session {
         let won_by_hedge = u32::from(
             ending == Ending::Succeeded && RetryClient::copy_is_hedge(&req.state, winner),
         );
-        self.rec.hedges.wasted += u64::from(hedges - won_by_hedge);
-        match self.end(now, req, ending) {
+        let wasted = u64::from(hedges - won_by_hedge);
+        self.rec.hedges.wasted += wasted;
+        let step = self.end(now, req, ending);
+        if ending == Ending::Succeeded {
+            // The call's retries count as useful when it succeeds; its wasted hedges were not.
+            self.rec.hedges_unused(now.mono, wasted);
+        }
+        match step {
             super::Step::Done(e) => Hedge::Done(e),
             _ => Hedge::Done(ending),
         }

@@ -76,6 +76,9 @@ fn grpc_hedging_copies_and_cancellations_follow_a6_arithmetic_in_the_simulator()
         assert_eq!(c.hedges_cancelled, calls * (copies - 1), "{what}");
         // No hedge ever carried a call's answer: every one was wasted.
         assert_eq!(c.hedges_wasted, calls * (copies - 1), "{what}");
+        // A hedge whose answer its call did not use is a wasted retry, never a useful one.
+        assert_eq!(c.useful_retries, 0, "{what}");
+        assert_eq!(c.wasted_retries, calls * (copies - 1), "{what}");
         assert_eq!(c.amplification, copies as f64, "{what}");
         assert!(c.amplification <= c.amplification_bound.unwrap(), "{what}");
     }

@@ -60,6 +60,7 @@ fn assert_hedged_arithmetic(configs: &[ConfigSummary], calls: u64) {
     assert_eq!(h.hedges_sent, calls, "{what}");
     assert_eq!(h.hedges_cancelled, calls, "{what}");
     assert_eq!(h.hedges_wasted, calls, "{what}");
+    assert_eq!((h.useful_retries, h.wasted_retries), (0, calls), "{what}");
     assert_eq!(h.budget_refusals, 0, "{what}");
     assert!(h.amplification <= h.amplification_bound.unwrap(), "{what}");
 
