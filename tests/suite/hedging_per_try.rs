@@ -189,6 +189,37 @@ fn bad_per_try_hedging_values_are_refused_naming_file_line_and_field() {
     }
 }
 
+/// `check --explain` says how each hedging config sends its copies.
+#[test]
+fn check_explain_says_how_each_config_hedges() {
+    let path = support::repo_root().join("scenarios/hedging-latency-spike.toml");
+    let o = support::process::succeed(
+        support::process::bin()
+            .args(["check", "--explain"])
+            .arg(&path),
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    let section = |name: &str| -> String {
+        let from = text
+            .find(&format!("{name} (preset"))
+            .unwrap_or_else(|| panic!("{text}"));
+        text[from..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .collect()
+    };
+    assert!(
+        section("envoy-hedging-100ms").contains("hedging: on the per-try timeout (Envoy)"),
+        "{text}"
+    );
+    assert!(
+        section("grpc-hedging-100ms").contains("hedging: up to 3 copies, 100ms apart"),
+        "{text}"
+    );
+    assert!(!section("envoy-100ms").contains("hedging:"), "{text}");
+}
+
 mod policy {
     //! The rules answer by answer, through the policy's public API.
 
