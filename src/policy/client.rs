@@ -44,6 +44,7 @@
 mod breaker_order;
 mod hedge;
 mod places;
+mod start;
 
 pub use hedge::HedgeDecision;
 
@@ -190,7 +191,7 @@ pub enum PolicyEvent {
 }
 
 /// One logical request's state. Created by [`RetryClient::start`], consumed by `finish`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RequestState {
     started: Duration,
     deadline_at: Option<Duration>,
@@ -375,46 +376,6 @@ impl RetryClient {
         inherited_deadline: Option<Duration>,
     ) -> RequestState {
         self.start_call(now, is_idempotent_method(method), inherited_deadline)
-    }
-
-    /// [`Self::start`] for a call whose idempotency is said rather than read off its method
-    /// (a request class that declares it).
-    pub fn start_call(
-        &mut self,
-        now: Now,
-        idempotent: bool,
-        inherited_deadline: Option<Duration>,
-    ) -> RequestState {
-        if let Some(b) = self.budget.as_mut() {
-            b.on_request_start(now.mono);
-        }
-        RequestState {
-            started: now.mono,
-            deadline_at: deadline::deadline_at(
-                now.mono,
-                self.shared.config.deadline,
-                inherited_deadline,
-            ),
-            idempotent,
-            attempts: 0,
-            retries_since_reset: 0,
-            decorrelated_prev: self.shared.config.backoff.base(false),
-            last_charge: None,
-            holds_retry_slot: false,
-            awaiting_outcome: false,
-            is_probe: false,
-            breaker_admitted: false,
-            holds_bulkhead: false,
-            bulkhead_rejected: false,
-            queued_since: None,
-            limit_sample: None,
-            provider: 0,
-            cost_spent: 0.0,
-            ended: None,
-            outstanding: 0,
-            hedge_frozen: false,
-            next_hedge_at: None,
-        }
     }
 
     fn release_slot(&mut self, req: &mut RequestState) {
