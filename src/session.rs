@@ -53,6 +53,8 @@ pub struct Session {
     /// The label the next outcome is counted under in place of its own ([`Self::outcome_as`]).
     relabel: Option<AttemptLabel>,
     /// The boxes of ended requests, for the next ones to start in (at most [`SPARE_MAX`]).
+    /// Boxes, not the data itself: each is handed out whole as a [`Request`].
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<RequestData>>,
 }
 
