@@ -250,6 +250,25 @@ fn preset_words(c: &crate::policy::RetryConfig) -> String {
     )
 }
 
+/// How a hedging config sends its copies, if it hedges.
+fn explain_hedging(out: &mut String, c: &crate::policy::RetryConfig) {
+    if let Some(h) = &c.hedging {
+        let _ = writeln!(
+            out,
+            "  hedging: up to {} copies, {:?} apart while none has answered, in place of \
+             retries (gRFC A6); the first success wins, the others are closed",
+            h.max_attempts, h.delay
+        );
+    } else if c.hedge_on_per_try_timeout {
+        let _ = writeln!(
+            out,
+            "  hedging: on the per-try timeout (Envoy): the attempt goes on and the next \
+             retry is sent beside it after its backoff; the first good answer wins, the \
+             others are closed"
+        );
+    }
+}
+
 /// One policy in words; `idempotent` says whether the calls it sends may be repeated
 /// (`method`'s rule, or what a request class declares).
 fn explain_policy(
@@ -269,21 +288,7 @@ fn explain_policy(
             c.deadline
                 .map_or(String::new(), |d| format!("; deadline {d:?}"))
         );
-        if let Some(h) = &c.hedging {
-            let _ = writeln!(
-                out,
-                "  hedging: up to {} copies, {:?} apart while none has answered, in place of \
-                 retries (gRFC A6); the first success wins, the others are closed",
-                h.max_attempts, h.delay
-            );
-        } else if c.hedge_on_per_try_timeout {
-            let _ = writeln!(
-                out,
-                "  hedging: on the per-try timeout (Envoy): the attempt goes on and the next \
-                 retry is sent beside it after its backoff; the first good answer wins, the \
-                 others are closed"
-            );
-        }
+        explain_hedging(out, c);
         let _ = writeln!(
             out,
             "  retries: statuses {} as transient, {} as throttling{}; transport {}{}",
