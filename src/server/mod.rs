@@ -27,6 +27,7 @@
 //! connection the other streams share; the arrival is counted like any other. A client whose
 //! TLS handshake fails never sent a request: nothing is counted.
 
+mod body;
 mod claims;
 mod counters;
 mod deadline;
@@ -684,7 +685,8 @@ async fn accept_loop(
         spawn_tracked(&shared, async move {
             let hold = CloseHold::default();
             let svc_hold = hold.clone();
-            let svc = service_fn(move |req| {
+            let svc = service_fn(move |req: Request<Incoming>| {
+                let req = req.map(body::ReqBody::Hyper);
                 serve_request(conn_shared.clone(), req, svc_hold.clone(), protocol.is_h2())
             });
             match acceptor {
