@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
-use super::lean::{LeanBody, LeanError};
+use super::lean::body::{LeanBody, LeanError};
 
 /// A request's body as the server that read its head hands it to the service.
 pub(crate) enum ReqBody {

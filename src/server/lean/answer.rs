@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use hyper::body::{Body, Frame};
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
-use hyper::{Method, Response, StatusCode, Version};
+use hyper::{Response, StatusCode, Version};
 use tokio::net::TcpStream;
 
 use super::head::has_token;
@@ -39,50 +39,62 @@ pub(super) async fn write(
     resp: Response<Delivered>,
     asked: Asked,
 ) -> std::io::Result<bool> {
-    let (mut parts, mut body) = resp.into_parts();
-    let mut close = !asked.keep_alive;
-    let http10 = asked.version == Version::HTTP_10;
-    if http10 {
-        // hyper answers an HTTP/1.0 request in HTTP/1.0, saying keep-alive when it keeps
-        // the connection (`fix_keep_alive`).
-        let says_keep = parts
-            .headers
-            .get_all(CONNECTION)
-            .iter()
-            .any(|v| has_token(v, "keep-alive"));
-        if !says_keep && asked.keep_alive {
-            parts
-                .headers
-                .append(CONNECTION, HeaderValue::from_static("keep-alive"));
-        }
-        if !says_keep && !asked.keep_alive {
-            close = true;
-        }
-    } else if !asked.keep_alive
-        && !parts
-            .headers
-            .get_all(CONNECTION)
-            .iter()
-            .any(|v| has_token(v, "close"))
-    {
-        parts
-            .headers
-            .append(CONNECTION, HeaderValue::from_static("close"));
-    }
-    let status = parts.status;
-    let method = if asked.head_only {
-        Some(Method::HEAD)
-    } else {
-        None
-    };
-    let may_have_body = can_have_body(asked.head_only, status);
+    let (mut parts, body) = resp.into_parts();
+    let mut close = fix_keep_alive(&mut parts.headers, asked);
     // hyper's `BodyLength`: none when the body is already at its end, else exact or not.
     let length = if body.is_end_stream() {
         None
     } else {
         Some(body.size_hint().exact())
     };
+    let (out, framed, closes) = encode_head(&parts, length, asked)?;
+    close |= closes;
+    if !can_have_body(asked.head_only, parts.status) || length.is_none() {
+        write_all(stream, &out).await?;
+        return Ok(close);
+    }
+    if matches!(framed, Framed::Close) {
+        close = true;
+    }
+    write_body(stream, out, body, matches!(framed, Framed::Chunked)).await?;
+    Ok(close)
+}
 
+/// hyper's keep-alive fix-ups (`Conn::enforce_version`, `fix_keep_alive`): an HTTP/1.0
+/// request is answered in HTTP/1.0 with `connection: keep-alive` when the connection is
+/// kept; an HTTP/1.1 answer on a connection that closes says `connection: close`. Whether
+/// the connection closes after the answer, as far as the request goes.
+fn fix_keep_alive(headers: &mut hyper::HeaderMap, asked: Asked) -> bool {
+    if asked.version == Version::HTTP_10 {
+        let says_keep = headers
+            .get_all(CONNECTION)
+            .iter()
+            .any(|v| has_token(v, "keep-alive"));
+        if !says_keep && asked.keep_alive {
+            headers.append(CONNECTION, HeaderValue::from_static("keep-alive"));
+        }
+    } else if !asked.keep_alive
+        && !headers
+            .get_all(CONNECTION)
+            .iter()
+            .any(|v| has_token(v, "close"))
+    {
+        headers.append(CONNECTION, HeaderValue::from_static("close"));
+    }
+    !asked.keep_alive
+}
+
+/// The status line and headers, in a buffer made for this answer: how its body travels,
+/// and whether the answer itself closes the connection (`connection: close`).
+fn encode_head(
+    parts: &hyper::http::response::Parts,
+    length: Option<Option<u64>>,
+    asked: Asked,
+) -> std::io::Result<(Vec<u8>, Framed, bool)> {
+    let status = parts.status;
+    let http10 = asked.version == Version::HTTP_10;
+    let may_have_body = can_have_body(asked.head_only, status);
+    let mut close = false;
     let mut out = Vec::with_capacity(128 + parts.headers.len() * 32);
     if !http10 && status == StatusCode::OK {
         out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
@@ -111,7 +123,7 @@ pub(super) async fn write(
                     Some(_) => framed = Some(Framed::Length),
                     None => return Err(invalid("invalid content-length in an answer")),
                 },
-                None if method.is_some() => framed = Some(Framed::Length),
+                None if asked.head_only => framed = Some(Framed::Length),
                 None => continue,
             }
             if !can_have_content_length(status) {
@@ -177,19 +189,22 @@ pub(super) async fn write(
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if !may_have_body || length.is_none() {
-        write_all(stream, &out).await?;
-        return Ok(close);
-    }
-    if matches!(framed, Framed::Close) {
-        close = true;
-    }
-    let chunked = matches!(framed, Framed::Chunked);
-    // The head waits for the body's first frame only when that frame is ready at once.
+    Ok((out, framed, close))
+}
+
+/// Writes the body's frames after the head `out`: the head waits for the first frame only
+/// when that frame is ready at once (one write), else it goes first and each frame follows
+/// as it comes (a sliced or bandwidth-shaped answer).
+async fn write_body(
+    stream: &TcpStream,
+    out: Vec<u8>,
+    mut body: Delivered,
+    chunked: bool,
+) -> std::io::Result<()> {
     let mut pending = Some(out);
     loop {
         let frame = match &pending {
-            Some(_) => match futures_poll_once(&mut body) {
+            Some(_) => match poll_once(&mut body) {
                 Some(f) => f,
                 None => {
                     write_all(stream, &pending.take().unwrap_or_default()).await?;
@@ -228,14 +243,14 @@ pub(super) async fn write(
                 if !out.is_empty() {
                     write_all(stream, &out).await?;
                 }
-                return Ok(close);
+                return Ok(());
             }
         }
     }
 }
 
 /// The body's next frame when it is ready without waiting.
-fn futures_poll_once(
+fn poll_once(
     body: &mut Delivered,
 ) -> Option<Option<Result<Frame<bytes::Bytes>, std::convert::Infallible>>> {
     let waker = std::task::Waker::noop();

@@ -5,13 +5,12 @@
 //! `src/proto/h1/conn.rs` line 411).
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
-
-use super::Io;
+use tokio::net::TcpStream;
 
 /// Longest chunk-size line (with its extensions) or trailer line taken.
 const MAX_LINE: usize = 4096;
@@ -200,6 +199,26 @@ impl ReadSide {
                 Ok(Decoded::NeedMore) | Err(_) => return false,
             }
         }
+    }
+}
+
+/// A connection's socket and its read side, shared with the body of the request in flight
+/// (which reads the socket while the service polls it).
+pub(crate) struct Io {
+    pub(super) stream: TcpStream,
+    read: Mutex<ReadSide>,
+}
+
+impl Io {
+    pub(super) fn new(stream: TcpStream) -> Self {
+        Io {
+            stream,
+            read: Mutex::new(ReadSide::new()),
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, ReadSide> {
+        self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -23,11 +23,11 @@
 //! HTTP/2 (h2c and TLS) and HTTP/1.1 over TLS stay with hyper.
 
 mod answer;
-mod body;
+pub(super) mod body;
 mod head;
 
 use std::future::poll_fn;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::BufMut;
@@ -35,32 +35,17 @@ use hyper::Method;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-pub(crate) use body::{LeanBody, LeanError};
-
 use super::body::ReqBody;
 use super::delivery::CloseHold;
 use super::request::serve_request;
 use super::Shared;
-use body::ReadSide;
+use body::{Io, LeanBody};
 use head::{Refused, MAX_HEAD};
 
 /// What a read of a request head asks room for.
 const READ_CHUNK: usize = 4096;
 /// What the watch for a client's EOF reads at once (into the stack), while a request waits.
 const PEEK: usize = 512;
-
-/// A connection's socket and its read side, shared with the body of the request in flight
-/// (which reads the socket while the service polls it).
-pub(crate) struct Io {
-    stream: TcpStream,
-    read: Mutex<ReadSide>,
-}
-
-impl Io {
-    fn lock(&self) -> MutexGuard<'_, ReadSide> {
-        self.read.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// How reading a head ended without one.
 enum NoHead {
@@ -74,10 +59,7 @@ enum NoHead {
 
 /// Serves one accepted connection until it closes.
 pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, hold: CloseHold) {
-    let io = Arc::new(Io {
-        stream,
-        read: Mutex::new(ReadSide::new()),
-    });
+    let io = Arc::new(Io::new(stream));
     loop {
         let head = match read_head(&io).await {
             Ok(head) => head,
