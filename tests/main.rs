@@ -52,6 +52,7 @@ mod suite {
     mod hostile_work;
     mod idempotency_dedup;
     mod idempotency_live;
+    mod lean_h1;
     mod live_run;
     mod llm_sdk_conformance;
     mod llm_sdk_hints;

@@ -129,7 +129,7 @@ impl CloseHold {
         self.0.fetch_max(nanos, Ordering::Relaxed);
     }
 
-    fn delay(&self) -> Duration {
+    pub(crate) fn delay(&self) -> Duration {
         Duration::from_nanos(self.0.load(Ordering::Relaxed))
     }
 }

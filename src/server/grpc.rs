@@ -12,7 +12,6 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use std::time::Duration;
@@ -29,7 +28,7 @@ use crate::policy::GrpcStatus;
 const EMPTY_MESSAGE: &[u8] = &[0, 0, 0, 0, 0];
 
 /// True when `req` is a gRPC call (`content-type: application/grpc[+proto|...]`).
-pub(crate) fn is_call(req: &Request<Incoming>) -> bool {
+pub(crate) fn is_call<B>(req: &Request<B>) -> bool {
     has_grpc_content(req.headers())
 }
 

@@ -27,6 +27,7 @@
 //! connection the other streams share; the arrival is counted like any other. A client whose
 //! TLS handshake fails never sent a request: nothing is counted.
 
+mod body;
 mod claims;
 mod counters;
 mod deadline;
@@ -35,6 +36,7 @@ mod delivery;
 mod fault_api;
 mod frame_budget;
 mod grpc;
+mod lean;
 mod provider;
 pub mod proxy;
 mod relay;
@@ -118,6 +120,15 @@ impl Listen {
             Some(made.certificate),
         ))
     }
+}
+
+/// Which server speaks HTTP/1.1 in clear: the lean connection ([`lean`]) unless told
+/// otherwise; hyper's stays reachable to compare the two side by side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum H1Server {
+    #[default]
+    Lean,
+    Hyper,
 }
 
 /// Longest a client may take over its TLS handshake before the server drops it.
@@ -376,6 +387,19 @@ pub async fn start_listening(
     start_inner(bind, config, epoch, None, None, true, listen).await
 }
 
+/// [`start_listening`] with the HTTP/1.1 server in clear chosen: `H1Server::Hyper` serves
+/// it with hyper's, to hold the lean connection's answers against hyper's own.
+pub async fn start_listening_h1(
+    bind: SocketAddr,
+    config: TargetConfig,
+    epoch: Instant,
+    listen: Listen,
+    h1: H1Server,
+) -> Result<TargetHandle, TargetError> {
+    let role = Role { h1, ..Role::TARGET };
+    start_serving(bind, config, epoch, role, listen, Vec::new(), None).await
+}
+
 /// The built-in target hosting `providers` under `/providers/NAME` besides its plain
 /// service, speaking what `listen` says.
 pub async fn start_with_providers(
@@ -428,6 +452,7 @@ pub(crate) async fn start_inner(
         upstream,
         control,
         armed_now,
+        h1: H1Server::default(),
     };
     start_serving(bind, config, epoch, role, listen, Vec::new(), None).await
 }
@@ -438,6 +463,7 @@ struct Role {
     upstream: Option<proxy::Upstream>,
     control: Option<proxy::Control>,
     armed_now: bool,
+    h1: H1Server,
 }
 
 impl Role {
@@ -446,6 +472,7 @@ impl Role {
         upstream: None,
         control: None,
         armed_now: true,
+        h1: H1Server::Lean,
     };
 }
 
@@ -465,6 +492,7 @@ async fn start_serving(
         upstream,
         control,
         armed_now,
+        h1,
     } = role;
     // Checked even when not armed yet: the standalone proxy arms them later.
     let loaded = ArmedFaults::new(config.faults, config.seed)?;
@@ -524,7 +552,7 @@ async fn start_serving(
     // request finishes at that moment.
     shared.spawn_capacity_pump();
 
-    let accept = tokio::spawn(accept_loop(listener, shared.clone(), listen, streams));
+    let accept = tokio::spawn(accept_loop(listener, shared.clone(), listen, streams, h1));
     Ok(TargetHandle {
         addr,
         shared,
@@ -668,6 +696,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     listen: Listen,
     streams: Option<u32>,
+    h1: H1Server,
 ) {
     let acceptor = listen.tls.map(tokio_rustls::TlsAcceptor::from);
     let stop = shutdown_signal(shared.shutdown.clone());
@@ -683,13 +712,25 @@ async fn accept_loop(
         let protocol = listen.protocol;
         spawn_tracked(&shared, async move {
             let hold = CloseHold::default();
+            if acceptor.is_none() && !protocol.is_h2() && h1 == H1Server::Lean {
+                return lean::serve(stream, conn_shared, hold).await;
+            }
             let svc_hold = hold.clone();
-            let svc = service_fn(move |req| {
+            let svc = service_fn(move |req: Request<Incoming>| {
+                let req = req.map(body::ReqBody::Hyper);
                 serve_request(conn_shared.clone(), req, svc_hold.clone(), protocol.is_h2())
             });
             match acceptor {
                 None => {
-                    serve_connection(protocol, streams, HeldClose::new(stream, hold), svc).await
+                    // Boxed: the lean connection serves HTTP/1.1 in clear unless told
+                    // otherwise, and a task's size is its largest state.
+                    Box::pin(serve_connection(
+                        protocol,
+                        streams,
+                        HeldClose::new(stream, hold),
+                        svc,
+                    ))
+                    .await
                 }
                 Some(acceptor) => {
                     // Boxed, as the HTTP/2 connection below: a task's size is its largest

@@ -66,7 +66,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
@@ -542,7 +541,7 @@ fn control_metrics(shared: &Shared) -> String {
 
 /// Answers a request under [`CONTROL_PREFIX`]: the checks, then metrics here and the fault
 /// routes in [`super::fault_api`].
-pub(crate) async fn control(shared: &Arc<Shared>, req: Request<Incoming>) -> Resp {
+pub(crate) async fn control(shared: &Arc<Shared>, req: Request<super::body::ReqBody>) -> Resp {
     let Some(ctl) = &shared.control else {
         return text(StatusCode::NOT_FOUND, "no control endpoint\n".into());
     };

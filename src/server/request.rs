@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use hyper::header::{HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
 
+use super::body::ReqBody;
 use super::deadline;
 use super::dedup::{Begin, Dedup, Ticket};
 use super::delivery::{self, CloseHold, Delivered};
@@ -83,7 +84,7 @@ enum Worked {
 /// decided it (the answer carries the [`crate::scenario::Delivery`] as an extension).
 pub(super) async fn serve_request(
     shared: Arc<Shared>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     hold: CloseHold,
     h2: bool,
 ) -> Result<Response<Delivered>, CloseConnection> {
@@ -106,7 +107,7 @@ pub(super) async fn serve_request(
 
 /// One request, in the steps the module docs list: identify, the fast path of status faults
 /// answered at once, arrival, body, fault verdict, dedup, the work, the answer.
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, CloseConnection> {
+async fn handle(shared: Arc<Shared>, req: Request<ReqBody>) -> Result<Resp, CloseConnection> {
     if shared.control.is_some() && req.uri().path().starts_with(proxy::CONTROL_PREFIX) {
         // Control traffic is not storm traffic: never counted, never faulted.
         return Ok(Box::pin(proxy::control(&shared, req)).await);
@@ -278,7 +279,7 @@ fn claim(shared: &Shared, request: u64, attempt: u32) -> Result<(), CloseConnect
     }
 }
 
-fn identify(shared: &Shared, req: &Request<Incoming>) -> (u64, u32) {
+fn identify(shared: &Shared, req: &Request<ReqBody>) -> (u64, u32) {
     let request = parse_u64(req.headers().get(H_REQUEST))
         .unwrap_or_else(|| shared.external_ids.fetch_add(1, Ordering::Relaxed));
     let attempt = parse_u64(req.headers().get(H_ATTEMPT))
@@ -292,7 +293,7 @@ fn identify(shared: &Shared, req: &Request<Incoming>) -> (u64, u32) {
 /// timeline in force and its epoch, for the slow path.
 fn answer_at_once(
     shared: &Shared,
-    req: &Request<Incoming>,
+    req: &Request<ReqBody>,
     t: Duration,
     sec: usize,
     request: u64,
@@ -331,7 +332,7 @@ enum ReadBody {
 /// when it is to be forwarded, up to [`proxy::MAX_BODY`] (memory per request is bounded).
 async fn read_body(
     shared: &Shared,
-    mut body: Incoming,
+    mut body: ReqBody,
     hash: bool,
 ) -> Result<ReadBody, CloseConnection> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
