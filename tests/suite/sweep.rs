@@ -477,13 +477,15 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
     let dir = support::process::tmp_dir("capacity-confirm-disagrees");
     let path = write(&dir, "metastable-small.toml", META_SMALL);
     let out = dir.join("out");
-    // The small target serves in a constant 10 ms: the simulator's median is 10.103 ms (its
-    // path is 2 x 50 us, in the histogram's bucket); live's is the 10 ms slot, held to the
-    // microsecond, plus the real path (sockets, HTTP parsing, task wake-ups), measured at
-    // 0.3-0.6 ms on the loaded two-core test machine (10.415 ms at 200 req/s). A median
-    // objective of 10.15 ms therefore holds simulated and fails live while the live path
-    // takes over 0.15 ms. With no model tolerance: a service 5 % slower (10.5 ms) would fail
-    // it everywhere, and there would be no limit to confirm.
+    // The small target serves in a constant 10 ms. Beyond the knife edge (500 req/s, with
+    // naive retries on a 100 ms per-try timeout through a capacity drop) the simulator's
+    // median stays at 10.103 ms (its path is 2 x 50 us, in the histogram's bucket) while
+    // live's is about 101 ms (101.4 in runs over hyper's server and the lean one alike):
+    // the model's answer there does not survive contact with the real target, and confirm
+    // must say so. At the limit (200 req/s) the two medians are a few tens of microseconds
+    // apart, live's path against the model's, on either side depending on the machine:
+    // this test does not look there. With no model tolerance: a service 5 % slower
+    // (10.5 ms) would fail the objective everywhere, and there would be no limit to confirm.
     let o = stormrig(&[
         "capacity",
         path.to_str().unwrap(),
@@ -515,7 +517,7 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
     );
     let said = stderr
         .lines()
-        .find(|l| l.starts_with("live disagrees: naive-timeout at load.rate = 200"))
+        .find(|l| l.starts_with("live disagrees: naive-timeout at load.rate = 500"))
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(said.contains("latency_ms.p50 <= 10.15"), "{said}");
     assert!(said.contains("live - threshold = +"), "{said}");
@@ -535,10 +537,11 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
     assert_eq!(recovery["live_passed_at_limit"], true, "{recovery}");
     assert_eq!(recovery["live_passed_beyond"], false, "{recovery}");
     let p50 = &objectives[1];
-    let sim = p50["sim_at_limit"].as_f64().unwrap();
-    let live_p50 = p50["live_at_limit"].as_f64().unwrap();
+    let sim = p50["sim_beyond"].as_f64().unwrap();
+    let live_p50 = p50["live_beyond"].as_f64().unwrap();
     assert!(sim <= 10.15 && live_p50 > 10.15, "{p50}");
-    assert_eq!(p50["live_passed_at_limit"], false, "{p50}");
+    assert_eq!(p50["sim_passed_beyond"], true, "{p50}");
+    assert_eq!(p50["live_passed_beyond"], false, "{p50}");
     // capacity.csv: the same figures in the objective's columns.
     let csv = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
     let mut lines = csv.lines();
@@ -550,15 +553,15 @@ fn confirm_names_the_objective_live_disagrees_on_and_writes_both_figures() {
     };
     assert_eq!(col("live_agrees"), "false");
     assert_eq!(col("objective_2"), "*: latency_ms.p50 <= 10.15");
-    assert_eq!(col("objective_2.sim_at_limit").parse::<f64>().unwrap(), sim);
+    assert_eq!(col("objective_2.sim_beyond").parse::<f64>().unwrap(), sim);
     assert_eq!(
-        col("objective_2.live_at_limit").parse::<f64>().unwrap(),
+        col("objective_2.live_beyond").parse::<f64>().unwrap(),
         live_p50
     );
     // capacity.html: the live section, with the disagreement in words.
     let html = std::fs::read_to_string(out.join("capacity.html")).unwrap();
     assert!(html.contains("Live confirmation"), "no live section");
-    assert!(html.contains("live disagrees: naive-timeout at load.rate = 200"));
+    assert!(html.contains("live disagrees: naive-timeout at load.rate = 500"));
 }
 
 /// A scaled-down capacity drop on the small target (8 slots x 10 ms = 800 req/s): half
