@@ -42,6 +42,7 @@
 //! 8. otherwise `Retry { after: delay }`.
 
 mod breaker_order;
+mod grant;
 mod hedge;
 mod hedge_on_timeout;
 mod places;
@@ -775,47 +776,13 @@ impl RetryClient {
             }
             return self.give_up(now, req, reason, class);
         }
-        if let Some(b) = self.budget.as_mut() {
-            match b.try_retry(now.mono, kind, false) {
-                Some(charge) => {
-                    req.last_charge = Some(charge);
-                    req.holds_retry_slot = true;
-                }
-                None => {
-                    let level = b.level();
-                    self.note_budget_refusal(now.mono, level);
-                    return self.give_up(now, req, GiveUpReason::BudgetRefused, class);
-                }
-            }
+        if !self.budget_grants(now, req, kind) {
+            return self.give_up(now, req, GiveUpReason::BudgetRefused, class);
         }
         if !deadline_bound {
             after = self.delay(req, throttling, hint, rng);
         }
         Decision::Retry { after, class }
-    }
-
-    /// The wait before the request's next retry: backoff, jitter, then the server's hint;
-    /// advances the request's backoff sequence.
-    fn delay(
-        &self,
-        req: &mut RequestState,
-        throttling: bool,
-        hint: Hint,
-        rng: &mut dyn rand::RngCore,
-    ) -> Duration {
-        let n = req.retries_since_reset + 1;
-        let cfg = &self.shared.config;
-        let nominal = self.shared.nominals.get(&cfg.backoff, n, throttling);
-        let jittered = cfg.jitter.apply(
-            nominal,
-            cfg.backoff.base(throttling),
-            cfg.backoff.cap(),
-            &mut req.decorrelated_prev,
-            rng,
-        );
-        let (delay, reset) = cfg.retry_after.combine(jittered, hint);
-        req.retries_since_reset = if reset { 0 } else { n };
-        delay
     }
 
     /// Must be called exactly once when the logical request ends (any way).

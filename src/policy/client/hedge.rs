@@ -218,9 +218,6 @@ impl RetryClient {
         outcome: &AttemptOutcome<'_>,
         rng: &mut dyn rand::RngCore,
     ) -> HedgeDecision {
-        if req.per_try.is_some() {
-            return self.on_per_try_outcome(now, req, attempt, outcome, rng);
-        }
         req.outstanding = req.outstanding.saturating_sub(1);
         req.awaiting_outcome = req.outstanding > 0;
         if req.ended.is_some() {
@@ -228,6 +225,9 @@ impl RetryClient {
             return HedgeDecision::Await {
                 class: OutcomeClass::NonRetryable,
             };
+        }
+        if req.per_try.is_some() {
+            return self.on_per_try_outcome(now, req, attempt, outcome, rng);
         }
         let c = self
             .shared

@@ -165,7 +165,7 @@ impl RetryClient {
 
     /// Envoy's `shouldRetry(RetryWithBackoff)`: the previous grant's retry resource back,
     /// then the allowance, the circuit breaker or budget, and the backoff; `on_timeout`: the
-    /// copy it sends will be a hedge.
+    /// copy it sends will be a hedge. A refusal is noted as the call's reason.
     fn per_try_retry(
         &mut self,
         now: Now,
@@ -176,65 +176,43 @@ impl RetryClient {
         on_timeout: bool,
     ) -> Result<Duration, GiveUpReason> {
         self.release_slot(req);
-        let refused = self.per_try_grant(now, req, kind, hint, rng, on_timeout);
-        if let (Err(reason), Some(p)) = (refused, req.per_try.as_deref_mut()) {
-            p.refused = Some(reason);
-        }
-        refused
-    }
-
-    fn per_try_grant(
-        &mut self,
-        now: Now,
-        req: &mut RequestState,
-        kind: CostKind,
-        hint: Hint,
-        rng: &mut dyn rand::RngCore,
-        on_timeout: bool,
-    ) -> Result<Duration, GiveUpReason> {
         let cfg = &self.shared.config;
-        if hint == Hint::DoNotRetry {
-            return Err(GiveUpReason::ServerPushback);
-        }
-        if !req.idempotent && !cfg.retry_non_idempotent && !cfg.idempotency_key {
-            return Err(GiveUpReason::NotIdempotent);
-        }
         let allowance = cfg.max_attempts.saturating_sub(1);
-        let Some(p) = req.per_try.as_deref_mut() else {
-            return Err(GiveUpReason::MaxAttempts);
+        let granted = 'grant: {
+            if hint == Hint::DoNotRetry {
+                break 'grant Err(GiveUpReason::ServerPushback);
+            }
+            if !req.idempotent && !cfg.retry_non_idempotent && !cfg.idempotency_key {
+                break 'grant Err(GiveUpReason::NotIdempotent);
+            }
+            match req.per_try.as_deref_mut() {
+                Some(p) if p.retries_charged < allowance => p.retries_charged += 1,
+                _ => break 'grant Err(GiveUpReason::MaxAttempts),
+            }
+            if !self.budget_grants(now, req, kind) {
+                break 'grant Err(GiveUpReason::BudgetRefused);
+            }
+            let after = self.delay(req, kind == CostKind::Throttling, hint, rng);
+            if req
+                .deadline_at
+                .is_some_and(|d| now.mono.saturating_add(after) >= d)
+            {
+                self.release_slot(req);
+                break 'grant Err(GiveUpReason::Deadline);
+            }
+            Ok(after)
         };
-        if p.retries_charged >= allowance {
-            return Err(GiveUpReason::MaxAttempts);
-        }
-        p.retries_charged += 1;
-        if let Some(b) = self.budget.as_mut() {
-            match b.try_retry(now.mono, kind, false) {
-                Some(charge) => {
-                    req.last_charge = Some(charge);
-                    req.holds_retry_slot = true;
-                }
-                None => {
-                    let level = b.level();
-                    self.note_budget_refusal(now.mono, level);
-                    return Err(GiveUpReason::BudgetRefused);
-                }
+        if let Some(p) = req.per_try.as_deref_mut() {
+            match granted {
+                Ok(_) => p.pending_is_hedge = on_timeout,
+                Err(reason) => p.refused = Some(reason),
             }
         }
-        let after = self.delay(req, kind == CostKind::Throttling, hint, rng);
-        if req
-            .deadline_at
-            .is_some_and(|d| now.mono.saturating_add(after) >= d)
-        {
-            self.release_slot(req);
-            return Err(GiveUpReason::Deadline);
-        }
-        if let Some(p) = req.per_try.as_deref_mut() {
-            p.pending_is_hedge = on_timeout;
-        }
-        Ok(after)
+        granted
     }
 
-    /// The answer of copy `attempt` of a call that hedges on its per-try timeout.
+    /// The answer of copy `attempt` of a call that hedges on its per-try timeout, still
+    /// going on (the caller took the copy out of flight).
     pub(super) fn on_per_try_outcome(
         &mut self,
         now: Now,
@@ -243,13 +221,6 @@ impl RetryClient {
         outcome: &AttemptOutcome<'_>,
         rng: &mut dyn rand::RngCore,
     ) -> HedgeDecision {
-        req.outstanding = req.outstanding.saturating_sub(1);
-        req.awaiting_outcome = req.outstanding > 0;
-        if req.ended.is_some() {
-            return HedgeDecision::Await {
-                class: OutcomeClass::NonRetryable,
-            };
-        }
         let newest = attempt == req.attempts;
         let mut unmarked = false;
         if let Some(p) = req.per_try.as_deref_mut().filter(|_| newest) {

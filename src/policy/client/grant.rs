@@ -1,0 +1,57 @@
+//! What a granted retry takes: the budget's word (its charge and retry slot) and the wait
+//! before it, shared by the retry loop and hedging on the per-try timeout.
+
+use super::{CostKind, Hint, Now, RequestState, RetryClient};
+use std::time::Duration;
+
+impl RetryClient {
+    /// The budget's word on a retry: granted (`req` holds its charge and retry slot), or
+    /// refused (the first refusal noted). Without a budget, granted.
+    #[inline]
+    pub(super) fn budget_grants(
+        &mut self,
+        now: Now,
+        req: &mut RequestState,
+        kind: CostKind,
+    ) -> bool {
+        let Some(b) = self.budget.as_mut() else {
+            return true;
+        };
+        match b.try_retry(now.mono, kind, false) {
+            Some(charge) => {
+                req.last_charge = Some(charge);
+                req.holds_retry_slot = true;
+                true
+            }
+            None => {
+                let level = b.level();
+                self.note_budget_refusal(now.mono, level);
+                false
+            }
+        }
+    }
+
+    /// The wait before the request's next retry: backoff, jitter, then the server's hint;
+    /// advances the request's backoff sequence.
+    pub(super) fn delay(
+        &self,
+        req: &mut RequestState,
+        throttling: bool,
+        hint: Hint,
+        rng: &mut dyn rand::RngCore,
+    ) -> Duration {
+        let n = req.retries_since_reset + 1;
+        let cfg = &self.shared.config;
+        let nominal = self.shared.nominals.get(&cfg.backoff, n, throttling);
+        let jittered = cfg.jitter.apply(
+            nominal,
+            cfg.backoff.base(throttling),
+            cfg.backoff.cap(),
+            &mut req.decorrelated_prev,
+            rng,
+        );
+        let (delay, reset) = cfg.retry_after.combine(jittered, hint);
+        req.retries_since_reset = if reset { 0 } else { n };
+        delay
+    }
+}
