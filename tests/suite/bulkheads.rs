@@ -186,9 +186,7 @@ fn bad_bulkhead_and_limiter_values_are_refused_at_check() {
             "pipeline",
         ),
     ] {
-        let text = format!(
-            "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[configs]]\nname = \"b\"\n{line}\n"
-        );
+        let text = crate::support::one_config_scenario("b", line);
         let at = text
             .lines()
             .position(|l| l.starts_with(field.split('.').next().unwrap()))

@@ -258,9 +258,7 @@ fn bad_hedging_values_are_refused_naming_file_line_and_field() {
             "budget",
         ),
     ] {
-        let text = format!(
-            "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[configs]]\nname = \"h\"\npreset = \"grpc-hedging\"\n{line}\n"
-        );
+        let text = support::one_config_scenario("h", &format!("preset = \"grpc-hedging\"\n{line}"));
         support::process::check_refuses(&dir, "bad.toml", &text, "bad.toml:1", field);
     }
 }

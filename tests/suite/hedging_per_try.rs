@@ -182,9 +182,7 @@ fn bad_per_try_hedging_values_are_refused_naming_file_line_and_field() {
             "breaker",
         ),
     ] {
-        let text = format!(
-            "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[configs]]\nname = \"h\"\n{lines}\n"
-        );
+        let text = support::one_config_scenario("h", lines);
         support::process::check_refuses(&dir, "bad.toml", &text, "bad.toml:1", field);
     }
 }

@@ -128,9 +128,7 @@ fn the_live_engine_runs_the_same_breaker_orders() {
 }
 
 fn scenario(config_lines: &str) -> String {
-    format!(
-        "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[configs]]\nname = \"p\"\n{config_lines}\n"
-    )
+    crate::support::one_config_scenario("p", config_lines)
 }
 
 /// Orders that make no sense exit 2 at `check`, naming the file, the line and the field.

@@ -220,6 +220,14 @@ pub fn two_worker_runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A scenario that `check` reads to its one config, `name`, written as `config_lines`:
+/// 10 req/s for 5 s against the small built-in target (the bad-value tests' frame).
+pub fn one_config_scenario(name: &str, config_lines: &str) -> String {
+    format!(
+        "name = \"bad\"\nduration = \"5s\"\n\n[load]\nkind = \"constant\"\nrate = 10.0\n\n[target]\nbuiltin = \"small\"\n\n[[configs]]\nname = \"{name}\"\n{config_lines}\n"
+    )
+}
+
 /// A plan from scenario text, as if read from `tests/inline.toml`.
 pub fn plan_of(text: &str) -> stormrig::plan::Plan {
     let path = std::path::Path::new("tests/inline.toml");
