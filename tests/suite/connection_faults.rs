@@ -11,24 +11,14 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use stormrig::headers;
-use stormrig::scenario::{Fault, FaultKind, ServiceModel};
+use stormrig::scenario::{FaultKind, ServiceModel};
 use stormrig::server::{self, TargetConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, Instant};
 
+use crate::support::always;
 use crate::support::http::{fault_proxy, local, send, send_body};
-
-/// A fault over the whole of a short test, on every request.
-fn always(kind: FaultKind) -> Fault {
-    Fault {
-        at: Duration::ZERO,
-        length: Duration::from_secs(3600),
-        path: None,
-        probability: 1.0,
-        kind,
-    }
-}
 
 async fn target(kind: FaultKind) -> server::TargetHandle {
     let config = TargetConfig {

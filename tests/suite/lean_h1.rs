@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, Instant};
 
-use crate::support::instant_target;
+use crate::support::{always, instant_target};
 
 const BOUND: Duration = Duration::from_secs(5);
 
@@ -22,16 +22,6 @@ async fn start(config: TargetConfig, h1: H1Server) -> TargetHandle {
     server::start_listening_h1(addr, config, Instant::now(), Listen::default(), h1)
         .await
         .expect("target starts")
-}
-
-fn always(kind: FaultKind) -> Fault {
-    Fault {
-        at: Duration::ZERO,
-        length: Duration::from_secs(3600),
-        path: None,
-        probability: 1.0,
-        kind,
-    }
 }
 
 fn with_faults(faults: Vec<Fault>) -> TargetConfig {

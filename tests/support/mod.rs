@@ -188,6 +188,17 @@ pub fn instant_target() -> stormrig::server::TargetConfig {
     }
 }
 
+/// A fault over the whole of a short test (an hour), on every request.
+pub fn always(kind: stormrig::scenario::FaultKind) -> stormrig::scenario::Fault {
+    stormrig::scenario::Fault {
+        at: std::time::Duration::ZERO,
+        length: std::time::Duration::from_secs(3600),
+        path: None,
+        probability: 1.0,
+        kind,
+    }
+}
+
 /// What a preparation script (`tests/python/venv.sh`, `tests/node/modules.sh`) printed: the
 /// path of what it made. Panics with the script's own message when it fails (no python3 or
 /// npm, no registry): a test that needs a real client fails loudly rather than pass without.
