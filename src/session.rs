@@ -471,7 +471,12 @@ impl Session {
                 match reason {
                     GiveUpReason::BreakerOpen => self.rec.breaker_refused(now.mono),
                     GiveUpReason::BudgetRefused => self.rec.budget_refused(now.mono),
-                    GiveUpReason::BulkheadFull => self.rec.bulkhead_rejections += 1,
+                    GiveUpReason::BulkheadFull => {
+                        self.rec.bulkhead_rejections += 1;
+                        if let Some(slot) = client.bulkhead_provider(&req.state) {
+                            self.rec.routes.bulkhead_rejection(slot);
+                        }
+                    }
                     GiveUpReason::LimitExceeded => self.rec.limiter_rejections += 1,
                     _ => {}
                 }

@@ -63,6 +63,7 @@ mod suite {
     mod policy_api;
     mod protocols;
     mod provider_breakers;
+    mod provider_bulkheads;
     mod provider_cost;
     mod provider_failover;
     mod provider_ladder;

@@ -288,6 +288,10 @@ pub struct ProviderRoute {
     /// several client instances, every instance's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker_transitions: Vec<BreakerTransition>,
+    /// Calls the provider's own bulkhead rejected unsent (`failover.bulkhead`; absent when
+    /// none): part of the config's `bulkhead_rejections`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bulkhead_rejections: u64,
 }
 
 /// The client-side routes of a config with failover, indexed like its provider list.
@@ -313,6 +317,11 @@ impl Routes {
         route.attempts_per_s[second] += 1;
     }
 
+    /// Provider `slot`'s bulkhead rejected a call.
+    pub fn bulkhead_rejection(&mut self, slot: usize) {
+        self.at(slot).bulkhead_rejections += 1;
+    }
+
     /// Provider `slot`'s breaker went `from` → `to` at `at`.
     pub fn transition(&mut self, slot: usize, at: Duration, from: BreakerState, to: BreakerState) {
         self.at(slot).breaker_transitions.push(BreakerTransition {
@@ -327,6 +336,7 @@ impl Routes {
         for (slot, r) in o.0.iter().enumerate() {
             let mine = self.at(slot);
             mine.attempts += r.attempts;
+            mine.bulkhead_rejections += r.bulkhead_rejections;
             if mine.attempts_per_s.len() < r.attempts_per_s.len() {
                 mine.attempts_per_s.resize(r.attempts_per_s.len(), 0);
             }

@@ -140,6 +140,19 @@ impl CircuitBreaker {
         }
     }
 
+    /// What [`Self::allow`] would answer now, without moving the breaker: a bulkhead per
+    /// provider must know where an attempt will go before routing takes a probe's place.
+    pub fn would_allow(&self, now: Duration) -> bool {
+        match self.state {
+            BreakerState::Closed => true,
+            BreakerState::Open => {
+                now.saturating_sub(self.opened_at) >= self.cfg.open_for
+                    && self.cfg.half_open_probes > 0
+            }
+            BreakerState::HalfOpen => self.probes_permitted < self.cfg.half_open_probes,
+        }
+    }
+
     /// A permitted probe was abandoned without an outcome: give its slot back.
     pub fn cancel_probe(&mut self) {
         if self.state == BreakerState::HalfOpen {

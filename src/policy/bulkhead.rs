@@ -6,7 +6,12 @@
 //! sent, its own outcome and figure (`bulkhead_rejections`).
 //!
 //! It stands inside the retry, nearest the send: each attempt takes a place and gives it
-//! back with its outcome. A waiting attempt asks again every [`POLL`] (the engines have no
+//! back with its outcome. A config that fails over across providers may have one per
+//! provider instead (`failover.bulkhead`, [`Bulkheads::PerProvider`]): one dependency's
+//! hang then fills its own places only, and the attempts to the others still go. An
+//! attempt then waits in, and takes a place of, the bulkhead of the provider routing will
+//! pick for it ([`super::provider_breakers::ProviderRouter::peek`]); a full one rejects the
+//! call as the client's own would, it does not move the attempt to another provider. A waiting attempt asks again every [`POLL`] (the engines have no
 //! wake-up for it), so among several waiters the one that asks first after a place frees
 //! gets it, not necessarily the one that came first; an attempt that finds waiters queues
 //! behind them rather than taking a freed place.
@@ -37,29 +42,30 @@ pub struct BulkheadConfig {
 }
 
 impl BulkheadConfig {
-    /// Refuse values no bulkhead can have.
-    pub fn validate(&self) -> Result<(), PolicyError> {
+    /// Refuse values no bulkhead can have; `at` is the table's place in the config
+    /// (`bulkhead`, `failover.bulkhead`), named in the refusal.
+    pub fn validate(&self, at: &str) -> Result<(), PolicyError> {
         check(
             (1..=MAX_PLACES).contains(&self.max_concurrent),
-            "bulkhead.max_concurrent",
+            &format!("{at}.max_concurrent"),
             self.max_concurrent,
             "1..=1000000",
         )?;
         check(
             self.max_queue <= MAX_PLACES,
-            "bulkhead.max_queue",
+            &format!("{at}.max_queue"),
             self.max_queue,
             "0..=1000000",
         )?;
         check(
             self.max_wait <= Duration::from_secs(3600),
-            "bulkhead.max_wait",
+            &format!("{at}.max_wait"),
             duration::format_duration(self.max_wait),
             "at most 1h",
         )?;
         check(
             (self.max_queue == 0) == self.max_wait.is_zero(),
-            "bulkhead.max_wait",
+            &format!("{at}.max_wait"),
             duration::format_duration(self.max_wait),
             "above 0 exactly when max_queue is above 0: a queue's waiters need a time to \
              give up, and a wait needs a queue",
@@ -149,6 +155,54 @@ impl Bulkhead {
     /// Attempts in flight now.
     pub fn in_flight(&self) -> u32 {
         self.in_flight
+    }
+}
+
+/// A client's bulkheads: one every attempt passes, or one per provider of its failover
+/// list.
+#[derive(Clone, Debug)]
+pub enum Bulkheads {
+    /// The client's one bulkhead (`bulkhead`).
+    Client(Bulkhead),
+    /// One per provider, indexed like the failover list (`failover.bulkhead`).
+    PerProvider(Vec<Bulkhead>),
+}
+
+impl Bulkheads {
+    /// The bulkheads a config asks for: its own, else one per provider of its failover
+    /// list, else none (a config has at most one of the two tables).
+    pub fn build(
+        client: Option<&BulkheadConfig>,
+        per_provider: Option<(&BulkheadConfig, usize)>,
+    ) -> Option<Bulkheads> {
+        match (client, per_provider) {
+            (Some(b), _) => Some(Bulkheads::Client(Bulkhead::new(b))),
+            (None, Some((b, providers))) => Some(Bulkheads::PerProvider(
+                (0..providers).map(|_| Bulkhead::new(b)).collect(),
+            )),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether an attempt's place depends on its provider.
+    pub fn per_provider(&self) -> bool {
+        matches!(self, Bulkheads::PerProvider(_))
+    }
+
+    /// The bulkhead an attempt to provider `slot` passes (the client's one for any slot).
+    pub fn at(&mut self, slot: usize) -> &mut Bulkhead {
+        match self {
+            Bulkheads::Client(b) => b,
+            Bulkheads::PerProvider(v) => &mut v[slot],
+        }
+    }
+
+    /// Attempts in flight now, over every provider's bulkhead.
+    pub fn in_flight(&self) -> u32 {
+        match self {
+            Bulkheads::Client(b) => b.in_flight(),
+            Bulkheads::PerProvider(v) => v.iter().map(Bulkhead::in_flight).sum(),
+        }
     }
 }
 

@@ -52,7 +52,7 @@ pub use hedge::{HedgeDecision, HedgeDue};
 
 use super::breaker::{BreakerState, CircuitBreaker};
 use super::budget::{CostKind, RetryBudget};
-use super::bulkhead::Bulkhead;
+use super::bulkhead::Bulkheads;
 use super::concurrency_limit::ConcurrencyLimiter;
 use super::config::RetryConfig;
 use super::cost::{CostLedger, CostScope};
@@ -212,6 +212,9 @@ pub struct RequestState {
     bulkhead_rejected: bool,
     /// When the attempt about to be sent joined the bulkhead's queue (None: not queued).
     queued_since: Option<Duration>,
+    /// With a bulkhead per provider: the provider whose bulkhead the attempt about to be
+    /// sent last asked (whose queue it waits in, or which rejected it).
+    bulkhead_slot: u8,
     /// The attempt in flight holds a place of the concurrency limiter: when it was
     /// admitted, and the in-flight count it was admitted with.
     limit_sample: Option<(Duration, u32)>,
@@ -289,7 +292,7 @@ pub struct RetryClient {
     /// The send-rate limiter every attempt passes (botocore's adaptive mode), if any.
     limiter: Option<Box<RateLimiter>>,
     /// The bulkhead and the adaptive concurrency limiter, if any (boxed, as the limiter).
-    bulkhead: Option<Box<Bulkhead>>,
+    bulkhead: Option<Box<Bulkheads>>,
     concurrency: Option<Box<ConcurrencyLimiter>>,
     events: Vec<PolicyEvent>,
     budget_refused_once: bool,
@@ -354,7 +357,14 @@ impl RetryClient {
                 .map(|f| Box::new(ProviderRouter::new(f, config.breaker.as_ref()))),
             ledger: CostLedger::default(),
             limiter: config.rate_limiter.build().map(Box::new),
-            bulkhead: config.bulkhead.as_ref().map(|b| Box::new(Bulkhead::new(b))),
+            bulkhead: Bulkheads::build(
+                config.bulkhead.as_ref(),
+                config
+                    .failover
+                    .as_ref()
+                    .and_then(|f| Some((f.bulkhead.as_ref()?, f.providers.len()))),
+            )
+            .map(Box::new),
             concurrency: config
                 .concurrency_limit
                 .as_ref()
@@ -506,12 +516,8 @@ impl RetryClient {
             return self.refuse(now, req, GiveUpReason::CostCap);
         }
         // Room is looked at here and taken after the breaker: nothing else moves between.
-        let rejected = std::mem::take(&mut req.bulkhead_rejected);
-        if let Some(b) = self.bulkhead.as_mut() {
-            if rejected || !b.has_room() {
-                b.leave_queue(&mut req.queued_since);
-                return self.refuse(now, req, GiveUpReason::BulkheadFull);
-            }
+        if self.bulkhead_refuses(now, req) {
+            return self.refuse(now, req, GiveUpReason::BulkheadFull);
         }
         if self.concurrency.as_ref().is_some_and(|l| !l.has_room()) {
             return self.refuse(now, req, GiveUpReason::LimitExceeded);
@@ -547,13 +553,7 @@ impl RetryClient {
                 Some(route.slot)
             }
         };
-        if let Some(b) = self.bulkhead.as_mut() {
-            b.enter();
-            req.holds_bulkhead = true;
-        }
-        if let Some(l) = self.concurrency.as_mut() {
-            req.limit_sample = l.acquire().map(|inflight| (now.mono, inflight));
-        }
+        self.take_places(now, req, provider.unwrap_or(0));
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
@@ -805,9 +805,7 @@ impl RetryClient {
         // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
         self.settle_outer(now, req, None);
         self.release_places(now, req, None);
-        if let Some(b) = self.bulkhead.as_mut() {
-            b.leave_queue(&mut req.queued_since);
-        }
+        self.leave_bulkhead_queue(req);
         if req.awaiting_outcome && req.is_probe {
             if let Some(br) = self.breaker.as_mut() {
                 br.cancel_probe();

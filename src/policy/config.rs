@@ -178,10 +178,20 @@ impl RetryConfig {
             if let Some(b) = &f.breaker {
                 validate_breaker(b, "failover.breaker")?;
             }
+            if let Some(b) = &f.bulkhead {
+                b.validate("failover.bulkhead")?;
+                check(
+                    self.bulkhead.is_none(),
+                    "failover.bulkhead",
+                    "a table",
+                    "unset beside a bulkhead of the config's own: a config has one bulkhead \
+                     for its client or one per provider, not both",
+                )?;
+            }
         }
         ladder::validate(&self.ladder)?;
         if let Some(b) = &self.bulkhead {
-            b.validate()?;
+            b.validate("bulkhead")?;
         }
         if let Some(l) = &self.concurrency_limit {
             l.validate()?;
@@ -202,7 +212,8 @@ impl RetryConfig {
             failover: self.failover.is_some(),
             rate_limiter: !self.rate_limiter.is_none(),
             hedging: self.hedges(),
-            bulkhead: self.bulkhead.is_some(),
+            bulkhead: self.bulkhead.is_some()
+                || self.failover.as_ref().is_some_and(|f| f.bulkhead.is_some()),
             concurrency_limit: self.concurrency_limit.is_some(),
         }
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 use super::breaker::BreakerConfig;
+use super::bulkhead::BulkheadConfig;
 use super::error::PolicyError;
 
 /// Where providers live on a target: `/providers/NAME` and below.
@@ -37,6 +38,10 @@ pub struct FailoverConfig {
     /// without one the config's own `breaker` settings serve each provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<BreakerConfig>,
+    /// A bulkhead per provider (`bulkhead = { max_concurrent = 10 }`): each provider's
+    /// attempts in flight bounded on their own (see [`super::bulkhead`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulkhead: Option<BulkheadConfig>,
 }
 
 fn default_same() -> u32 {
@@ -127,6 +132,7 @@ mod tests {
             providers: providers.iter().map(|s| s.to_string()).collect(),
             same_provider_retries: same,
             breaker: None,
+            bulkhead: None,
         }
     }
 

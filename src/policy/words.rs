@@ -303,6 +303,13 @@ pub fn failover(f: &FailoverConfig) -> String {
     if let Some(b) = &f.breaker {
         let _ = write!(s, "; a breaker per provider {}", breaker(b));
     }
+    if let Some(b) = &f.bulkhead {
+        let _ = write!(
+            s,
+            "; a bulkhead per provider, each: {} (asked at the provider the attempt goes to)",
+            bulkhead(b)
+        );
+    }
     s
 }
 

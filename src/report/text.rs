@@ -237,14 +237,19 @@ pub fn providers_line(c: &ConfigSummary) -> Option<String> {
                     .iter()
                     .filter(|t| t.to == crate::policy::BreakerState::Open)
                     .count();
-                match opens {
-                    0 => format!("{} {} attempts", r.name, r.attempts),
-                    n => format!(
-                        "{} {} attempts (breaker opened {})",
-                        r.name,
-                        r.attempts,
-                        crate::metrics::numbers::count(n, "time")
-                    ),
+                let mut notes = Vec::new();
+                if opens > 0 {
+                    notes.push(format!(
+                        "breaker opened {}",
+                        crate::metrics::numbers::count(opens, "time")
+                    ));
+                }
+                if r.bulkhead_rejections > 0 {
+                    notes.push(format!("bulkhead rejected {}", r.bulkhead_rejections));
+                }
+                match notes.is_empty() {
+                    true => format!("{} {} attempts", r.name, r.attempts),
+                    false => format!("{} {} attempts ({})", r.name, r.attempts, notes.join(", ")),
                 }
             })
             .collect();

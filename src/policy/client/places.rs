@@ -1,5 +1,6 @@
-//! The places an attempt holds while in flight: the bulkhead's and the adaptive
-//! concurrency limiter's, taken in `before_attempt` and given back with the outcome.
+//! The places an attempt holds while in flight: the bulkhead's (the client's one, or its
+//! provider's) and the adaptive concurrency limiter's, taken in `before_attempt` and given
+//! back with the outcome.
 
 use super::{Now, RequestState, RetryClient};
 use crate::policy::bulkhead::Admission;
@@ -8,18 +9,29 @@ use std::time::Duration;
 impl RetryClient {
     /// Ask before EVERY send of `req`, after [`Self::rate_limit`]: `None` when the
     /// bulkhead (if any) decided, or how long to wait in its queue before asking again. A
-    /// deadline bounds the wait as it bounds the rate limiter's.
+    /// deadline bounds the wait as it bounds the rate limiter's. With a bulkhead per
+    /// provider the attempt waits in the queue of the provider routing would pick now; if
+    /// that changes while it waits (the provider's breaker opened), it leaves that queue
+    /// and joins the other's, its wait counted afresh.
     #[inline]
     pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        let b = self.bulkhead.as_mut()?;
-        if req.ended.is_some() {
+        if self.bulkhead.is_none() || req.ended.is_some() {
             return None;
         }
         let remaining = req.remaining_deadline(now);
-        if remaining.is_some_and(|r| r.is_zero()) {
-            b.leave_queue(&mut req.queued_since);
-            return None;
+        let slot = match self.bulkhead_slot(now, req) {
+            Some(slot) if !remaining.is_some_and(|r| r.is_zero()) => slot,
+            // Routing or the deadline refuses the attempt: it waits for no place.
+            _ => {
+                self.leave_bulkhead_queue(req);
+                return None;
+            }
+        };
+        if req.queued_since.is_some() && usize::from(req.bulkhead_slot) != slot {
+            self.leave_bulkhead_queue(req);
         }
+        req.bulkhead_slot = slot as u8;
+        let b = self.bulkhead.as_mut()?.at(slot);
         match b.admit(now.mono, &mut req.queued_since) {
             Admission::Free => None,
             Admission::Rejected => {
@@ -30,8 +42,71 @@ impl RetryClient {
         }
     }
 
-    /// The bulkhead's attempts in flight and the concurrency limiter's limit, if the config
-    /// has them (tests and reports read them).
+    /// Whether the attempt about to be sent must be refused for want of a bulkhead place
+    /// (its wait was rejected, or no place is free now); a refused attempt leaves the queue.
+    pub(super) fn bulkhead_refuses(&mut self, now: Now, req: &mut RequestState) -> bool {
+        let rejected = std::mem::take(&mut req.bulkhead_rejected);
+        if self.bulkhead.is_none() {
+            return false;
+        }
+        // Every provider refusing is routing's refusal, not the bulkhead's.
+        let Some(slot) = self.bulkhead_slot(now, req) else {
+            return false;
+        };
+        let full = !self
+            .bulkhead
+            .as_mut()
+            .is_some_and(|b| b.at(slot).has_room());
+        if rejected || full {
+            self.leave_bulkhead_queue(req);
+            req.bulkhead_slot = slot as u8;
+            return true;
+        }
+        false
+    }
+
+    /// The provider whose bulkhead the next attempt passes: where routing would send it
+    /// (None: nowhere, every provider's breaker refuses), 0 for the client's one bulkhead.
+    fn bulkhead_slot(&self, now: Now, req: &RequestState) -> Option<usize> {
+        match (&self.bulkhead, &self.router) {
+            (Some(b), Some(router)) if b.per_provider() => {
+                router.peek(now.mono, req.attempts + 1, req.provider)
+            }
+            _ => Some(0),
+        }
+    }
+
+    /// With a bulkhead per provider, the provider whose bulkhead rejected `req`'s attempt
+    /// (after a `bulkhead-full` refusal; None with the client's one bulkhead or none).
+    pub fn bulkhead_provider(&self, req: &RequestState) -> Option<usize> {
+        self.bulkhead
+            .as_ref()
+            .filter(|b| b.per_provider())
+            .map(|_| usize::from(req.bulkhead_slot))
+    }
+
+    /// Leave the bulkhead queue the request waits in, if it waits in one.
+    pub(super) fn leave_bulkhead_queue(&mut self, req: &mut RequestState) {
+        if let Some(b) = self.bulkhead.as_mut() {
+            b.at(usize::from(req.bulkhead_slot))
+                .leave_queue(&mut req.queued_since);
+        }
+    }
+
+    /// Take the places of an attempt routed to `provider` (0 without failover).
+    pub(super) fn take_places(&mut self, now: Now, req: &mut RequestState, provider: usize) {
+        if let Some(b) = self.bulkhead.as_mut() {
+            debug_assert!(!b.per_provider() || usize::from(req.bulkhead_slot) == provider);
+            b.at(provider).enter();
+            req.holds_bulkhead = true;
+        }
+        if let Some(l) = self.concurrency.as_mut() {
+            req.limit_sample = l.acquire().map(|inflight| (now.mono, inflight));
+        }
+    }
+
+    /// The bulkheads' attempts in flight (over every provider's) and the concurrency
+    /// limiter's limit, if the config has them (tests and reports read them).
     pub fn concurrency_state(&self) -> (Option<u32>, Option<u32>) {
         (
             self.bulkhead.as_ref().map(|b| b.in_flight()),
@@ -44,7 +119,8 @@ impl RetryClient {
     pub(super) fn release_places(&mut self, now: Now, req: &mut RequestState, drop: Option<bool>) {
         if std::mem::take(&mut req.holds_bulkhead) {
             if let Some(b) = self.bulkhead.as_mut() {
-                b.leave();
+                // The attempt in flight went to `req.provider` (one at a time with failover).
+                b.at(req.provider).leave();
             }
         }
         if let (Some((at, inflight)), Some(l)) =

@@ -46,6 +46,7 @@ impl RetryClient {
             holds_bulkhead,
             bulkhead_rejected,
             queued_since,
+            bulkhead_slot,
             limit_sample,
             breaker_admitted,
             provider,
@@ -70,6 +71,7 @@ impl RetryClient {
         *holds_bulkhead = false;
         *bulkhead_rejected = false;
         *queued_since = None;
+        *bulkhead_slot = 0;
         *limit_sample = None;
         *breaker_admitted = false;
         *provider = 0;

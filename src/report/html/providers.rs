@@ -38,7 +38,7 @@ a failed or throttled one too; <em>routed</em> is what the client sent the provi
             "<h3>{}{}</h3>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>provider</th>\
 <th>arrivals</th><th>429s</th><th>served</th><th>tokens</th><th>tokens served</th>\
 <th>money</th><th>Retry-After honoured</th><th>early</th><th>routed</th>\
-<th>breaker transitions</th></tr></thead>\n<tbody>\n",
+<th>bulkhead rejections</th><th>breaker transitions</th></tr></thead>\n<tbody>\n",
             swatch(i),
             escape(&c.name),
         );
@@ -51,7 +51,7 @@ a failed or throttled one too; <em>routed</em> is what the client sent the provi
             let _ = writeln!(
                 p,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&s.name),
                 int(s.arrivals),
                 int(s.throttled),
@@ -62,6 +62,7 @@ a failed or throttled one too; <em>routed</em> is what the client sent the provi
                 int(s.retry_after_honoured),
                 int(s.retry_after_early),
                 route.map_or_else(|| "—".to_string(), |r| int(r.attempts)),
+                route.map_or_else(|| "—".to_string(), |r| int(r.bulkhead_rejections)),
                 route.map_or_else(|| "—".to_string(), transitions),
             );
         }
