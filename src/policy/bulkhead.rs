@@ -156,6 +156,11 @@ impl Bulkhead {
     pub fn in_flight(&self) -> u32 {
         self.in_flight
     }
+
+    /// Attempts waiting in the queue now.
+    pub fn queued(&self) -> u32 {
+        self.queued
+    }
 }
 
 /// A client's bulkheads: one every attempt passes, or one per provider of its failover

@@ -133,3 +133,84 @@ impl RetryClient {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::{
+        AttemptOutcome, Decision, Now, Permit, Response, RetryClient, RetryConfigSpec,
+    };
+    use rand::SeedableRng;
+    use std::time::Duration;
+
+    fn at(ms: u64) -> Now {
+        Now::virtual_at(Duration::from_millis(ms))
+    }
+
+    /// Each provider's (in flight, queued).
+    fn places(c: &RetryClient) -> Vec<(u32, u32)> {
+        match c.bulkhead.as_deref() {
+            Some(crate::policy::bulkhead::Bulkheads::PerProvider(v)) => {
+                v.iter().map(|b| (b.in_flight(), b.queued())).collect()
+            }
+            other => panic!("a bulkhead per provider, not {other:?}"),
+        }
+    }
+
+    /// An attempt queued at `a` whose breaker opens while it waits leaves `a`'s queue and
+    /// takes `b`'s place, the provider routing then sends it to.
+    #[test]
+    fn a_waiter_follows_the_route_when_its_providers_breaker_opens() {
+        let config = RetryConfigSpec::from_toml(
+            r#"
+name = "p"
+max_attempts = 1
+failover = { providers = ["a", "b"], same_provider_retries = 0, breaker = { failure_threshold = 1, open_for = "10s" }, bulkhead = { max_concurrent = 1, max_queue = 1, max_wait = "1s" } }
+"#,
+        )
+        .unwrap()
+        .resolve()
+        .unwrap();
+        let mut c = RetryClient::new(&config);
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut first = c.start(at(0), "GET", None);
+        assert_eq!(c.bulkhead_wait(at(0), &mut first), None);
+        assert!(matches!(
+            c.before_attempt(at(0), &mut first),
+            Permit::Send {
+                provider: Some(0),
+                ..
+            }
+        ));
+        let mut second = c.start(at(0), "GET", None);
+        assert!(c.bulkhead_wait(at(0), &mut second).is_some());
+        // A third finds a's place taken and its queue full: rejected, at a.
+        let mut third = c.start(at(0), "GET", None);
+        assert_eq!(c.bulkhead_wait(at(0), &mut third), None);
+        assert!(matches!(
+            c.before_attempt(at(0), &mut third),
+            Permit::Refuse(crate::policy::GiveUpReason::BulkheadFull)
+        ));
+        assert_eq!(c.bulkhead_provider(&third), Some(0));
+        assert_eq!(places(&c), [(1, 1), (0, 0)]);
+        // The first try fails: a's breaker opens, its place is free again.
+        let failed = AttemptOutcome::Response(Response::status(503));
+        let d = c.on_outcome(at(5), &mut first, &failed, &mut rng);
+        assert!(matches!(d, Decision::GiveUp { .. }), "{d:?}");
+        assert_eq!(places(&c), [(0, 1), (0, 0)]);
+        // The waiter asks again: routing now picks b, so it leaves a's queue and goes.
+        assert_eq!(c.bulkhead_wait(at(6), &mut second), None);
+        assert_eq!(places(&c), [(0, 0), (0, 0)]);
+        assert!(matches!(
+            c.before_attempt(at(6), &mut second),
+            Permit::Send {
+                provider: Some(1),
+                ..
+            }
+        ));
+        assert_eq!(places(&c), [(0, 0), (1, 0)]);
+        c.finish(at(7), second);
+        c.finish(at(7), first);
+        c.finish(at(7), third);
+        assert_eq!(places(&c), [(0, 0), (0, 0)]);
+    }
+}
