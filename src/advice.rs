@@ -365,7 +365,8 @@ fn explain_policy(
             let _ = writeln!(out, "  breaker: {}", words::breaker(b));
         }
         if let Some(b) = &c.bulkhead {
-            let _ = writeln!(out, "  bulkhead: {}", words::bulkhead(b));
+            let per_call = c.pipeline.as_ref().is_some_and(|p| p.bulkhead_outside());
+            let _ = writeln!(out, "  bulkhead: {}", words::bulkhead(b, per_call));
         }
         if let Some(l) = &c.concurrency_limit {
             let _ = writeln!(out, "  concurrency limit: {}", words::concurrency_limit(l));

@@ -285,6 +285,8 @@ pub struct RetryClient {
     breaker: Option<Box<CircuitBreaker>>,
     /// Which side of the retry the breaker stands on (the config's pipeline).
     breaker_place: BreakerPlace,
+    /// The bulkhead stands outside the retry: a call holds one place until it ends.
+    bulkhead_outside: bool,
     /// With failover: where each attempt goes, and a breaker per provider (boxed, like the
     /// limiter: few configs have one, and every fleet instance would carry its size).
     router: Option<Box<ProviderRouter>>,
@@ -351,6 +353,10 @@ impl RetryClient {
                 .pipeline
                 .as_ref()
                 .map_or(BreakerPlace::PerAttempt, |p| p.breaker_place()),
+            bulkhead_outside: config
+                .pipeline
+                .as_ref()
+                .is_some_and(|p| p.bulkhead_outside()),
             router: config
                 .failover
                 .as_ref()
@@ -805,6 +811,7 @@ impl RetryClient {
         // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
         self.settle_outer(now, req, None);
         self.release_places(now, req, None);
+        self.release_call_place(req);
         self.leave_bulkhead_queue(req);
         if req.awaiting_outcome && req.is_probe {
             if let Some(br) = self.breaker.as_mut() {

@@ -214,6 +214,7 @@ impl RetryConfig {
             hedging: self.hedges(),
             bulkhead: self.bulkhead.is_some()
                 || self.failover.as_ref().is_some_and(|f| f.bulkhead.is_some()),
+            bulkhead_per_provider: self.failover.as_ref().is_some_and(|f| f.bulkhead.is_some()),
             concurrency_limit: self.concurrency_limit.is_some(),
         }
     }

@@ -31,6 +31,13 @@
 //! * **No `pipeline` written**: each attempt asks the breaker and is recorded, and a refusal
 //!   ends the call without retrying it: what stormrig has always run, kept so that no
 //!   existing config changes. No preset has a breaker.
+//!
+//! The bulkhead too may stand on either side. **Inside the retry** (the default, and
+//! resilience4j's `Decorators` order, its `Bulkhead` innermost) each attempt takes a place
+//! and gives it back with its outcome, so a call waiting out its backoff holds none.
+//! **Outside the retry** (`["bulkhead", "retry"]`, Polly's concurrency limiter placed first
+//! in a pipeline) a call takes a place before its first attempt and keeps it through its
+//! backoffs and retries until it ends: the bulkhead bounds calls in flight, not attempts.
 
 use super::error::{check, PolicyError};
 use serde::{Deserialize, Serialize};
@@ -86,6 +93,20 @@ pub enum BreakerPlace {
     OutsideRetry,
 }
 
+impl Pipeline {
+    /// Whether the bulkhead stands outside the retry: one place per call, held until the
+    /// call ends (see the module's doc).
+    pub fn bulkhead_outside(&self) -> bool {
+        match (
+            self.0.iter().position(|s| *s == Stage::Bulkhead),
+            self.loop_at(),
+        ) {
+            (Some(b), Some(r)) => b < r,
+            _ => false,
+        }
+    }
+}
+
 /// What of the config a pipeline must agree with: which stages it has.
 #[derive(Clone, Copy, Debug)]
 pub struct Present {
@@ -103,6 +124,8 @@ pub struct Present {
     pub hedging: bool,
     /// A bulkhead is set.
     pub bulkhead: bool,
+    /// The bulkhead is one per provider (`failover.bulkhead`).
+    pub bulkhead_per_provider: bool,
     /// An adaptive concurrency limiter is set.
     pub concurrency_limit: bool,
 }
@@ -237,12 +260,31 @@ impl Pipeline {
              timeout (the order each attempt asks them)",
         )?;
         check(
-            !outer.contains(&Stage::Bulkhead) && !outer.contains(&Stage::ConcurrencyLimit),
+            !outer.contains(&Stage::ConcurrencyLimit),
             "pipeline",
             list,
-            "\"bulkhead\" and \"concurrency-limit\" after (inside) \"retry\": each \
-             attempt takes a place and gives it back with its outcome",
+            "\"concurrency-limit\" after (inside) \"retry\": each attempt takes a place \
+             and gives it back with its outcome, the round trip the limit learns from",
         )?;
+        check(
+            !(outer.contains(&Stage::Bulkhead) && has.bulkhead_per_provider),
+            "pipeline",
+            list,
+            "\"bulkhead\" after (inside) \"retry\" with a bulkhead per provider: each \
+             attempt takes a place at the provider it goes to",
+        )?;
+        // Outside the retry a call asks the bulkhead before the breaker, the order it
+        // runs: a call the bulkhead rejects never takes a half-open breaker's probe.
+        let at = |s: Stage| outer.iter().position(|x| *x == s);
+        if let (Some(b), Some(br)) = (at(Stage::Bulkhead), at(Stage::Breaker)) {
+            check(
+                b < br,
+                "pipeline",
+                list,
+                "outside \"retry\" the order timeout, bulkhead, breaker (the order each call \
+                 asks them)",
+            )?;
+        }
         check(
             !outer.contains(&Stage::RateLimiter),
             "pipeline",
@@ -345,6 +387,7 @@ mod tests {
         rate_limiter: false,
         hedging: false,
         bulkhead: false,
+        bulkhead_per_provider: false,
         concurrency_limit: false,
     };
 
@@ -397,6 +440,46 @@ mod tests {
         p(&["timeout", "retry", "breaker", "timeout"])
             .validate(failover)
             .unwrap_err();
+    }
+
+    #[test]
+    fn the_bulkhead_stands_on_either_side_of_the_retry_before_the_breaker() {
+        let has = Present {
+            bulkhead: true,
+            ..BREAKER
+        };
+        let outside = p(&["timeout", "bulkhead", "breaker", "retry", "timeout"]);
+        outside.validate(has).unwrap();
+        assert!(outside.bulkhead_outside());
+        let inside = p(&["timeout", "breaker", "retry", "bulkhead", "timeout"]);
+        inside.validate(has).unwrap();
+        assert!(!inside.bulkhead_outside());
+        assert!(!Pipeline::default_for(has).bulkhead_outside());
+        p(&["timeout", "breaker", "bulkhead", "retry", "timeout"])
+            .validate(has)
+            .unwrap_err();
+        let per_provider = Present {
+            bulkhead_per_provider: true,
+            breaker: false,
+            ..has
+        };
+        p(&["timeout", "bulkhead", "retry", "timeout"])
+            .validate(per_provider)
+            .unwrap_err();
+        let limit = Present {
+            concurrency_limit: true,
+            bulkhead: false,
+            ..BREAKER
+        };
+        p(&[
+            "timeout",
+            "concurrency-limit",
+            "breaker",
+            "retry",
+            "timeout",
+        ])
+        .validate(limit)
+        .unwrap_err();
     }
 
     #[test]

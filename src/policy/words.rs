@@ -193,22 +193,34 @@ pub fn pipeline(c: &super::config::RetryConfig) -> String {
             "; every attempt asks the breaker, and its refusal ends the call without a retry"
         }
     };
-    format!("{order} (outermost first, {written}){breaker}")
+    let bulkhead = if c.pipeline.as_ref().is_some_and(|p| p.bulkhead_outside()) {
+        "; the bulkhead is asked once per call, which holds its place through its backoffs \
+         and retries until it ends: it bounds calls in flight, not attempts"
+    } else {
+        ""
+    };
+    format!("{order} (outermost first, {written}){breaker}{bulkhead}")
 }
 
-/// The bulkhead: its places, its queue.
-pub fn bulkhead(b: &super::bulkhead::BulkheadConfig) -> String {
+/// The bulkhead: its places, its queue; `per_call` when it stands outside the retry (a
+/// place is a call's, not an attempt's).
+pub fn bulkhead(b: &super::bulkhead::BulkheadConfig, per_call: bool) -> String {
+    let (one, many) = if per_call {
+        ("a call", "calls")
+    } else {
+        ("an attempt", "attempts")
+    };
     let queue = if b.max_queue == 0 {
-        "no queue: an attempt that finds them taken is rejected".to_string()
+        format!("no queue: {one} that finds them taken is rejected")
     } else {
         format!(
-            "up to {} attempts wait up to {} for one, then are rejected",
+            "up to {} {many} wait up to {} for one, then are rejected",
             b.max_queue,
             d(b.max_wait)
         )
     };
     format!(
-        "at most {} attempts in flight; {queue} (the call ends bulkhead-full, unsent)",
+        "at most {} {many} in flight; {queue} (the call ends bulkhead-full, unsent)",
         b.max_concurrent
     )
 }
@@ -307,7 +319,7 @@ pub fn failover(f: &FailoverConfig) -> String {
         let _ = write!(
             s,
             "; a bulkhead per provider, each: {} (asked at the provider the attempt goes to)",
-            bulkhead(b)
+            bulkhead(b, false)
         );
     }
     s

@@ -1,7 +1,8 @@
 //! Bulkheads and adaptive client concurrency limiters: a bulkhead of 10 without a queue
 //! under a hang fault holds the target's in-flight count to 10 and counts its rejections
-//! exactly, in both engines; the limiters' rejections are their own outcome; bad values are
-//! refused at `check`.
+//! exactly, in both engines; outside the retry a bulkhead holds one place per call through
+//! its retries; the limiters' rejections are their own outcome; bad values are refused at
+//! `check`.
 
 use crate::support::{self, config_named, plan_of};
 use stormrig::metrics::ConfigSummary;
@@ -147,6 +148,128 @@ fn a_queued_bulkhead_and_the_adaptive_limiters_count_their_rejections() {
     }
 }
 
+/// 20 calls a second for 1 s against a target answering every request 503 (for 2 s: the
+/// last call's retries too); each config
+/// sends 3 attempts 107 ms apart (no jitter) behind a bulkhead of 2, outside or inside the
+/// retry.
+fn sides_scenario() -> String {
+    let config = |name: &str, pipeline: &str| {
+        format!(
+            "[[configs]]\nname = \"{name}\"\nmax_attempts = 3\n\
+             backoff = {{ kind = \"constant\", delay = \"107ms\" }}\njitter = {{ kind = \"none\" }}\n\
+             retry_on = {{ statuses = [503] }}\nbulkhead = {{ max_concurrent = 2 }}\n\
+             pipeline = {pipeline}\n\n"
+        )
+    };
+    format!(
+        r#"name = "bulkhead-sides"
+seed = 1
+duration = "2s"
+
+[load]
+kind = "steps"
+steps = [{{ at = "0s", rate = 20.0 }}, {{ at = "1s", rate = 0.0 }}]
+
+[target]
+builtin = "default"
+
+[target.service]
+service_time = {{ kind = "constant", value = "1ms" }}
+
+[[faults]]
+kind = "status"
+status = 503
+at = "0s"
+for = "2s"
+
+{}{}"#,
+        config("outside", "[\"bulkhead\", \"retry\"]"),
+        config("inside", "[\"retry\", \"bulkhead\"]"),
+    )
+}
+
+/// By hand. Outside the retry a call holds its place from its first attempt to its end,
+/// 214 ms and two answers later (3 attempts 107 ms apart): the calls at 0 and 50 ms take
+/// the 2 places; those at 100, 150 and 200 ms find both held and are rejected; the call at
+/// 250 ms takes the place the first call left at 214+ ms, 300 ms the second's; and so on
+/// every 250 ms: 8 calls sent (3 attempts each, all failing at the attempt limit), 12
+/// rejected. Inside the retry an attempt holds its place only until its answer, a few
+/// ms: the attempts of calls 50 ms apart start 0, 7 and 14 ms past each 50 ms, never more
+/// than 2 at once, so nothing is rejected and every call sends its 3 attempts.
+fn bulkhead_sides_by_hand(outside: &ConfigSummary, inside: &ConfigSummary, exact: bool) {
+    for c in [outside, inside] {
+        rejections_add_up_per_call(c);
+        assert_eq!(c.upstream_requests, 20, "{c:#?}");
+        assert_eq!(c.successes, 0, "{c:#?}");
+    }
+    assert_eq!(inside.bulkhead_rejections, 0, "{inside:#?}");
+    assert_eq!(inside.attempts, 60, "{inside:#?}");
+    if exact {
+        assert_eq!(outside.bulkhead_rejections, 12, "{outside:#?}");
+    } else {
+        assert!(
+            (11..=13).contains(&outside.bulkhead_rejections),
+            "{outside:#?}"
+        );
+    }
+    assert_eq!(
+        outside.attempts,
+        3 * (20 - outside.bulkhead_rejections),
+        "{outside:#?}"
+    );
+}
+
+/// Every call either sent its first attempt or was rejected; each sent call failed at its
+/// attempt limit (the target answers nothing but 503).
+fn rejections_add_up_per_call(c: &ConfigSummary) {
+    assert_eq!(c.attempts, c.downstream_arrivals, "{c:#?}");
+    assert_eq!(reason(c, "bulkhead-full"), c.bulkhead_rejections, "{c:#?}");
+    assert_eq!(
+        reason(c, "max-attempts") + c.bulkhead_rejections,
+        c.upstream_requests,
+        "{c:#?}"
+    );
+}
+
+#[test]
+fn a_bulkhead_outside_the_retry_holds_a_place_per_call_in_the_simulator() {
+    let out = sim::run(&plan_of(&sides_scenario()), &SimOptions::default()).unwrap();
+    let configs = &out.result.configs;
+    let outside = config_named(configs, "outside");
+    bulkhead_sides_by_hand(outside, config_named(configs, "inside"), true);
+    assert!(outside.peak_concurrency <= 2, "{outside:#?}");
+}
+
+#[test]
+fn a_bulkhead_outside_the_retry_holds_a_place_per_call_live() {
+    let out = support::run_live(&plan_of(&sides_scenario()), false);
+    let configs = &out.result.configs;
+    bulkhead_sides_by_hand(
+        config_named(configs, "outside"),
+        config_named(configs, "inside"),
+        false,
+    );
+}
+
+/// `check --explain` says which side the bulkhead stands on, and what a place is then.
+#[test]
+fn explain_says_what_a_bulkhead_place_is_on_each_side() {
+    let explained = stormrig::advice::explain(&plan_of(&sides_scenario()));
+    let inside_at = explained.find("\ninside").expect("the inside config");
+    let (outside, inside) = explained.split_at(inside_at);
+    assert!(
+        outside.contains("bulkhead: at most 2 calls in flight")
+            && outside.contains("pipeline: bulkhead › retry (outermost first, as written)")
+            && outside.contains("bounds calls in flight, not attempts"),
+        "{outside}"
+    );
+    assert!(
+        inside.contains("bulkhead: at most 2 attempts in flight")
+            && !inside.contains("bounds calls"),
+        "{inside}"
+    );
+}
+
 /// Bad values exit 2 at `check`, naming the file, the line and the field.
 #[test]
 fn bad_bulkhead_and_limiter_values_are_refused_at_check() {
@@ -182,7 +305,7 @@ fn bad_bulkhead_and_limiter_values_are_refused_at_check() {
             "concurrency_limit",
         ),
         (
-            "bulkhead = { max_concurrent = 10 }\npipeline = [\"bulkhead\", \"retry\"]",
+            "concurrency_limit = { kind = \"aimd\" }\npipeline = [\"concurrency-limit\", \"retry\"]",
             "pipeline",
         ),
     ] {

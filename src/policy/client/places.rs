@@ -15,7 +15,7 @@ impl RetryClient {
     /// and joins the other's, its wait counted afresh.
     #[inline]
     pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        if self.bulkhead.is_none() || req.ended.is_some() {
+        if self.bulkhead.is_none() || req.ended.is_some() || self.holds_call_place(req) {
             return None;
         }
         let remaining = req.remaining_deadline(now);
@@ -46,7 +46,7 @@ impl RetryClient {
     /// (its wait was rejected, or no place is free now); a refused attempt leaves the queue.
     pub(super) fn bulkhead_refuses(&mut self, now: Now, req: &mut RequestState) -> bool {
         let rejected = std::mem::take(&mut req.bulkhead_rejected);
-        if self.bulkhead.is_none() {
+        if self.bulkhead.is_none() || self.holds_call_place(req) {
             return false;
         }
         // Every provider refusing is routing's refusal, not the bulkhead's.
@@ -93,9 +93,26 @@ impl RetryClient {
         }
     }
 
+    /// Whether the call already holds the place of a bulkhead outside the retry (taken by
+    /// its first attempt, kept through its retries).
+    fn holds_call_place(&self, req: &RequestState) -> bool {
+        self.bulkhead_outside && req.holds_bulkhead
+    }
+
+    /// Give back the place of a bulkhead outside the retry: the call has ended.
+    pub(super) fn release_call_place(&mut self, req: &mut RequestState) {
+        if self.bulkhead_outside && std::mem::take(&mut req.holds_bulkhead) {
+            if let Some(b) = self.bulkhead.as_mut() {
+                b.at(0).leave();
+            }
+        }
+    }
+
     /// Take the places of an attempt routed to `provider` (0 without failover).
     pub(super) fn take_places(&mut self, now: Now, req: &mut RequestState, provider: usize) {
-        if let Some(b) = self.bulkhead.as_mut() {
+        if self.holds_call_place(req) {
+            // Outside the retry: the call's place, taken by its first attempt.
+        } else if let Some(b) = self.bulkhead.as_mut() {
             debug_assert!(!b.per_provider() || usize::from(req.bulkhead_slot) == provider);
             b.at(provider).enter();
             req.holds_bulkhead = true;
@@ -117,7 +134,8 @@ impl RetryClient {
     /// Give back the places the attempt in flight held: `drop` says how the concurrency
     /// limiter learns from it (None: it is not a sample, the attempt ended unanswered).
     pub(super) fn release_places(&mut self, now: Now, req: &mut RequestState, drop: Option<bool>) {
-        if std::mem::take(&mut req.holds_bulkhead) {
+        // Outside the retry the place is the call's, given back when it ends.
+        if !self.bulkhead_outside && std::mem::take(&mut req.holds_bulkhead) {
             if let Some(b) = self.bulkhead.as_mut() {
                 // The attempt in flight went to `req.provider` (one at a time with failover).
                 b.at(req.provider).leave();
