@@ -104,6 +104,7 @@ impl Bulkhead {
 
     /// May the attempt go? `queued_since`: when it joined the queue (None: it has not);
     /// the answer updates it (joining, or leaving the queue).
+    #[inline]
     pub fn admit(&mut self, now: Duration, queued_since: &mut Option<Duration>) -> Admission {
         let full = self.in_flight >= self.cfg.max_concurrent;
         match *queued_since {
@@ -138,16 +139,19 @@ impl Bulkhead {
     }
 
     /// Whether a place is free now.
+    #[inline]
     pub fn has_room(&self) -> bool {
         self.in_flight < self.cfg.max_concurrent
     }
 
     /// Take a place (after [`Admission::Free`]).
+    #[inline]
     pub fn enter(&mut self) {
         self.in_flight += 1;
     }
 
     /// Give a place back.
+    #[inline]
     pub fn leave(&mut self) {
         self.in_flight = self.in_flight.saturating_sub(1);
     }
@@ -190,11 +194,13 @@ impl Bulkheads {
     }
 
     /// Whether an attempt's place depends on its provider.
+    #[inline]
     pub fn per_provider(&self) -> bool {
         matches!(self, Bulkheads::PerProvider(_))
     }
 
     /// The bulkhead an attempt to provider `slot` passes (the client's one for any slot).
+    #[inline]
     pub fn at(&mut self, slot: usize) -> &mut Bulkhead {
         match self {
             Bulkheads::Client(b) => b,

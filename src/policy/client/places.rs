@@ -3,7 +3,7 @@
 //! back with the outcome.
 
 use super::{Now, RequestState, RetryClient};
-use crate::policy::bulkhead::Admission;
+use crate::policy::bulkhead::{Admission, Bulkheads};
 use std::time::Duration;
 
 impl RetryClient {
@@ -15,7 +15,16 @@ impl RetryClient {
     /// and joins the other's, its wait counted afresh.
     #[inline]
     pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        if self.bulkhead.is_none() || req.ended.is_some() || self.holds_call_place(req) {
+        if self.bulkhead.is_none() {
+            return None;
+        }
+        self.bulkhead_wait_at(now, req)
+    }
+
+    /// [`Self::bulkhead_wait`] for a config with a bulkhead, out of line: a config without
+    /// one pays a test of one pointer.
+    fn bulkhead_wait_at(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
+        if req.ended.is_some() || self.holds_call_place(req) {
             return None;
         }
         let remaining = req.remaining_deadline(now);
@@ -44,9 +53,15 @@ impl RetryClient {
 
     /// Whether the attempt about to be sent must be refused for want of a bulkhead place
     /// (its wait was rejected, or no place is free now); a refused attempt leaves the queue.
+    #[inline]
     pub(super) fn bulkhead_refuses(&mut self, now: Now, req: &mut RequestState) -> bool {
         let rejected = std::mem::take(&mut req.bulkhead_rejected);
-        if self.bulkhead.is_none() || self.holds_call_place(req) {
+        self.bulkhead.is_some() && self.bulkhead_refuses_at(now, req, rejected)
+    }
+
+    /// [`Self::bulkhead_refuses`] for a config with a bulkhead, out of line.
+    fn bulkhead_refuses_at(&mut self, now: Now, req: &mut RequestState, rejected: bool) -> bool {
+        if self.holds_call_place(req) {
             return false;
         }
         // Every provider refusing is routing's refusal, not the bulkhead's.
@@ -67,9 +82,10 @@ impl RetryClient {
 
     /// The provider whose bulkhead the next attempt passes: where routing would send it
     /// (None: nowhere, every provider's breaker refuses), 0 for the client's one bulkhead.
+    #[inline]
     fn bulkhead_slot(&self, now: Now, req: &RequestState) -> Option<usize> {
-        match (&self.bulkhead, &self.router) {
-            (Some(b), Some(router)) if b.per_provider() => {
+        match (self.bulkhead.as_deref(), &self.router) {
+            (Some(Bulkheads::PerProvider(_)), Some(router)) => {
                 router.peek(now.mono, req.attempts + 1, req.provider)
             }
             _ => Some(0),
@@ -109,6 +125,7 @@ impl RetryClient {
     }
 
     /// Take the places of an attempt routed to `provider` (0 without failover).
+    #[inline]
     pub(super) fn take_places(&mut self, now: Now, req: &mut RequestState, provider: usize) {
         if self.holds_call_place(req) {
             // Outside the retry: the call's place, taken by its first attempt.
