@@ -15,9 +15,7 @@ impl RetryClient {
     /// and joins the other's, its wait counted afresh.
     #[inline]
     pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        if self.bulkhead.is_none() {
-            return None;
-        }
+        self.bulkhead.as_ref()?;
         self.bulkhead_wait_at(now, req)
     }
 
