@@ -259,6 +259,39 @@ impl Pipeline {
             "inside \"retry\" the order rate-limiter, breaker, bulkhead, concurrency-limit, \
              timeout (the order each attempt asks them)",
         )?;
+        Self::validate_places(outer, has, list)?;
+        check(
+            !outer.contains(&Stage::RateLimiter),
+            "pipeline",
+            list,
+            "\"rate-limiter\" after (inside) \"retry\": botocore's limiter is asked before \
+             every send, retries included",
+        )?;
+        // The innermost timeout bounds one send, so nothing may stand inside it.
+        if let Some(t) = inner.iter().position(|s| *s == Stage::Timeout) {
+            check(
+                t + 1 == inner.len(),
+                "pipeline",
+                list,
+                "the per-try \"timeout\" last: it bounds the send itself",
+            )?;
+        }
+        if let Some(t) = outer.iter().position(|s| *s == Stage::Timeout) {
+            check(
+                t == 0,
+                "pipeline",
+                list,
+                "the overall \"timeout\" first: the deadline bounds the whole call, waits \
+                 for a breaker included",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Where the bulkhead and the concurrency limit may stand: the limit inside the retry
+    /// only, the bulkhead on either side but inside with a bulkhead per provider, and
+    /// before an outside breaker.
+    fn validate_places(outer: &[Stage], has: Present, list: &str) -> Result<(), PolicyError> {
         check(
             !outer.contains(&Stage::ConcurrencyLimit),
             "pipeline",
@@ -283,31 +316,6 @@ impl Pipeline {
                 list,
                 "outside \"retry\" the order timeout, bulkhead, breaker (the order each call \
                  asks them)",
-            )?;
-        }
-        check(
-            !outer.contains(&Stage::RateLimiter),
-            "pipeline",
-            list,
-            "\"rate-limiter\" after (inside) \"retry\": botocore's limiter is asked before \
-             every send, retries included",
-        )?;
-        // The innermost timeout bounds one send, so nothing may stand inside it.
-        if let Some(t) = inner.iter().position(|s| *s == Stage::Timeout) {
-            check(
-                t + 1 == inner.len(),
-                "pipeline",
-                list,
-                "the per-try \"timeout\" last: it bounds the send itself",
-            )?;
-        }
-        if let Some(t) = outer.iter().position(|s| *s == Stage::Timeout) {
-            check(
-                t == 0,
-                "pipeline",
-                list,
-                "the overall \"timeout\" first: the deadline bounds the whole call, waits \
-                 for a breaker included",
             )?;
         }
         Ok(())
