@@ -445,7 +445,7 @@ impl Sim<'_> {
 
     /// Carries out one event at time `t`. Returns whether it moved a request, an attempt or
     /// a user on (a stale timer, a reply nobody waits for, a capacity change do not).
-    #[inline]
+    #[inline(always)]
     fn handle(&mut self, t: u64, ev: Ev) -> bool {
         let Ev { kind, idx, gen } = ev;
         match kind {
