@@ -428,7 +428,12 @@ mod tests {
             assert_eq!(cube(x).to_bits(), want.to_bits(), "x = {x:e}");
             if let Some(got) = cube_without_pow(x) {
                 shortcut += 1;
-                assert_eq!(got.to_bits(), want.to_bits(), "x = {x:e} ({:#x})", x.to_bits());
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "x = {x:e} ({:#x})",
+                    x.to_bits()
+                );
             }
         };
         for i in 0..2_000_000u64 {
@@ -448,7 +453,17 @@ mod tests {
                 check(y / 1024.0);
             }
         }
-        for x in [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, f64::MIN_POSITIVE, f64::MAX, f64::INFINITY] {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            2.0,
+            0.5,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::INFINITY,
+        ] {
             check(x);
         }
         assert!(n > 4_000_000 && shortcut > n / 2, "{shortcut} of {n}");
