@@ -309,7 +309,16 @@ impl ConcurrencyLimiter {
                 ..
             } => {
                 // The library's clock is in nanoseconds; so are these rtts.
-                let short = rtt.as_nanos() as f64;
+                // Through u64 when it fits (any rtt under 584 years): the same correctly
+                // rounded value, without the 128-bit conversion's library call per sample.
+                let short = match rtt
+                    .as_secs()
+                    .checked_mul(1_000_000_000)
+                    .and_then(|n| n.checked_add(u64::from(rtt.subsec_nanos())))
+                {
+                    Some(n) => n as f64,
+                    None => rtt.as_nanos() as f64,
+                };
                 let long = self.long_rtt.add(short);
                 if long / short > 2.0 {
                     self.long_rtt.value *= 0.95;
