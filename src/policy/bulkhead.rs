@@ -5,16 +5,20 @@
 //! `max_wait` without getting one, is rejected: the call ends `bulkhead-full` without being
 //! sent, its own outcome and figure (`bulkhead_rejections`).
 //!
-//! It stands inside the retry, nearest the send: each attempt takes a place and gives it
-//! back with its outcome. A config that fails over across providers may have one per
-//! provider instead (`failover.bulkhead`, [`Bulkheads::PerProvider`]): one dependency's
-//! hang then fills its own places only, and the attempts to the others still go. An
-//! attempt then waits in, and takes a place of, the bulkhead of the provider routing will
-//! pick for it ([`super::provider_breakers::ProviderRouter::peek`]); a full one rejects the
-//! call as the client's own would, it does not move the attempt to another provider. A waiting attempt asks again every [`POLL`] (the engines have no
-//! wake-up for it), so among several waiters the one that asks first after a place frees
-//! gets it, not necessarily the one that came first; an attempt that finds waiters queues
-//! behind them rather than taking a freed place.
+//! By default it stands inside the retry, nearest the send: each attempt takes a place and
+//! gives it back with its outcome. Written outside the retry in a pipeline it holds one
+//! place per call, from its first attempt to its end ([`super::pipeline`]). A config that
+//! fails over across providers may have one per provider instead (`failover.bulkhead`,
+//! [`Bulkheads::PerProvider`]): one dependency's hang then fills its own places only, and
+//! the attempts to the others still go. An attempt then waits in, and takes a place of,
+//! the bulkhead of the provider routing will pick for it
+//! ([`super::provider_breakers::ProviderRouter::peek`]); a full one rejects the call as
+//! the client's own would, it does not move the attempt to another provider.
+//!
+//! A waiting attempt asks again every [`POLL`] (the engines have no wake-up for it), so
+//! among several waiters the one that asks first after a place frees gets it, not
+//! necessarily the one that came first; an attempt that finds waiters queues behind them
+//! rather than taking a freed place.
 
 use super::duration;
 use super::error::{check, PolicyError};

@@ -34,10 +34,7 @@ impl RetryClient {
                 return None;
             }
         };
-        if req.queued_since.is_some() && usize::from(req.bulkhead_slot) != slot {
-            self.leave_bulkhead_queue(req);
-        }
-        req.bulkhead_slot = slot as u8;
+        self.bulkhead_slot_is(req, slot);
         let b = self.bulkhead.as_mut()?.at(slot);
         match b.admit(now.mono, &mut req.queued_since) {
             Admission::Free => None,
@@ -66,16 +63,25 @@ impl RetryClient {
         let Some(slot) = self.bulkhead_slot(now, req) else {
             return false;
         };
+        self.bulkhead_slot_is(req, slot);
         let full = !self
             .bulkhead
             .as_mut()
             .is_some_and(|b| b.at(slot).has_room());
         if rejected || full {
             self.leave_bulkhead_queue(req);
-            req.bulkhead_slot = slot as u8;
             return true;
         }
         false
+    }
+
+    /// The next attempt asks the bulkhead of provider `slot`: a wait in another
+    /// provider's queue ends there (the route moved while it waited).
+    fn bulkhead_slot_is(&mut self, req: &mut RequestState, slot: usize) {
+        if req.queued_since.is_some() && usize::from(req.bulkhead_slot) != slot {
+            self.leave_bulkhead_queue(req);
+        }
+        req.bulkhead_slot = slot as u8;
     }
 
     /// The provider whose bulkhead the next attempt passes: where routing would send it
