@@ -2,16 +2,11 @@
 //! retry (the shipped `breaker-order` scenario) with figures worked out by hand, orders
 //! that make no sense refused at `check`, and `check --explain` saying the order.
 
-use crate::support::{self, config_named, plan_of, repo_root};
-use stormrig::metrics::ConfigSummary;
+use crate::support::{self, config_named, failures_for, plan_of, repo_root};
 use stormrig::sim::{self, SimOptions};
 
 fn shipped() -> String {
     std::fs::read_to_string(repo_root().join("scenarios/breaker-order.toml")).unwrap()
-}
-
-fn reason(c: &ConfigSummary, r: &str) -> u64 {
-    c.failures_by_reason.get(r).copied().unwrap_or(0)
 }
 
 /// The hand arithmetic of the shipped scenario. A call every 500 ms (40 in 20 s; calls
@@ -61,20 +56,20 @@ fn breaker_outside_the_retry_sends_only_its_probes_and_inside_it_retries_refusal
     }
     let probes = 4;
     assert_eq!(outside.breaker_refusals, 15, "{outside:#?}");
-    assert_eq!(reason(outside, "breaker-open"), 15, "{outside:#?}");
+    assert_eq!(failures_for(outside, "breaker-open"), 15, "{outside:#?}");
     assert_eq!(
         outside.attempts,
         10 + 3 * 3 + probes * 3 + 8,
         "{outside:#?}"
     );
     assert_eq!(outside.successes, 18, "{outside:#?}");
-    assert_eq!(reason(outside, "max-attempts"), 7, "{outside:#?}");
+    assert_eq!(failures_for(outside, "max-attempts"), 7, "{outside:#?}");
 
     assert_eq!(inside.breaker_refusals, 9 + probes * 11, "{inside:#?}");
-    assert_eq!(reason(inside, "breaker-open"), 0, "{inside:#?}");
+    assert_eq!(failures_for(inside, "breaker-open"), 0, "{inside:#?}");
     assert_eq!(inside.attempts, 10 + 3 + probes + 10, "{inside:#?}");
     assert_eq!(inside.successes, 20, "{inside:#?}");
-    assert_eq!(reason(inside, "max-attempts"), 20, "{inside:#?}");
+    assert_eq!(failures_for(inside, "max-attempts"), 20, "{inside:#?}");
 
     // The open state of the outside breaker: 6.23 s to 16.0 s; what the target received in
     // it is the probes' attempts, nothing else.
@@ -115,11 +110,11 @@ fn the_live_engine_runs_the_same_breaker_orders() {
     assert!(outside.breaker_refusals > 0, "{outside:#?}");
     assert_eq!(
         outside.breaker_refusals,
-        reason(outside, "breaker-open"),
+        failures_for(outside, "breaker-open"),
         "{outside:#?}"
     );
     assert!(inside.breaker_refusals > 0, "{inside:#?}");
-    assert_eq!(reason(inside, "breaker-open"), 0, "{inside:#?}");
+    assert_eq!(failures_for(inside, "breaker-open"), 0, "{inside:#?}");
     // A refused call re-sends its refusal until its 3 attempts are spent.
     assert!(
         inside.breaker_refusals >= 2 * (40 - inside.successes),

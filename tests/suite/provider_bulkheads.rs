@@ -9,7 +9,7 @@ use stormrig::metrics::provider::ProviderRoute;
 use stormrig::metrics::ConfigSummary;
 use stormrig::sim::{self, SimOptions};
 
-use crate::support::{self, config_named, plan_of};
+use crate::support::{self, config_named, failures_for, plan_of};
 
 /// 20 calls a second for 5 s to provider `a` (10 ms), which holds every request arriving
 /// from 1 s to 4 s; `b` answers in 100 ms. Each config sends a call's first try to `a`,
@@ -74,10 +74,6 @@ fn route<'a>(c: &'a ConfigSummary, name: &str) -> &'a ProviderRoute {
         .expect("a route per provider")
 }
 
-fn reason(c: &ConfigSummary, r: &str) -> u64 {
-    c.failures_by_reason.get(r).copied().unwrap_or(0)
-}
-
 /// What holds in both engines and every config: every call either sent its first try or
 /// was rejected unsent (a retry here always finds a place at `b`); the client's count per provider is the
 /// provider's own; each rejection is one `bulkhead-full` ending, and the per-provider
@@ -92,7 +88,11 @@ fn counts_add_up(c: &ConfigSummary) {
         c.upstream_requests,
         "{c:#?}"
     );
-    assert_eq!(reason(c, "bulkhead-full"), c.bulkhead_rejections, "{c:#?}");
+    assert_eq!(
+        failures_for(c, "bulkhead-full"),
+        c.bulkhead_rejections,
+        "{c:#?}"
+    );
     assert_eq!(c.successes + c.failures, c.upstream_requests, "{c:#?}");
 }
 

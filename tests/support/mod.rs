@@ -188,6 +188,11 @@ pub fn instant_target() -> stormrig::server::TargetConfig {
     }
 }
 
+/// How many of a config's calls ended for `reason` (`bulkhead-full`, `max-attempts`, ...).
+pub fn failures_for(c: &ConfigSummary, reason: &str) -> u64 {
+    c.failures_by_reason.get(reason).copied().unwrap_or(0)
+}
+
 /// A fault over the whole of a short test (an hour), on every request.
 pub fn always(kind: stormrig::scenario::FaultKind) -> stormrig::scenario::Fault {
     stormrig::scenario::Fault {
