@@ -615,21 +615,22 @@ impl Session {
         }
     }
 
-    /// [`Self::outcome`], the attempt counted and logged under `label` in place of its own
+    /// [`Self::outcome_in`], the attempt counted and logged under `label` in place of its own
     /// when one is given: for what the engine knows better than the outcome says
     /// (`not-accepted`: the in-process target never read it). The policy decides on the
     /// outcome as it came.
-    pub fn outcome_as(
+    #[inline(always)]
+    pub fn outcome_as_in(
         &mut self,
         now: Now,
-        req: Request,
+        slot: &mut Option<Request>,
         latency: Duration,
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
         label: Option<AttemptLabel>,
-    ) -> Step {
+    ) -> Next {
         self.relabel = label;
-        self.outcome(now, req, latency, outcome, rng)
+        self.outcome_in(now, slot, latency, outcome, rng)
     }
 
     /// [`Self::abandon`] for a request dropped while attempt `attempt` (sent at `sent`) was

@@ -6,7 +6,8 @@
 //! steps [`ConfigRuntime::drive`](crate::live::driver::ConfigRuntime::drive) takes: the same
 //! session calls in the same lock sections (the start of a request shares one with its first
 //! permit, an outcome one with the next permit when the retry needs no wait, or with the end
-//! of the request), and a per-request [`LazyRng`] seeded on its first draw. A figure
+//! of the request), the request kept in one slot between its steps, and a per-request
+//! [`LazyRng`] seeded on its first draw. A figure
 //! measured here that the driver could not reproduce would be worthless.
 
 use std::hint::black_box;
@@ -15,8 +16,8 @@ use std::time::Duration;
 
 use crate::draws::{request_seed, LazyRng};
 use crate::metrics::Recorder;
-use crate::policy::{AttemptOutcome, Now, Response, RetryConfig};
-use crate::session::{Session, Step};
+use crate::policy::{is_idempotent_method, AttemptOutcome, Now, Response, RetryConfig};
+use crate::session::{Next, Request, Session};
 
 /// Virtual time one attempt takes: the clock moves by this much per attempt sent and never
 /// jumps over a retry's wait, so a budget sees the densest storm it can.
@@ -34,7 +35,10 @@ pub struct PolicyPath {
     /// What the request in flight does next, if one is in flight: send the attempt already
     /// granted, or (after a retry that had to wait) ask for it under a lock of its own, as
     /// the driver does after its sleep.
-    next: Option<Step>,
+    next: Option<Next>,
+    /// The request in flight, kept in place between its steps, as the driver keeps it in
+    /// its guard's slot.
+    slot: Option<Request>,
     /// The RNG of the request in flight, reseeded per request in place, as the simulator
     /// does with its request slots (seeding is lazy, so a request that never draws never
     /// seeds).
@@ -55,6 +59,7 @@ impl PolicyPath {
             status,
             clock: Duration::ZERO,
             next: None,
+            slot: None,
             rng: LazyRng::new(0),
             draw_key: crate::draws::config_key(&config.name),
             requests: 0,
@@ -75,26 +80,26 @@ impl PolicyPath {
             Some(step) => step,
             None => self.start(now),
         };
-        let (req, attempt) = loop {
+        let attempt = loop {
             step = match step {
-                Step::Send(req, attempt) => break (req, attempt),
-                Step::Wait(req, _) => self.lock().permit(now, req),
-                Step::Done(_) => self.start(now),
+                Next::Send(attempt) => break attempt,
+                Next::Wait(_) => lock(&self.session).permit_in(now, &mut self.slot),
+                Next::Done(_) => self.start(now),
             };
         };
         black_box(attempt.number);
         self.attempts += 1;
         self.clock += ATTEMPT_TIME;
         let outcome = AttemptOutcome::Response(Response::status(black_box(self.status)));
-        let next = lock(&self.session).outcome(
+        let next = lock(&self.session).outcome_in(
             Now::virtual_at(self.clock),
-            req,
+            &mut self.slot,
             ATTEMPT_TIME,
             &outcome,
             &mut self.rng,
         );
         // Looked at in place, then moved once into the slot the next call takes it from.
-        if let Step::Done(ending) = &next {
+        if let Next::Done(ending) = &next {
             black_box(ending);
             self.next = None;
         } else {
@@ -104,11 +109,18 @@ impl PolicyPath {
 
     /// A new logical request, started together with its first permit in one lock section.
     #[inline(always)]
-    fn start(&mut self, now: Now) -> Step {
+    fn start(&mut self, now: Now) -> Next {
         let id = self.requests;
         self.requests += 1;
         self.rng.reseed(request_seed(SEED, self.draw_key, id));
-        self.lock().start(now, now.mono, id, "GET", None)
+        lock(&self.session).start_in(
+            &mut self.slot,
+            now,
+            now.mono,
+            id,
+            is_idempotent_method("GET"),
+            None,
+        )
     }
 
     /// Retries the policy decided on.

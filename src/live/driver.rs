@@ -16,9 +16,11 @@ use super::http::{self, HttpClient, Outgoing, Reply, ReplyHeader, Stamp};
 use crate::draws::{request_seed, LazyRng};
 use crate::headers;
 use crate::policy::failover::path_at;
-use crate::policy::{AttemptLabel, AttemptOutcome, GiveUpReason, Response, TransportError};
+use crate::policy::{
+    is_idempotent_method, AttemptLabel, AttemptOutcome, GiveUpReason, Response, TransportError,
+};
 use crate::server::{Claims, Settled};
-use crate::session::{self, Attempt, Session, Step};
+use crate::session::{self, Attempt, Next, Session};
 
 mod hedged;
 
@@ -255,44 +257,60 @@ impl ConfigRuntime {
         // decision is taken at.
         let mut now;
         let mut hedged = false;
-        let mut step = {
+        // The request stays in the guard's slot between its steps, and the session drives it
+        // there (no copy of it in and out at every step).
+        let mut held = Held::new(self, epoch);
+        let mut next = {
             let mut session = self.lock();
             now = epoch.now();
-            let step = match tmpl.class {
-                Some(class) => {
-                    session.start_class(now, intended, request, class, inherited_deadline)
-                }
-                None => session.start(
+            let next = match tmpl.class {
+                Some(class) => session.start_class_in(
+                    &mut held.req,
                     now,
                     intended,
                     request,
-                    tmpl.method.as_str(),
+                    class,
+                    inherited_deadline,
+                ),
+                None => session.start_in(
+                    &mut held.req,
+                    now,
+                    intended,
+                    request,
+                    is_idempotent_method(tmpl.method.as_str()),
                     inherited_deadline,
                 ),
             };
-            if let Step::Send(req, _) = &step {
+            if let (Next::Send(_), Some(req)) = (&next, &held.req) {
                 hedged = session.hedges(req);
             }
-            step
+            next
         };
-        step = match (hedged, step) {
-            (true, Step::Send(req, attempt)) => {
-                // Boxed: a retried request's future stays the size it was.
-                let call = (req, attempt);
-                return Box::pin(self.drive_hedged(epoch, tmpl, request, call, now, &mut rng))
-                    .await;
-            }
-            (_, step) => step,
-        };
+        if let (true, Next::Send(attempt)) = (hedged, &next) {
+            let attempt = *attempt;
+            let req = held
+                .req
+                .take()
+                .expect("a request about to be sent is in its slot");
+            // Boxed: a retried request's future stays the size it was.
+            return Box::pin(self.drive_hedged(
+                epoch,
+                tmpl,
+                request,
+                (req, attempt),
+                now,
+                &mut rng,
+            ))
+            .await;
+        }
         let mut last: Option<Reply> = None;
         loop {
-            step = match step {
-                Step::Send(req, attempt) => {
+            next = match next {
+                Next::Send(attempt) => {
                     if let Some(claims) = &self.claims {
                         claims.sent(request, attempt.number);
                     }
-                    let held =
-                        Held::new(self, epoch, req).on_wire(request, attempt.number, now.mono);
+                    held.wire = Some((request, attempt.number, now.mono));
                     let sent_at = now.mono;
                     let reply = http::send(
                         &self.http,
@@ -301,8 +319,8 @@ impl ConfigRuntime {
                     )
                     .await;
                     now = epoch.now();
+                    held.wire = None;
                     let latency = now.mono.saturating_sub(sent_at);
-                    let req = held.resume();
                     let outcome = if tmpl.grpc {
                         super::grpc::to_outcome(&reply)
                     } else {
@@ -311,21 +329,24 @@ impl ConfigRuntime {
                     let label = self
                         .never_read(request, attempt.number, &reply)
                         .then_some(AttemptLabel::NotAccepted);
-                    let next = self
-                        .lock()
-                        .outcome_as(now, req, latency, &outcome, &mut rng, label);
+                    let next = self.lock().outcome_as_in(
+                        now,
+                        &mut held.req,
+                        latency,
+                        &outcome,
+                        &mut rng,
+                        label,
+                    );
                     last = Some(reply);
                     next
                 }
-                Step::Wait(req, after) => {
-                    let held = Held::new(self, epoch, req);
+                Next::Wait(after) => {
                     tokio::time::sleep(after).await;
-                    let req = held.resume();
                     let mut session = self.lock();
                     now = epoch.now();
-                    session.permit(now, req)
+                    session.permit_in(now, &mut held.req)
                 }
-                Step::Done(ending) => {
+                Next::Done(ending) => {
                     let reason = ending.reason();
                     return Final {
                         ok: reason.is_none(),
@@ -453,12 +474,13 @@ fn policies<'a>(
     })
 }
 
-/// A request between two steps of [`ConfigRuntime::drive`], while an attempt is on the wire
-/// or a retry waits. If the drive is dropped there (the run's drain ended, a layer whose
-/// caller closed the connection), the guard hands the request back to the session to be
-/// abandoned, so the policy releases what it held (retry slot, breaker probe,
+/// The slot of a request between two steps of [`ConfigRuntime::drive`], while an attempt is
+/// on the wire or a retry waits. If the drive is dropped there (the run's drain ended, a
+/// layer whose caller closed the connection), the guard hands the request back to the
+/// session to be abandoned, so the policy releases what it held (retry slot, breaker probe,
 /// active-request count), and the attempt on the wire gets its outcome: `unfinished`, or
-/// `not-accepted` when the server never read it.
+/// `not-accepted` when the server never read it. The session empties the slot when the
+/// request ends, which disarms the guard.
 struct Held<'a> {
     rt: &'a ConfigRuntime,
     epoch: &'a Epoch,
@@ -468,24 +490,13 @@ struct Held<'a> {
 }
 
 impl<'a> Held<'a> {
-    fn new(rt: &'a ConfigRuntime, epoch: &'a Epoch, req: session::Request) -> Self {
+    fn new(rt: &'a ConfigRuntime, epoch: &'a Epoch) -> Self {
         Held {
             rt,
             epoch,
-            req: Some(req),
+            req: None,
             wire: None,
         }
-    }
-
-    /// While attempt `attempt` of `request`, sent at `sent`, is on the wire.
-    fn on_wire(mut self, request: u64, attempt: u32, sent: Duration) -> Self {
-        self.wire = Some((request, attempt, sent));
-        self
-    }
-
-    /// The request back, for its next step; the guard is disarmed.
-    fn resume(mut self) -> session::Request {
-        self.req.take().expect("a Held request is taken once")
     }
 }
 
