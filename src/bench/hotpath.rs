@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::draws::{request_seed, LazyRng};
 use crate::metrics::Recorder;
 use crate::policy::{is_idempotent_method, AttemptOutcome, Now, Response, RetryConfig};
-use crate::session::{Next, Request, Session};
+use crate::session::{Attempt, Next, Request, Session};
 
 /// Virtual time one attempt takes: the clock moves by this much per attempt sent and never
 /// jumps over a retry's wait, so a budget sees the densest storm it can.
@@ -32,10 +32,13 @@ pub struct PolicyPath {
     session: Mutex<Session>,
     status: u16,
     clock: Duration,
-    /// What the request in flight does next, if one is in flight: send the attempt already
-    /// granted, or (after a retry that had to wait) ask for it under a lock of its own, as
-    /// the driver does after its sleep.
-    next: Option<Next>,
+    /// The request in flight has its next attempt granted (sent by the next call). When it
+    /// has not, the next call asks for it under a lock of its own, as the driver does after
+    /// its sleep (a request in the slot), or starts a request (an empty slot). The granted
+    /// attempt itself is looked at when granted and not kept: a copy of it kept across calls
+    /// would be read back while its writes are still on their way to memory, a stall the
+    /// driver, with a round trip between the two, never has.
+    granted: bool,
     /// The request in flight, kept in place between its steps, as the driver keeps it in
     /// its guard's slot.
     slot: Option<Request>,
@@ -58,7 +61,7 @@ impl PolicyPath {
             session: Mutex::new(Session::new("bench", config, false)),
             status,
             clock: Duration::ZERO,
-            next: None,
+            granted: false,
             slot: None,
             rng: LazyRng::new(0),
             draw_key: crate::draws::config_key(&config.name),
@@ -76,18 +79,19 @@ impl PolicyPath {
     /// and ends the request when the policy stops it.
     pub fn attempt(&mut self) {
         let now = Now::virtual_at(self.clock);
-        let mut step = match self.next.take() {
-            Some(step) => step,
-            None => self.start(now),
-        };
-        let attempt = loop {
-            step = match step {
-                Next::Send(attempt) => break attempt,
-                Next::Wait(_) => lock(&self.session).permit_in(now, &mut self.slot),
-                Next::Done(_) => self.start(now),
+        if !self.granted {
+            let mut step = match self.slot {
+                Some(_) => lock(&self.session).permit_in(now, &mut self.slot),
+                None => self.start(now),
             };
-        };
-        black_box(attempt.number);
+            loop {
+                step = match step {
+                    Next::Send(attempt) => break sent(attempt),
+                    Next::Wait(_) => lock(&self.session).permit_in(now, &mut self.slot),
+                    Next::Done(_) => self.start(now),
+                };
+            }
+        }
         self.attempts += 1;
         self.clock += ATTEMPT_TIME;
         let outcome = AttemptOutcome::Response(Response::status(black_box(self.status)));
@@ -98,13 +102,17 @@ impl PolicyPath {
             &outcome,
             &mut self.rng,
         );
-        // Looked at in place, then moved once into the slot the next call takes it from.
-        if let Next::Done(ending) = &next {
-            black_box(ending);
-            self.next = None;
-        } else {
-            self.next = Some(next);
-        }
+        self.granted = match next {
+            Next::Send(attempt) => {
+                sent(attempt);
+                true
+            }
+            Next::Wait(_) => false,
+            Next::Done(ending) => {
+                black_box(ending);
+                false
+            }
+        };
     }
 
     /// A new logical request, started together with its first permit in one lock section.
@@ -132,6 +140,12 @@ impl PolicyPath {
     pub fn with_recorder<R>(&self, f: impl FnOnce(&Recorder) -> R) -> R {
         f(self.lock().recorder())
     }
+}
+
+/// What the harness does with a granted attempt in place of sending it.
+#[inline(always)]
+fn sent(attempt: Attempt) {
+    black_box(attempt.number);
 }
 
 fn lock(session: &Mutex<Session>) -> MutexGuard<'_, Session> {
