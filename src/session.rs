@@ -50,7 +50,7 @@ pub struct Session {
     /// The scenario's seed and the config's draw key: the ladder's draws per request.
     seed: u64,
     draw_key: u64,
-    /// The label the next outcome is counted under in place of its own ([`Self::outcome_as`]).
+    /// The label the next outcome is counted under in place of its own ([`Self::outcome_as_in`]).
     relabel: Option<AttemptLabel>,
     /// The boxes of ended requests, for the next ones to start in (at most [`SPARE_MAX`]).
     /// Boxes, not the data itself: each is handed out whole as a [`Request`].

@@ -204,7 +204,7 @@ impl Session {
 
     /// [`Self::hedge_outcome_in`], the copy counted and logged under `label` in place of
     /// its own when one is given (`not-accepted`: the in-process target never read it), as
-    /// [`Self::outcome_as`] does for a retried attempt.
+    /// [`Self::outcome_as_in`] does for a retried attempt.
     #[allow(clippy::too_many_arguments)]
     pub fn hedge_outcome_as(
         &mut self,
