@@ -256,6 +256,16 @@ impl From<JitterDe> for Jitter {
 }
 
 impl Jitter {
+    /// The most [`Self::apply`] can give for `nominal`, known without a draw: `nominal` for
+    /// the jitters that never go above it; `None` for those that may (decorrelated, whose
+    /// range follows its last draw, and proportional).
+    pub fn at_most(&self, nominal: Duration) -> Option<Duration> {
+        match self {
+            Jitter::None | Jitter::Full | Jitter::Equal | Jitter::Downward { .. } => Some(nominal),
+            Jitter::Decorrelated | Jitter::Proportional { .. } => None,
+        }
+    }
+
     /// Apply the jitter to `nominal`. `base` and `cap` feed decorrelated jitter; `prev` is the
     /// request's decorrelated state (initialize it to `base`).
     pub fn apply(

@@ -745,11 +745,12 @@ impl RetryClient {
             CostKind::Transient
         };
         // The delay (a jitter draw, which seeds a request's lazy RNG) is computed before the
-        // blockers only when a deadline needs it to decide; otherwise only once the retry is
-        // granted. The decisions are the same either way: cost caps and budgets do not look
-        // at the delay, and a request that gives up never draws again. What changes is that
-        // a storm's refused retries (a drained budget's whole traffic) draw nothing.
-        let deadline_bound = req.deadline_at.is_some();
+        // blockers only when a deadline may turn on it: not when even the longest wait the
+        // jitter can give ends before the deadline. Otherwise it is computed only once the
+        // retry is granted. The decisions are the same either way: cost caps and budgets do
+        // not look at the delay, and a request that gives up never draws again. What changes
+        // is that a storm's refused retries (a drained budget's whole traffic) draw nothing.
+        let mut drawn = false;
         let mut blocker = None;
         let mut after = Duration::ZERO;
         if hint == Hint::DoNotRetry {
@@ -763,13 +764,16 @@ impl RetryClient {
         } else if req.attempts >= self.shared.config.max_attempts {
             blocker = Some(GiveUpReason::MaxAttempts);
         } else {
-            if deadline_bound {
-                after = self.delay(req, throttling, hint, rng);
-                if req
-                    .deadline_at
-                    .is_some_and(|d| now.mono.saturating_add(after) >= d)
-                {
-                    blocker = Some(GiveUpReason::Deadline);
+            if let Some(deadline) = req.deadline_at {
+                let clear = self
+                    .delay_at_most(req, throttling, hint)
+                    .is_some_and(|most| now.mono.saturating_add(most) < deadline);
+                if !clear {
+                    after = self.delay(req, throttling, hint, rng);
+                    drawn = true;
+                    if now.mono.saturating_add(after) >= deadline {
+                        blocker = Some(GiveUpReason::Deadline);
+                    }
                 }
             }
             if blocker.is_none() && !self.cost_check(now, req) {
@@ -785,7 +789,7 @@ impl RetryClient {
         if !self.budget_grants(now, req, kind) {
             return self.give_up(now, req, GiveUpReason::BudgetRefused, class);
         }
-        if !deadline_bound {
+        if !drawn {
             after = self.delay(req, throttling, hint, rng);
         }
         Decision::Retry { after, class }

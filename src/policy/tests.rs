@@ -272,6 +272,88 @@ fn success_and_non_retryable_end_the_request() {
     c.finish(at(ms(0)), req);
 }
 
+/// An RNG that counts the draws it gives.
+struct Counting {
+    inner: ChaCha8Rng,
+    draws: u32,
+}
+
+impl rand::RngCore for Counting {
+    fn next_u32(&mut self) -> u32 {
+        self.draws += 1;
+        self.inner.next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.draws += 1;
+        self.inner.next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.draws += 1;
+        self.inner.fill_bytes(dest)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.draws += 1;
+        self.inner.try_fill_bytes(dest)
+    }
+}
+
+/// A storm through aws-standard (full jitter, its quota drained within it), every attempt
+/// a 503, 1 ms apart: per outcome, the decision and the draws it took.
+fn storm_draws(deadline: Option<Duration>) -> Vec<(Decision, u32)> {
+    let mut cfg = crate::policy::preset("aws-standard").unwrap();
+    cfg.deadline = deadline;
+    let mut c = RetryClient::new(&cfg);
+    let mut r = Counting {
+        inner: rng(7),
+        draws: 0,
+    };
+    let mut out = vec![];
+    let mut t = 0;
+    for _ in 0..300 {
+        let mut req = c.start(at(ms(t)), "GET", None);
+        while let Permit::Send { .. } = c.before_attempt(at(ms(t)), &mut req) {
+            t += 1;
+            let before = r.draws;
+            let d = c.on_outcome(at(ms(t)), &mut req, &status(503), &mut r);
+            out.push((d, r.draws - before));
+            if !matches!(d, Decision::Retry { .. }) {
+                break;
+            }
+        }
+        c.finish(at(ms(t)), req);
+    }
+    out
+}
+
+#[test]
+fn a_deadline_the_wait_cannot_reach_draws_the_wait_only_for_a_granted_retry() {
+    // 60 s is beyond any wait aws-standard's full jitter can give (its cap is 20 s): the
+    // wait is drawn after the quota's grant, as without a deadline, so a refused retry
+    // draws nothing, and every decision and wait is the same as without the deadline.
+    let with = storm_draws(Some(Duration::from_secs(60)));
+    assert_eq!(with, storm_draws(None));
+    let refused = with
+        .iter()
+        .filter(|(d, _)| {
+            matches!(
+                d,
+                Decision::GiveUp {
+                    reason: GiveUpReason::BudgetRefused,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(
+        refused > 100,
+        "the quota drains within the storm: {refused}"
+    );
+    for (d, draws) in &with {
+        let want = u32::from(matches!(d, Decision::Retry { .. }));
+        assert_eq!(*draws, want, "{d:?}");
+    }
+}
+
 #[test]
 fn retry_after_through_the_client_respects_cap_and_deadline() {
     let cfg = RetryConfig {

@@ -31,6 +31,24 @@ impl RetryClient {
         }
     }
 
+    /// The longest wait [`Self::delay`] can give the request's next retry, known without a
+    /// draw; `None` when only the draw tells (a jitter that may go above the nominal delay).
+    pub(super) fn delay_at_most(
+        &self,
+        req: &RequestState,
+        throttling: bool,
+        hint: Hint,
+    ) -> Option<Duration> {
+        let cfg = &self.shared.config;
+        let nominal =
+            self.shared
+                .nominals
+                .get(&cfg.backoff, req.retries_since_reset + 1, throttling);
+        let most = cfg.jitter.at_most(nominal)?;
+        // A longer computed wait never combines with the hint into a shorter one.
+        Some(cfg.retry_after.combine(most, hint).0)
+    }
+
     /// The wait before the request's next retry: backoff, jitter, then the server's hint;
     /// advances the request's backoff sequence.
     pub(super) fn delay(
