@@ -176,9 +176,12 @@ impl CircuitBreaker {
             }
             BreakerState::Closed => {
                 self.consecutive = if failure { self.consecutive + 1 } else { 0 };
-                self.window.push_back(failure);
-                while self.window.len() > self.cfg.window as usize {
-                    self.window.pop_front();
+                // The window is read by the rate trigger only: without one it is not kept.
+                if self.cfg.failure_rate.is_some() {
+                    self.window.push_back(failure);
+                    while self.window.len() > self.cfg.window as usize {
+                        self.window.pop_front();
+                    }
                 }
                 let by_count = self
                     .cfg
