@@ -3,7 +3,7 @@
 //! back with the outcome.
 
 use super::{Now, RequestState, RetryClient};
-use crate::policy::bulkhead::{Admission, Bulkheads};
+use crate::policy::bulkhead::{Admission, Bulkhead, Bulkheads};
 use std::time::Duration;
 
 impl RetryClient {
@@ -15,8 +15,24 @@ impl RetryClient {
     /// and joins the other's, its wait counted afresh.
     #[inline]
     pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        self.bulkhead.as_ref()?;
+        let b = self.bulkhead.as_deref()?;
+        if Self::client_place_free(b, req) {
+            // What the long way answers here, with nothing to move: no wait.
+            return None;
+        }
         self.bulkhead_wait_at(now, req)
+    }
+
+    /// The common case of a config with the client's one bulkhead, told inline: the attempt
+    /// waits in no queue, a place is free and no one waits for one. Whatever the deadline,
+    /// routing or an outside place say, the long ways ([`Self::bulkhead_wait_at`],
+    /// [`Self::bulkhead_refuses_at`]) then neither wait nor refuse and move nothing (the
+    /// client's bulkhead is slot 0, the slot such a request already has).
+    #[inline]
+    fn client_place_free(b: &Bulkheads, req: &RequestState) -> bool {
+        req.queued_since.is_none()
+            && req.bulkhead_slot == 0
+            && b.client().is_some_and(Bulkhead::free_now)
     }
 
     /// [`Self::bulkhead_wait`] for a config with a bulkhead, out of line: a config without
@@ -51,7 +67,11 @@ impl RetryClient {
     #[inline]
     pub(super) fn bulkhead_refuses(&mut self, now: Now, req: &mut RequestState) -> bool {
         let rejected = std::mem::take(&mut req.bulkhead_rejected);
-        self.bulkhead.is_some() && self.bulkhead_refuses_at(now, req, rejected)
+        match self.bulkhead.as_deref() {
+            None => false,
+            Some(b) if !rejected && Self::client_place_free(b, req) => false,
+            Some(_) => self.bulkhead_refuses_at(now, req, rejected),
+        }
     }
 
     /// [`Self::bulkhead_refuses`] for a config with a bulkhead, out of line.
