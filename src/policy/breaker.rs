@@ -98,6 +98,11 @@ impl CircuitBreaker {
         self.state
     }
 
+    /// Out of line and cold: a breaker moves a few times a run while `allow` and `record`
+    /// run per attempt, and with the move (a push onto the transitions) inlined they
+    /// carried its code and register saves on every call.
+    #[cold]
+    #[inline(never)]
     fn go(&mut self, now: Duration, to: BreakerState) {
         let from = self.state;
         if from == to {
