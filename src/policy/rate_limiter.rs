@@ -151,16 +151,24 @@ impl RateLimiter {
         let new_rate = if !throttling {
             self.cubic.success_received(t)
         } else {
-            let rate_to_use = if !self.enabled {
-                measured
-            } else {
-                measured.min(self.bucket.fill_rate)
-            };
-            self.enabled = true;
-            self.cubic.error_received(rate_to_use, t)
+            self.throttled(t, measured)
         };
         self.bucket
             .set_max_rate(t, new_rate.min(MAX_RATE_ADJUST_SCALE * measured));
+    }
+
+    /// [`Self::on_response`]'s throttling branch, out of line: it calls `pow` for the cube
+    /// root anyway, and kept inline it made every other response's code longer.
+    #[cold]
+    #[inline(never)]
+    fn throttled(&mut self, t: f64, measured: f64) -> f64 {
+        let rate_to_use = if !self.enabled {
+            measured
+        } else {
+            measured.min(self.bucket.fill_rate)
+        };
+        self.enabled = true;
+        self.cubic.error_received(rate_to_use, t)
     }
 
     /// True once a throttling response has switched the limiter on.
