@@ -98,6 +98,11 @@ impl CircuitBreaker {
         self.state
     }
 
+    /// Out of line and cold: a breaker moves a few times a run while `allow` and `record`
+    /// run per attempt, and with the move (a push onto the transitions) inlined they
+    /// carried its code and register saves on every call.
+    #[cold]
+    #[inline(never)]
     fn go(&mut self, now: Duration, to: BreakerState) {
         let from = self.state;
         if from == to {
@@ -176,9 +181,12 @@ impl CircuitBreaker {
             }
             BreakerState::Closed => {
                 self.consecutive = if failure { self.consecutive + 1 } else { 0 };
-                self.window.push_back(failure);
-                while self.window.len() > self.cfg.window as usize {
-                    self.window.pop_front();
+                // The window is read by the rate trigger only: without one it is not kept.
+                if self.cfg.failure_rate.is_some() {
+                    self.window.push_back(failure);
+                    while self.window.len() > self.cfg.window as usize {
+                        self.window.pop_front();
+                    }
                 }
                 let by_count = self
                     .cfg

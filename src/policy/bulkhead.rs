@@ -148,6 +148,13 @@ impl Bulkhead {
         self.in_flight < self.cfg.max_concurrent
     }
 
+    /// Whether a place is free and no one waits for one: what [`Self::admit`] answers
+    /// [`Admission::Free`] to, without moving anything, for an attempt not in the queue.
+    #[inline]
+    pub fn free_now(&self) -> bool {
+        self.in_flight < self.cfg.max_concurrent && self.queued == 0
+    }
+
     /// Take a place (after [`Admission::Free`]).
     #[inline]
     pub fn enter(&mut self) {
@@ -194,6 +201,15 @@ impl Bulkheads {
                 (0..providers).map(|_| Bulkhead::new(b)).collect(),
             )),
             (None, None) => None,
+        }
+    }
+
+    /// The client's one bulkhead (None with one per provider).
+    #[inline]
+    pub fn client(&self) -> Option<&Bulkhead> {
+        match self {
+            Bulkheads::Client(b) => Some(b),
+            Bulkheads::PerProvider(_) => None,
         }
     }
 

@@ -200,7 +200,10 @@ struct ExpAvg {
     value: f64,
     sum: f64,
     count: u32,
-    window: u32,
+    /// `2 / (window + 1)`, the library's factor (`ExpAvgMeasurement.java` lines 41 and
+    /// 47-49), which it computes on every sample from a window that never changes: computed
+    /// once here, the same division of the same values, so the same bits.
+    factor: f64,
 }
 
 impl ExpAvg {
@@ -212,7 +215,7 @@ impl ExpAvg {
             self.sum += sample;
             self.value = self.sum / f64::from(self.count);
         } else {
-            let factor = 2.0 / (f64::from(self.window) + 1.0);
+            let factor = self.factor;
             self.value = self.value * (1.0 - factor) + sample * factor;
         }
         self.value
@@ -246,7 +249,7 @@ impl ConcurrencyLimiter {
                 value: 0.0,
                 sum: 0.0,
                 count: 0,
-                window,
+                factor: 2.0 / (f64::from(window) + 1.0),
             },
         }
     }
@@ -308,19 +311,11 @@ impl ConcurrencyLimiter {
                 rtt_tolerance,
                 ..
             } => {
-                // The library's clock is in nanoseconds; so are these rtts.
-                // Through u64 when it fits (any rtt under 584 years): the same correctly
-                // rounded value, without the 128-bit conversion's library call per sample.
-                let short = match rtt
-                    .as_secs()
-                    .checked_mul(1_000_000_000)
-                    .and_then(|n| n.checked_add(u64::from(rtt.subsec_nanos())))
-                {
-                    Some(n) => n as f64,
-                    None => rtt.as_nanos() as f64,
-                };
+                let short = rtt_nanos(rtt);
                 let long = self.long_rtt.add(short);
-                if long / short > 2.0 {
+                // The library's `long / short > 2`, without the division: see
+                // `twice_without_division`.
+                if long > 2.0 * short {
                     self.long_rtt.value *= 0.95;
                 }
                 if f64::from(inflight) < self.estimate / 2.0 {
@@ -336,9 +331,103 @@ impl ConcurrencyLimiter {
     }
 }
 
+/// A round trip in nanoseconds as an `f64`: the library's clock is in nanoseconds, and so
+/// are its rtts. Through `i64` when it fits (any rtt under 292 years), one instruction on
+/// x86-64 where `u64` and `u128` take a branchy sequence and a library call; every one of
+/// these conversions rounds the same whole number to the nearest double, so the bits are
+/// the same.
+#[inline]
+fn rtt_nanos(rtt: Duration) -> f64 {
+    match rtt
+        .as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(u64::from(rtt.subsec_nanos())))
+        .and_then(|n| i64::try_from(n).ok())
+    {
+        Some(n) => n as f64,
+        None => rtt.as_nanos() as f64,
+    }
+}
+
+// Why `long > 2·short` is the library's `long / short > 2` to the bit, for the values a
+// sample has (`short` a whole number of nanoseconds, at most 2¹²⁸; `long` an average of
+// such, finite and not negative): `2·short` is exact. `short = 0`: `long / 0` is +∞ (above
+// 2) when `long > 0` and NaN (not above) when `long = 0`, as `long > 0` says. `short ≥ 1`:
+// the rounded quotient is above 2 exactly when the true one is above 2 + 2⁻⁵² (the
+// midpoint to the next double, a tie going to 2, the even one). `long > 2·short` means
+// `long` is at least the double after `2·short = m·2ᵉ` (1 ≤ m < 2), `(m + 2⁻⁵²)·2ᵉ`, so
+// `long / short ≥ 2 + 2⁻⁵¹/m > 2 + 2⁻⁵²`; and `long ≤ 2·short` gives a quotient of at most
+// 2. The test `twice_without_division` holds the two equal over many values.
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A uniform draw in [0, 1) from (stream, index): SplitMix64's finaliser (the policy
+    /// core imports nothing from the draws module).
+    fn unit(stream: u64, i: u64) -> f64 {
+        let mut z = (stream << 32 ^ i)
+            .wrapping_add(1)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `long > 2·short` answers as the library's `long / short > 2`: over random rtts in
+    /// nanoseconds and averages around twice them, and the doubles right next to `2·short`
+    /// (where a rounded quotient could land on 2), zero included. It also counts both
+    /// answers, so a test that only ever saw one proves nothing.
+    #[test]
+    fn twice_without_division() {
+        let mut above = 0u64;
+        let mut n = 0u64;
+        let mut check = |long: f64, short: f64| {
+            n += 1;
+            let want = long / short > 2.0;
+            assert_eq!(long > 2.0 * short, want, "long {long:e}, short {short:e}");
+            above += u64::from(want);
+        };
+        for i in 0..1_000_000u64 {
+            // Whole nanoseconds from 0 to 10¹³ (about 3 hours), and 2⁶⁴ to 2¹²⁸.
+            let e = unit(21, i) * 13.0;
+            let short = (10f64.powf(e) * unit(22, i)).floor();
+            let huge = (2f64.powf(64.0 + 64.0 * unit(25, i))).floor();
+            for s in [short, huge] {
+                let two = 2.0 * s;
+                check(two * (0.5 + 2.0 * unit(23, i)), s);
+                check((two * unit(24, i)).floor(), s);
+                for d in -3i64..=3 {
+                    check(f64::from_bits((two.to_bits() as i64 + d).max(0) as u64), s);
+                }
+            }
+        }
+        check(0.0, 0.0);
+        check(1.0, 0.0);
+        assert!(above > n / 4 && above < 3 * n / 4, "{above} of {n}");
+    }
+
+    /// The rtt in nanoseconds through `i64` is the `u128` one's value, to the bit.
+    #[test]
+    fn rtt_nanos_is_the_whole_number_of_nanoseconds() {
+        for i in 0..200_000u64 {
+            let secs = (10f64.powf(unit(31, i) * 19.0)) as u64;
+            let rtt = Duration::new(secs, (unit(32, i) * 1e9) as u32);
+            assert_eq!(
+                rtt_nanos(rtt).to_bits(),
+                (rtt.as_nanos() as f64).to_bits(),
+                "{rtt:?}"
+            );
+        }
+        for rtt in [
+            Duration::ZERO,
+            Duration::MAX,
+            Duration::from_nanos(u64::MAX),
+        ] {
+            assert_eq!(rtt_nanos(rtt).to_bits(), (rtt.as_nanos() as f64).to_bits());
+        }
+    }
 
     fn ms(x: u64) -> Duration {
         Duration::from_millis(x)

@@ -3,7 +3,7 @@
 //! back with the outcome.
 
 use super::{Now, RequestState, RetryClient};
-use crate::policy::bulkhead::{Admission, Bulkheads};
+use crate::policy::bulkhead::{Admission, Bulkhead, Bulkheads};
 use std::time::Duration;
 
 impl RetryClient {
@@ -15,8 +15,24 @@ impl RetryClient {
     /// and joins the other's, its wait counted afresh.
     #[inline]
     pub fn bulkhead_wait(&mut self, now: Now, req: &mut RequestState) -> Option<Duration> {
-        self.bulkhead.as_ref()?;
+        let b = self.bulkhead.as_deref()?;
+        if Self::client_place_free(b, req) {
+            // What the long way answers here, with nothing to move: no wait.
+            return None;
+        }
         self.bulkhead_wait_at(now, req)
+    }
+
+    /// The common case of a config with the client's one bulkhead, told inline: the attempt
+    /// waits in no queue, a place is free and no one waits for one. Whatever the deadline,
+    /// routing or an outside place say, the long ways ([`Self::bulkhead_wait_at`],
+    /// [`Self::bulkhead_refuses_at`]) then neither wait nor refuse and move nothing (the
+    /// client's bulkhead is slot 0, the slot such a request already has).
+    #[inline]
+    fn client_place_free(b: &Bulkheads, req: &RequestState) -> bool {
+        req.queued_since.is_none()
+            && req.bulkhead_slot == 0
+            && b.client().is_some_and(Bulkhead::free_now)
     }
 
     /// [`Self::bulkhead_wait`] for a config with a bulkhead, out of line: a config without
@@ -51,7 +67,11 @@ impl RetryClient {
     #[inline]
     pub(super) fn bulkhead_refuses(&mut self, now: Now, req: &mut RequestState) -> bool {
         let rejected = std::mem::take(&mut req.bulkhead_rejected);
-        self.bulkhead.is_some() && self.bulkhead_refuses_at(now, req, rejected)
+        match self.bulkhead.as_deref() {
+            None => false,
+            Some(b) if !rejected && Self::client_place_free(b, req) => false,
+            Some(_) => self.bulkhead_refuses_at(now, req, rejected),
+        }
     }
 
     /// [`Self::bulkhead_refuses`] for a config with a bulkhead, out of line.
@@ -193,6 +213,107 @@ mod tests {
             }
             other => panic!("a bulkhead per provider, not {other:?}"),
         }
+    }
+
+    /// The client's one bulkhead, its (in flight, queued).
+    fn client_places(c: &RetryClient) -> (u32, u32) {
+        let b = c.bulkhead.as_deref().and_then(|b| b.client()).unwrap();
+        (b.in_flight(), b.queued())
+    }
+
+    /// What a request's bulkhead fields hold.
+    fn fields(r: &super::RequestState) -> (Option<Duration>, u8, bool, bool) {
+        (
+            r.queued_since,
+            r.bulkhead_slot,
+            r.bulkhead_rejected,
+            r.holds_bulkhead,
+        )
+    }
+
+    /// The inline answer of `bulkhead_wait` and `bulkhead_refuses` is the long way's: two
+    /// clients of the same config (a bulkhead of 2 with a queue of 2, a 40 ms deadline)
+    /// take the same random steps (requests start, ask to wait, are checked before sending,
+    /// take and give back places, end), one through the public calls, the other through
+    /// the long ways alone; every answer and every bulkhead count and request field must
+    /// agree after every step. It also counts how often the inline answer was taken and
+    /// how often the long way waited or refused, so a run that never met either proves
+    /// nothing.
+    #[test]
+    fn the_inline_bulkhead_answer_is_the_long_ways() {
+        let config = RetryConfigSpec::from_toml(
+            r#"
+name = "p"
+max_attempts = 3
+deadline = "40ms"
+bulkhead = { max_concurrent = 2, max_queue = 2, max_wait = "3ms" }
+"#,
+        )
+        .unwrap()
+        .resolve()
+        .unwrap();
+        let (mut fast, mut long) = (RetryClient::new(&config), RetryClient::new(&config));
+        let mut reqs: Vec<(super::RequestState, super::RequestState)> = Vec::new();
+        let mut draw = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let (mut inline, mut waits, mut refusals) = (0u32, 0u32, 0u32);
+        let mut t = 0u64;
+        for step in 0..20_000 {
+            use rand::Rng;
+            t += draw.gen_range(0..2_000u64);
+            let now = Now::virtual_at(Duration::from_micros(t));
+            let pick = if reqs.is_empty() {
+                0
+            } else {
+                draw.gen_range(0..reqs.len())
+            };
+            match draw.gen_range(0..6u32) {
+                0 | 1 if reqs.len() < 8 => {
+                    reqs.push((fast.start(now, "GET", None), long.start(now, "GET", None)));
+                }
+                0..=2 if !reqs.is_empty() => {
+                    let (a, b) = &mut reqs[pick];
+                    inline += u32::from(
+                        a.queued_since.is_none()
+                            && RetryClient::client_place_free(fast.bulkhead.as_deref().unwrap(), a),
+                    );
+                    let got = fast.bulkhead_wait(now, a);
+                    let want = long.bulkhead_wait_at(now, b);
+                    assert_eq!(got, want, "step {step}: the wait");
+                    waits += u32::from(want.is_some());
+                }
+                3 if !reqs.is_empty() => {
+                    let (a, b) = &mut reqs[pick];
+                    let got = fast.bulkhead_refuses(now, a);
+                    let rejected = std::mem::take(&mut b.bulkhead_rejected);
+                    let want = long.bulkhead_refuses_at(now, b, rejected);
+                    assert_eq!(got, want, "step {step}: the refusal");
+                    refusals += u32::from(want);
+                    if !want && !a.holds_bulkhead {
+                        fast.take_places(now, a, 0);
+                        long.take_places(now, b, 0);
+                    }
+                }
+                4 if !reqs.is_empty() => {
+                    let (a, b) = &mut reqs[pick];
+                    fast.release_places(now, a, Some(false));
+                    long.release_places(now, b, Some(false));
+                }
+                5 if !reqs.is_empty() => {
+                    let (a, b) = reqs.swap_remove(pick);
+                    fast.finish(now, a);
+                    long.finish(now, b);
+                }
+                _ => {}
+            }
+            assert_eq!(client_places(&fast), client_places(&long), "step {step}");
+            for (a, b) in &reqs {
+                assert_eq!(fields(a), fields(b), "step {step}");
+            }
+        }
+        assert!(
+            inline > 1_000 && waits > 500 && refusals > 100,
+            "inline {inline}, waits {waits}, refusals {refusals}"
+        );
     }
 
     /// An attempt queued at `a` whose breaker opens while it waits leaves `a`'s queue and
