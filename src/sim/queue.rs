@@ -30,7 +30,7 @@ impl<P> Event<P> {
 }
 
 /// FIFO lanes.
-pub(super) const LANES: usize = 5;
+pub(super) const LANES: usize = 3;
 
 /// One FIFO lane: a vector read from `head` on. Cheaper per event than a ring buffer (no
 /// wrap-around index on every look at its head); it is emptied whenever its last event is
