@@ -181,10 +181,21 @@ impl<P: Copy> RadixHeap<P> {
         }
     }
 
-    /// Empties bucket `b` into lower buckets relative to the new `last`.
+    /// Empties bucket `b` into lower buckets relative to the new `last`. Called with `near`
+    /// empty and `last` the bucket's least time.
     fn redistribute(&mut self, b: usize, last: u64) {
         self.last = last;
         self.lowest = None;
+        if self.buckets[b].len() == 1 {
+            // The usual case (a service completion or a retry alone in its bucket): the
+            // event is the one at `last`, so it goes to `near`, alone, as the loop below
+            // would put it.
+            if let Some(ev) = self.buckets[b].pop() {
+                self.full &= !(1 << (b - 1));
+                self.near.push_back(ev);
+                return;
+            }
+        }
         let mut moving = std::mem::take(&mut self.buckets[b]);
         self.full &= !(1 << (b - 1));
         for ev in moving.drain(..) {
