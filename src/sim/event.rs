@@ -42,15 +42,16 @@ pub(super) const TIMEOUT_LANE: usize = 1;
 pub(super) const MIN_SWEEP: usize = 4096;
 
 /// The FIFO lane of each kind that is always scheduled a fixed delay after "now" (or, for
-/// arrivals, in schedule order); see `queue`.
+/// arrivals, in schedule order); see `queue`. Every pop looks at every lane, so the rarer
+/// kinds share one: a load is open (arrivals) or closed (user starts), never both, and a
+/// queue timeout that would break that lane's order goes to the heap instead (the order
+/// popped is the same wherever an event waits).
 #[inline]
 pub(super) fn lane_of(kind: Kind) -> Option<usize> {
     match kind {
         Kind::TargetArrive | Kind::LayerArrive | Kind::Reply => Some(0),
         Kind::ClientTimeout => Some(TIMEOUT_LANE),
-        Kind::QueueTimeout => Some(2),
-        Kind::UserStart => Some(3),
-        Kind::Arrival => Some(4),
+        Kind::Arrival | Kind::UserStart | Kind::QueueTimeout => Some(2),
         _ => None,
     }
 }

@@ -83,6 +83,14 @@ impl Sim<'_> {
             Action::Hang => Some(Act::Hang),
         };
         match act {
+            Some(Act::Status) if extra == 0 => {
+                // What `fault_act` does for a status at once, the handler being alive (it
+                // was just counted in): most attempts of an outage end here, without a call.
+                at.act = Act::Status;
+                let (s, f) = (at.reply_status, at.reply_fault);
+                self.counters.respond(s, None);
+                self.send_reply(t, a, s, f);
+            }
             Some(act) => {
                 at.act = act;
                 if extra > 0 {
