@@ -362,18 +362,7 @@ fn rtt_nanos(rtt: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A uniform draw in [0, 1) from (stream, index): SplitMix64's finaliser (the policy
-    /// core imports nothing from the draws module).
-    fn unit(stream: u64, i: u64) -> f64 {
-        let mut z = (stream << 32 ^ i)
-            .wrapping_add(1)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
+    use crate::policy::test_draws::unit;
 
     /// `long > 2·short` answers as the library's `long / short > 2`: over random rtts in
     /// nanoseconds and averages around twice them, and the doubles right next to `2·short`

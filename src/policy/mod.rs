@@ -90,4 +90,6 @@ pub use spec::RetryConfigSpec;
 pub use thresholds::{compute, ThresholdReport};
 
 #[cfg(test)]
+mod test_draws;
+#[cfg(test)]
 mod tests;

@@ -382,6 +382,7 @@ impl RateClocker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::test_draws::unit;
 
     fn s(secs: f64) -> Duration {
         Duration::from_secs_f64(secs)
@@ -439,18 +440,6 @@ mod tests {
         }
         assert_eq!(l.fill_rate(), MIN_FILL_RATE);
         assert_eq!(l.max_capacity(), 1.0);
-    }
-
-    /// A uniform draw in [0, 1) from (stream, index): SplitMix64's finaliser, written here
-    /// because the policy core imports nothing outside it.
-    fn unit(stream: u64, i: u64) -> f64 {
-        let mut z = (stream << 32 ^ i)
-            .wrapping_add(1)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// `cube` is `powf(x, 3.0)` to the bit, over every scale the curve meets and beyond,
