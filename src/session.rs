@@ -560,20 +560,27 @@ impl Session {
         outcome: &AttemptOutcome<'_>,
         rng: &mut LazyRng,
     ) -> Decided {
-        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        // The client is looked up once: the recorder is a field of its own beside it.
+        let Session {
+            fleets,
+            rec,
+            relabel,
+            ..
+        } = self;
+        let client = fleets[usize::from(req.fleet)].client_mut(req.instance);
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
-        let label = self
-            .relabel
+        let label = relabel
             .take()
             .unwrap_or_else(|| attempt_label(outcome, d.class()));
-        self.rec
-            .attempt_done(t, latency, label, req.state.attempts());
-        // With a fleet, the level charted is that of the instance that just decided.
-        let client = self.fleets[usize::from(req.fleet)].client(req.instance);
+        rec.attempt_done(t, latency, label, req.state.attempts());
+        // With a fleet, the level charted is that of the instance that just decided. A
+        // config with neither a budget nor a breaker has nothing to chart.
         let level = client.budget_level();
         let breaker = client.breaker_state().map(breaker_level);
-        self.rec.sample_policy(t, level, breaker);
+        if level.is_some() || breaker.is_some() {
+            rec.sample_policy(t, level, breaker);
+        }
         match &d {
             Decision::Retry { class, .. } => self.rec.retry_scheduled(
                 t,
