@@ -318,11 +318,7 @@ fn bad_bulkhead_and_limiter_values_are_refused_at_check() {
         ),
     ] {
         let text = crate::support::one_config_scenario("b", line);
-        let at = text
-            .lines()
-            .position(|l| l.starts_with(field.split('.').next().unwrap()))
-            .unwrap()
-            + 1;
+        let at = crate::support::line_starting(&text, field.split('.').next().unwrap());
         support::process::check_refuses(&dir, "bad.toml", &text, &format!("bad.toml:{at}"), field);
     }
 }

@@ -150,11 +150,7 @@ fn orders_that_make_no_sense_are_refused_at_check() {
             .to_string(),
     ] {
         let text = scenario(&lines);
-        let line = text
-            .lines()
-            .position(|l| l.starts_with("pipeline"))
-            .unwrap()
-            + 1;
+        let line = crate::support::line_starting(&text, "pipeline");
         support::process::check_refuses(
             &dir,
             "bad.toml",

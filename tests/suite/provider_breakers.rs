@@ -127,11 +127,5 @@ fn a_bad_provider_breaker_is_refused_naming_the_field() {
     let sc = stormrig::scenario::parse(std::path::Path::new("tests/inline.toml"), &text).unwrap();
     let e = stormrig::plan::build(sc, &text).unwrap_err();
     assert!(e.field.ends_with("failover.breaker"), "{}", e.field);
-    assert_eq!(
-        e.line,
-        text.lines()
-            .position(|l| l.starts_with("failover"))
-            .unwrap()
-            + 1
-    );
+    assert_eq!(e.line, crate::support::line_starting(&text, "failover"));
 }

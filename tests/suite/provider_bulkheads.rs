@@ -223,11 +223,7 @@ fn bad_bulkheads_per_provider_are_refused_at_check() {
         ),
     ] {
         let text = scenario(&[("bad", bulkheads)]);
-        let at = text
-            .lines()
-            .position(|l| l.starts_with("failover"))
-            .unwrap()
-            + 1;
+        let at = crate::support::line_starting(&text, "failover");
         support::process::check_refuses(&dir, "bad.toml", &text, &format!("bad.toml:{at}"), field);
     }
 }

@@ -85,11 +85,7 @@ fn a_derived_cost_without_a_provider_or_a_price_is_refused_naming_the_field() {
         let sc = stormrig::scenario::parse(&path, text).unwrap();
         let e = stormrig::plan::build(sc, text).unwrap_err();
         assert!(e.field.ends_with("attempt_cost"), "{}", e.field);
-        let line = text
-            .lines()
-            .position(|l| l.starts_with("attempt_cost = "))
-            .unwrap()
-            + 1;
+        let line = crate::support::line_starting(text, "attempt_cost = ");
         assert_eq!(e.line, line);
         assert!(e.message.contains(why), "{}", e.message);
     };

@@ -164,11 +164,7 @@ fn failover_to_a_provider_the_scenario_lacks_is_refused_naming_the_field() {
     let e = plan::build(sc, &text).unwrap_err();
     assert_eq!(e.field, "configs[1].failover");
     assert!(e.message.contains("\"c\""), "{}", e.message);
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("failover"))
-        .unwrap()
-        + 1;
+    let line = crate::support::line_starting(&text, "failover");
     assert_eq!(e.line, line);
 }
 

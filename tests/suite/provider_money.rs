@@ -181,11 +181,7 @@ fn a_price_that_is_not_one_is_refused_with_file_line_and_field() {
             "price = { prompt_per_1k = 0.5, completion_per_1k = 2.0 }",
             &format!("price = {{ {price} }}"),
         );
-        let line = text
-            .lines()
-            .position(|l| l.starts_with("price = "))
-            .unwrap()
-            + 1;
+        let line = crate::support::line_starting(&text, "price = ");
         let dir = tmp_dir(&format!("money-refused-{i}"));
         let path = write(&dir, "s.toml", &text);
         let mut cmd = bin();

@@ -236,6 +236,15 @@ pub fn two_worker_runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The 1-based number of the first line of `text` that starts with `prefix` (where a
+/// refusal of a bad value must point).
+pub fn line_starting(text: &str, prefix: &str) -> usize {
+    text.lines()
+        .position(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?}:\n{text}"))
+        + 1
+}
+
 /// A scenario that `check` reads to its one config, `name`, written as `config_lines`:
 /// 10 req/s for 5 s against the small built-in target (the bad-value tests' frame).
 pub fn one_config_scenario(name: &str, config_lines: &str) -> String {
