@@ -154,7 +154,7 @@ impl RateLimiter {
             self.throttled(t, measured)
         };
         self.bucket
-            .set_max_rate(t, new_rate.min(MAX_RATE_ADJUST_SCALE * measured));
+            .set_max_rate(t, py_min(new_rate, MAX_RATE_ADJUST_SCALE * measured));
     }
 
     /// [`Self::on_response`]'s throttling branch, out of line: it calls `pow` for the cube
@@ -165,7 +165,7 @@ impl RateLimiter {
         let rate_to_use = if !self.enabled {
             measured
         } else {
-            measured.min(self.bucket.fill_rate)
+            py_min(measured, self.bucket.fill_rate)
         };
         self.enabled = true;
         self.cubic.error_received(rate_to_use, t)
@@ -206,9 +206,9 @@ impl TokenBucket {
     /// rate (at least [`MIN_FILL_RATE`]) and a capacity of that rate, or 1 below one.
     fn set_max_rate(&mut self, t: f64, value: f64) {
         self.refill(t);
-        self.fill_rate = value.max(MIN_FILL_RATE);
+        self.fill_rate = py_max(value, MIN_FILL_RATE);
         self.max_capacity = if value >= 1.0 { value } else { 1.0 };
-        self.capacity = self.capacity.min(self.max_capacity);
+        self.capacity = py_min(self.capacity, self.max_capacity);
     }
 
     /// `_refill` (lines 106-115).
@@ -218,8 +218,30 @@ impl TokenBucket {
             return;
         };
         let fill_amount = (t - last) * self.fill_rate;
-        self.capacity = self.max_capacity.min(self.capacity + fill_amount);
+        self.capacity = py_min(self.max_capacity, self.capacity + fill_amount);
         self.last = Some(t);
+    }
+}
+
+/// Python's `min(a, b)` as botocore calls it: `b` only when `b < a`, else `a` (ties and a
+/// NaN keep the first argument). Equal to `f64::min` for every value the limiter meets, and
+/// one `minsd` where `f64::min`'s NaN rule costs four more instructions on every response.
+#[inline(always)]
+fn py_min(a: f64, b: f64) -> f64 {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+/// Python's `max(a, b)`: `b` only when `b > a`, else `a` (see [`py_min`]).
+#[inline(always)]
+fn py_max(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
     }
 }
 
