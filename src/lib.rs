@@ -15,6 +15,9 @@ pub mod advice;
 pub mod app;
 pub mod bench;
 pub mod calibrate;
+// The flags' doc comments are clap's help texts, printed as written: `[[faults]]`,
+// `faults[0].for` and `reports/<scenario>/` are what a user types, not links or tags.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 pub mod cli;
 pub mod draws;
 pub mod headers;

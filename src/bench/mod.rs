@@ -3,7 +3,7 @@
 //! `tests/bench/peers.sh` parses.
 //!
 //! The load paths measured here are the real ones: every logical request goes through a
-//! retry config's [`RetryClient`] and the [`Recorder`] behind the per-config lock, exactly as
+//! retry config's [`RetryClient`](crate::policy::client::RetryClient) and the [`Recorder`](crate::metrics::Recorder) behind the per-config lock, exactly as
 //! in `stormrig run` ([`ConfigRuntime::drive`]). Nothing is skipped to look faster.
 
 pub mod fleet_memory;

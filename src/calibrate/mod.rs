@@ -12,7 +12,7 @@
 //!   the service-time distribution chosen by how well the simulator reproduces every step;
 //! * [`queue`]: with `--overload`, the queue's depth and timeout from one step past the
 //!   capacity (what the target refused, and after how long);
-//! * [`file`]: the fitted model as a `targets/NAME.toml` file that says how it was measured.
+//! * [`file`](mod@file): the fitted model as a `targets/NAME.toml` file that says how it was measured.
 //!
 //! Engine-free like `sweep`: the live runs are the caller's (the CLI edge owns the runtime and
 //! the sockets), handed out through a closure; the fitted model is checked by simulating

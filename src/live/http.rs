@@ -4,7 +4,7 @@
 //! The client is a lean per-config pool of connections over `TcpStream`s with `TCP_NODELAY`,
 //! not hyper-util's legacy `Client`: one target per config, so no pool key hashing, no
 //! executor hop per request, LIFO reuse. Plain HTTP/1.1 connections are stormrig's own
-//! ([`h1`]: the attempt's task writes the request and reads the response, no connection
+//! (`h1`: the attempt's task writes the request and reads the response, no connection
 //! task between them); over TLS (rustls) and HTTP/2 they are hyper's.
 //!
 //! HTTP/1.1 carries one request per connection at a time, so the pool holds many. HTTP/2

@@ -13,7 +13,7 @@ use crate::policy::{AttemptLabel, GiveUpReason};
 /// Most labels a vocabulary may have (slots are a fixed array).
 const MAX_LABELS: usize = 16;
 
-/// A closed vocabulary of labels, each with its own slot below [`MAX_LABELS`].
+/// A closed vocabulary of labels, each with its own slot below `MAX_LABELS`.
 pub trait Label: Copy + 'static {
     /// Every label, each once.
     const ALL: &'static [Self];

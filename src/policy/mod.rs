@@ -9,7 +9,7 @@
 //! * [`outcome`]: classify an attempt (success / transient / throttling / non-retryable), the
 //!   attempt-log label, idempotent methods; `status_classes`: a client's classes of bare
 //!   statuses, looked up rather than worked out per attempt;
-//! * [`grpc_status`]: gRPC's status codes, by which gRPC replies are classified;
+//! * `grpc_status`: gRPC's status codes, by which gRPC replies are classified;
 //! * [`retry_after`]: `Retry-After`, `x-amz-retry-after`, `grpc-retry-pushback-ms`;
 //! * [`backoff`]: constant / linear / exponential schedules and the jitter families;
 //! * [`deadline`]: overall deadline, per-try timeout, propagation;

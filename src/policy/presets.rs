@@ -623,7 +623,7 @@ fn stainless_llm_sdk(retry_after: RetryAfterConfig) -> RetryConfig {
 
 /// `openai-python`: the openai SDK for Python as of 2.x and 3.x (read in 3.57.0 and
 /// 2.54.0; `tests/suite/llm_sdk_conformance.rs` runs 3.57.0 beside it). On top of
-/// [`stainless_llm_sdk`]'s shared behaviour:
+/// `stainless_llm_sdk`'s shared behaviour:
 /// * `_constants.py` `MAX_RETRY_AFTER_DELAY = 2 * 60`: `_calculate_retry_timeout` follows a
 ///   finite hint when `0 < ra <= 120` s, else the computed backoff (negative, zero, a past
 ///   HTTP-date, garbage, NaN, an `inf` literal);

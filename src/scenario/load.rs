@@ -1,5 +1,5 @@
 //! Reading a scenario file into a validated [`Scenario`]: TOML syntax, then serde's shape
-//! (unknown keys with a did-you-mean, wrong types), then [`validate`](super::validate)'s sense
+//! (unknown keys with a did-you-mean, wrong types), then [`validate`]'s sense
 //! checks, then the builtin target's model file. Every refusal is located in its file.
 
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@
 //!    that gives up does not cancel work the server has already accepted: a real server
 //!    keeps serving abandoned requests, which is how retry storms overload it;
 //! 5. a connection-level verdict (bandwidth, slicer, slow close) shapes how the answer
-//!    travels back ([`delivery`]).
+//!    travels back (`delivery`).
 //!
 //! Request identity comes from [`crate::headers::REQUEST`] and [`crate::headers::ATTEMPT`].
 //! A request without a request id (external traffic) gets one from a per-server counter
@@ -122,7 +122,7 @@ impl Listen {
     }
 }
 
-/// Which server speaks HTTP/1.1 in clear: the lean connection ([`lean`]) unless told
+/// Which server speaks HTTP/1.1 in clear: the lean connection (`lean`) unless told
 /// otherwise; hyper's stays reachable to compare the two side by side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum H1Server {

@@ -12,10 +12,10 @@
 //! `tls-handshake` outcome, never as a server answer.
 //!
 //! It is the built-in target's server with the service model's *work* replaced by a forward
-//! to the upstream (one code path, [`super::start_inner`]). Per request, in order:
+//! to the upstream (one code path, `start_inner`). Per request, in order:
 //! 1. the arrival is counted and goes in flight (arrivals, per second, peaks);
 //! 2. the request body is read (kept for the forward, hashed for dedup);
-//! 3. [`FaultTimeline::decide`]: added latency is waited first; then **status** faults are
+//! 3. [`FaultTimeline::decide`](crate::scenario::timeline::FaultTimeline::decide): added latency is waited first; then **status** faults are
 //!    answered at once, **reset** closes the connection without an answer, **hang** holds
 //!    the request until the client leaves (none of these three is ever forwarded);
 //! 4. dedup by `Idempotency-Key` when `config.dedup` is enabled (replays, 409, 422 answered
@@ -25,7 +25,7 @@
 //!    faults changing the slot count. `model.service_time` is not used: the real server's
 //!    own time is the service time. Pass `concurrency = u32::MAX` for "no limit but the
 //!    capacity faults" (what [`serve_standalone`] does);
-//! 6. the forward to the upstream and the relay of its answer ([`super::relay`]: headers
+//! 6. the forward to the upstream and the relay of its answer (`relay`: headers
 //!    passed on, bodies buffered whole and bounded by [`MAX_BODY`], interim answers by
 //!    [`MAX_INFORMATIONAL`], an HTTP/2 upstream's frames that carry no answer by a budget
 //!    per connection, upstream resets relayed as resets, gateway errors marked; a
@@ -46,7 +46,7 @@
 //! that rebinds its own DNS name to 127.0.0.1 cannot pass) and must carry no `Origin` (no
 //! browser page, same-site or not, may drive it); otherwise 401 or 403, and nothing changes.
 //! - `/_stormrig/faults...`: the fault API (JSON; add, list, enable, disable and remove
-//!   faults at run time, start the `--faults` file's windows), see [`super::fault_api`].
+//!   faults at run time, start the `--faults` file's windows), see `fault_api`.
 //!   Faults are off until started or added.
 //! - `GET /_stormrig/metrics`: Prometheus text exposition format 0.0.4, see [`metrics_text`],
 //!   plus a fault-active gauge and a hit counter per fault.

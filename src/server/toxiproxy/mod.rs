@@ -4,7 +4,7 @@
 //!
 //! One API server on a control port of its own (Toxiproxy's default is 8474) holds named
 //! proxies; each is a [`StandaloneProxy`] on its own loopback listener in front of its own
-//! upstream, with the toxics of [`toxic`] installed as its faults. The routes and answers
+//! upstream, with the toxics of `toxic` installed as its faults. The routes and answers
 //! follow Toxiproxy v2.12's `api.go`: `GET /version`, `POST /reset`, `GET|POST /proxies`,
 //! `POST /populate`, `GET|POST|PATCH|DELETE /proxies/{proxy}`, `GET|POST
 //! /proxies/{proxy}/toxics`, `GET|POST|PATCH|DELETE /proxies/{proxy}/toxics/{toxic}`;
