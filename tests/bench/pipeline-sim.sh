@@ -10,7 +10,10 @@
 #
 #   tests/bench/pipeline-sim.sh            # about 20 s
 #
-# Knobs: STORMRIG_BIN (default target/release/stormrig), ROUNDS (3), SCALE (300), CPU (0).
+# Knobs: STORMRIG_BIN (default target/release/stormrig), ROUNDS (3), SCALE (300), CPU (0),
+# INSTR=1 (also count both cases' instructions under callgrind at INSTR_SCALE, default 30:
+# a ratio that does not move with the host's load, printed as full_over_plain_instructions
+# on the line before the last; about a minute; needs valgrind).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -62,5 +65,21 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     ratios+=("$(awk -v f="${cpu[full]}" -v p="${cpu[plain]}" 'BEGIN { printf "%.3f", f / p }')")
 done
+if [ "${INSTR:-0}" = 1 ]; then
+    command -v valgrind >/dev/null || { echo "pipeline-sim.sh: INSTR=1 needs valgrind" >&2; exit 3; }
+    declare -A instr=()
+    for c in plain full; do
+        valgrind --tool=callgrind --callgrind-out-file="$WORK/cg-$c.out" "$BIN" sim "$WORK/$c.toml" \
+            --scale "${INSTR_SCALE:-30}" --quiet --out "$WORK/cg-out-$c" >/dev/null 2>"$WORK/cg-$c.err" &
+    done
+    wait
+    for c in plain full; do
+        instr[$c]="$(sed -n 's/^totals: *//p' "$WORK/cg-$c.out")"
+        [ -n "${instr[$c]}" ] || { cat "$WORK/cg-$c.err" >&2; exit 1; }
+    done
+    awk -v f="${instr[full]}" -v p="${instr[plain]}" -v s="${INSTR_SCALE:-30}" 'BEGIN {
+        printf "instructions scale=%s plain=%d full=%d full_over_plain_instructions=%.3f\n", s, p, f, f / p
+    }'
+fi
 median="$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"
 awk -v m="$median" 'BEGIN { printf "bench=pipeline-sim full_over_plain_cpu=%s aim=1.20 result=%s\n", m, (m <= 1.20 ? "pass" : "fail") }'
