@@ -429,6 +429,8 @@ impl Session {
             return Asked::Wait(wait);
         }
         let permit = client.before_attempt(now, &mut req.state);
+        // Nothing below moves the client: whether it has events to record is known now.
+        let has_events = client.has_events();
         if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
             // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
             // held back no send.
@@ -486,7 +488,9 @@ impl Session {
                 Err(reason)
             }
         };
-        self.drain_events(req.fleet, req.instance);
+        if has_events {
+            self.record_events(req.fleet, req.instance);
+        }
         match step {
             Ok(attempt) => Asked::Send(attempt),
             Err(reason) => Asked::Refused(reason),
@@ -578,6 +582,8 @@ impl Session {
         // config with neither a budget nor a breaker has nothing to chart.
         let level = client.budget_level();
         let breaker = client.breaker_state().map(breaker_level);
+        // Asked now, with the client at hand, rather than looked up again at the end.
+        let has_events = client.has_events();
         if level.is_some() || breaker.is_some() {
             rec.sample_policy(t, level, breaker);
         }
@@ -613,7 +619,9 @@ impl Session {
             // its row (no `sent_s`) is what a reader counting refusals in the log looks for.
             self.log_row(req.id, req.state.attempts() + 1, None, "refused", level);
         }
-        self.drain_events(req.fleet, req.instance);
+        if has_events {
+            self.record_events(req.fleet, req.instance);
+        }
         match d {
             Decision::Success => Decided::End(Ending::Succeeded),
             Decision::GiveUp { reason, .. } => Decided::End(Ending::GaveUp(reason)),
@@ -809,8 +817,8 @@ impl Session {
         }
     }
 
-    /// Takes instance `i`'s policy events to the recorder (a breaker that opened, a
-    /// provider's breaker transition).
+    /// Takes instance `i`'s policy events to the recorder, if it has any (the hedging and
+    /// open-circuit steps; the common steps ask the client they hold).
     #[inline]
     fn drain_events(&mut self, fleet: u8, i: u32) {
         if self.fleets[usize::from(fleet)].client(i).has_events() {
@@ -818,8 +826,9 @@ impl Session {
         }
     }
 
-    /// Counts the policy events of client instance `i` of fleet `fleet` (breaker
-    /// transitions).
+    /// Counts the policy events of client instance `i` of fleet `fleet` (a breaker that
+    /// opened, a provider's breaker transition); called only when it has some (rare: a
+    /// breaker moves a few times a run).
     #[cold]
     fn record_events(&mut self, fleet: u8, i: u32) {
         for e in self.fleets[usize::from(fleet)].client_mut(i).drain_events() {
