@@ -36,6 +36,8 @@ use crate::session::{self, Next, Session};
 use super::provider::{Route, SimProvider, NO_FALLBACK};
 
 pub(super) const NONE: u32 = u32::MAX;
+/// `Att::timer_at` of an attempt without a held-back per-try timer.
+pub(super) const NO_TIMER: u64 = u64::MAX;
 pub(super) const NO_FAULT: u16 = u16::MAX;
 /// `reply_status` values that are not HTTP statuses: a reset, the per-try timeout.
 pub(super) const REPLY_RESET: u16 = 0;
@@ -109,6 +111,11 @@ pub(super) struct Att {
     pub(super) ticket: bool,
     pub(super) queued: bool,
     pub(super) act: Act,
+    /// Its per-try timer while held back (see [`Sim::arm_timer`]): when it goes off, or
+    /// `NO_TIMER` once it is in the queue, dropped, or when the attempt has none.
+    pub(super) timer_at: u64,
+    /// The timer's sequence number, taken when the attempt was sent.
+    timer_seq: u64,
     /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
     pub(super) lost: u16,
     pub(super) reply_status: u16,
@@ -259,6 +266,9 @@ pub(super) struct Sim<'a> {
     pub(super) idempotent: bool,
     /// Length of the timer lane at which its stale timers are swept out.
     sweep_at: usize,
+    /// Some attempt has held back a per-try timer (see `arm_timer`): until then an arrival
+    /// looks for none.
+    timers_held: bool,
     /// The config hedges its calls: the client's requests take the hedged path (`hedge`).
     pub(super) hedging: bool,
 }
@@ -353,6 +363,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         attempts: 0,
         idempotent: crate::policy::is_idempotent_method(cfg.method),
         sweep_at: MIN_SWEEP,
+        timers_held: false,
         hedging: cfg.config.hedges(),
         cfg,
     };
@@ -462,7 +473,10 @@ impl Sim<'_> {
                 }
                 go
             }
-            Kind::TargetArrive => self.run_if(self.att_ok(idx, gen), t, idx, Self::target_arrive),
+            Kind::TargetArrive => {
+                self.run_if(self.att_ok(idx, gen), t, idx, Self::target_arrive)
+                    && self.arm_timer(idx)
+            }
             Kind::FaultAct => self.run_if(self.att_ok(idx, gen), t, idx, Self::fault_act),
             Kind::WorkStart => self.run_if(self.att_ok(idx, gen), t, idx, Self::work_start),
             Kind::QueueTimeout => {
@@ -474,7 +488,10 @@ impl Sim<'_> {
             Kind::ClientTimeout => {
                 self.run_if(self.client_waits(idx, gen), t, idx, Self::client_timeout)
             }
-            Kind::LayerArrive => self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_arrive),
+            Kind::LayerArrive => {
+                self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_arrive)
+                    && self.arm_timer(idx)
+            }
             Kind::LayerStart => self.run_if(self.att_ok(idx, gen), t, idx, Self::layer_start),
             Kind::HedgeDue => {
                 let q = &self.reqs[idx as usize];
@@ -567,6 +584,50 @@ impl Sim<'_> {
         client_waits(&self.atts[idx as usize], gen)
     }
 
+    /// Queues attempt `a`'s held-back per-try timer once the attempt has reached the next
+    /// hop, unless the client stopped waiting or the reply already on its way arrives
+    /// first (then the timer would have been stale when popped). Most attempts of a storm
+    /// are answered on arrival, so most timers never enter the queue. The timer keeps the
+    /// sequence number of its send, so it pops exactly where it would have had it been
+    /// queued then; timers reach here in the order their attempts were sent (every hop is
+    /// `NET_DELAY` away), which keeps their lane sorted. Returns `true` (the arrival moved
+    /// an attempt on).
+    #[inline]
+    fn arm_timer(&mut self, a: u32) -> bool {
+        if !self.timers_held {
+            return true;
+        }
+        let at = &mut self.atts[a as usize];
+        if at.timer_at != NO_TIMER {
+            let (due, seq, gen) = (at.timer_at, at.timer_seq, at.gen);
+            at.timer_at = NO_TIMER;
+            if at.client_waiting {
+                self.queue_timer(due, seq, a, gen, lane_of(Kind::ClientTimeout));
+            }
+        }
+        true
+    }
+
+    /// A per-try timer into the queue with the sequence number it was given at its send.
+    fn queue_timer(&mut self, due: u64, seq: u64, a: u32, gen: u32, lane: Option<usize>) {
+        let payload = Ev {
+            kind: Kind::ClientTimeout,
+            idx: a,
+            gen,
+        };
+        self.events.push(
+            Event {
+                t: due,
+                seq,
+                payload,
+            },
+            lane,
+        );
+        if self.events.lane_len(TIMEOUT_LANE) >= self.sweep_at {
+            self.sweep_timers();
+        }
+    }
+
     /// Sweeps the stale per-try timers out of their lane. Nearly every attempt ends long
     /// before its timer is due (envoy's 15 s route timeout at 60 k attempts/s leaves about
     /// a million), and a stale timer does nothing when popped, so dropping them changes no
@@ -630,6 +691,8 @@ impl Sim<'_> {
             ticket: false,
             queued: false,
             act: Act::Hang,
+            timer_at: NO_TIMER,
+            timer_seq: 0,
             lost: NO_FAULT,
             reply_status: 0,
             reply_fault: NO_FAULT,
@@ -756,6 +819,7 @@ impl Sim<'_> {
                 at.ticket = false;
                 at.queued = false;
                 at.lost = NO_FAULT;
+                at.timer_at = NO_TIMER;
                 at.reply_status = 0;
                 at.reply_fault = NO_FAULT;
                 let gen = at.gen;
@@ -764,11 +828,21 @@ impl Sim<'_> {
                 } else {
                     Kind::TargetArrive
                 };
-                self.push(t + ns(NET_DELAY), arrive, a, gen);
+                let arrive_at = t + ns(NET_DELAY);
+                self.push(arrive_at, arrive, a, gen);
                 if let Some(to) = attempt.timeout {
-                    self.push(t.saturating_add(ns(to)), Kind::ClientTimeout, a, gen);
-                    if self.events.lane_len(TIMEOUT_LANE) >= self.sweep_at {
-                        self.sweep_timers();
+                    // The timer's place in the order is taken now, as if it were queued now;
+                    // it is queued when the attempt reaches the next hop (see `arm_timer`),
+                    // unless its reply is on its way by then and due first.
+                    let due = t.saturating_add(ns(to));
+                    self.seq += 1;
+                    if due <= arrive_at {
+                        self.queue_timer(due, self.seq, a, gen, None);
+                    } else {
+                        let at = &mut self.atts[a as usize];
+                        at.timer_at = due;
+                        at.timer_seq = self.seq;
+                        self.timers_held = true;
                     }
                 }
                 a

@@ -6,7 +6,7 @@
 //! order, which the simulator-versus-live tests hold it to.
 
 use super::clock::{dur, ns, sec, NET_DELAY};
-use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, REPLY_RESET};
+use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, NO_TIMER, REPLY_RESET};
 use super::verdicts::Segment;
 use crate::idempotency::Begin;
 use crate::scenario::timeline::Action;
@@ -250,8 +250,15 @@ impl Sim<'_> {
         at.handler_alive = false;
         at.reply_status = status;
         at.reply_fault = fault;
+        let reply_at = t + ns(NET_DELAY);
+        // A reply due before the per-try timer still held back makes the timer stale: it is
+        // never queued (see `Sim::arm_timer`). Due at the same instant, the timer (sent
+        // first) still goes off first.
+        if reply_at < at.timer_at {
+            at.timer_at = NO_TIMER;
+        }
         let gen = at.gen;
-        self.push(t + ns(NET_DELAY), Kind::Reply, a, gen);
+        self.push(reply_at, Kind::Reply, a, gen);
     }
 
     /// The work asks for a service slot, past the rate limit and the cap on work in
