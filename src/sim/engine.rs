@@ -73,6 +73,8 @@ pub(super) struct Req {
     /// A hedged call's copies the client still waits for (attempt index, generation);
     /// empty for every other request.
     pub(super) copies: Vec<(u32, u32)>,
+    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::free_req`].
+    next_free: u32,
 }
 
 pub(super) struct Att {
@@ -113,6 +115,8 @@ pub(super) struct Att {
     pub(super) lost: u16,
     pub(super) reply_status: u16,
     pub(super) reply_fault: u16,
+    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::maybe_free`].
+    next_free: u32,
 }
 
 impl Att {
@@ -135,6 +139,36 @@ pub(super) struct FaultParts {
     pub(super) lost_status: Option<u16>,
     /// A `grpc-status` fault's status and `grpc-retry-pushback-ms` text.
     pub(super) grpc: Option<(GrpcStatus, Option<String>)>,
+    /// It carries nothing a response reads but its status (no hint, no code, no gRPC
+    /// status): its reply reads as a plain answer, built without looking at the parts.
+    pub(super) plain: bool,
+}
+
+impl FaultParts {
+    /// Parts with `plain` worked out from the rest.
+    pub(super) fn new(
+        retry_after: Option<String>,
+        retry_after_ms: Option<String>,
+        should_retry: Option<&'static str>,
+        error_code: Option<String>,
+        lost_status: Option<u16>,
+        grpc: Option<(GrpcStatus, Option<String>)>,
+    ) -> FaultParts {
+        let plain = retry_after.is_none()
+            && retry_after_ms.is_none()
+            && should_retry.is_none()
+            && error_code.is_none()
+            && grpc.is_none();
+        FaultParts {
+            retry_after,
+            retry_after_ms,
+            should_retry,
+            error_code,
+            lost_status,
+            grpc,
+            plain,
+        }
+    }
 }
 
 /// How load arrives for this config.
@@ -228,9 +262,12 @@ pub(super) struct Sim<'a> {
     events: EventQueue<Ev>,
     seq: u64,
     pub(super) reqs: Vec<Req>,
-    free_reqs: Vec<u32>,
+    /// The free slots of each slab, a stack threaded through the free slots themselves
+    /// (`NONE`: empty): freeing a slot writes two numbers, where a `Vec` of free indices
+    /// paid a capacity check and a store per free and a bounds check per take.
+    free_req: u32,
     pub(super) atts: Vec<Att>,
-    free_atts: Vec<u32>,
+    free_att: u32,
     pub(super) parts: Vec<FaultParts>,
     /// The model's service-time distribution, prepared once.
     pub(super) service: Sampler,
@@ -276,41 +313,28 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
                 should_retry,
                 error_code,
                 ..
-            } => FaultParts {
-                retry_after: retry_after
-                    .map(|d| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).to_string()),
-                retry_after_ms: retry_after_ms.map(|d| {
+            } => FaultParts::new(
+                retry_after.map(|d| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).to_string()),
+                retry_after_ms.map(|d| {
                     (d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 > 0)).to_string()
                 }),
-                should_retry: should_retry.map(|b| if b { "true" } else { "false" }),
-                error_code: error_code.clone(),
-                lost_status: None,
-                grpc: None,
-            },
-            FaultKind::GrpcStatus { status, pushback } => FaultParts {
-                retry_after: None,
-                retry_after_ms: None,
-                should_retry: None,
-                error_code: None,
-                lost_status: None,
-                grpc: Some((*status, pushback.map(|p| p.as_millis().to_string()))),
-            },
-            FaultKind::LostResponse { status } => FaultParts {
-                retry_after: None,
-                retry_after_ms: None,
-                should_retry: None,
-                error_code: None,
-                lost_status: *status,
-                grpc: None,
-            },
-            _ => FaultParts {
-                retry_after: None,
-                retry_after_ms: None,
-                should_retry: None,
-                error_code: None,
-                lost_status: None,
-                grpc: None,
-            },
+                should_retry.map(|b| if b { "true" } else { "false" }),
+                error_code.clone(),
+                None,
+                None,
+            ),
+            FaultKind::GrpcStatus { status, pushback } => FaultParts::new(
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some((*status, pushback.map(|p| p.as_millis().to_string()))),
+            ),
+            FaultKind::LostResponse { status } => {
+                FaultParts::new(None, None, None, None, *status, None)
+            }
+            _ => FaultParts::new(None, None, None, None, None, None),
         })
         .collect();
     let cap = cfg
@@ -333,9 +357,9 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         events: EventQueue::new(),
         seq: 0,
         reqs: Vec::new(),
-        free_reqs: Vec::new(),
+        free_req: NONE,
         atts: Vec::new(),
-        free_atts: Vec::new(),
+        free_att: NONE,
         parts,
         service: Sampler::new(&cfg.model.service_time),
         verdicts: Verdicts::new(cfg.timeline),
@@ -582,7 +606,9 @@ impl Sim<'_> {
     }
 
     pub(super) fn alloc_req(&mut self) -> u32 {
-        if let Some(r) = self.free_reqs.pop() {
+        let r = self.free_req;
+        if r != NONE {
+            self.free_req = self.reqs[r as usize].next_free;
             return r;
         }
         self.reqs.push(Req {
@@ -600,12 +626,15 @@ impl Sim<'_> {
             last_fault: NO_FAULT,
             class: 0,
             copies: Vec::new(),
+            next_free: NONE,
         });
         (self.reqs.len() - 1) as u32
     }
 
     fn alloc_att(&mut self) -> u32 {
-        if let Some(a) = self.free_atts.pop() {
+        let a = self.free_att;
+        if a != NONE {
+            self.free_att = self.atts[a as usize].next_free;
             return a;
         }
         self.atts.push(Att {
@@ -633,6 +662,7 @@ impl Sim<'_> {
             lost: NO_FAULT,
             reply_status: 0,
             reply_fault: NO_FAULT,
+            next_free: NONE,
         });
         (self.atts.len() - 1) as u32
     }
@@ -643,7 +673,8 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         if !at.client_waiting && !at.handler_alive && !at.work_active {
             at.gen = at.gen.wrapping_add(1);
-            self.free_atts.push(a);
+            at.next_free = self.free_att;
+            self.free_att = a;
         }
     }
 
@@ -782,7 +813,8 @@ impl Sim<'_> {
         let q = &mut self.reqs[r as usize];
         let (user, claimed) = (q.user, q.claimed);
         q.gen = q.gen.wrapping_add(1);
-        self.free_reqs.push(r);
+        q.next_free = self.free_req;
+        self.free_req = r;
         if claimed {
             self.claimed -= 1;
         }
@@ -815,35 +847,38 @@ impl Sim<'_> {
         let outcome = match status {
             REPLY_RESET => AttemptOutcome::Transport(TransportError::Reset),
             REPLY_TIMEOUT => AttemptOutcome::Transport(TransportError::PerTryTimeout),
-            // Looked at once: most replies carry no fault's parts (a plain answer).
-            s => AttemptOutcome::Response(match self.parts.get(fault as usize) {
-                Some(p) => {
-                    let g = p.grpc.as_ref();
-                    Response {
-                        status: s,
-                        retry_after: p.retry_after.as_deref(),
-                        retry_after_ms: p.retry_after_ms.as_deref(),
-                        should_retry: p.should_retry,
-                        amz_retry_after: None,
-                        grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
-                        error_code: p.error_code.as_deref(),
-                        grpc_status: match g {
-                            Some(g) => Some(g.0),
-                            None => grpc_status_of(self.cfg.grpc, s),
-                        },
+            // Looked at once: most replies carry no fault's parts, or parts with nothing
+            // but their status (a plain answer).
+            s => AttemptOutcome::Response(
+                match self.parts.get(fault as usize).filter(|p| !p.plain) {
+                    Some(p) => {
+                        let g = p.grpc.as_ref();
+                        Response {
+                            status: s,
+                            retry_after: p.retry_after.as_deref(),
+                            retry_after_ms: p.retry_after_ms.as_deref(),
+                            should_retry: p.should_retry,
+                            amz_retry_after: None,
+                            grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
+                            error_code: p.error_code.as_deref(),
+                            grpc_status: match g {
+                                Some(g) => Some(g.0),
+                                None => grpc_status_of(self.cfg.grpc, s),
+                            },
+                        }
                     }
-                }
-                None => Response {
-                    status: s,
-                    retry_after: None,
-                    retry_after_ms: None,
-                    should_retry: None,
-                    amz_retry_after: None,
-                    grpc_pushback_ms: None,
-                    error_code: None,
-                    grpc_status: grpc_status_of(self.cfg.grpc, s),
+                    None => Response {
+                        status: s,
+                        retry_after: None,
+                        retry_after_ms: None,
+                        should_retry: None,
+                        amz_retry_after: None,
+                        grpc_pushback_ms: None,
+                        error_code: None,
+                        grpc_status: grpc_status_of(self.cfg.grpc, s),
+                    },
                 },
-            }),
+            ),
         };
         if self.hedging && q.hop == 0 {
             let attempt = self.atts[a as usize].attempt;

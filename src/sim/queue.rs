@@ -74,15 +74,26 @@ impl<P: Copy> Lane<P> {
         self.events.push(ev);
     }
 
+    /// The head event, and the key of the one after it (`u128::MAX`: none), which the
+    /// queue keeps as the lane's head key.
     #[inline(always)]
-    fn pop_front(&mut self) -> Option<Event<P>> {
+    fn pop_front(&mut self) -> Option<(Event<P>, u128)> {
         let ev = *self.events.get(self.head)?;
         self.head += 1;
-        if self.head == self.events.len() {
-            self.events.clear();
-            self.head = 0;
+        match self.events.get(self.head) {
+            Some(next) => Some((ev, next.key())),
+            None => {
+                self.events.clear();
+                self.head = 0;
+                Some((ev, u128::MAX))
+            }
         }
-        Some(ev)
+    }
+
+    /// The key of the head event ([`Event::key`]), `u128::MAX` when the lane is empty.
+    #[inline]
+    fn head_key(&self) -> u128 {
+        self.front().map_or(u128::MAX, Event::key)
     }
 
     /// Drops the events already read from the vector's start.
@@ -219,6 +230,10 @@ impl<P: Copy> RadixHeap<P> {
 pub(super) struct EventQueue<P> {
     heap: RadixHeap<P>,
     lanes: [Lane<P>; LANES],
+    /// Each lane's head key ([`Event::key`]), `u128::MAX` when the lane is empty: a pop
+    /// compares these three numbers, side by side, instead of reaching into each lane's
+    /// vector, and only the lane popped reads its next event.
+    heads: [u128; LANES],
 }
 
 impl<P: Copy> EventQueue<P> {
@@ -226,6 +241,7 @@ impl<P: Copy> EventQueue<P> {
         EventQueue {
             heap: RadixHeap::new(),
             lanes: std::array::from_fn(|_| Lane::with_capacity(1024)),
+            heads: [u128::MAX; LANES],
         }
     }
 
@@ -235,9 +251,17 @@ impl<P: Copy> EventQueue<P> {
     pub(super) fn push(&mut self, ev: Event<P>, lane: Option<usize>) {
         if let Some(l) = lane {
             let lane = &mut self.lanes[l];
-            if lane.back().is_none_or(|b| b.t <= ev.t) {
-                lane.push_back(ev);
-                return;
+            match lane.back() {
+                None => {
+                    self.heads[l] = ev.key();
+                    lane.push_back(ev);
+                    return;
+                }
+                Some(b) if b.t <= ev.t => {
+                    lane.push_back(ev);
+                    return;
+                }
+                Some(_) => {}
             }
         }
         self.heap.push(ev);
@@ -245,26 +269,25 @@ impl<P: Copy> EventQueue<P> {
 
     #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<Event<P>> {
-        // Where the least lane head is: LANES for none.
-        let mut best = LANES;
-        let mut key = u128::MAX;
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(e) = lane.front() {
-                let k = e.key();
-                if k < key {
-                    key = k;
-                    best = i;
-                }
+        // The least lane head (no event has key `u128::MAX`: sequence numbers never get
+        // there).
+        let mut best = 0;
+        let mut key = self.heads[0];
+        for (i, &k) in self.heads.iter().enumerate().skip(1) {
+            if k < key {
+                key = k;
+                best = i;
             }
         }
         if let Some(ev) = self.heap.pop_before(key) {
             return Some(ev);
         }
-        if best == LANES {
-            None
-        } else {
-            self.lanes[best].pop_front()
+        if key == u128::MAX {
+            return None;
         }
+        let (ev, next) = self.lanes[best].pop_front()?;
+        self.heads[best] = next;
+        Some(ev)
     }
 
     /// Events waiting in `lane`.
@@ -277,6 +300,7 @@ impl<P: Copy> EventQueue<P> {
     /// so the lane stays sorted. For lanes that fill up with events known to be stale.
     pub(super) fn retain_lane(&mut self, lane: usize, mut keep: impl FnMut(&P) -> bool) {
         self.lanes[lane].retain(|e| keep(&e.payload));
+        self.heads[lane] = self.lanes[lane].head_key();
     }
 
     /// Events pending.

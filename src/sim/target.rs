@@ -43,6 +43,16 @@ impl Sim<'_> {
                 }
                 return;
             }
+            Segment::Answer { status, fault } => {
+                // What the `Fixed` path below does for a status at once, without the
+                // verdict's working out: most attempts of an outage end here.
+                at.reply_status = status;
+                at.reply_fault = fault;
+                at.act = Act::Status;
+                self.counters.respond(status, None);
+                self.send_reply(t, a, status, fault);
+                return;
+            }
             Segment::Fixed(v) => v,
             Segment::Decide => {
                 let path = self
@@ -193,14 +203,8 @@ impl Sim<'_> {
         }) {
             Some(i) => i,
             None => {
-                self.parts.push(FaultParts {
-                    retry_after: Some(value),
-                    retry_after_ms: None,
-                    should_retry: None,
-                    error_code: None,
-                    lost_status: None,
-                    grpc: None,
-                });
+                self.parts
+                    .push(FaultParts::new(Some(value), None, None, None, None, None));
                 self.parts.len() - 1
             }
         };

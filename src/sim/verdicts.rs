@@ -10,7 +10,8 @@
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use crate::scenario::timeline::{FaultTimeline, FaultVerdict};
+use super::engine::NO_FAULT;
+use crate::scenario::timeline::{Action, FaultTimeline, FaultVerdict};
 use crate::scenario::FaultKind;
 
 /// What an arrival in a segment gets.
@@ -18,6 +19,10 @@ use crate::scenario::FaultKind;
 pub(super) enum Segment<'a> {
     /// No request fault is active: plain service, no draw.
     Plain,
+    /// Every arrival in the segment is answered at once with `status` and the reply parts
+    /// of fault `fault` (a status or gRPC-status fault without added latency): the
+    /// verdict already worked out to what the target does with it, the outage's case.
+    Answer { status: u16, fault: u16 },
     /// The verdict of every arrival in the segment.
     Fixed(FaultVerdict<'a>),
     /// The verdict depends on the arrival (a draw, a path): ask the timeline.
@@ -36,6 +41,18 @@ pub(super) struct Verdicts<'a> {
 fn window(at: Duration, length: Duration) -> (u64, u64) {
     let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     (ns(at), at.checked_add(length).map_or(u64::MAX, ns))
+}
+
+/// The segment of a verdict every arrival gets: worked out to its answer when it is one at
+/// once (as the target would: a gRPC status goes out as HTTP 200, its parts carry it).
+fn fixed(v: FaultVerdict<'_>) -> Segment<'_> {
+    let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
+    match v.action {
+        _ if !v.extra_latency.is_zero() => Segment::Fixed(v),
+        Action::Status { status, .. } => Segment::Answer { status, fault },
+        Action::GrpcStatus { .. } => Segment::Answer { status: 200, fault },
+        _ => Segment::Fixed(v),
+    }
 }
 
 impl<'a> Verdicts<'a> {
@@ -71,7 +88,7 @@ impl<'a> Verdicts<'a> {
                         && !matches!(f.kind, FaultKind::Latency { .. })
                 }) {
                     // Certain faults on every path: no draw, so any request and path will do.
-                    Segment::Fixed(timeline.decide(Duration::from_nanos(start), "", 0, 0))
+                    fixed(timeline.decide(Duration::from_nanos(start), "", 0, 0))
                 } else {
                     Segment::Decide
                 }
@@ -106,7 +123,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::scenario::timeline::Action;
     use crate::scenario::{Fault, FaultKind};
 
     fn kind() -> impl Strategy<Value = FaultKind> {
@@ -157,6 +173,16 @@ mod tests {
                 for path in ["/a/b", "/c"] {
                     let want = tl.decide(Duration::from_nanos(t), path, request, attempt);
                     let got = match v.at(t) {
+                        Segment::Answer { status, fault } => {
+                            prop_assert_eq!(want.extra_latency, Duration::ZERO);
+                            prop_assert_eq!(want.fault.map_or(NO_FAULT, |f| f as u16), fault);
+                            match want.action {
+                                Action::Status { status: s, .. } => prop_assert_eq!(s, status),
+                                Action::GrpcStatus { .. } => prop_assert_eq!(200, status),
+                                other => prop_assert!(false, "answered for {:?}", other),
+                            }
+                            continue;
+                        }
                         Segment::Plain => {
                             prop_assert_eq!(want.action, Action::Serve);
                             prop_assert_eq!(want.fault, None);
