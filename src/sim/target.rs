@@ -53,7 +53,7 @@ impl Sim<'_> {
                 self.send_reply(t, a, status, fault);
                 return;
             }
-            Segment::Fixed(v) => v,
+            Segment::Fixed(i) => self.verdicts.fixed(i),
             Segment::Decide => {
                 let path = self
                     .cfg
