@@ -123,6 +123,9 @@ struct RadixHeap<P> {
     /// pushes and dropped by a redistribution. Most pops go to a lane, and each of them
     /// compares with this rather than scanning the bucket.
     lowest: Option<(usize, u64)>,
+    /// A lower bound of the times held, `u64::MAX` when empty: most pops go to a lane, and
+    /// each of them compares with this one number rather than looking into the heap.
+    floor: u64,
 }
 
 impl<P: Copy> RadixHeap<P> {
@@ -133,6 +136,7 @@ impl<P: Copy> RadixHeap<P> {
             buckets: (0..=64).map(|_| Vec::new()).collect(),
             full: 0,
             lowest: None,
+            floor: u64::MAX,
         }
     }
 
@@ -144,6 +148,7 @@ impl<P: Copy> RadixHeap<P> {
     #[inline]
     fn push(&mut self, ev: Event<P>) {
         debug_assert!(ev.t >= self.last, "an event scheduled in the past");
+        self.floor = self.floor.min(ev.t);
         let b = Self::bucket(self.last, ev.t);
         if b == 0 {
             // Pushed last, so the greatest sequence at this time.
@@ -160,8 +165,28 @@ impl<P: Copy> RadixHeap<P> {
     }
 
     /// The least (time, sequence) held, if it comes before `bound` ([`Event::key`]).
-    #[inline]
+    #[inline(always)]
     fn pop_before(&mut self, bound: u128) -> Option<Event<P>> {
+        if ((bound >> 64) as u64) < self.floor {
+            return None; // everything held is later
+        }
+        let ev = self.look_before(bound);
+        self.floor = if !self.near.is_empty() {
+            self.last
+        } else {
+            match self.lowest {
+                Some((_, min)) => min,
+                None if self.full == 0 => u64::MAX,
+                // Every event held is at or after `last`.
+                None => self.last,
+            }
+        };
+        ev
+    }
+
+    /// [`Self::pop_before`] without the floor.
+    #[inline]
+    fn look_before(&mut self, bound: u128) -> Option<Event<P>> {
         if self.near.is_empty() {
             let (b, min) = match self.lowest {
                 Some(l) => l,
