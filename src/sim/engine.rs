@@ -269,6 +269,9 @@ pub(super) struct Sim<'a> {
     pub(super) atts: Vec<Att>,
     free_att: u32,
     pub(super) parts: Vec<FaultParts>,
+    /// The outcome of a plain answer (no fault's parts), kept whole: a reply writes its
+    /// status (and gRPC status) into it rather than building the whole response anew.
+    plain: AttemptOutcome<'static>,
     /// The model's service-time distribution, prepared once.
     pub(super) service: Sampler,
     /// The fault verdicts by time segment.
@@ -361,6 +364,16 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         atts: Vec::new(),
         free_att: NONE,
         parts,
+        plain: AttemptOutcome::Response(Response {
+            status: 0,
+            retry_after: None,
+            retry_after_ms: None,
+            should_retry: None,
+            amz_retry_after: None,
+            grpc_pushback_ms: None,
+            error_code: None,
+            grpc_status: None,
+        }),
         service: Sampler::new(&cfg.model.service_time),
         verdicts: Verdicts::new(cfg.timeline),
         dedup: cfg.dedup_retention.map(Store::new),
@@ -844,41 +857,38 @@ impl Sim<'_> {
         }
         q.last_status = status;
         q.last_fault = fault;
-        let outcome = match status {
-            REPLY_RESET => AttemptOutcome::Transport(TransportError::Reset),
-            REPLY_TIMEOUT => AttemptOutcome::Transport(TransportError::PerTryTimeout),
+        let with_parts;
+        let outcome: &AttemptOutcome<'_> = match status {
+            REPLY_RESET => &AttemptOutcome::Transport(TransportError::Reset),
+            REPLY_TIMEOUT => &AttemptOutcome::Transport(TransportError::PerTryTimeout),
             // Looked at once: most replies carry no fault's parts, or parts with nothing
             // but their status (a plain answer).
-            s => AttemptOutcome::Response(
-                match self.parts.get(fault as usize).filter(|p| !p.plain) {
-                    Some(p) => {
-                        let g = p.grpc.as_ref();
-                        Response {
-                            status: s,
-                            retry_after: p.retry_after.as_deref(),
-                            retry_after_ms: p.retry_after_ms.as_deref(),
-                            should_retry: p.should_retry,
-                            amz_retry_after: None,
-                            grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
-                            error_code: p.error_code.as_deref(),
-                            grpc_status: match g {
-                                Some(g) => Some(g.0),
-                                None => grpc_status_of(self.cfg.grpc, s),
-                            },
-                        }
-                    }
-                    None => Response {
+            s => match self.parts.get(fault as usize).filter(|p| !p.plain) {
+                Some(p) => {
+                    let g = p.grpc.as_ref();
+                    with_parts = AttemptOutcome::Response(Response {
                         status: s,
-                        retry_after: None,
-                        retry_after_ms: None,
-                        should_retry: None,
+                        retry_after: p.retry_after.as_deref(),
+                        retry_after_ms: p.retry_after_ms.as_deref(),
+                        should_retry: p.should_retry,
                         amz_retry_after: None,
-                        grpc_pushback_ms: None,
-                        error_code: None,
-                        grpc_status: grpc_status_of(self.cfg.grpc, s),
-                    },
-                },
-            ),
+                        grpc_pushback_ms: g.and_then(|g| g.1.as_deref()),
+                        error_code: p.error_code.as_deref(),
+                        grpc_status: match g {
+                            Some(g) => Some(g.0),
+                            None => grpc_status_of(self.cfg.grpc, s),
+                        },
+                    });
+                    &with_parts
+                }
+                None => {
+                    if let AttemptOutcome::Response(p) = &mut self.plain {
+                        p.status = s;
+                        p.grpc_status = grpc_status_of(self.cfg.grpc, s);
+                    }
+                    &self.plain
+                }
+            },
         };
         if self.hedging && q.hop == 0 {
             let attempt = self.atts[a as usize].attempt;
@@ -888,7 +898,7 @@ impl Sim<'_> {
                 &mut q.req,
                 attempt,
                 dur(t.saturating_sub(sent_at)),
-                &outcome,
+                outcome,
                 &mut q.rng,
             );
             self.follow_hedge(t, r, h);
@@ -902,7 +912,7 @@ impl Sim<'_> {
             now(t),
             &mut q.req,
             dur(t.saturating_sub(sent_at)),
-            &outcome,
+            outcome,
             &mut q.rng,
         );
         self.follow(t, r, step);

@@ -41,6 +41,11 @@ pub(super) const LANES: usize = 3;
 struct Lane<P> {
     events: Vec<Event<P>>,
     head: usize,
+    /// The time of the last event pushed, or a lower one after a sweep (0 at first): an
+    /// event at or after it keeps the lane sorted. Once that event has been read the lane
+    /// is empty, and every later push is at or after it anyway (time never goes back), so a
+    /// push compares with this number rather than reading the lane's last event.
+    tail_t: u64,
 }
 
 impl<P: Copy> Lane<P> {
@@ -48,17 +53,13 @@ impl<P: Copy> Lane<P> {
         Lane {
             events: Vec::with_capacity(n),
             head: 0,
+            tail_t: 0,
         }
     }
 
     #[inline(always)]
     fn front(&self) -> Option<&Event<P>> {
         self.events.get(self.head)
-    }
-
-    #[inline(always)]
-    fn back(&self) -> Option<&Event<P>> {
-        self.events.last()
     }
 
     #[inline(always)]
@@ -105,6 +106,7 @@ impl<P: Copy> Lane<P> {
     fn retain(&mut self, mut keep: impl FnMut(&Event<P>) -> bool) {
         self.compact();
         self.events.retain(|e| keep(e));
+        self.tail_t = self.events.last().map_or(0, |e| e.t);
     }
 }
 
@@ -276,17 +278,13 @@ impl<P: Copy> EventQueue<P> {
     pub(super) fn push(&mut self, ev: Event<P>, lane: Option<usize>) {
         if let Some(l) = lane {
             let lane = &mut self.lanes[l];
-            match lane.back() {
-                None => {
+            if lane.tail_t <= ev.t {
+                lane.tail_t = ev.t;
+                if lane.events.is_empty() {
                     self.heads[l] = ev.key();
-                    lane.push_back(ev);
-                    return;
                 }
-                Some(b) if b.t <= ev.t => {
-                    lane.push_back(ev);
-                    return;
-                }
-                Some(_) => {}
+                lane.push_back(ev);
+                return;
             }
         }
         self.heap.push(ev);
