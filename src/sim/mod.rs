@@ -43,6 +43,7 @@ mod hedge;
 mod hop;
 mod layers;
 mod parallel;
+mod parts;
 mod provider;
 mod queue;
 mod target;

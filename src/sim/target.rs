@@ -6,7 +6,8 @@
 //! order, which the simulator-versus-live tests hold it to.
 
 use super::clock::{dur, ns, sec, NET_DELAY};
-use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, REPLY_RESET};
+use super::engine::{Act, Kind, Sim, NO_FAULT, REPLY_RESET};
+use super::parts::FaultParts;
 use super::verdicts::Segment;
 use crate::idempotency::Begin;
 use crate::scenario::timeline::Action;
