@@ -303,20 +303,22 @@ impl Recorder {
         c.latency_us.saturating_record(micros(latency));
     }
 
-    /// The row of `t`'s second. Several times per attempt: inline, the growth out of line.
+    /// The row of `t`'s second. Several times per attempt: inline, the growth out of line
+    /// (and returning the row itself, so that the row read here is known to be in range).
     #[inline(always)]
     fn at(&mut self, t: Duration) -> &mut Second {
         let i = t.as_secs() as usize;
-        if self.seconds.len() <= i {
-            self.grow_to(i);
+        if i >= self.seconds.len() {
+            return self.grow_to(i);
         }
         &mut self.seconds[i]
     }
 
     #[cold]
     #[inline(never)]
-    fn grow_to(&mut self, i: usize) {
+    fn grow_to(&mut self, i: usize) -> &mut Second {
         self.seconds.resize_with(i + 1, Second::new);
+        &mut self.seconds[i]
     }
 
     /// Why requests failed: give-up reason label → requests.

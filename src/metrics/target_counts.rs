@@ -22,27 +22,32 @@ pub fn second_of(t: Duration) -> usize {
 
 // Both run per arrival and per answer: kept inline (the compiler's own choice moved with
 // unrelated changes, 40 instructions per simulated attempt), the rare growth out of line.
+// Each looks its entry up once (`get_mut`), the growth and its write out of line.
 #[inline]
 fn bump(series: &mut Vec<u64>, sec: usize) {
-    if series.len() <= sec {
-        grow(series, sec);
+    match series.get_mut(sec) {
+        Some(n) => *n += 1,
+        None => grow(series, sec, 1),
     }
-    series[sec] += 1;
 }
 
 #[inline]
 fn raise(series: &mut Vec<u64>, sec: usize, level: u64) {
-    if series.len() <= sec {
-        grow(series, sec);
-    }
-    if series[sec] < level {
-        series[sec] = level;
+    match series.get_mut(sec) {
+        Some(n) => {
+            if *n < level {
+                *n = level;
+            }
+        }
+        None => grow(series, sec, level),
     }
 }
 
+/// Grows `series` to hold `sec`, whose new entry is `value` (the entries between are 0).
 #[cold]
-fn grow(series: &mut Vec<u64>, sec: usize) {
-    series.resize(sec + 1, 0);
+fn grow(series: &mut Vec<u64>, sec: usize, value: u64) {
+    series.resize(sec, 0);
+    series.push(value);
 }
 
 /// The counts so far: the plain totals and series already in their reported form

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::clock::{dur, now, ns, sec, MIN_THINK, NET_DELAY};
 pub(super) use super::event::Kind;
-use super::event::{lane_of, Ev, Event, MIN_SWEEP, TIMEOUT_LANE};
+use super::event::{lane_of, Ev, Event, MIN_SWEEP};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::EventQueue;
 use super::verdicts::Verdicts;
@@ -30,9 +30,10 @@ use crate::metrics::{AttemptRow, Recorder, TargetStats};
 use crate::policy::{AttemptOutcome, GrpcStatus, Response, RetryConfig, TransportError};
 use crate::scenario::schedule::Arrivals;
 use crate::scenario::timeline::{FaultTimeline, Sampler};
-use crate::scenario::{FaultKind, ServiceModel};
+use crate::scenario::ServiceModel;
 use crate::session::{self, Next, Session};
 
+use super::parts::{fault_parts, FaultParts};
 use super::provider::{Route, SimProvider, NO_FALLBACK};
 
 pub(super) const NONE: u32 = u32::MAX;
@@ -75,6 +76,8 @@ pub(super) struct Req {
     /// A hedged call's copies the client still waits for (attempt index, generation);
     /// empty for every other request.
     pub(super) copies: Vec<(u32, u32)>,
+    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::free_req`].
+    next_free: u32,
 }
 
 pub(super) struct Att {
@@ -115,11 +118,13 @@ pub(super) struct Att {
     /// `NO_TIMER` once it is in the queue, dropped, or when the attempt has none.
     pub(super) timer_at: u64,
     /// The timer's sequence number, taken when the attempt was sent.
-    timer_seq: u64,
+    pub(super) timer_seq: u64,
     /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
     pub(super) lost: u16,
     pub(super) reply_status: u16,
     pub(super) reply_fault: u16,
+    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::maybe_free`].
+    next_free: u32,
 }
 
 impl Att {
@@ -128,20 +133,6 @@ impl Att {
     pub(super) fn route(&self) -> Route {
         (self.class, self.provider, self.fallback)
     }
-}
-
-/// Precomputed response parts of each fault, indexed like the faults.
-pub(super) struct FaultParts {
-    /// `Retry-After` as whole seconds text, rounded up as the live target sends it.
-    pub(super) retry_after: Option<String>,
-    /// `retry-after-ms` as whole milliseconds text, rounded up as the live target sends it.
-    pub(super) retry_after_ms: Option<String>,
-    /// `x-should-retry` as the live target sends it.
-    pub(super) should_retry: Option<&'static str>,
-    pub(super) error_code: Option<String>,
-    pub(super) lost_status: Option<u16>,
-    /// A `grpc-status` fault's status and `grpc-retry-pushback-ms` text.
-    pub(super) grpc: Option<(GrpcStatus, Option<String>)>,
 }
 
 /// How load arrives for this config.
@@ -232,13 +223,19 @@ pub(super) struct Sim<'a> {
     pub(super) counters: TargetCounts,
     /// Most requests holding a service slot at once.
     pub(super) peak_serving: u64,
-    events: EventQueue<Ev>,
-    seq: u64,
+    pub(super) events: EventQueue<Ev>,
+    pub(super) seq: u64,
     pub(super) reqs: Vec<Req>,
-    free_reqs: Vec<u32>,
+    /// The free slots of each slab, a stack threaded through the free slots themselves
+    /// (`NONE`: empty): freeing a slot writes two numbers, where a `Vec` of free indices
+    /// paid a capacity check and a store per free and a bounds check per take.
+    free_req: u32,
     pub(super) atts: Vec<Att>,
-    free_atts: Vec<u32>,
+    free_att: u32,
     pub(super) parts: Vec<FaultParts>,
+    /// The outcome of a plain answer (no fault's parts), kept whole: a reply writes its
+    /// status (and gRPC status) into it rather than building the whole response anew.
+    plain: AttemptOutcome<'static>,
     /// The model's service-time distribution, prepared once.
     pub(super) service: Sampler,
     /// The fault verdicts by time segment.
@@ -265,64 +262,17 @@ pub(super) struct Sim<'a> {
     /// The load's method is idempotent (read once: every request without classes sends it).
     pub(super) idempotent: bool,
     /// Length of the timer lane at which its stale timers are swept out.
-    sweep_at: usize,
+    pub(super) sweep_at: usize,
     /// Some attempt has held back a per-try timer (see `arm_timer`): until then an arrival
     /// looks for none.
-    timers_held: bool,
+    pub(super) timers_held: bool,
     /// The config hedges its calls: the client's requests take the hedged path (`hedge`).
     pub(super) hedging: bool,
 }
 
 /// Simulates one config from t = 0 to the end of its drain.
 pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
-    let parts = cfg
-        .timeline
-        .faults()
-        .iter()
-        .map(|f| match &f.kind {
-            FaultKind::Status {
-                retry_after,
-                retry_after_ms,
-                should_retry,
-                error_code,
-                ..
-            } => FaultParts {
-                retry_after: retry_after
-                    .map(|d| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).to_string()),
-                retry_after_ms: retry_after_ms.map(|d| {
-                    (d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 > 0)).to_string()
-                }),
-                should_retry: should_retry.map(|b| if b { "true" } else { "false" }),
-                error_code: error_code.clone(),
-                lost_status: None,
-                grpc: None,
-            },
-            FaultKind::GrpcStatus { status, pushback } => FaultParts {
-                retry_after: None,
-                retry_after_ms: None,
-                should_retry: None,
-                error_code: None,
-                lost_status: None,
-                grpc: Some((*status, pushback.map(|p| p.as_millis().to_string()))),
-            },
-            FaultKind::LostResponse { status } => FaultParts {
-                retry_after: None,
-                retry_after_ms: None,
-                should_retry: None,
-                error_code: None,
-                lost_status: *status,
-                grpc: None,
-            },
-            _ => FaultParts {
-                retry_after: None,
-                retry_after_ms: None,
-                should_retry: None,
-                error_code: None,
-                lost_status: None,
-                grpc: None,
-            },
-        })
-        .collect();
+    let parts = fault_parts(cfg.timeline);
     let cap = cfg
         .timeline
         .capacity_at(Duration::ZERO, cfg.model.concurrency);
@@ -343,10 +293,20 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         events: EventQueue::new(),
         seq: 0,
         reqs: Vec::new(),
-        free_reqs: Vec::new(),
+        free_req: NONE,
         atts: Vec::new(),
-        free_atts: Vec::new(),
+        free_att: NONE,
         parts,
+        plain: AttemptOutcome::Response(Response {
+            status: 0,
+            retry_after: None,
+            retry_after_ms: None,
+            should_retry: None,
+            amz_retry_after: None,
+            grpc_pushback_ms: None,
+            error_code: None,
+            grpc_status: None,
+        }),
         service: Sampler::new(&cfg.model.service_time),
         verdicts: Verdicts::new(cfg.timeline),
         dedup: cfg.dedup_retention.map(Store::new),
@@ -584,66 +544,10 @@ impl Sim<'_> {
         client_waits(&self.atts[idx as usize], gen)
     }
 
-    /// Queues attempt `a`'s held-back per-try timer once the attempt has reached the next
-    /// hop, unless the client stopped waiting or the reply already on its way arrives
-    /// first (then the timer would have been stale when popped). Most attempts of a storm
-    /// are answered on arrival, so most timers never enter the queue. The timer keeps the
-    /// sequence number of its send, so it pops exactly where it would have had it been
-    /// queued then; timers reach here in the order their attempts were sent (every hop is
-    /// `NET_DELAY` away), which keeps their lane sorted. Returns `true` (the arrival moved
-    /// an attempt on).
-    #[inline]
-    fn arm_timer(&mut self, a: u32) -> bool {
-        if !self.timers_held {
-            return true;
-        }
-        let at = &mut self.atts[a as usize];
-        if at.timer_at != NO_TIMER {
-            let (due, seq, gen) = (at.timer_at, at.timer_seq, at.gen);
-            at.timer_at = NO_TIMER;
-            if at.client_waiting {
-                self.queue_timer(due, seq, a, gen, lane_of(Kind::ClientTimeout));
-            }
-        }
-        true
-    }
-
-    /// A per-try timer into the queue with the sequence number it was given at its send.
-    fn queue_timer(&mut self, due: u64, seq: u64, a: u32, gen: u32, lane: Option<usize>) {
-        let payload = Ev {
-            kind: Kind::ClientTimeout,
-            idx: a,
-            gen,
-        };
-        self.events.push(
-            Event {
-                t: due,
-                seq,
-                payload,
-            },
-            lane,
-        );
-        if self.events.lane_len(TIMEOUT_LANE) >= self.sweep_at {
-            self.sweep_timers();
-        }
-    }
-
-    /// Sweeps the stale per-try timers out of their lane. Nearly every attempt ends long
-    /// before its timer is due (envoy's 15 s route timeout at 60 k attempts/s leaves about
-    /// a million), and a stale timer does nothing when popped, so dropping them changes no
-    /// result; it keeps the lane the size of the attempts still waiting instead of growing
-    /// (and page-faulting) by the rate times the timeout. Sweeping when the lane has
-    /// doubled since the last sweep costs O(1) per timer.
-    fn sweep_timers(&mut self) {
-        let atts = &self.atts;
-        self.events.retain_lane(TIMEOUT_LANE, |ev| {
-            client_waits(&atts[ev.idx as usize], ev.gen)
-        });
-        self.sweep_at = (2 * self.events.lane_len(TIMEOUT_LANE)).max(MIN_SWEEP);
-    }
-
     pub(super) fn alloc_req(&mut self) -> u32 {
-        if let Some(r) = self.free_reqs.pop() {
+        let r = self.free_req;
+        if r != NONE {
+            self.free_req = self.reqs[r as usize].next_free;
             return r;
         }
         self.reqs.push(Req {
@@ -661,12 +565,15 @@ impl Sim<'_> {
             last_fault: NO_FAULT,
             class: 0,
             copies: Vec::new(),
+            next_free: NONE,
         });
         (self.reqs.len() - 1) as u32
     }
 
     fn alloc_att(&mut self) -> u32 {
-        if let Some(a) = self.free_atts.pop() {
+        let a = self.free_att;
+        if a != NONE {
+            self.free_att = self.atts[a as usize].next_free;
             return a;
         }
         self.atts.push(Att {
@@ -696,6 +603,7 @@ impl Sim<'_> {
             lost: NO_FAULT,
             reply_status: 0,
             reply_fault: NO_FAULT,
+            next_free: NONE,
         });
         (self.atts.len() - 1) as u32
     }
@@ -706,7 +614,8 @@ impl Sim<'_> {
         let at = &mut self.atts[a as usize];
         if !at.client_waiting && !at.handler_alive && !at.work_active {
             at.gen = at.gen.wrapping_add(1);
-            self.free_atts.push(a);
+            at.next_free = self.free_att;
+            self.free_att = a;
         }
     }
 
@@ -831,19 +740,7 @@ impl Sim<'_> {
                 let arrive_at = t + ns(NET_DELAY);
                 self.push(arrive_at, arrive, a, gen);
                 if let Some(to) = attempt.timeout {
-                    // The timer's place in the order is taken now, as if it were queued now;
-                    // it is queued when the attempt reaches the next hop (see `arm_timer`),
-                    // unless its reply is on its way by then and due first.
-                    let due = t.saturating_add(ns(to));
-                    self.seq += 1;
-                    if due <= arrive_at {
-                        self.queue_timer(due, self.seq, a, gen, None);
-                    } else {
-                        let at = &mut self.atts[a as usize];
-                        at.timer_at = due;
-                        at.timer_seq = self.seq;
-                        self.timers_held = true;
-                    }
+                    self.hold_timer(a, gen, t.saturating_add(ns(to)), arrive_at);
                 }
                 a
             }
@@ -856,7 +753,8 @@ impl Sim<'_> {
         let q = &mut self.reqs[r as usize];
         let (user, claimed) = (q.user, q.claimed);
         q.gen = q.gen.wrapping_add(1);
-        self.free_reqs.push(r);
+        q.next_free = self.free_req;
+        self.free_req = r;
         if claimed {
             self.claimed -= 1;
         }
@@ -886,14 +784,16 @@ impl Sim<'_> {
         }
         q.last_status = status;
         q.last_fault = fault;
-        let outcome = match status {
-            REPLY_RESET => AttemptOutcome::Transport(TransportError::Reset),
-            REPLY_TIMEOUT => AttemptOutcome::Transport(TransportError::PerTryTimeout),
-            // Looked at once: most replies carry no fault's parts (a plain answer).
-            s => AttemptOutcome::Response(match self.parts.get(fault as usize) {
+        let with_parts;
+        let outcome: &AttemptOutcome<'_> = match status {
+            REPLY_RESET => &AttemptOutcome::Transport(TransportError::Reset),
+            REPLY_TIMEOUT => &AttemptOutcome::Transport(TransportError::PerTryTimeout),
+            // Looked at once: most replies carry no fault's parts, or parts with nothing
+            // but their status (a plain answer).
+            s => match self.parts.get(fault as usize).filter(|p| !p.plain) {
                 Some(p) => {
                     let g = p.grpc.as_ref();
-                    Response {
+                    with_parts = AttemptOutcome::Response(Response {
                         status: s,
                         retry_after: p.retry_after.as_deref(),
                         retry_after_ms: p.retry_after_ms.as_deref(),
@@ -905,19 +805,17 @@ impl Sim<'_> {
                             Some(g) => Some(g.0),
                             None => grpc_status_of(self.cfg.grpc, s),
                         },
-                    }
+                    });
+                    &with_parts
                 }
-                None => Response {
-                    status: s,
-                    retry_after: None,
-                    retry_after_ms: None,
-                    should_retry: None,
-                    amz_retry_after: None,
-                    grpc_pushback_ms: None,
-                    error_code: None,
-                    grpc_status: grpc_status_of(self.cfg.grpc, s),
-                },
-            }),
+                None => {
+                    if let AttemptOutcome::Response(p) = &mut self.plain {
+                        p.status = s;
+                        p.grpc_status = grpc_status_of(self.cfg.grpc, s);
+                    }
+                    &self.plain
+                }
+            },
         };
         if self.hedging && q.hop == 0 {
             let attempt = self.atts[a as usize].attempt;
@@ -927,7 +825,7 @@ impl Sim<'_> {
                 &mut q.req,
                 attempt,
                 dur(t.saturating_sub(sent_at)),
-                &outcome,
+                outcome,
                 &mut q.rng,
             );
             self.follow_hedge(t, r, h);
@@ -941,7 +839,7 @@ impl Sim<'_> {
             now(t),
             &mut q.req,
             dur(t.saturating_sub(sent_at)),
-            &outcome,
+            outcome,
             &mut q.rng,
         );
         self.follow(t, r, step);
@@ -958,6 +856,6 @@ fn grpc_status_of(grpc: bool, status: u16) -> Option<GrpcStatus> {
 /// The client still waits on attempt `a` as of generation `gen`: a reply or a per-try
 /// timer of that generation still has something to end.
 #[inline]
-fn client_waits(a: &Att, gen: u32) -> bool {
+pub(super) fn client_waits(a: &Att, gen: u32) -> bool {
     a.gen == gen && a.client_waiting
 }

@@ -43,9 +43,11 @@ mod hedge;
 mod hop;
 mod layers;
 mod parallel;
+mod parts;
 mod provider;
 mod queue;
 mod target;
+mod timers;
 mod verdicts;
 
 use std::time::Duration;

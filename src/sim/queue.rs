@@ -41,6 +41,11 @@ pub(super) const LANES: usize = 3;
 struct Lane<P> {
     events: Vec<Event<P>>,
     head: usize,
+    /// The time of the last event pushed, or a lower one after a sweep (0 at first): an
+    /// event at or after it keeps the lane sorted. Once that event has been read the lane
+    /// is empty, and every later push is at or after it anyway (time never goes back), so a
+    /// push compares with this number rather than reading the lane's last event.
+    tail_t: u64,
 }
 
 impl<P: Copy> Lane<P> {
@@ -48,17 +53,13 @@ impl<P: Copy> Lane<P> {
         Lane {
             events: Vec::with_capacity(n),
             head: 0,
+            tail_t: 0,
         }
     }
 
     #[inline(always)]
     fn front(&self) -> Option<&Event<P>> {
         self.events.get(self.head)
-    }
-
-    #[inline(always)]
-    fn back(&self) -> Option<&Event<P>> {
-        self.events.last()
     }
 
     #[inline(always)]
@@ -74,15 +75,26 @@ impl<P: Copy> Lane<P> {
         self.events.push(ev);
     }
 
+    /// The head event, and the key of the one after it (`u128::MAX`: none), which the
+    /// queue keeps as the lane's head key.
     #[inline(always)]
-    fn pop_front(&mut self) -> Option<Event<P>> {
+    fn pop_front(&mut self) -> Option<(Event<P>, u128)> {
         let ev = *self.events.get(self.head)?;
         self.head += 1;
-        if self.head == self.events.len() {
-            self.events.clear();
-            self.head = 0;
+        match self.events.get(self.head) {
+            Some(next) => Some((ev, next.key())),
+            None => {
+                self.events.clear();
+                self.head = 0;
+                Some((ev, u128::MAX))
+            }
         }
-        Some(ev)
+    }
+
+    /// The key of the head event ([`Event::key`]), `u128::MAX` when the lane is empty.
+    #[inline]
+    fn head_key(&self) -> u128 {
+        self.front().map_or(u128::MAX, Event::key)
     }
 
     /// Drops the events already read from the vector's start.
@@ -94,6 +106,7 @@ impl<P: Copy> Lane<P> {
     fn retain(&mut self, mut keep: impl FnMut(&Event<P>) -> bool) {
         self.compact();
         self.events.retain(|e| keep(e));
+        self.tail_t = self.events.last().map_or(0, |e| e.t);
     }
 }
 
@@ -112,6 +125,9 @@ struct RadixHeap<P> {
     /// pushes and dropped by a redistribution. Most pops go to a lane, and each of them
     /// compares with this rather than scanning the bucket.
     lowest: Option<(usize, u64)>,
+    /// A lower bound of the times held, `u64::MAX` when empty: most pops go to a lane, and
+    /// each of them compares with this one number rather than looking into the heap.
+    floor: u64,
 }
 
 impl<P: Copy> RadixHeap<P> {
@@ -122,6 +138,7 @@ impl<P: Copy> RadixHeap<P> {
             buckets: (0..=64).map(|_| Vec::new()).collect(),
             full: 0,
             lowest: None,
+            floor: u64::MAX,
         }
     }
 
@@ -133,6 +150,7 @@ impl<P: Copy> RadixHeap<P> {
     #[inline]
     fn push(&mut self, ev: Event<P>) {
         debug_assert!(ev.t >= self.last, "an event scheduled in the past");
+        self.floor = self.floor.min(ev.t);
         let b = Self::bucket(self.last, ev.t);
         if b == 0 {
             // Pushed last, so the greatest sequence at this time.
@@ -149,8 +167,28 @@ impl<P: Copy> RadixHeap<P> {
     }
 
     /// The least (time, sequence) held, if it comes before `bound` ([`Event::key`]).
-    #[inline]
+    #[inline(always)]
     fn pop_before(&mut self, bound: u128) -> Option<Event<P>> {
+        if ((bound >> 64) as u64) < self.floor {
+            return None; // everything held is later
+        }
+        let ev = self.look_before(bound);
+        self.floor = if !self.near.is_empty() {
+            self.last
+        } else {
+            match self.lowest {
+                Some((_, min)) => min,
+                None if self.full == 0 => u64::MAX,
+                // Every event held is at or after `last`.
+                None => self.last,
+            }
+        };
+        ev
+    }
+
+    /// [`Self::pop_before`] without the floor.
+    #[inline]
+    fn look_before(&mut self, bound: u128) -> Option<Event<P>> {
         if self.near.is_empty() {
             let (b, min) = match self.lowest {
                 Some(l) => l,
@@ -219,6 +257,10 @@ impl<P: Copy> RadixHeap<P> {
 pub(super) struct EventQueue<P> {
     heap: RadixHeap<P>,
     lanes: [Lane<P>; LANES],
+    /// Each lane's head key ([`Event::key`]), `u128::MAX` when the lane is empty: a pop
+    /// compares these three numbers, side by side, instead of reaching into each lane's
+    /// vector, and only the lane popped reads its next event.
+    heads: [u128; LANES],
 }
 
 impl<P: Copy> EventQueue<P> {
@@ -226,6 +268,7 @@ impl<P: Copy> EventQueue<P> {
         EventQueue {
             heap: RadixHeap::new(),
             lanes: std::array::from_fn(|_| Lane::with_capacity(1024)),
+            heads: [u128::MAX; LANES],
         }
     }
 
@@ -235,7 +278,11 @@ impl<P: Copy> EventQueue<P> {
     pub(super) fn push(&mut self, ev: Event<P>, lane: Option<usize>) {
         if let Some(l) = lane {
             let lane = &mut self.lanes[l];
-            if lane.back().is_none_or(|b| b.t <= ev.t) {
+            if lane.tail_t <= ev.t {
+                lane.tail_t = ev.t;
+                if lane.events.is_empty() {
+                    self.heads[l] = ev.key();
+                }
                 lane.push_back(ev);
                 return;
             }
@@ -245,26 +292,25 @@ impl<P: Copy> EventQueue<P> {
 
     #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<Event<P>> {
-        // Where the least lane head is: LANES for none.
-        let mut best = LANES;
-        let mut key = u128::MAX;
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(e) = lane.front() {
-                let k = e.key();
-                if k < key {
-                    key = k;
-                    best = i;
-                }
+        // The least lane head (no event has key `u128::MAX`: sequence numbers never get
+        // there).
+        let mut best = 0;
+        let mut key = self.heads[0];
+        for (i, &k) in self.heads.iter().enumerate().skip(1) {
+            if k < key {
+                key = k;
+                best = i;
             }
         }
         if let Some(ev) = self.heap.pop_before(key) {
             return Some(ev);
         }
-        if best == LANES {
-            None
-        } else {
-            self.lanes[best].pop_front()
+        if key == u128::MAX {
+            return None;
         }
+        let (ev, next) = self.lanes[best].pop_front()?;
+        self.heads[best] = next;
+        Some(ev)
     }
 
     /// Events waiting in `lane`.
@@ -277,6 +323,7 @@ impl<P: Copy> EventQueue<P> {
     /// so the lane stays sorted. For lanes that fill up with events known to be stale.
     pub(super) fn retain_lane(&mut self, lane: usize, mut keep: impl FnMut(&P) -> bool) {
         self.lanes[lane].retain(|e| keep(&e.payload));
+        self.heads[lane] = self.lanes[lane].head_key();
     }
 
     /// Events pending.

@@ -6,7 +6,8 @@
 //! order, which the simulator-versus-live tests hold it to.
 
 use super::clock::{dur, ns, sec, NET_DELAY};
-use super::engine::{Act, FaultParts, Kind, Sim, NO_FAULT, NO_TIMER, REPLY_RESET};
+use super::engine::{Act, Kind, Sim, NO_FAULT, NO_TIMER, REPLY_RESET};
+use super::parts::FaultParts;
 use super::verdicts::Segment;
 use crate::idempotency::Begin;
 use crate::scenario::timeline::Action;
@@ -43,7 +44,17 @@ impl Sim<'_> {
                 }
                 return;
             }
-            Segment::Fixed(v) => v,
+            Segment::Answer { status, fault } => {
+                // What the `Fixed` path below does for a status at once, without the
+                // verdict's working out: most attempts of an outage end here.
+                at.reply_status = status;
+                at.reply_fault = fault;
+                at.act = Act::Status;
+                self.counters.respond(status, None);
+                self.send_reply(t, a, status, fault);
+                return;
+            }
+            Segment::Fixed(i) => self.verdicts.fixed(i),
             Segment::Decide => {
                 let path = self
                     .cfg
@@ -193,14 +204,8 @@ impl Sim<'_> {
         }) {
             Some(i) => i,
             None => {
-                self.parts.push(FaultParts {
-                    retry_after: Some(value),
-                    retry_after_ms: None,
-                    should_retry: None,
-                    error_code: None,
-                    lost_status: None,
-                    grpc: None,
-                });
+                self.parts
+                    .push(FaultParts::new(Some(value), None, None, None, None, None));
                 self.parts.len() - 1
             }
         };

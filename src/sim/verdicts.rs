@@ -10,16 +10,21 @@
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use crate::scenario::timeline::{FaultTimeline, FaultVerdict};
+use super::engine::NO_FAULT;
+use crate::scenario::timeline::{Action, FaultTimeline, FaultVerdict};
 use crate::scenario::FaultKind;
 
-/// What an arrival in a segment gets.
+/// What an arrival in a segment gets: a few bytes, copied out at every arrival.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Segment<'a> {
+pub(super) enum Segment {
     /// No request fault is active: plain service, no draw.
     Plain,
-    /// The verdict of every arrival in the segment.
-    Fixed(FaultVerdict<'a>),
+    /// Every arrival in the segment is answered at once with `status` and the reply parts
+    /// of fault `fault` (a status or gRPC-status fault without added latency): the
+    /// verdict already worked out to what the target does with it, the outage's case.
+    Answer { status: u16, fault: u16 },
+    /// The verdict of every arrival in the segment: [`Verdicts::fixed`] of this index.
+    Fixed(usize),
     /// The verdict depends on the arrival (a draw, a path): ask the timeline.
     Decide,
 }
@@ -28,14 +33,39 @@ pub(super) enum Segment<'a> {
 pub(super) struct Verdicts<'a> {
     /// Start of each segment in ns; the first is 0, and a segment lasts until the next one.
     starts: Vec<u64>,
-    segments: Vec<Segment<'a>>,
-    cursor: usize,
+    segments: Vec<Segment>,
+    /// The verdicts of the `Fixed` segments.
+    fixed: Vec<FaultVerdict<'a>>,
+    /// The segment of the last lookup, and its bounds `[start, next)` in ns: a lookup in
+    /// the same segment compares twice and reads nothing else.
+    current: Segment,
+    start: u64,
+    next: u64,
 }
 
 /// A fault's active window `[from, to)` in ns, exactly as `Fault::active_at` tests it.
 fn window(at: Duration, length: Duration) -> (u64, u64) {
     let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     (ns(at), at.checked_add(length).map_or(u64::MAX, ns))
+}
+
+/// The segment of a verdict every arrival gets: worked out to its answer when it is one at
+/// once (as the target would: a gRPC status goes out as HTTP 200, its parts carry it), else
+/// the verdict, kept in `fixed`.
+fn fixed<'a>(v: FaultVerdict<'a>, fixed: &mut Vec<FaultVerdict<'a>>) -> Segment {
+    let fault = v.fault.map_or(NO_FAULT, |f| f as u16);
+    match v.action {
+        Action::Status { status, .. } if v.extra_latency.is_zero() => {
+            Segment::Answer { status, fault }
+        }
+        Action::GrpcStatus { .. } if v.extra_latency.is_zero() => {
+            Segment::Answer { status: 200, fault }
+        }
+        _ => {
+            fixed.push(v);
+            Segment::Fixed(fixed.len() - 1)
+        }
+    }
 }
 
 impl<'a> Verdicts<'a> {
@@ -52,7 +82,8 @@ impl<'a> Verdicts<'a> {
             .collect();
         starts.sort_unstable();
         starts.dedup();
-        let segments = starts
+        let mut verdicts = Vec::new();
+        let segments: Vec<Segment> = starts
             .iter()
             .map(|&start| {
                 // Window ends are segment starts, so what is active at the start stays
@@ -71,33 +102,49 @@ impl<'a> Verdicts<'a> {
                         && !matches!(f.kind, FaultKind::Latency { .. })
                 }) {
                     // Certain faults on every path: no draw, so any request and path will do.
-                    Segment::Fixed(timeline.decide(Duration::from_nanos(start), "", 0, 0))
+                    let v = timeline.decide(Duration::from_nanos(start), "", 0, 0);
+                    fixed(v, &mut verdicts)
                 } else {
                     Segment::Decide
                 }
             })
             .collect();
-        Verdicts {
+        let mut v = Verdicts {
             starts,
             segments,
-            cursor: 0,
-        }
+            fixed: verdicts,
+            current: Segment::Plain,
+            start: 0,
+            next: 0,
+        };
+        v.seek(0);
+        v
     }
 
-    /// The segment of time `t` (ns). Cheapest when `t` does not go back between calls.
+    /// The segment of time `t` (ns). Cheapest when `t` stays in the segment of the last
+    /// lookup, as arrivals in time order nearly always do.
+    #[inline(always)]
+    pub(super) fn at(&mut self, t: u64) -> Segment {
+        if t < self.start || t >= self.next {
+            self.seek(t);
+        }
+        self.current
+    }
+
+    /// Makes the segment of `t` the current one.
+    #[cold]
+    fn seek(&mut self, t: u64) {
+        // `starts[0]` is 0, so some segment holds every `t`.
+        let i = self.starts.partition_point(|&s| s <= t).max(1) - 1;
+        self.current = self.segments[i];
+        self.start = self.starts[i];
+        self.next = self.starts.get(i + 1).copied().unwrap_or(u64::MAX);
+    }
+
+    /// The verdict of a `Fixed` segment.
     #[inline]
-    pub(super) fn at(&mut self, t: u64) -> Segment<'a> {
-        if t < self.starts[self.cursor] {
-            self.cursor = self.starts.partition_point(|&s| s <= t) - 1;
-        }
-        while self
-            .starts
-            .get(self.cursor + 1)
-            .is_some_and(|&next| next <= t)
-        {
-            self.cursor += 1;
-        }
-        self.segments[self.cursor]
+    pub(super) fn fixed(&self, i: usize) -> FaultVerdict<'a> {
+        self.fixed[i]
     }
 }
 
@@ -106,7 +153,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::scenario::timeline::Action;
     use crate::scenario::{Fault, FaultKind};
 
     fn kind() -> impl Strategy<Value = FaultKind> {
@@ -157,13 +203,23 @@ mod tests {
                 for path in ["/a/b", "/c"] {
                     let want = tl.decide(Duration::from_nanos(t), path, request, attempt);
                     let got = match v.at(t) {
+                        Segment::Answer { status, fault } => {
+                            prop_assert_eq!(want.extra_latency, Duration::ZERO);
+                            prop_assert_eq!(want.fault.map_or(NO_FAULT, |f| f as u16), fault);
+                            match want.action {
+                                Action::Status { status: s, .. } => prop_assert_eq!(s, status),
+                                Action::GrpcStatus { .. } => prop_assert_eq!(200, status),
+                                other => prop_assert!(false, "answered for {:?}", other),
+                            }
+                            continue;
+                        }
                         Segment::Plain => {
                             prop_assert_eq!(want.action, Action::Serve);
                             prop_assert_eq!(want.fault, None);
                             prop_assert_eq!(want.extra_latency, Duration::ZERO);
                             continue;
                         }
-                        Segment::Fixed(f) => f,
+                        Segment::Fixed(i) => v.fixed(i),
                         Segment::Decide => tl.decide(Duration::from_nanos(t), path, request, attempt),
                     };
                     prop_assert_eq!(got, want);
