@@ -1,6 +1,7 @@
 //! Topology layers in virtual time: each hop between the client and the target, modeled as
-//! the live layer proxy (`crate::live::layer`) behaves, with its own [`Session`](crate::session::Session) (the
-//! layer's retry config, or a pass-through one) deciding exactly as the live layer's does.
+//! the live layer proxy (`crate::live::layer`) behaves, with its own
+//! [`Session`](crate::session::Session) (the layer's retry config, or a pass-through one)
+//! deciding exactly as the live layer's does.
 //!
 //! Per attempt arriving at a layer, in the live layer's order:
 //! 1. the arrival is counted and goes in flight (peak exact);
