@@ -581,7 +581,7 @@ impl Session {
         // With a fleet, the level charted is that of the instance that just decided. A
         // config with neither a budget nor a breaker has nothing to chart.
         let level = client.budget_level();
-        let breaker = client.breaker_state().map(breaker_level);
+        let breaker = client.breaker_state().map(crate::metrics::breaker_level);
         // Asked now, with the client at hand, rather than looked up again at the end.
         let has_events = client.has_events();
         if level.is_some() || breaker.is_some() {
@@ -890,15 +890,6 @@ fn ending_kind(e: Ending) -> crate::metrics::ClassEnding {
         Ending::Succeeded => crate::metrics::ClassEnding::Succeeded,
         Ending::GaveUp(_) => crate::metrics::ClassEnding::Failed,
         Ending::Degraded { .. } => crate::metrics::ClassEnding::Degraded,
-    }
-}
-
-/// Breaker state as charted: closed 0, half-open 1, open 2.
-pub fn breaker_level(s: BreakerState) -> u8 {
-    match s {
-        BreakerState::Closed => 0,
-        BreakerState::HalfOpen => 1,
-        BreakerState::Open => 2,
     }
 }
 

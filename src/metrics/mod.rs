@@ -26,7 +26,7 @@ pub mod verdict;
 pub use classes::{ClassCounts, ClassEnding, ClassSummary};
 pub use latency::Percentiles;
 pub use proxy_answered::{ProxyAnswer, ProxyAnswered};
-pub use recorder::{Recorder, RetryReason};
+pub use recorder::{breaker_level, Recorder, RetryReason};
 pub use relayed_resets::RelayedResets;
 pub use result::{summarize, ConfigSummary, Engine, GateVerdict, RunResult, RunShape};
 pub use result::{AttemptRow, LayerSummary, RunMeta, OVERLOAD_TOLERANCE};

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::labels::LabelCounts;
 use super::latency::{new_histogram, MAX_LATENCY_US};
 use super::runs::RunHistogram;
-use crate::policy::{AttemptLabel, GiveUpReason};
+use crate::policy::{AttemptLabel, BreakerState, GiveUpReason};
 
 /// Why a retry was scheduled, for the per-reason counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +27,15 @@ pub enum RetryReason {
 
 /// Breaker state as charted: closed 0, half-open 1, open 2.
 pub type BreakerLevel = u8;
+
+/// Breaker state as charted: closed 0, half-open 1, open 2.
+pub fn breaker_level(s: BreakerState) -> BreakerLevel {
+    match s {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
+    }
+}
 
 /// Failed first attempts by the class the config gave them. A drain threshold is a rate of
 /// first-attempt failures of one class, so these are what a run compares with it.

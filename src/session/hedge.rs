@@ -139,7 +139,7 @@ impl Session {
         self.rec.attempt_done(t, latency, label, attempt);
         let client = self.fleets[usize::from(req.fleet)].client(req.instance);
         let level = client.budget_level();
-        let breaker = client.breaker_state().map(super::breaker_level);
+        let breaker = client.breaker_state().map(crate::metrics::breaker_level);
         self.rec.sample_policy(t, level, breaker);
         let id = req.id;
         self.log_row(

@@ -22,7 +22,7 @@ pub(super) use super::event::Kind;
 use super::event::{lane_of, Ev, Event, MIN_SWEEP};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
 use super::queue::EventQueue;
-use super::verdicts::Verdicts;
+use super::verdicts::{Verdicts, NO_FAULT};
 use crate::draws::{request_seed, LazyRng};
 use crate::idempotency::Store;
 use crate::metrics::target_counts::TargetCounts;
@@ -39,7 +39,6 @@ use super::provider::{Route, SimProvider, NO_FALLBACK};
 pub(super) const NONE: u32 = u32::MAX;
 /// `Att::timer_at` of an attempt without a held-back per-try timer.
 pub(super) const NO_TIMER: u64 = u64::MAX;
-pub(super) const NO_FAULT: u16 = u16::MAX;
 /// `reply_status` values that are not HTTP statuses: a reset, the per-try timeout.
 pub(super) const REPLY_RESET: u16 = 0;
 pub(super) const REPLY_TIMEOUT: u16 = 1;

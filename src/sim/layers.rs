@@ -26,8 +26,9 @@
 use std::time::Duration;
 
 use super::clock::{dur, now, ns, sec, NET_DELAY};
-use super::engine::{Kind, Sim, NONE, NO_FAULT, REPLY_RESET, REPLY_TIMEOUT};
+use super::engine::{Kind, Sim, NONE, REPLY_RESET, REPLY_TIMEOUT};
 use super::hop::{NO_DEADLINE, NO_REPLY, REQUEST_ID_STRIDE};
+use super::verdicts::NO_FAULT;
 use crate::draws::{draw, request_seed, SALT_LAYER_SERVICE};
 use crate::policy::GiveUpReason;
 use crate::session::Ending;

@@ -6,9 +6,9 @@
 //! order, which the simulator-versus-live tests hold it to.
 
 use super::clock::{dur, ns, sec, NET_DELAY};
-use super::engine::{Act, Kind, Sim, NO_FAULT, NO_TIMER, REPLY_RESET};
+use super::engine::{Act, Kind, Sim, NO_TIMER, REPLY_RESET};
 use super::parts::FaultParts;
-use super::verdicts::Segment;
+use super::verdicts::{Segment, NO_FAULT};
 use crate::idempotency::Begin;
 use crate::scenario::timeline::Action;
 use crate::shed::Shed;

@@ -10,9 +10,11 @@
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use super::engine::NO_FAULT;
 use crate::scenario::timeline::{Action, FaultTimeline, FaultVerdict};
 use crate::scenario::FaultKind;
+
+/// A fault index that names no fault (a reply no fault chose).
+pub(super) const NO_FAULT: u16 = u16::MAX;
 
 /// What an arrival in a segment gets: a few bytes, copied out at every arrival.
 #[derive(Clone, Copy, Debug)]
