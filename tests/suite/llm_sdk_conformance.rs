@@ -43,7 +43,8 @@ use rand::SeedableRng;
 
 use crate::support;
 use crate::support::conformance::{
-    assert_call, gaps, library_calls, replayed_delays, request_of, stormrig_calls, Lateness,
+    assert_call, assert_date_decision, gaps, library_calls, replayed_delays, request_of,
+    stormrig_calls, Lateness,
 };
 use crate::support::scripted::{self, Answer};
 use crate::support::stats::{ks_two_sample, mean};
@@ -193,10 +194,6 @@ fn sdk_calls(sdk: &str, base: &str, calls: &[&str]) -> BTreeMap<String, (String,
 /// The seed of stormrig's calls.
 const SEED: u64 = 11;
 
-/// The most the SDK may spend between the server sending an HTTP-date and the SDK
-/// reading its clock to compute the delay (Python, on a machine other builds load).
-const SDK_WORK: f64 = 0.25;
-
 #[test]
 fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
     let cases = cases();
@@ -313,12 +310,7 @@ fn the_llm_sdk_presets_retry_as_the_real_sdks_do_call_by_call() {
                 match hints {
                     Some((theirs, h)) => {
                         if case.delays == Delays::HintedByDate {
-                            // Measured from the SDK's own now, after it read the answer.
-                            assert!(
-                                *d <= theirs + 0.002 && *d >= theirs - SDK_WORK,
-                                "{sdk} {call} retry {k}: decided {d:.4} s for a date \
-                                 {theirs:.4} s ahead"
-                            );
+                            assert_date_decision(&format!("{sdk} {call} retry {k}"), *d, theirs);
                         } else {
                             assert!(
                                 (d - theirs).abs() <= 0.001,

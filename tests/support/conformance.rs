@@ -194,6 +194,21 @@ pub const WORK: f64 = 0.020;
 /// cores. A gap beyond it is not lateness but a wrong delay.
 pub const LATE: f64 = 0.150;
 
+/// The most a library may spend between the server sending an HTTP-date and the library
+/// reading its clock to turn it into a delay: the answer's delivery and parsing, in Python or
+/// Node, on a machine other builds load.
+pub const CLIENT_WORK: f64 = 0.25;
+
+/// A library's decided delay `decided` for an HTTP-date that was `ahead` seconds ahead when the
+/// server sent it: measured from the library's own later now, so never longer than `ahead`
+/// (2 ms of clock granularity) and shorter by at most [`CLIENT_WORK`].
+pub fn assert_date_decision(what: &str, decided: f64, ahead: f64) {
+    assert!(
+        decided <= ahead + 0.002 && decided >= ahead - CLIENT_WORK,
+        "{what}: decided {decided:.4} s for a date {ahead:.4} s ahead"
+    );
+}
+
 /// How late stormrig's measured gaps ran against the delays its policy decided.
 #[derive(Default)]
 pub struct Lateness(Vec<f64>);
