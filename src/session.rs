@@ -602,14 +602,17 @@ impl Session {
             } => self.rec.budget_refused(t),
             _ => {}
         }
-        let sent = t.saturating_sub(latency);
-        self.log_row(
-            req.id,
-            req.state.attempts(),
-            Some(sent),
-            label.as_str(),
-            level,
-        );
+        if self.log.is_some() {
+            // Worked out only for a log: a storm without one pays no time sum per attempt.
+            let sent = t.saturating_sub(latency);
+            self.log_row(
+                req.id,
+                req.state.attempts(),
+                Some(sent),
+                label.as_str(),
+                level,
+            );
+        }
         if let Decision::GiveUp {
             reason: GiveUpReason::BudgetRefused,
             ..

@@ -294,14 +294,10 @@ impl<P: Copy> EventQueue<P> {
     pub(super) fn pop(&mut self) -> Option<Event<P>> {
         // The least lane head (no event has key `u128::MAX`: sequence numbers never get
         // there).
-        let mut best = 0;
-        let mut key = self.heads[0];
-        for (i, &k) in self.heads.iter().enumerate().skip(1) {
-            if k < key {
-                key = k;
-                best = i;
-            }
-        }
+        // Written out for the three lanes: two compares and selects, no loop.
+        let [k0, k1, k2] = self.heads;
+        let (b01, k01) = if k1 < k0 { (1, k1) } else { (0, k0) };
+        let (best, key) = if k2 < k01 { (2, k2) } else { (b01, k01) };
         if let Some(ev) = self.heap.pop_before(key) {
             return Some(ev);
         }
