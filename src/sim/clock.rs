@@ -16,9 +16,14 @@ pub const NET_DELAY: Duration = Duration::from_micros(50);
 /// are refused at once (open breaker) from looping at one instant forever.
 pub const MIN_THINK: Duration = Duration::from_micros(1);
 
+/// `d` in whole nanoseconds, `u64::MAX` beyond: `as_nanos` without its 128-bit product
+/// (the same value, as the 64-bit sum overflows exactly where that product exceeds u64).
 #[inline]
 pub(super) fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
+        .unwrap_or(u64::MAX)
 }
 
 #[inline]
@@ -35,4 +40,31 @@ pub(super) fn sec(t: u64) -> usize {
 #[inline]
 pub(super) fn now(t: u64) -> Now {
     Now::virtual_at(dur(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ns_is_as_nanos_saturated_to_u64() {
+        let edge = Duration::from_nanos(u64::MAX);
+        for d in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::new(1, 999_999_999),
+            NET_DELAY,
+            edge,
+            edge - Duration::from_nanos(1),
+            edge + Duration::from_nanos(1),
+            Duration::new(edge.as_secs() + 1, 0),
+            Duration::MAX,
+        ] {
+            assert_eq!(
+                ns(d),
+                u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+                "{d:?}"
+            );
+        }
+    }
 }
