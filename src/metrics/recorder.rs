@@ -218,7 +218,14 @@ pub struct Recorder {
     /// Sends the config's rate limiter held back, and how long (none without a limiter).
     #[serde(default)]
     pub rate_limited: super::rate_limited::RateLimitWaits,
+    /// The last policy sample taken ([`Self::sample_policy`]): a repeat of it in the same
+    /// second changes nothing, and most attempts repeat it (a full budget, a closed breaker).
+    #[serde(skip)]
+    last_sample: Option<PolicySample>,
 }
+
+/// A policy sample's second, budget level (its bits) and breaker level.
+type PolicySample = (u64, Option<u64>, Option<BreakerLevel>);
 
 /// What a hedging config's extra copies came to. A hedge is a copy of a call after its
 /// first; it is an attempt like any other (the target counts it on arrival).
@@ -270,6 +277,7 @@ impl Recorder {
             classes: Vec::new(),
             hedges: HedgeCounts::default(),
             rate_limited: Default::default(),
+            last_sample: None,
         }
     }
 
@@ -540,6 +548,13 @@ impl Recorder {
         budget: Option<f64>,
         breaker: Option<BreakerLevel>,
     ) {
+        // Only this method writes the sampled fields: the row already holds a repeat of the
+        // last sample (its level last, its low at most it, its breaker at least it).
+        let sample = (t.as_secs(), budget.map(f64::to_bits), breaker);
+        if self.last_sample == Some(sample) {
+            return;
+        }
+        self.last_sample = Some(sample);
         let s = self.at(t);
         if let Some(level) = budget {
             s.budget_level = budget;
@@ -562,6 +577,8 @@ impl Recorder {
     /// Adds another recorder of the same config exactly: counters sum, histograms add,
     /// seconds align by index.
     pub fn merge(&mut self, o: &Recorder) {
+        // The rows may change below: the next sample is taken whole.
+        self.last_sample = None;
         if self.seconds.len() < o.seconds.len() {
             self.seconds.resize_with(o.seconds.len(), Second::new);
         }
@@ -701,5 +718,47 @@ mod tests {
         r.sample_policy(s(0.3), Some(300.0), None);
         assert_eq!(r.seconds()[0].budget_level, Some(300.0));
         assert_eq!(r.seconds()[0].budget_low, Some(100.0));
+    }
+
+    #[test]
+    fn repeated_policy_samples_leave_the_rows_as_every_sample_would() {
+        // (time, budget level, breaker level): repeats, a level that comes back, a breaker
+        // that opens and closes, seconds that change, a repeat after a merge.
+        let samples = [
+            (0.1, Some(500.0), Some(0)),
+            (0.2, Some(500.0), Some(0)),
+            (0.3, Some(486.0), Some(0)),
+            (0.4, Some(500.0), Some(0)),
+            (0.5, Some(500.0), Some(2)),
+            (0.6, Some(500.0), Some(0)),
+            (0.7, Some(500.0), Some(0)),
+            (1.1, Some(500.0), Some(0)),
+            (1.2, Some(472.0), None),
+            (1.3, Some(472.0), None),
+        ];
+        let mut r = Recorder::new();
+        for &(t, level, breaker) in &samples {
+            r.sample_policy(s(t), level, breaker);
+        }
+        // What every sample applied in full leaves.
+        let mut want: Vec<(Option<f64>, Option<f64>, Option<u8>)> = vec![(None, None, None); 2];
+        for &(t, level, breaker) in &samples {
+            let w = &mut want[t as usize];
+            w.0 = level;
+            w.1 = Some(w.1.map_or(level.unwrap(), |low: f64| low.min(level.unwrap())));
+            w.2 = w.2.max(breaker);
+        }
+        let got: Vec<_> = r
+            .seconds()
+            .iter()
+            .map(|s| (s.budget_level, s.budget_low, s.breaker))
+            .collect();
+        assert_eq!(got, want);
+        // A merge may change the rows: the same sample afterwards is applied again.
+        let mut other = Recorder::new();
+        other.sample_policy(s(1.5), Some(100.0), None);
+        r.merge(&other);
+        r.sample_policy(s(1.6), Some(472.0), None);
+        assert_eq!(r.seconds()[1].budget_level, Some(472.0));
     }
 }
