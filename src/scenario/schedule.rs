@@ -22,6 +22,8 @@ use super::load_shape::{LoadShape, RateStep, SeriesArrivals};
 #[derive(Debug, Clone)]
 pub struct Arrivals {
     end: Duration,
+    /// `end` in nanoseconds, for [`Arrivals::next_nanos`]'s compare.
+    end_nanos: u128,
     state: State,
 }
 
@@ -128,6 +130,7 @@ pub fn arrivals(shape: &LoadShape, duration: Duration, seed: u64) -> Arrivals {
     };
     Arrivals {
         end: duration,
+        end_nanos: duration.as_nanos(),
         state,
     }
 }
@@ -199,20 +202,19 @@ fn secs_to_nanos(secs: f64) -> Option<u64> {
         if s >= 127 {
             return Some(0);
         }
-        let q = x >> s;
-        let rem = x & ((1u128 << s) - 1);
-        let half = 1u128 << (s - 1);
-        // Round to nearest, ties to even.
-        q + u128::from(rem > half || (rem == half && q & 1 == 1))
+        // Round to nearest, ties to even, in one shift: below half the remainder cannot
+        // carry into the quotient; above it, it always does; at exactly half, only with the
+        // quotient's lowest bit set (x < 2⁸³, so the sum cannot overflow).
+        (x + ((1u128 << (s - 1)) - 1) + ((x >> s) & 1)) >> s
     };
     u64::try_from(n).ok()
 }
 
-/// [`before`] in whole nanoseconds.
+/// [`before`] in whole nanoseconds, with `end` in nanoseconds.
 #[inline]
-fn before_nanos(secs: f64, end: Duration) -> Option<u64> {
+fn before_nanos(secs: f64, end_nanos: u128) -> Option<u64> {
     let n = secs_to_nanos(secs)?;
-    (u128::from(n) < end.as_nanos()).then_some(n)
+    (u128::from(n) < end_nanos).then_some(n)
 }
 
 impl Arrivals {
@@ -225,7 +227,7 @@ impl Arrivals {
             let t = times
                 .get(*i)
                 .copied()
-                .filter(|&t| u128::from(t) < self.end.as_nanos());
+                .filter(|&t| u128::from(t) < self.end_nanos);
             *i += 1;
             if t.is_none() {
                 self.state = State::Done;
@@ -237,7 +239,7 @@ impl Arrivals {
                 .next()
                 .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         };
-        let t = before_nanos(*i as f64 / *rate, self.end);
+        let t = before_nanos(*i as f64 / *rate, self.end_nanos);
         *i += 1;
         if t.is_none() {
             self.state = State::Done;
