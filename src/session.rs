@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+mod fallback;
 mod hedge;
 mod open_circuit;
 mod step;
@@ -24,7 +25,6 @@ pub use hedge::Hedge;
 
 use crate::draws::{self, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
-use crate::policy::ladder::{self, Fallback};
 use crate::policy::{
     attempt_label, AttemptLabel, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now,
     OutcomeClass, Permit, PolicyEvent, RequestState, RetryConfig,
@@ -188,9 +188,6 @@ enum Decided {
     Wait(Duration),
     End(Ending),
 }
-
-/// Salts the ladder's per-rung draws apart from every other draw of a request.
-const LADDER_SALT: u64 = 0x1add_e500;
 
 impl Session {
     /// A fresh policy client and recorder for `config`; the attempt log only when asked for.
@@ -431,10 +428,13 @@ impl Session {
         let permit = client.before_attempt(now, &mut req.state);
         // Nothing below moves the client: whether it has events to record is known now.
         let has_events = client.has_events();
-        if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
-            // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
-            // held back no send.
-            self.rec.rate_limited.waited(now.mono.saturating_sub(since));
+        // Looked at only after a rate limiter's wait: most attempts had none.
+        if req.limited_since.is_some() {
+            if let (Some(since), Permit::Send { .. }) = (req.limited_since.take(), &permit) {
+                // Counted once the attempt goes: a wait that ended in a refusal (a deadline)
+                // held back no send.
+                self.rec.rate_limited.waited(now.mono.saturating_sub(since));
+            }
         }
         let step = match permit {
             Permit::Send {
@@ -612,15 +612,16 @@ impl Session {
                 label.as_str(),
                 level,
             );
-        }
-        if let Decision::GiveUp {
-            reason: GiveUpReason::BudgetRefused,
-            ..
-        } = d
-        {
-            // The retry the budget refused is an attempt that was asked for and never sent:
-            // its row (no `sent_s`) is what a reader counting refusals in the log looks for.
-            self.log_row(req.id, req.state.attempts() + 1, None, "refused", level);
+            if let Decision::GiveUp {
+                reason: GiveUpReason::BudgetRefused,
+                ..
+            } = d
+            {
+                // The retry the budget refused is an attempt that was asked for and never
+                // sent: its row (no `sent_s`) is what a reader counting refusals in the log
+                // looks for.
+                self.log_row(req.id, req.state.attempts() + 1, None, "refused", level);
+            }
         }
         if has_events {
             self.record_events(req.fleet, req.instance);
@@ -693,82 +694,6 @@ impl Session {
             }
             other => self.end(now, req, other),
         }
-    }
-
-    /// The ladder from rung `from` on, for a request that gave up for `reason`: a rung that
-    /// answers it ends it degraded, a model rung gets one more attempt, no rung leaves it
-    /// failed.
-    #[cold]
-    fn fall(&mut self, now: Now, mut req: Request, reason: GiveUpReason, from: usize) -> Step {
-        let key = draws::request_seed(self.seed, self.draw_key, req.id);
-        let rungs = &self.fleets[usize::from(req.fleet)].config().ladder;
-        let fallback = ladder::fall_from(rungs, from, reason, |i| {
-            draws::draw_salted(key, LADDER_SALT.wrapping_add(i as u64))
-        });
-        match fallback {
-            Some(Fallback::Answer(rung)) => self.end(now, req, Ending::Degraded { reason, rung }),
-            None => self.end(now, req, Ending::GaveUp(reason)),
-            Some(Fallback::Try(rung)) => {
-                let rung = rung as u8;
-                req.fell = Some((rung, reason));
-                req.fallback_attempts += 1;
-                let number = req.state.attempts() + req.fallback_attempts;
-                self.rec.attempt_sent(now.mono, number);
-                if !self.classes.is_empty() {
-                    self.rec.class_attempt(usize::from(req.class), number);
-                }
-                let config = self.fleets[usize::from(req.fleet)].config();
-                let attempt = Attempt {
-                    number,
-                    timeout: config.per_try_timeout,
-                    remaining_deadline: None,
-                    idempotency_key: config.idempotency_key,
-                    provider: None,
-                    fallback: Some(rung),
-                };
-                Step::Send(req, attempt)
-            }
-        }
-    }
-
-    /// The answer of a model rung's attempt: a success ends the request degraded at that
-    /// rung; anything else goes on down the ladder. The policy never sees it.
-    #[cold]
-    fn fallback_answered(
-        &mut self,
-        now: Now,
-        req: Request,
-        latency: Duration,
-        outcome: &AttemptOutcome<'_>,
-        (rung, reason): (u8, GiveUpReason),
-    ) -> Step {
-        let class = self.fleets[usize::from(req.fleet)]
-            .config()
-            .retry_on
-            .classify(outcome)
-            .class;
-        let label = self
-            .relabel
-            .take()
-            .unwrap_or_else(|| attempt_label(outcome, class));
-        let number = req.state.attempts() + req.fallback_attempts;
-        let t = now.mono;
-        self.rec.attempt_done(t, latency, label, number);
-        let level = self.fleets[usize::from(req.fleet)]
-            .client(req.instance)
-            .budget_level();
-        self.log_row(
-            req.id,
-            number,
-            Some(t.saturating_sub(latency)),
-            label.as_str(),
-            level,
-        );
-        if class == OutcomeClass::Success {
-            let rung = usize::from(rung);
-            return self.end(now, req, Ending::Degraded { reason, rung });
-        }
-        self.fall(now, req, reason, usize::from(rung) + 1)
     }
 
     /// The request's end: the policy releases what it held, the recorder counts it.
