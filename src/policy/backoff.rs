@@ -175,6 +175,10 @@ impl Backoff {
 pub struct Nominals {
     /// `[throttling as usize][n - 1]`.
     table: [[Duration; NOMINALS]; 2],
+    /// [`Backoff::base`] for `[throttling as usize]`, and [`Backoff::cap`]: a retry's jitter
+    /// reads them, and a look-up is cheaper than matching the backoff's kind each time.
+    bases: [Duration; 2],
+    cap: Option<Duration>,
 }
 
 /// Retries whose nominal delay [`Nominals`] keeps.
@@ -185,7 +189,21 @@ impl Nominals {
         let row = |throttling| std::array::from_fn(|i| backoff.nominal(i as u32 + 1, throttling));
         Nominals {
             table: [row(false), row(true)],
+            bases: [backoff.base(false), backoff.base(true)],
+            cap: backoff.cap(),
         }
+    }
+
+    /// `backoff.base(throttling)`, for the `backoff` the table was built from.
+    #[inline]
+    pub fn base(&self, throttling: bool) -> Duration {
+        self.bases[usize::from(throttling)]
+    }
+
+    /// `backoff.cap()`, for the `backoff` the table was built from.
+    #[inline]
+    pub fn cap(&self) -> Option<Duration> {
+        self.cap
     }
 
     /// `backoff.nominal(n, throttling)`, for the `backoff` the table was built from.
@@ -267,7 +285,9 @@ impl Jitter {
     }
 
     /// Apply the jitter to `nominal`. `base` and `cap` feed decorrelated jitter; `prev` is the
-    /// request's decorrelated state (initialize it to `base`).
+    /// request's decorrelated state (initialize it to `base`). Inlined: a retry calls it
+    /// once, and the call's setup (six arguments) cost as much as a full jitter's own work.
+    #[inline]
     pub fn apply(
         &self,
         nominal: Duration,

@@ -61,10 +61,11 @@ impl RetryClient {
         let n = req.retries_since_reset + 1;
         let cfg = &self.shared.config;
         let nominal = self.shared.nominals.get(&cfg.backoff, n, throttling);
+        let nominals = &self.shared.nominals;
         let jittered = cfg.jitter.apply(
             nominal,
-            cfg.backoff.base(throttling),
-            cfg.backoff.cap(),
+            nominals.base(throttling),
+            nominals.cap(),
             &mut req.decorrelated_prev,
             rng,
         );
