@@ -56,7 +56,7 @@ use super::budget::{CostKind, RetryBudget};
 use super::bulkhead::Bulkheads;
 use super::concurrency_limit::ConcurrencyLimiter;
 use super::config::RetryConfig;
-use super::cost::{CostLedger, CostScope};
+use super::cost::{AttemptCost, CostLedger, CostScope};
 use super::deadline;
 use super::duration;
 pub use super::give_up::GiveUpReason;
@@ -304,6 +304,12 @@ pub struct RetryClient {
     /// The attempts' fixed cost when the config has none of the stages a permit may
     /// consult but the retry's own (see `plain.rs`): the permit then takes the short way.
     plain_cost: Option<f64>,
+    /// The attempts' cost when it is one figure for every provider: read here, not
+    /// matched out of the config per attempt.
+    fixed_cost: Option<f64>,
+    /// A breaker, the client's or its providers', may move: without one an outcome has
+    /// no breaker to record nor transitions to collect (one test instead of five).
+    watches_breaker: bool,
 }
 
 /// What every instance of a config has alike: the config, and the tables built from it
@@ -384,9 +390,16 @@ impl RetryClient {
             cost_cap_request_once: false,
             cost_cap_global_once: false,
             plain_cost: None,
+            fixed_cost: None,
+            watches_breaker: false,
             shared,
         };
         client.plain_cost = client.plain_attempt_cost();
+        client.fixed_cost = match client.shared.config.attempt_cost {
+            AttemptCost::Fixed(c) => Some(c),
+            _ => None,
+        };
+        client.watches_breaker = client.breaker.is_some() || client.router.is_some();
         client
     }
 
@@ -573,7 +586,10 @@ impl RetryClient {
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
-        let cost = self.shared.config.attempt_cost.at(provider.unwrap_or(0));
+        let cost = match self.fixed_cost {
+            Some(c) => c,
+            None => self.shared.config.attempt_cost.at(provider.unwrap_or(0)),
+        };
         req.cost_spent += cost;
         self.ledger.spent += cost;
         Permit::Send {
@@ -687,25 +703,15 @@ impl RetryClient {
         if let Some(l) = self.limiter.as_mut() {
             l.on_response(now.mono, c.class == OutcomeClass::Throttling);
         }
-        if let Some(br) = self
-            .breaker
-            .as_mut()
-            .filter(|_| self.breaker_place != BreakerPlace::OutsideRetry)
-        {
-            br.record(now.mono, c.class.is_retryable());
-            req.is_probe = false;
+        if self.watches_breaker {
+            self.record_breakers(now, req, c.class.is_retryable());
         }
-        if let Some(router) = self.router.as_mut() {
-            router.record(now.mono, req.provider, c.class.is_retryable());
-        }
-        if self.router.is_some() {
-            req.is_probe = false;
-        }
-        self.collect_breaker_events();
         match c.class {
             OutcomeClass::Success => {
-                self.settle_outer(now, req, Some(false));
-                self.collect_breaker_events();
+                if self.watches_breaker {
+                    self.settle_outer(now, req, Some(false));
+                    self.collect_breaker_events();
+                }
                 if let Some(b) = self.budget.as_mut() {
                     b.on_success(now.mono, req.last_charge);
                 }
@@ -729,7 +735,9 @@ impl RetryClient {
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
         let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, rng);
-        self.collect_breaker_events();
+        if self.watches_breaker {
+            self.collect_breaker_events();
+        }
         d
     }
 
@@ -825,17 +833,20 @@ impl RetryClient {
     fn finish_at(&mut self, mono: Duration, epoch_wall: SystemTime, req: &mut RequestState) {
         let now = Now { mono, epoch_wall };
         self.release_slot(req);
-        // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
-        self.settle_outer(now, req, None);
-        self.release_places(now, req, None);
-        self.release_call_place(req);
-        self.leave_bulkhead_queue(req);
-        if req.awaiting_outcome && req.is_probe {
-            if let Some(br) = self.breaker.as_mut() {
-                br.cancel_probe();
-            }
-            if let Some(router) = self.router.as_mut() {
-                router.cancel_probe(req.provider);
+        // Without a breaker, bulkhead or concurrency limit the request holds nothing else.
+        if self.watches_breaker || self.bulkhead.is_some() || self.concurrency.is_some() {
+            // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
+            self.settle_outer(now, req, None);
+            self.release_places(now, req, None);
+            self.release_call_place(req);
+            self.leave_bulkhead_queue(req);
+            if req.awaiting_outcome && req.is_probe {
+                if let Some(br) = self.breaker.as_mut() {
+                    br.cancel_probe();
+                }
+                if let Some(router) = self.router.as_mut() {
+                    router.cancel_probe(req.provider);
+                }
             }
         }
         if let Some(b) = self.budget.as_mut() {
