@@ -56,7 +56,7 @@ use super::budget::{CostKind, RetryBudget};
 use super::bulkhead::Bulkheads;
 use super::concurrency_limit::ConcurrencyLimiter;
 use super::config::RetryConfig;
-use super::cost::{AttemptCost, CostLedger, CostScope};
+use super::cost::{CostLedger, CostScope};
 use super::deadline;
 use super::duration;
 pub use super::give_up::GiveUpReason;
@@ -118,8 +118,11 @@ pub enum Permit {
     Refuse(GiveUpReason),
 }
 
-/// What to do after an attempt.
+/// What to do after an attempt. A tag of its own (`repr(u8)`, no larger: the class and
+/// the tag fit the room the delay's alignment leaves): reading the class off a niche in the
+/// delay's nanoseconds took twice the instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Decision {
     /// The request succeeded.
     Success,
@@ -301,15 +304,6 @@ pub struct RetryClient {
     budget_refused_once: bool,
     cost_cap_request_once: bool,
     cost_cap_global_once: bool,
-    /// The attempts' fixed cost when the config has none of the stages a permit may
-    /// consult but the retry's own (see `plain.rs`): the permit then takes the short way.
-    plain_cost: Option<f64>,
-    /// The attempts' cost when it is one figure for every provider: read here, not
-    /// matched out of the config per attempt.
-    fixed_cost: Option<f64>,
-    /// A breaker, the client's or its providers', may move: without one an outcome has
-    /// no breaker to record nor transitions to collect (one test instead of five).
-    watches_breaker: bool,
 }
 
 /// What every instance of a config has alike: the config, and the tables built from it
@@ -321,6 +315,8 @@ struct Shared {
     statuses: StatusClasses,
     /// The config's nominal backoff of the first retries, looked up per retry.
     nominals: super::backoff::Nominals,
+    /// Which ways through the client the config's stages let it take (see `plain.rs`).
+    paths: plain::Paths,
 }
 
 impl RetryClient {
@@ -335,6 +331,7 @@ impl RetryClient {
         RetryClient::fresh(Arc::new(Shared {
             statuses: StatusClasses::new(&config.retry_on),
             nominals: super::backoff::Nominals::new(&config.backoff),
+            paths: plain::Paths::of(&config),
             config,
         }))
     }
@@ -348,7 +345,7 @@ impl RetryClient {
     /// A client with fresh learnt state over shared config and tables.
     fn fresh(shared: Arc<Shared>) -> RetryClient {
         let config = &shared.config;
-        let mut client = RetryClient {
+        let client = RetryClient {
             budget: config.budget.build(),
             // With failover the breaker settings serve each provider (one provider's
             // outage must not shut the others), not the client as a whole.
@@ -389,17 +386,9 @@ impl RetryClient {
             budget_refused_once: false,
             cost_cap_request_once: false,
             cost_cap_global_once: false,
-            plain_cost: None,
-            fixed_cost: None,
-            watches_breaker: false,
             shared,
         };
-        client.plain_cost = client.plain_attempt_cost();
-        client.fixed_cost = match client.shared.config.attempt_cost {
-            AttemptCost::Fixed(c) => Some(c),
-            _ => None,
-        };
-        client.watches_breaker = client.breaker.is_some() || client.router.is_some();
+        client.paths_agree();
         client
     }
 
@@ -511,9 +500,16 @@ impl RetryClient {
 
     /// Ask before EVERY attempt (first and retries): deadline, attempt count, cost caps (retries
     /// only), then the breaker (last, so a refused attempt never takes a half-open probe slot).
+    ///
+    /// A config without the stages the short way leaves out (see `plain.rs`) takes it, out
+    /// of line and apart from the long way: a small function saves and restores no
+    /// registers it does not use.
     #[inline(always)]
     pub fn before_attempt(&mut self, now: Now, req: &mut RequestState) -> Permit {
-        self.before_attempt_at(now.mono, now.epoch_wall, req)
+        match self.shared.paths.plain_cost {
+            Some(cost) => self.before_plain_attempt(now.mono, now.epoch_wall, req, cost),
+            None => self.before_attempt_at(now.mono, now.epoch_wall, req),
+        }
     }
 
     /// [`Self::before_attempt`] with `now` in its two halves: a `Now` (32 bytes) passed to
@@ -527,9 +523,6 @@ impl RetryClient {
         req: &mut RequestState,
     ) -> Permit {
         let now = Now { mono, epoch_wall };
-        if let Some(cost) = self.plain_cost {
-            return self.before_plain_attempt(now, req, cost);
-        }
         if let Some(reason) = req.ended {
             return Permit::Refuse(reason);
         }
@@ -586,7 +579,7 @@ impl RetryClient {
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
-        let cost = match self.fixed_cost {
+        let cost = match self.shared.paths.fixed_cost {
             Some(c) => c,
             None => self.shared.config.attempt_cost.at(provider.unwrap_or(0)),
         };
@@ -703,12 +696,12 @@ impl RetryClient {
         if let Some(l) = self.limiter.as_mut() {
             l.on_response(now.mono, c.class == OutcomeClass::Throttling);
         }
-        if self.watches_breaker {
+        if self.shared.paths.watches_breaker {
             self.record_breakers(now, req, c.class.is_retryable());
         }
         match c.class {
             OutcomeClass::Success => {
-                if self.watches_breaker {
+                if self.shared.paths.watches_breaker {
                     self.settle_outer(now, req, Some(false));
                     self.collect_breaker_events();
                 }
@@ -731,11 +724,15 @@ impl RetryClient {
             {
                 Hint::DoNotRetry
             }
-            AttemptOutcome::Response(r) => self.shared.config.retry_after.hint(r, || now.wall()),
+            // `move`: a copy of `now` for the rare HTTP-date, so that `now` itself need not
+            // live on the stack for the closure to point to.
+            AttemptOutcome::Response(r) => {
+                self.shared.config.retry_after.hint(r, move || now.wall())
+            }
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
         let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, rng);
-        if self.watches_breaker {
+        if self.shared.paths.watches_breaker {
             self.collect_breaker_events();
         }
         d
@@ -834,7 +831,7 @@ impl RetryClient {
         let now = Now { mono, epoch_wall };
         self.release_slot(req);
         // Without a breaker, bulkhead or concurrency limit the request holds nothing else.
-        if self.watches_breaker || self.bulkhead.is_some() || self.concurrency.is_some() {
+        if !self.shared.paths.holds_nothing {
             // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
             self.settle_outer(now, req, None);
             self.release_places(now, req, None);
