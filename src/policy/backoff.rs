@@ -206,13 +206,20 @@ impl Nominals {
         self.cap
     }
 
-    /// `backoff.nominal(n, throttling)`, for the `backoff` the table was built from.
-    #[inline]
+    /// `backoff.nominal(n, throttling)`, for the `backoff` the table was built from: a
+    /// look-up inline, the computation of a later retry's out of line.
+    #[inline(always)]
     pub fn get(&self, backoff: &Backoff, n: u32, throttling: bool) -> Duration {
         match self.table[usize::from(throttling)].get(n.max(1) as usize - 1) {
             Some(d) => *d,
-            None => backoff.nominal(n, throttling),
+            None => Self::beyond(backoff, n, throttling),
         }
+    }
+
+    /// [`Self::get`] past the table.
+    #[inline(never)]
+    fn beyond(backoff: &Backoff, n: u32, throttling: bool) -> Duration {
+        backoff.nominal(n, throttling)
     }
 }
 
@@ -285,10 +292,28 @@ impl Jitter {
     }
 
     /// Apply the jitter to `nominal`. `base` and `cap` feed decorrelated jitter; `prev` is the
-    /// request's decorrelated state (initialize it to `base`). Inlined: a retry calls it
-    /// once, and the call's setup (six arguments) cost as much as a full jitter's own work.
-    #[inline]
+    /// request's decorrelated state (initialize it to `base`). No jitter and full jitter
+    /// (the storms' presets) inline: as a call, its setup (six arguments, four on the stack)
+    /// cost as much as a full jitter's own work; the other kinds out of line.
+    #[inline(always)]
     pub fn apply(
+        &self,
+        nominal: Duration,
+        base: Duration,
+        cap: Option<Duration>,
+        prev: &mut Duration,
+        rng: &mut dyn RngCore,
+    ) -> Duration {
+        match self {
+            Jitter::None => nominal,
+            Jitter::Full => secs_f64(nominal.as_secs_f64() * rng.gen::<f64>()).min(nominal),
+            _ => self.apply_other(nominal, base, cap, prev, rng),
+        }
+    }
+
+    /// [`Self::apply`] for the kinds other than none and full, out of line.
+    #[inline(never)]
+    fn apply_other(
         &self,
         nominal: Duration,
         base: Duration,
