@@ -175,6 +175,10 @@ impl Backoff {
 pub struct Nominals {
     /// `[throttling as usize][n - 1]`.
     table: [[Duration; NOMINALS]; 2],
+    /// [`Backoff::base`] for `[throttling as usize]`, and [`Backoff::cap`]: a retry's jitter
+    /// reads them, and a look-up is cheaper than matching the backoff's kind each time.
+    bases: [Duration; 2],
+    cap: Option<Duration>,
 }
 
 /// Retries whose nominal delay [`Nominals`] keeps.
@@ -185,16 +189,37 @@ impl Nominals {
         let row = |throttling| std::array::from_fn(|i| backoff.nominal(i as u32 + 1, throttling));
         Nominals {
             table: [row(false), row(true)],
+            bases: [backoff.base(false), backoff.base(true)],
+            cap: backoff.cap(),
         }
     }
 
-    /// `backoff.nominal(n, throttling)`, for the `backoff` the table was built from.
+    /// `backoff.base(throttling)`, for the `backoff` the table was built from.
     #[inline]
+    pub fn base(&self, throttling: bool) -> Duration {
+        self.bases[usize::from(throttling)]
+    }
+
+    /// `backoff.cap()`, for the `backoff` the table was built from.
+    #[inline]
+    pub fn cap(&self) -> Option<Duration> {
+        self.cap
+    }
+
+    /// `backoff.nominal(n, throttling)`, for the `backoff` the table was built from: a
+    /// look-up inline, the computation of a later retry's out of line.
+    #[inline(always)]
     pub fn get(&self, backoff: &Backoff, n: u32, throttling: bool) -> Duration {
         match self.table[usize::from(throttling)].get(n.max(1) as usize - 1) {
             Some(d) => *d,
-            None => backoff.nominal(n, throttling),
+            None => Self::beyond(backoff, n, throttling),
         }
+    }
+
+    /// [`Self::get`] past the table.
+    #[inline(never)]
+    fn beyond(backoff: &Backoff, n: u32, throttling: bool) -> Duration {
+        backoff.nominal(n, throttling)
     }
 }
 
@@ -267,8 +292,28 @@ impl Jitter {
     }
 
     /// Apply the jitter to `nominal`. `base` and `cap` feed decorrelated jitter; `prev` is the
-    /// request's decorrelated state (initialize it to `base`).
+    /// request's decorrelated state (initialize it to `base`). No jitter and full jitter
+    /// (the storms' presets) inline: as a call, its setup (six arguments, four on the stack)
+    /// cost as much as a full jitter's own work; the other kinds out of line.
+    #[inline(always)]
     pub fn apply(
+        &self,
+        nominal: Duration,
+        base: Duration,
+        cap: Option<Duration>,
+        prev: &mut Duration,
+        rng: &mut dyn RngCore,
+    ) -> Duration {
+        match self {
+            Jitter::None => nominal,
+            Jitter::Full => secs_f64(nominal.as_secs_f64() * rng.gen::<f64>()).min(nominal),
+            _ => self.apply_other(nominal, base, cap, prev, rng),
+        }
+    }
+
+    /// [`Self::apply`] for the kinds other than none and full, out of line.
+    #[inline(never)]
+    fn apply_other(
         &self,
         nominal: Duration,
         base: Duration,

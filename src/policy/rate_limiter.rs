@@ -145,6 +145,10 @@ impl RateLimiter {
     /// fill rate. `throttling` is the answer's class as the config classifies it (for
     /// botocore, `ThrottlingErrorDetector`: a throttling error code, or a 429 no modeled
     /// error claims).
+    ///
+    /// Inlined into the client's one call: the call's own setup and register saves were a
+    /// tenth of the work.
+    #[inline(always)]
     pub fn on_response(&mut self, now: Duration, throttling: bool) {
         let t = now.as_secs_f64();
         let measured = self.clocker.record(t);

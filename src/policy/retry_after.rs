@@ -285,7 +285,37 @@ pub fn parse_grpc_pushback(value: &str) -> Hint {
 impl RetryAfterConfig {
     /// Read the honoured header of `resp`. The wall clock is asked for only when an
     /// HTTP-date needs it (rarely; it is not free).
+    ///
+    /// Inlined to the question whether `resp` carries any header the config reads: a storm's
+    /// answers carry none, and then the answer is [`Hint::Absent`] for one test, not a call.
+    #[inline]
     pub fn hint(&self, resp: &Response<'_>, now_wall: impl FnOnce() -> SystemTime) -> Hint {
+        if !self.may_hint(resp) {
+            return Hint::Absent;
+        }
+        self.read_hint(resp, now_wall)
+    }
+
+    /// Whether `resp` carries a header the config reads: without one every kind of header
+    /// gives [`Hint::Absent`] (each parser starts from an `Option` of its header).
+    #[inline(always)]
+    fn may_hint(&self, resp: &Response<'_>) -> bool {
+        match self.header {
+            HintHeader::None => false,
+            HintHeader::RetryAfter => resp.retry_after.is_some(),
+            HintHeader::RetryAfterMs | HintHeader::XAmzRetryAfterOrRetryAfter => {
+                resp.retry_after.is_some()
+                    || resp.retry_after_ms.is_some()
+                    || resp.amz_retry_after.is_some()
+            }
+            HintHeader::XAmzRetryAfter => resp.amz_retry_after.is_some(),
+            HintHeader::GrpcRetryPushbackMs => resp.grpc_pushback_ms.is_some(),
+        }
+    }
+
+    /// [`Self::hint`] for an answer that carries a header the config reads, out of line.
+    #[inline(never)]
+    fn read_hint(&self, resp: &Response<'_>, now_wall: impl FnOnce() -> SystemTime) -> Hint {
         match self.raw_hint(resp, now_wall) {
             Hint::Delay(d) => Hint::Delay(d.min(HINT_CEILING)),
             other => other,
@@ -341,10 +371,17 @@ impl RetryAfterConfig {
     /// Combine the computed backoff `computed` with a hint. Returns the delay and whether the
     /// backoff sequence restarts (gRPC pushback). `Hint::DoNotRetry` must be handled by the
     /// caller; here it yields the computed delay.
+    #[inline]
     pub fn combine(&self, computed: Duration, hint: Hint) -> (Duration, bool) {
         let Hint::Delay(h) = hint else {
             return (computed, false);
         };
+        self.combine_delay(computed, h)
+    }
+
+    /// [`Self::combine`] with a hint, out of line: most retries have none.
+    #[inline(never)]
+    fn combine_delay(&self, computed: Duration, h: Duration) -> (Duration, bool) {
         match self.header {
             HintHeader::None => (computed, false),
             // Replaces the backoff, capped.

@@ -8,6 +8,26 @@ use crate::policy::pipeline::BreakerPlace;
 use crate::policy::retry_after::Hint;
 
 impl RetryClient {
+    /// The breakers learn an attempt's answer (`failed`: it was retryable): the client's
+    /// inside the retry (outside, it learns the call's end), the router's provider's; then
+    /// their transitions are collected.
+    #[inline]
+    pub(super) fn record_breakers(&mut self, now: Now, req: &mut RequestState, failed: bool) {
+        if let Some(br) = self
+            .breaker
+            .as_mut()
+            .filter(|_| self.breaker_place != BreakerPlace::OutsideRetry)
+        {
+            br.record(now.mono, failed);
+            req.is_probe = false;
+        }
+        if let Some(router) = self.router.as_mut() {
+            router.record(now.mono, req.provider, failed);
+            req.is_probe = false;
+        }
+        self.collect_breaker_events();
+    }
+
     /// Whether an open-circuit refusal is a failed attempt the retry re-sends (the breaker
     /// inside the retry) rather than the call's end.
     #[inline]

@@ -50,7 +50,9 @@ impl RetryClient {
     }
 
     /// The wait before the request's next retry: backoff, jitter, then the server's hint;
-    /// advances the request's backoff sequence.
+    /// advances the request's backoff sequence. Inlined: as a call, its arguments and the
+    /// registers it saved around the jitter's draw were a third of its cost.
+    #[inline(always)]
     pub(super) fn delay(
         &self,
         req: &mut RequestState,
@@ -61,10 +63,11 @@ impl RetryClient {
         let n = req.retries_since_reset + 1;
         let cfg = &self.shared.config;
         let nominal = self.shared.nominals.get(&cfg.backoff, n, throttling);
+        let nominals = &self.shared.nominals;
         let jittered = cfg.jitter.apply(
             nominal,
-            cfg.backoff.base(throttling),
-            cfg.backoff.cap(),
+            nominals.base(throttling),
+            nominals.cap(),
             &mut req.decorrelated_prev,
             rng,
         );

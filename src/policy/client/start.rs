@@ -63,7 +63,7 @@ impl RetryClient {
         *is_idempotent = idempotent;
         *attempts = 0;
         *retries_since_reset = 0;
-        *decorrelated_prev = self.shared.config.backoff.base(false);
+        *decorrelated_prev = self.shared.nominals.base(false);
         *last_charge = None;
         *holds_retry_slot = false;
         *awaiting_outcome = false;
