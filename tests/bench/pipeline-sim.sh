@@ -13,7 +13,11 @@
 # Knobs: STORMRIG_BIN (default target/release/stormrig), ROUNDS (3), SCALE (300), CPU (0),
 # INSTR=1 (also count both cases' instructions under callgrind at INSTR_SCALE, default 30:
 # a ratio that does not move with the host's load, printed as full_over_plain_instructions
-# on the line before the last; about a minute; needs valgrind).
+# on the line before the last; about a minute; needs valgrind), REF_BIN (a build of an
+# earlier commit, e.g. the one whose `bench sim` figure an aim was set against: its plain
+# run is timed in each round too, alternated with the others, and a line before the last
+# prints the full pipeline's CPU over that build's plain CPU, `full_over_reference_plain_cpu`,
+# and with INSTR=1 its instructions).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -50,12 +54,20 @@ EOF
     done
 } >"$WORK/full.toml"
 
+REF="${REF_BIN:-}"
+[ -z "$REF" ] || [ -x "$REF" ] || { echo "pipeline-sim.sh: REF_BIN $REF is not executable" >&2; exit 3; }
+cases=(plain full)
+[ -z "$REF" ] || cases=(reference plain full)
+
 ratios=()
+ref_ratios=()
 for r in $(seq 1 "$ROUNDS"); do
     declare -A cpu=()
-    for c in plain full; do
+    for c in "${cases[@]}"; do
+        bin="$BIN" config="$c"
+        [ "$c" = reference ] && bin="$REF" config=plain
         /usr/bin/time -f "%U %S" -o "$WORK/time" taskset -c "$CPU" \
-            "$BIN" sim "$WORK/$c.toml" --scale "$SCALE" --quiet --out "$WORK/out-$c" >/dev/null 2>"$WORK/err" || {
+            "$bin" sim "$WORK/$config.toml" --scale "$SCALE" --quiet --out "$WORK/out-$c" >/dev/null 2>"$WORK/err" || {
             cat "$WORK/err" >&2
             exit 1
         }
@@ -64,7 +76,9 @@ for r in $(seq 1 "$ROUNDS"); do
         echo "round=$r case=$c attempts=$attempts cpu_s=${cpu[$c]}"
     done
     ratios+=("$(awk -v f="${cpu[full]}" -v p="${cpu[plain]}" 'BEGIN { printf "%.3f", f / p }')")
+    [ -z "$REF" ] || ref_ratios+=("$(awk -v f="${cpu[full]}" -v p="${cpu[reference]}" 'BEGIN { printf "%.3f", f / p }')")
 done
+median_of() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 if [ "${INSTR:-0}" = 1 ]; then
     command -v valgrind >/dev/null || { echo "pipeline-sim.sh: INSTR=1 needs valgrind" >&2; exit 3; }
     declare -A instr=()
@@ -80,6 +94,19 @@ if [ "${INSTR:-0}" = 1 ]; then
     awk -v f="${instr[full]}" -v p="${instr[plain]}" -v s="${INSTR_SCALE:-30}" 'BEGIN {
         printf "instructions scale=%s plain=%d full=%d full_over_plain_instructions=%.3f\n", s, p, f, f / p
     }'
+    if [ -n "$REF" ]; then
+        valgrind --tool=callgrind --callgrind-out-file="$WORK/cg-reference.out" "$REF" sim "$WORK/plain.toml" \
+            --scale "${INSTR_SCALE:-30}" --quiet --out "$WORK/cg-out-reference" >/dev/null 2>"$WORK/cg-reference.err"
+        ref_instr="$(sed -n 's/^totals: *//p' "$WORK/cg-reference.out")"
+        [ -n "$ref_instr" ] || { cat "$WORK/cg-reference.err" >&2; exit 1; }
+        awk -v f="${instr[full]}" -v p="$ref_instr" -v s="${INSTR_SCALE:-30}" 'BEGIN {
+            printf "instructions scale=%s reference_plain=%d full=%d full_over_reference_plain_instructions=%.3f\n", s, p, f, f / p
+        }'
+    fi
 fi
-median="$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"
+if [ -n "$REF" ]; then
+    m="$(median_of "${ref_ratios[@]}")"
+    awk -v m="$m" -v b="$REF" 'BEGIN { printf "reference=%s full_over_reference_plain_cpu=%s aim=1.20 result=%s\n", b, m, (m <= 1.20 ? "pass" : "fail") }'
+fi
+median="$(median_of "${ratios[@]}")"
 awk -v m="$median" 'BEGIN { printf "bench=pipeline-sim full_over_plain_cpu=%s aim=1.20 result=%s\n", m, (m <= 1.20 ? "pass" : "fail") }'
