@@ -18,8 +18,9 @@
 # the row the open loop's peers are compared with: stormrig run's default), MEMORY=0
 # (skip the memory rows, ~1 min: `stormrig bench memory` at 4000 with churn, at 100,000 over
 # h2c and at the descriptor limit over HTTP/1.1, and `bench sim-memory` at 10 M),
-# AIMS=0 (skip the callgrind count, the full-pipeline simulator run and the policy path against POLICY_REF, default 65b4565,
-# which builds that commit in a work tree the first time: several minutes),
+# AIMS=0 (skip the callgrind count, the full-pipeline simulator run against this build's
+# plain configs and SIM_REF's, default 9e4b4ae, and the policy path against POLICY_REF,
+# default 65b4565; each reference is built in a work tree the first time: several minutes),
 # OHA_INSTALL=0 (never install oha), STORMRIG_BIN (a stormrig binary to measure instead of
 # building the perf profile).
 # Needs: nginx, wrk, /usr/bin/time, python3 (installed with apt-get when root and missing);
@@ -423,14 +424,22 @@ if [ "${AIMS:-1}" = 1 ]; then
             "$(tr ' ' '\n' <"$WORK/callgrind.out" | kv /dev/stdin instructions_per_attempt)" 1200 le \
             instr "callgrind, bench sim --scale 30"
     fi
-    log "simulator with every pipeline stage in the path against the plain configs"
-    STORMRIG_BIN="$STORMRIG" CPU="$GEN_CPU" INSTR=1 bash "$HERE/pipeline-sim.sh" >"$WORK/pipeline.out" 2>"$WORK/pipeline.err" ||
+    # The full pipeline's aim was set against the simulator's speed of the day it was set:
+    # that commit (SIM_REF) is built here and its plain run alternated with this tree's runs.
+    SIM_REF="${SIM_REF:-9e4b4ae}"
+    log "simulator with every pipeline stage in the path against the plain configs and $SIM_REF's"
+    SIM_REF_BIN="$(bash "$HERE/ref-build.sh" "$SIM_REF" 2>>"$WORK/pipeline.err")" ||
+        { log "building $SIM_REF failed: $(tail -1 "$WORK/pipeline.err")"; SIM_REF_BIN=""; }
+    STORMRIG_BIN="$STORMRIG" REF_BIN="$SIM_REF_BIN" CPU="$GEN_CPU" INSTR=1 bash "$HERE/pipeline-sim.sh" >"$WORK/pipeline.out" 2>>"$WORK/pipeline.err" ||
         log "pipeline-sim.sh failed: $(tail -1 "$WORK/pipeline.err")"
-    # The same two cases counted in instructions, which the host's load does not move.
-    log "pipeline-sim.sh $(grep '^instructions' "$WORK/pipeline.out" || echo 'instructions: not counted')"
+    # The same cases counted in instructions, which the host's load does not move.
+    grep '^instructions' "$WORK/pipeline.out" | while read -r line; do log "pipeline-sim.sh $line"; done
     aim "simulator CPU, full pipeline / plain" \
-        "$(tr ' ' '\n' <"$WORK/pipeline.out" | kv /dev/stdin full_over_plain_cpu)" 1.20 le \
+        "$(grep '^bench=pipeline-sim' "$WORK/pipeline.out" | tr ' ' '\n' | kv /dev/stdin full_over_plain_cpu)" 1.20 le \
         ratio "tests/bench/pipeline-sim.sh, bench sim's storm, alternated"
+    aim "simulator CPU, full pipeline / $SIM_REF plain" \
+        "$(grep '^reference=' "$WORK/pipeline.out" | tr ' ' '\n' | kv /dev/stdin full_over_reference_plain_cpu)" 1.20 le \
+        ratio "tests/bench/pipeline-sim.sh REF_BIN, $SIM_REF built here, alternated"
     POLICY_REF="${POLICY_REF:-65b4565}"
     log "policy path: bench policy against $POLICY_REF built here, alternated"
     # Release builds on both sides (the reference is built so), whatever STORMRIG_BIN names.

@@ -5,9 +5,9 @@
 #
 #   tests/bench/policy-vs.sh [REF]      # REF defaults to 65b4565
 #
-# REF is built in a detached git worktree under target/policy-vs/ with a CARGO_TARGET_DIR
-# of its own (the main target/ is left untouched; the first build takes minutes, later runs
-# reuse it). This tree's binary is target/release/stormrig (built with `cargo build
+# REF is built once by tests/bench/ref-build.sh (a detached worktree under
+# target/ref-builds/ with a target directory of its own; the first build takes minutes,
+# later runs reuse it). This tree's binary is target/release/stormrig (built with `cargo build
 # --release` unless STORMRIG_BIN names one).
 #
 # Per case (config, status) it prints the median ns per attempt of each build over the
@@ -27,23 +27,7 @@ ITERATIONS="${ITERATIONS:-5000000}"
 AIM="${AIM:-1.05}"
 TIMEOUT="${TIMEOUT:-120}"
 
-REF_SHA="$(git -C "$ROOT" rev-parse --verify "$REF^{commit}")"
-BASE="$ROOT/target/policy-vs"
-REF_TREE="$BASE/tree-${REF_SHA:0:12}"
-REF_TARGET="$BASE/target"
-mkdir -p "$BASE"
-
-if [ ! -d "$REF_TREE" ]; then
-    git -C "$ROOT" worktree add --detach "$REF_TREE" "$REF_SHA" >&2
-fi
-REF_BIN="$REF_TARGET/release/stormrig"
-REF_STAMP="$REF_TARGET/built-${REF_SHA}"
-if [ ! -x "$REF_BIN" ] || [ ! -e "$REF_STAMP" ]; then
-    echo "building $REF ($REF_SHA) in $REF_TREE ..." >&2
-    rm -f "$REF_TARGET"/built-*
-    (cd "$REF_TREE" && CARGO_TARGET_DIR="$REF_TARGET" cargo build --release --locked >&2)
-    touch "$REF_STAMP"
-fi
+REF_BIN="$(bash "$ROOT/tests/bench/ref-build.sh" "$REF")"
 
 if [ -n "${STORMRIG_BIN:-}" ]; then
     NEW_BIN="$STORMRIG_BIN"
