@@ -289,6 +289,33 @@ impl ConcurrencyLimiter {
     /// called: the call's setup was a fifth of the work.
     #[inline]
     pub fn sample(&mut self, rtt: Duration, inflight: u32, drop: bool) {
+        self.sample_rtt(|| rtt, || rtt_nanos(rtt), inflight, drop);
+    }
+
+    /// [`Self::sample`] of an attempt sent at `sent` and answered at `now` (round trip
+    /// `now − sent`, saturating at zero): Gradient2 takes the round trip's nanoseconds
+    /// from the two instants' difference, without building the `Duration` between them.
+    #[inline]
+    pub fn sample_between(&mut self, sent: Duration, now: Duration, inflight: u32, drop: bool) {
+        self.sample_rtt(
+            || now.saturating_sub(sent),
+            || nanos_between(sent, now),
+            inflight,
+            drop,
+        );
+    }
+
+    /// [`Self::sample`] with the round trip told two ways, each worked out only by the
+    /// limiter that reads it: AIMD's `Duration` and Gradient2's nanoseconds (`short`,
+    /// `rtt_nanos(rtt)`, the same value however it was worked out).
+    #[inline(always)]
+    fn sample_rtt(
+        &mut self,
+        rtt: impl FnOnce() -> Duration,
+        short: impl FnOnce() -> f64,
+        inflight: u32,
+        drop: bool,
+    ) {
         self.in_flight = self.in_flight.saturating_sub(1);
         let (_, min, max) = self.cfg.limits();
         self.limit = match &self.cfg {
@@ -298,7 +325,7 @@ impl ConcurrencyLimiter {
                 ..
             } => {
                 let current = self.limit;
-                let next = if drop || rtt > *timeout {
+                let next = if drop || rtt() > *timeout {
                     (f64::from(current) * backoff_ratio) as u32
                 } else if inflight * 2 >= current {
                     current + 1
@@ -313,7 +340,7 @@ impl ConcurrencyLimiter {
                 rtt_tolerance,
                 ..
             } => {
-                let short = rtt_nanos(rtt);
+                let short = short();
                 let long = self.long_rtt.add(short);
                 // The library's `long / short > 2`, without the division: see
                 // `twice_without_division`.
@@ -331,6 +358,31 @@ impl ConcurrencyLimiter {
             }
         };
     }
+}
+
+/// `rtt_nanos(now.saturating_sub(sent))` to the bit: the whole nanoseconds between the two
+/// instants as an `i64` (exact below 2³² seconds apart, where it fits), each conversion
+/// rounding the same whole number; a subtraction and a multiplication where the
+/// `Duration` between them takes a borrow and overflow checks.
+#[inline(always)]
+fn nanos_between(sent: Duration, now: Duration) -> f64 {
+    if now <= sent {
+        return 0.0;
+    }
+    // `now > sent`: its whole seconds are not fewer.
+    let secs = now.as_secs() - sent.as_secs();
+    if secs >= 1 << 32 {
+        return nanos_far_apart(sent, now);
+    }
+    let nanos = i64::from(now.subsec_nanos()) - i64::from(sent.subsec_nanos());
+    (secs as i64 * 1_000_000_000 + nanos) as f64
+}
+
+/// [`nanos_between`] for instants 2³² seconds or more apart, out of line: no run has them.
+#[cold]
+#[inline(never)]
+fn nanos_far_apart(sent: Duration, now: Duration) -> f64 {
+    rtt_nanos(now.saturating_sub(sent))
 }
 
 /// A round trip in nanoseconds as an `f64`: the library's clock is in nanoseconds, and so
@@ -417,6 +469,35 @@ mod tests {
             Duration::from_nanos(u64::MAX),
         ] {
             assert_eq!(rtt_nanos(rtt).to_bits(), (rtt.as_nanos() as f64).to_bits());
+        }
+    }
+
+    /// The nanoseconds between two instants are those of the saturating `Duration` between.
+    #[test]
+    fn nanos_between_is_the_saturating_difference() {
+        let at = |a: u64, b: u64, i: u64| {
+            let secs = (10f64.powf(unit(a, i) * 19.0)) as u64;
+            Duration::new(secs, (unit(b, i) * 1e9) as u32)
+        };
+        for i in 0..200_000u64 {
+            let (x, y) = (at(33, 34, i), at(35, 36, i));
+            let near = x + Duration::from_nanos((unit(37, i) * 3e9) as u64);
+            for (sent, now) in [(x, y), (y, x), (x, near), (near, x), (x, x)] {
+                assert_eq!(
+                    nanos_between(sent, now).to_bits(),
+                    rtt_nanos(now.saturating_sub(sent)).to_bits(),
+                    "{sent:?} {now:?}"
+                );
+            }
+        }
+        for (sent, now) in [
+            (Duration::ZERO, Duration::MAX),
+            (Duration::MAX, Duration::ZERO),
+        ] {
+            assert_eq!(
+                nanos_between(sent, now).to_bits(),
+                rtt_nanos(now.saturating_sub(sent)).to_bits()
+            );
         }
     }
 

@@ -186,7 +186,7 @@ impl RetryClient {
             (req.limit_sample.take(), self.concurrency.as_mut())
         {
             match drop {
-                Some(d) => l.sample(now.mono.saturating_sub(at), inflight, d),
+                Some(d) => l.sample_between(at, now.mono, inflight, d),
                 None => l.ignore(),
             }
         }
