@@ -323,8 +323,7 @@ impl Jitter {
     ) -> Duration {
         let d = nominal.as_secs_f64();
         match self {
-            Jitter::None => nominal,
-            Jitter::Full => secs_f64(d * rng.gen::<f64>()).min(nominal),
+            Jitter::None | Jitter::Full => unreachable!("`apply` works out none and full"),
             Jitter::Equal => secs_f64(d / 2.0 + d / 2.0 * rng.gen::<f64>()).min(nominal),
             Jitter::Decorrelated => {
                 let lo = base.as_secs_f64();

@@ -4,7 +4,7 @@
 //! retry itself: no cost cap, bulkhead, concurrency limit, breaker or failover, and one
 //! fixed cost per attempt (the storms' presets).
 
-use super::{deadline, GiveUpReason, Now, Permit, RequestState, RetryClient};
+use super::{deadline, Now, Permit, RequestState, RetryClient};
 use crate::policy::bulkhead::Bulkheads;
 use crate::policy::config::RetryConfig;
 use crate::policy::cost::AttemptCost;
@@ -87,17 +87,11 @@ impl RetryClient {
         cost: f64,
     ) -> Permit {
         let now = Now { mono, epoch_wall };
-        if let Some(reason) = req.ended {
-            return Permit::Refuse(reason);
-        }
-        let remaining = req.remaining_deadline(now);
-        if remaining.is_some_and(|r| r.is_zero()) {
-            return self.refuse(now, req, GiveUpReason::Deadline);
-        }
+        let remaining = match self.permit_prelude(now, req) {
+            Ok(remaining) => remaining,
+            Err(refused) => return refused,
+        };
         let config = &self.shared.config;
-        if req.attempts >= config.max_attempts {
-            return self.refuse(now, req, GiveUpReason::MaxAttempts);
-        }
         req.attempts += 1;
         req.outstanding += 1;
         req.awaiting_outcome = true;
