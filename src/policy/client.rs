@@ -512,28 +512,6 @@ impl RetryClient {
         }
     }
 
-    /// The checks every permit starts with, the long way's and the short way's alike, in
-    /// this order: a request already ended, its deadline passed, its attempts used up.
-    /// `Ok`: the time left before the deadline.
-    #[inline(always)]
-    fn permit_prelude(
-        &mut self,
-        now: Now,
-        req: &mut RequestState,
-    ) -> Result<Option<Duration>, Permit> {
-        if let Some(reason) = req.ended {
-            return Err(Permit::Refuse(reason));
-        }
-        let remaining = req.remaining_deadline(now);
-        if remaining.is_some_and(|r| r.is_zero()) {
-            return Err(self.refuse(now, req, GiveUpReason::Deadline));
-        }
-        if req.attempts >= self.shared.config.max_attempts {
-            return Err(self.refuse(now, req, GiveUpReason::MaxAttempts));
-        }
-        Ok(remaining)
-    }
-
     /// [`Self::before_attempt`] with `now` in its two halves: a `Now` (32 bytes) passed to
     /// a call that is not inlined is copied into a stack slot of its own, field by field,
     /// and read back in wider loads that stall on store forwarding (a sixth of `bench

@@ -4,7 +4,7 @@
 //! retry itself: no cost cap, bulkhead, concurrency limit, breaker or failover, and one
 //! fixed cost per attempt (the storms' presets).
 
-use super::{deadline, Now, Permit, RequestState, RetryClient};
+use super::{deadline, GiveUpReason, Now, Permit, RequestState, RetryClient};
 use crate::policy::bulkhead::Bulkheads;
 use crate::policy::config::RetryConfig;
 use crate::policy::cost::AttemptCost;
@@ -61,6 +61,28 @@ impl Paths {
 }
 
 impl RetryClient {
+    /// The checks every permit starts with, the long way's and the short way's alike, in
+    /// this order: a request already ended, its deadline passed, its attempts used up.
+    /// `Ok`: the time left before the deadline.
+    #[inline(always)]
+    pub(super) fn permit_prelude(
+        &mut self,
+        now: Now,
+        req: &mut RequestState,
+    ) -> Result<Option<Duration>, Permit> {
+        if let Some(reason) = req.ended {
+            return Err(Permit::Refuse(reason));
+        }
+        let remaining = req.remaining_deadline(now);
+        if remaining.is_some_and(|r| r.is_zero()) {
+            return Err(self.refuse(now, req, GiveUpReason::Deadline));
+        }
+        if req.attempts >= self.shared.config.max_attempts {
+            return Err(self.refuse(now, req, GiveUpReason::MaxAttempts));
+        }
+        Ok(remaining)
+    }
+
     /// The config's [`Paths`] say what the client's stages are (debug builds check).
     pub(super) fn paths_agree(&self) {
         let paths = self.shared.paths;
