@@ -5,12 +5,11 @@
 //! queue timeouts, think time, the next arrival of a sorted schedule), and "now" never goes
 //! back, so each such kind comes in (time, sequence) order already: it goes to a FIFO lane
 //! of its own while its time is not below the lane's last. Everything else (service
-//! completions, retries) goes to a radix heap, which is valid here because no event is
-//! ever scheduled before the last one popped: a push costs one bucket index, and an event
-//! moves down a few buckets over its life instead of sifting through log₂ n levels of a
-//! binary heap of thousands at every pop.
+//! completions, retries) goes to a binary heap, which therefore holds few events at once:
+//! the services in progress and the retries waiting out their backoff.
 
-use std::collections::VecDeque;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 /// A pending event: `seq` is unique and grows with every push, so (t, seq) orders events
 /// at the same instant in the order they were scheduled.
@@ -110,152 +109,75 @@ impl<P: Copy> Lane<P> {
     }
 }
 
-/// Radix heap over the time: bucket `b ≥ 1` holds events whose time first differs from
-/// `last` at bit `b − 1`; `near` holds those at exactly `last`, in sequence order.
-///
-/// Invariant: every event held is at or after `last`, and so is every later push (`last`
-/// only moves up to the least time held, when that event is next to pop).
-struct RadixHeap<P> {
-    last: u64,
-    near: VecDeque<Event<P>>,
-    buckets: Vec<Vec<Event<P>>>,
-    /// Bit `b − 1` set when bucket `b` is not empty.
-    full: u64,
-    /// The lowest non-empty bucket and its least time, once looked up; kept up to date by
-    /// pushes and dropped by a redistribution. Most pops go to a lane, and each of them
-    /// compares with this rather than scanning the bucket.
-    lowest: Option<(usize, u64)>,
-    /// A lower bound of the times held, `u64::MAX` when empty: most pops go to a lane, and
-    /// each of them compares with this one number rather than looking into the heap.
-    floor: u64,
+/// The events no lane takes, least (time, sequence) first: a binary heap, which holds few
+/// of them at once (the services in progress, the retries waiting out their backoff).
+struct Heap<P> {
+    heap: BinaryHeap<Pending<P>>,
+    /// The least key held ([`Event::key`]), `u128::MAX` when empty: most pops go to a lane,
+    /// and each of them compares with this one number rather than looking into the heap.
+    least: u128,
 }
 
-impl<P: Copy> RadixHeap<P> {
-    fn new() -> Self {
-        RadixHeap {
-            last: 0,
-            near: VecDeque::new(),
-            buckets: (0..=64).map(|_| Vec::new()).collect(),
-            full: 0,
-            lowest: None,
-            floor: u64::MAX,
-        }
-    }
+/// An event in [`Heap`], ordered so that the least key is the greatest (the standard
+/// library's heap is a max-heap).
+#[derive(Clone, Copy)]
+struct Pending<P>(Event<P>);
 
-    #[inline]
-    fn bucket(last: u64, t: u64) -> usize {
-        (64 - (t ^ last).leading_zeros()) as usize
+impl<P> PartialEq for Pending<P> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl<P> Eq for Pending<P> {}
+
+impl<P> PartialOrd for Pending<P> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<P> Ord for Pending<P> {
+    #[inline(always)]
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.key().cmp(&self.0.key())
+    }
+}
+
+impl<P: Copy> Heap<P> {
+    fn new() -> Self {
+        Heap {
+            heap: BinaryHeap::new(),
+            least: u128::MAX,
+        }
     }
 
     #[inline]
     fn push(&mut self, ev: Event<P>) {
-        debug_assert!(ev.t >= self.last, "an event scheduled in the past");
-        self.floor = self.floor.min(ev.t);
-        let b = Self::bucket(self.last, ev.t);
-        if b == 0 {
-            // Pushed last, so the greatest sequence at this time.
-            self.near.push_back(ev);
-        } else {
-            self.buckets[b].push(ev);
-            self.full |= 1 << (b - 1);
-            match &mut self.lowest {
-                Some((lb, min)) if b == *lb => *min = (*min).min(ev.t),
-                Some((lb, min)) if b < *lb => (*lb, *min) = (b, ev.t),
-                _ => {}
-            }
-        }
+        self.least = self.least.min(ev.key());
+        self.heap.push(Pending(ev));
     }
 
     /// The least (time, sequence) held, if it comes before `bound` ([`Event::key`]).
     #[inline(always)]
     fn pop_before(&mut self, bound: u128) -> Option<Event<P>> {
-        if ((bound >> 64) as u64) < self.floor {
-            return None; // everything held is later
+        if bound < self.least {
+            return None;
         }
-        let ev = self.look_before(bound);
-        self.floor = if !self.near.is_empty() {
-            self.last
-        } else {
-            match self.lowest {
-                Some((_, min)) => min,
-                None if self.full == 0 => u64::MAX,
-                // Every event held is at or after `last`.
-                None => self.last,
-            }
-        };
-        ev
+        let ev = self.heap.pop()?.0;
+        self.least = self.heap.peek().map_or(u128::MAX, |p| p.0.key());
+        Some(ev)
     }
 
-    /// [`Self::pop_before`] without the floor.
-    #[inline]
-    fn look_before(&mut self, bound: u128) -> Option<Event<P>> {
-        if self.near.is_empty() {
-            let (b, min) = match self.lowest {
-                Some(l) => l,
-                None => {
-                    if self.full == 0 {
-                        return None;
-                    }
-                    let b = self.full.trailing_zeros() as usize + 1;
-                    let min = self.buckets[b]
-                        .iter()
-                        .map(|e| e.t)
-                        .min()
-                        .unwrap_or(u64::MAX);
-                    self.lowest = Some((b, min));
-                    (b, min)
-                }
-            };
-            if ((bound >> 64) as u64) < min {
-                return None;
-            }
-            self.redistribute(b, min);
-        }
-        let head = self.near.front()?;
-        if head.key() < bound {
-            self.near.pop_front()
-        } else {
-            None
-        }
-    }
-
-    /// Empties bucket `b` into lower buckets relative to the new `last`. Called with `near`
-    /// empty and `last` the bucket's least time.
-    fn redistribute(&mut self, b: usize, last: u64) {
-        self.last = last;
-        self.lowest = None;
-        if self.buckets[b].len() == 1 {
-            // The usual case (a service completion or a retry alone in its bucket): the
-            // event is the one at `last`, so it goes to `near`, alone, as the loop below
-            // would put it.
-            if let Some(ev) = self.buckets[b].pop() {
-                self.full &= !(1 << (b - 1));
-                self.near.push_back(ev);
-                return;
-            }
-        }
-        let mut moving = std::mem::take(&mut self.buckets[b]);
-        self.full &= !(1 << (b - 1));
-        for ev in moving.drain(..) {
-            let nb = Self::bucket(last, ev.t);
-            if nb == 0 {
-                self.near.push_back(ev);
-            } else {
-                self.buckets[nb].push(ev);
-                self.full |= 1 << (nb - 1);
-            }
-        }
-        // Give the bucket its allocation back.
-        self.buckets[b] = moving;
-        if self.near.len() > 1 {
-            self.near.make_contiguous().sort_unstable_by_key(|e| e.seq);
-        }
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.heap.len()
     }
 }
 
-/// The FIFO lanes plus the radix heap; see the module docs.
+/// The FIFO lanes plus the heap; see the module docs.
 pub(super) struct EventQueue<P> {
-    heap: RadixHeap<P>,
+    heap: Heap<P>,
     lanes: [Lane<P>; LANES],
     /// Each lane's head key ([`Event::key`]), `u128::MAX` when the lane is empty: a pop
     /// compares these three numbers, side by side, instead of reaching into each lane's
@@ -266,7 +188,7 @@ pub(super) struct EventQueue<P> {
 impl<P: Copy> EventQueue<P> {
     pub(super) fn new() -> Self {
         EventQueue {
-            heap: RadixHeap::new(),
+            heap: Heap::new(),
             lanes: std::array::from_fn(|_| Lane::with_capacity(1024)),
             heads: [u128::MAX; LANES],
         }
@@ -325,8 +247,7 @@ impl<P: Copy> EventQueue<P> {
     /// Events pending.
     #[cfg(test)]
     fn len(&self) -> usize {
-        let heap = self.heap.near.len() + self.heap.buckets.iter().map(Vec::len).sum::<usize>();
-        heap + self.lanes.iter().map(Lane::len).sum::<usize>()
+        self.heap.len() + self.lanes.iter().map(Lane::len).sum::<usize>()
     }
 }
 
