@@ -57,12 +57,16 @@ pub struct SimBenchReport {
     /// On-CPU time of the simulating thread (`None` without procfs).
     pub cpu: Option<Duration>,
     pub layered: Measured,
+    /// The storm's configs (the plan's names, in simulation order).
+    pub configs: Vec<String>,
 }
 
 /// One storm simulated and timed.
 #[derive(Debug, Clone)]
 pub struct Measured {
     pub stats: SimStats,
+    /// The plan's config names, in the order of `stats.config_attempts`.
+    pub configs: Vec<String>,
     /// Attempts at the deepest hop: the target's arrivals, over all configs.
     pub deepest: u64,
     pub wall: Duration,
@@ -136,6 +140,7 @@ pub fn run(scale: f64) -> Result<SimBenchReport, SimBenchError> {
         wall: single.wall,
         cpu: single.cpu,
         layered,
+        configs: single.configs,
     })
 }
 
@@ -157,6 +162,7 @@ fn measure(plan: &Plan, scale: f64) -> Result<Measured, SimBenchError> {
     };
     Ok(Measured {
         stats: out.stats,
+        configs: plan.configs.iter().map(|c| c.name.clone()).collect(),
         deepest: out
             .result
             .configs
@@ -181,6 +187,11 @@ pub fn text(r: &SimBenchReport) -> String {
     let _ = writeln!(out, "simulated_s={:.3}", r.stats.virtual_time.as_secs_f64());
     let _ = writeln!(out, "attempts={}", r.stats.attempts);
     let _ = writeln!(out, "events={}", r.stats.events);
+    let _ = writeln!(
+        out,
+        "config_attempts={}",
+        per_config(&r.configs, &r.stats.config_attempts)
+    );
     let _ = writeln!(out, "wall_s={:.3}", r.wall.as_secs_f64());
     let _ = writeln!(
         out,
@@ -210,6 +221,11 @@ pub fn text(r: &SimBenchReport) -> String {
     let _ = writeln!(out, "layered_deepest_attempts={}", l.deepest);
     let _ = writeln!(
         out,
+        "layered_config_attempts={}",
+        per_config(&l.configs, &l.stats.config_attempts)
+    );
+    let _ = writeln!(
+        out,
         "layered_thread_cpu_s={}",
         na(l.cpu.map(|c| c.as_secs_f64()), 3)
     );
@@ -223,4 +239,14 @@ pub fn text(r: &SimBenchReport) -> String {
             .to_string())
     );
     out
+}
+
+/// `name:attempts` per config, comma-separated, in simulation order.
+fn per_config(names: &[String], attempts: &[u64]) -> String {
+    names
+        .iter()
+        .zip(attempts)
+        .map(|(n, a)| format!("{n}:{a}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }

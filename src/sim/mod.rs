@@ -90,10 +90,13 @@ impl Default for SimOptions {
 }
 
 /// Counts about the simulation itself (not about the storm), for speed figures.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SimStats {
     /// Attempts simulated over all configs and every hop of a topology.
     pub attempts: u64,
+    /// The same per config, in the plan's order: what a profile of one config's run
+    /// divides by (`tests/bench/callgrind-sim.sh` with `SPLIT=1`).
+    pub config_attempts: Vec<u64>,
     /// Events that moved a request, attempt or user on, over all configs (stale timers
     /// and replies nobody waited for are not counted).
     pub events: u64,
@@ -211,6 +214,7 @@ pub fn run(plan: &Plan, opts: &SimOptions) -> Result<SimOutput, SimError> {
     });
     for (planned, mut out) in plan.configs.iter().zip(outs) {
         stats.attempts += out.attempts;
+        stats.config_attempts.push(out.attempts);
         stats.events += out.events;
         stats.virtual_time = stats.virtual_time.max(Duration::from_nanos(out.end_t));
         attempts.append(&mut out.log);

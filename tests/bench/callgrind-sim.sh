@@ -10,8 +10,11 @@
 # scenario's parsing (a few million instructions, under 0.5 % at --scale 30).
 #
 # Knobs: STORMRIG_BIN (default target/release/stormrig), SCALE (default 30), AIM (default
-# 1200), TOP=N (also print the N costliest functions, callgrind_annotate), TIMEOUT (default
-# 300 s). Needs valgrind.
+# 1200), TOP=N (also print the N costliest functions, callgrind_annotate), SPLIT=1 (also
+# print each config's own figure: one callgrind dump per simulated config, its instructions
+# over that config's attempts; a config with one attempt per request pays the arrival, the
+# request's start and its end on every attempt; TOP then reads only what ran after the last
+# config), TIMEOUT (default 300 s). Needs valgrind.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -20,6 +23,7 @@ SCALE="${SCALE:-30}"
 AIM="${AIM:-1200}"
 TOP="${TOP:-0}"
 TIMEOUT="${TIMEOUT:-300}"
+SPLIT="${SPLIT:-0}"
 
 command -v valgrind >/dev/null || { echo "callgrind-sim.sh: valgrind is not installed" >&2; exit 3; }
 [ -x "$BIN" ] || { echo "callgrind-sim.sh: no binary at $BIN (cargo build --release)" >&2; exit 3; }
@@ -27,13 +31,23 @@ command -v valgrind >/dev/null || { echo "callgrind-sim.sh: valgrind is not inst
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/stormrig-callgrind.XXXXXX")"
 trap 'rm -rf "$OUT"' EXIT
 
-timeout "$TIMEOUT" valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
+DUMPS=()
+[ "$SPLIT" = 1 ] && DUMPS=(--dump-after='*sim*engine*simulate*')
+timeout "$TIMEOUT" valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" "${DUMPS[@]}" \
     "$BIN" bench sim --scale "$SCALE" >"$OUT/bench.txt" 2>"$OUT/valgrind.txt"
 
-instructions="$(sed -n 's/^summary: *\([0-9][0-9]*\)$/\1/p' "$OUT/cg.out" | tail -1)"
-if [ -z "$instructions" ]; then
-    instructions="$(sed -n 's/^totals: *\([0-9][0-9]*\)$/\1/p' "$OUT/cg.out" | tail -1)"
-fi
+# One file's instruction total (callgrind writes `summary:`, older versions `totals:`).
+total_of() {
+    local n
+    n="$(sed -n 's/^summary: *\([0-9][0-9]*\)$/\1/p' "$1" | tail -1)"
+    [ -n "$n" ] || n="$(sed -n 's/^totals: *\([0-9][0-9]*\)$/\1/p' "$1" | tail -1)"
+    echo "$n"
+}
+instructions=""
+for f in "$OUT"/cg.out*; do
+    n="$(total_of "$f")"
+    [ -n "$n" ] && instructions=$(( ${instructions:-0} + n ))
+done
 attempts="$(awk -F= '$1=="attempts"||$1=="layered_attempts"{s+=$2} END{print s+0}' "$OUT/bench.txt")"
 if [ -z "$instructions" ] || [ "$attempts" = 0 ]; then
     echo "callgrind-sim.sh: no instruction total or no attempts (see below)" >&2
@@ -44,6 +58,18 @@ if [ "$TOP" -gt 0 ]; then
     # awk reads to the end (no early close): a SIGPIPE here would end the script.
     callgrind_annotate --inclusive=no "$OUT/cg.out" 2>/dev/null \
         | awk -v n="$TOP" '/file:function/{on=1; next} on && NF && !/^-/ && c++ < n' | cut -c1-200
+fi
+if [ "$SPLIT" = 1 ]; then
+    # Dump k is the k-th simulated config: the storm's, then the layered storm's.
+    configs="$(awk -F= '$1=="config_attempts"||$1=="layered_config_attempts"{print $2}' "$OUT/bench.txt" | tr ',' '\n')"
+    k=0
+    while IFS=: read -r name n; do
+        k=$((k + 1))
+        [ -f "$OUT/cg.out.$k" ] || continue
+        awk -v c="$name" -v i="$(total_of "$OUT/cg.out.$k")" -v a="$n" 'BEGIN {
+            printf "split config=%s instructions=%d attempts=%d instructions_per_attempt=%.0f\n", c, i, a, (a > 0 ? i / a : 0)
+        }'
+    done <<<"$configs"
 fi
 awk -v i="$instructions" -v a="$attempts" -v aim="$AIM" -v s="$SCALE" 'BEGIN {
     per = i / a
