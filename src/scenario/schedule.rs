@@ -184,7 +184,7 @@ fn before(secs: f64, end: Duration) -> Option<Duration> {
 /// arithmetic, without building the `Duration`. `None` when negative (other than −0),
 /// not finite, or at or beyond 2⁶⁴ ns.
 #[inline]
-fn secs_to_nanos(secs: f64) -> Option<u64> {
+pub(crate) fn secs_to_nanos(secs: f64) -> Option<u64> {
     if !secs.is_finite() || secs < 0.0 {
         return None;
     }
