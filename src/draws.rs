@@ -90,8 +90,21 @@ const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 /// (each fault, the two of the service time) compute it once.
 #[inline]
 pub fn draw_key(seed: u64, request: u64, attempt: u32) -> u64 {
-    let mut h = mix64(seed.wrapping_add(GAMMA));
-    h = mix64(h ^ request.wrapping_add(GAMMA.wrapping_mul(2)));
+    draw_key_seeded(seed_key(seed), request, attempt)
+}
+
+/// The part of [`draw_key`] that depends on the seed alone: a run's draws all share it, so
+/// a caller that draws per attempt works it out once.
+#[inline]
+pub fn seed_key(seed: u64) -> u64 {
+    mix64(seed.wrapping_add(GAMMA))
+}
+
+/// [`draw_key`] from its [`seed_key`]:
+/// `draw_key(s, r, a) == draw_key_seeded(seed_key(s), r, a)`.
+#[inline]
+pub fn draw_key_seeded(seed_key: u64, request: u64, attempt: u32) -> u64 {
+    let h = mix64(seed_key ^ request.wrapping_add(GAMMA.wrapping_mul(2)));
     mix64(h ^ (attempt as u64).wrapping_add(GAMMA.wrapping_mul(3)))
 }
 

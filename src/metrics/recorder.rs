@@ -14,8 +14,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::labels::LabelCounts;
-use super::latency::{new_histogram, MAX_LATENCY_US};
-use super::runs::RunHistogram;
+use super::latency::new_histogram;
+use super::runs::{clamped, RunHistogram};
 use crate::policy::{AttemptLabel, BreakerState, GiveUpReason};
 
 /// Why a retry was scheduled, for the per-reason counters.
@@ -162,18 +162,23 @@ fn latency_histogram() -> RunHistogram {
     RunHistogram::new(new_histogram(3))
 }
 
-/// Whole microseconds, clamped to the histograms' range: `as_micros` without its 128-bit
-/// product for any latency below half a million years (the same value: the 64-bit sum
-/// cannot overflow there), and `as_micros` itself above.
+/// Whole microseconds, clamped to the histograms' range.
 #[inline(always)]
 fn micros(d: Duration) -> u64 {
+    clamped(raw_micros(d))
+}
+
+/// Whole microseconds, not clamped (a [`RunHistogram`] clamps once per run): `as_micros`
+/// without its 128-bit product for any latency below half a million years (the same value:
+/// the 64-bit sum cannot overflow there), and `as_micros` itself above.
+#[inline(always)]
+fn raw_micros(d: Duration) -> u64 {
     const SECS_64BIT: u64 = u64::MAX / 1_000_000 - 1;
-    let us = if d.as_secs() < SECS_64BIT {
+    if d.as_secs() < SECS_64BIT {
         d.as_secs() * 1_000_000 + u64::from(d.subsec_micros())
     } else {
         d.as_micros() as u64
-    };
-    us.clamp(1, MAX_LATENCY_US)
+    }
 }
 
 /// Everything one config's client did in a run. It serializes whole (histograms in
@@ -419,7 +424,7 @@ impl Recorder {
         label: AttemptLabel,
         attempt: u32,
     ) {
-        self.attempt_latency_us.record(micros(latency));
+        self.attempt_latency_us.record(raw_micros(latency));
         self.attempts_by_outcome.add(label, 1);
         if attempt == 1 {
             let s = self.at(t);
@@ -492,7 +497,7 @@ impl Recorder {
         attempts: u32,
     ) {
         self.client_in_flight = self.client_in_flight.saturating_sub(1);
-        let us = micros(latency);
+        let us = raw_micros(latency);
         self.latency_us.record(us);
         let retries = u64::from(attempts.saturating_sub(1));
         let s = self.at(t);

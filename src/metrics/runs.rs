@@ -16,7 +16,13 @@ use std::borrow::Cow;
 
 use hdrhistogram::Histogram;
 
+use super::latency::MAX_LATENCY_US;
+
 /// An HDR histogram of microseconds plus the run of equal values not yet added to it.
+///
+/// Values are clamped to the latency range, `[1, MAX_LATENCY_US]`, as they go into the
+/// histogram, once per run rather than once per value: a run of raw values lands as the
+/// same count of the same clamped value, whichever way the runs split.
 #[derive(Debug, Clone)]
 pub struct RunHistogram {
     hist: Histogram<u64>,
@@ -34,7 +40,7 @@ impl RunHistogram {
         }
     }
 
-    /// Records `value` once (clamped to the histogram's range, as `saturating_record`).
+    /// Records `value` once, clamped to `[1, MAX_LATENCY_US]`.
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
         if self.run_value == value {
@@ -50,7 +56,8 @@ impl RunHistogram {
     #[inline]
     pub fn flush(&mut self) {
         if self.run_len > 0 {
-            self.hist.saturating_record_n(self.run_value, self.run_len);
+            self.hist
+                .saturating_record_n(clamped(self.run_value), self.run_len);
             self.run_len = 0;
         }
     }
@@ -61,7 +68,7 @@ impl RunHistogram {
             Cow::Borrowed(&self.hist)
         } else {
             let mut h = self.hist.clone();
-            h.saturating_record_n(self.run_value, self.run_len);
+            h.saturating_record_n(clamped(self.run_value), self.run_len);
             Cow::Owned(h)
         }
     }
@@ -71,6 +78,12 @@ impl RunHistogram {
         self.flush();
         self.hist.add(&*o.view()).expect("histograms share bounds");
     }
+}
+
+/// A latency in microseconds clamped to the range every latency histogram tracks.
+#[inline]
+pub(super) fn clamped(us: u64) -> u64 {
+    us.clamp(1, MAX_LATENCY_US)
 }
 
 impl serde::Serialize for RunHistogram {
@@ -90,8 +103,12 @@ mod tests {
     use super::*;
     use crate::metrics::latency::new_histogram;
 
-    /// Values with runs, repeats after other values, and values out of range at both ends.
-    const VALUES: [u64; 14] = [
+    /// Values with runs, repeats after other values, values out of range at both ends, and
+    /// runs of values that clamp to the same one (0 and 1).
+    const VALUES: [u64; 17] = [
+        1,
+        0,
+        1,
         100,
         100,
         100,
@@ -108,10 +125,11 @@ mod tests {
         100,
     ];
 
+    /// Each value clamped and recorded on its own.
     fn one_by_one(values: &[u64]) -> Histogram<u64> {
         let mut h = new_histogram(3);
         for &v in values {
-            h.saturating_record(v);
+            h.saturating_record(clamped(v));
         }
         h
     }

@@ -25,9 +25,14 @@ pub fn second_of(t: Duration) -> usize {
 // Each looks its entry up once (`get_mut`), the growth and its write out of line.
 #[inline]
 fn bump(series: &mut Vec<u64>, sec: usize) {
+    add(series, sec, 1);
+}
+
+#[inline]
+fn add(series: &mut Vec<u64>, sec: usize, n: u64) {
     match series.get_mut(sec) {
-        Some(n) => *n += 1,
-        None => grow(series, sec, 1),
+        Some(v) => *v += n,
+        None => grow(series, sec, n),
     }
 }
 
@@ -59,6 +64,11 @@ pub struct TargetCounts {
     in_flight: u64,
     /// Last second whose `peak_in_flight_per_s` entry has been brought up to date.
     cur_sec: usize,
+    /// What the arrivals of `cur_sec` add to its entries of `arrivals_per_s` (a count) and
+    /// `peak_in_flight_per_s` (a level, 0 for none), not yet written there: every arrival
+    /// counts in `cur_sec`, so these stay at hand until the second moves on (or a snapshot).
+    cur_arrivals: u64,
+    cur_peak: u64,
     /// Responses by status, indexed by the code (100..=999): an index, not a map lookup.
     by_status: Vec<u64>,
     /// Executions so far per logical request id (write requests only).
@@ -77,6 +87,8 @@ impl TargetCounts {
             stats: TargetStats::default(),
             in_flight: 0,
             cur_sec: 0,
+            cur_arrivals: 0,
+            cur_peak: 0,
             by_status: vec![0; 1000],
             executed: HashMap::new(),
         }
@@ -84,14 +96,44 @@ impl TargetCounts {
 
     /// Brings the per-second in-flight peaks up to `sec`: the level in flight now has been
     /// held through every second since the last change, so each of them saw at least it.
-    #[inline]
+    /// Per arrival and per departure: the check inline, the move to a later second (once
+    /// a second) out of line.
+    #[inline(always)]
     pub fn advance(&mut self, sec: usize) {
         if sec > self.cur_sec {
-            let level = self.in_flight;
-            for s in self.cur_sec + 1..=sec {
-                raise(&mut self.stats.peak_in_flight_per_s, s, level);
-            }
-            self.cur_sec = sec;
+            self.move_to(sec);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn move_to(&mut self, sec: usize) {
+        self.write_current();
+        let level = self.in_flight;
+        for s in self.cur_sec + 1..=sec {
+            raise(&mut self.stats.peak_in_flight_per_s, s, level);
+        }
+        self.cur_sec = sec;
+    }
+
+    /// Writes what the current second's arrivals added into its entries of the series.
+    #[inline]
+    fn write_current(&mut self) {
+        if self.cur_arrivals > 0 {
+            add(
+                &mut self.stats.arrivals_per_s,
+                self.cur_sec,
+                self.cur_arrivals,
+            );
+            self.cur_arrivals = 0;
+        }
+        if self.cur_peak > 0 {
+            raise(
+                &mut self.stats.peak_in_flight_per_s,
+                self.cur_sec,
+                self.cur_peak,
+            );
+            self.cur_peak = 0;
         }
     }
 
@@ -101,13 +143,15 @@ impl TargetCounts {
         let sec = sec.max(self.cur_sec);
         self.advance(sec);
         self.stats.arrivals += 1;
-        bump(&mut self.stats.arrivals_per_s, sec);
+        self.cur_arrivals += 1;
         self.in_flight += 1;
         let level = self.in_flight;
         if level > self.stats.peak_in_flight {
             self.stats.peak_in_flight = level;
         }
-        raise(&mut self.stats.peak_in_flight_per_s, sec, level);
+        if level > self.cur_peak {
+            self.cur_peak = level;
+        }
         sec
     }
 
@@ -116,7 +160,9 @@ impl TargetCounts {
     /// arrivals, total and per second, and counted as unreached. The target never saw it.
     pub fn unreached(&mut self, arrived: usize) {
         self.stats.arrivals = self.stats.arrivals.saturating_sub(1);
-        if let Some(n) = self.stats.arrivals_per_s.get_mut(arrived) {
+        if arrived == self.cur_sec && self.cur_arrivals > 0 {
+            self.cur_arrivals -= 1;
+        } else if let Some(n) = self.stats.arrivals_per_s.get_mut(arrived) {
             *n = n.saturating_sub(1);
         }
         self.stats.unreached += 1;
@@ -250,6 +296,7 @@ impl TargetCounts {
     /// The counts as of second `sec`; `peak_serving` comes from the target's slots.
     pub fn snapshot(&mut self, sec: usize, peak_serving: u64) -> TargetStats {
         self.advance(sec);
+        self.write_current();
         TargetStats {
             responses_by_status: self
                 .by_status
@@ -282,6 +329,35 @@ mod tests {
         assert_eq!(s.peak_in_flight, 3);
         // Second 1 had no event but still held 2 in flight; second 3 holds 1.
         assert_eq!(s.peak_in_flight_per_s, vec![2, 2, 3, 1]);
+    }
+
+    #[test]
+    fn series_are_those_of_counting_each_arrival_in_place() {
+        // Arrivals, departures and unreached arrivals over seconds with gaps, snapshots
+        // taken between them (in the second being counted), against the series by hand.
+        let mut c = TargetCounts::new();
+        c.arrive(0);
+        c.arrive(0);
+        let s = c.arrive(0);
+        c.unreached(s);
+        c.leave(0);
+        assert_eq!(c.snapshot(0, 0).arrivals_per_s, vec![2]);
+        c.arrive(0);
+        c.leave(1);
+        c.leave(1);
+        c.leave(1);
+        c.arrive(4);
+        c.unreached(0);
+        let s = c.snapshot(4, 0);
+        assert_eq!(s.arrivals_per_s, vec![2, 0, 0, 0, 1]);
+        assert_eq!(s.peak_in_flight_per_s, vec![3, 3, 0, 0, 1]);
+        c.arrive(4);
+        c.leave(6);
+        let s = c.snapshot(7, 0);
+        assert_eq!(s.arrivals, 4);
+        assert_eq!(s.unreached, 2);
+        assert_eq!(s.arrivals_per_s, vec![2, 0, 0, 0, 2]);
+        assert_eq!(s.peak_in_flight_per_s, vec![3, 3, 0, 0, 2, 2, 2, 1]);
     }
 
     #[test]

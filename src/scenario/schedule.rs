@@ -30,10 +30,11 @@ pub struct Arrivals {
 #[derive(Debug, Clone)]
 enum State {
     Done,
-    /// Arrival `i` at `i / rate`.
+    /// Arrival `i` at `i / rate`, also stepped in integers ([`Exact`]).
     Constant {
         rate: f64,
         i: u64,
+        exact: Exact,
     },
     /// Exponential gaps with mean `1 / rate`.
     Poisson {
@@ -79,7 +80,11 @@ enum State {
 /// The arrival schedule for `shape` over `duration`, drawn from `seed` where random.
 pub fn arrivals(shape: &LoadShape, duration: Duration, seed: u64) -> Arrivals {
     let state = match shape {
-        LoadShape::Constant { rate } if usable(*rate) => State::Constant { rate: *rate, i: 0 },
+        LoadShape::Constant { rate } if usable(*rate) => State::Constant {
+            rate: *rate,
+            i: 0,
+            exact: Exact::new(*rate, duration.as_nanos()),
+        },
         LoadShape::Poisson { rate } if usable(*rate) => State::Poisson {
             rate: *rate,
             t: 0.0,
@@ -179,7 +184,7 @@ fn before(secs: f64, end: Duration) -> Option<Duration> {
 /// arithmetic, without building the `Duration`. `None` when negative (other than −0),
 /// not finite, or at or beyond 2⁶⁴ ns.
 #[inline]
-fn secs_to_nanos(secs: f64) -> Option<u64> {
+pub(crate) fn secs_to_nanos(secs: f64) -> Option<u64> {
     if !secs.is_finite() || secs < 0.0 {
         return None;
     }
@@ -219,10 +224,27 @@ fn before_nanos(secs: f64, end_nanos: u128) -> Option<u64> {
 
 impl Arrivals {
     /// The next arrival in whole nanoseconds since t = 0: the same as `next()` in
-    /// nanoseconds, without a `Duration` in between for a constant rate (the simulator's
-    /// clock is in nanoseconds).
+    /// nanoseconds, without a `Duration` in between (the simulator's clock is in
+    /// nanoseconds), and for a constant rate mostly without floating point ([`Exact`]).
     #[inline]
     pub fn next_nanos(&mut self) -> Option<u64> {
+        if let State::Constant { rate, i, exact } = &mut self.state {
+            let n = *i;
+            *i += 1;
+            if let Some(t) = exact.next() {
+                return Some(t);
+            }
+            let t = before_nanos(n as f64 / *rate, self.end_nanos);
+            if t.is_none() {
+                self.state = State::Done;
+            }
+            return t;
+        }
+        self.next_nanos_other()
+    }
+
+    /// [`Self::next_nanos`] of every shape but a constant rate.
+    fn next_nanos_other(&mut self) -> Option<u64> {
         if let State::Trace { times, i } = &mut self.state {
             let t = times
                 .get(*i)
@@ -234,17 +256,102 @@ impl Arrivals {
             }
             return t;
         }
-        let State::Constant { rate, i } = &mut self.state else {
-            return self
-                .next()
-                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        };
-        let t = before_nanos(*i as f64 / *rate, self.end_nanos);
-        *i += 1;
-        if t.is_none() {
-            self.state = State::Done;
+        self.next()
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A constant rate's arrivals in integer arithmetic, bit for bit the floating-point path's.
+///
+/// The floating-point path takes `q_f = fl(i / rate)` (one correctly rounded division, `i`
+/// exact below 2⁵³) and rounds `q_f · 10⁹` to the nearest nanosecond, ties to even. The
+/// exact instant `E = i · 10⁹ / rate` ns is rational: with `rate = m · 2^e`, it is
+/// `i · num / den` for integers `num`, `den`, so `E = q + r / den` steps by a constant
+/// `(dq, dr)` per arrival with a carry. `q_f · 10⁹` is within `E · 2⁻⁵³` of `E` (strictly,
+/// unless equal), so wherever `E` is at least that far from a half nanosecond both round
+/// to the same whole nanosecond, `q` or `q + 1`: that holds when
+/// `|2r − den| · 2⁵² ≥ den · E`, which `|2r − den| ≥ thr` with `thr ≥ den · end / 2⁵²`
+/// ensures for every `E < end`. Elsewhere (near a tie, near the end, rates the integers
+/// cannot hold) [`Exact::next`] says `None` and the caller takes the floating-point path.
+#[derive(Debug, Clone, Copy)]
+struct Exact {
+    /// The current arrival's `E = q + r / den` (0 ≤ r < den).
+    q: u64,
+    r: u64,
+    /// `E`'s step per arrival: `dq + dr / den`.
+    dq: u64,
+    dr: u64,
+    den: u64,
+    /// Integer answers only where `|2r − den| ≥ thr` and `q + 1 < end`.
+    thr: u64,
+    end: u64,
+}
+
+impl Exact {
+    /// Never answers: every arrival takes the floating-point path.
+    const OFF: Exact = Exact {
+        q: 0,
+        r: 0,
+        dq: 0,
+        dr: 0,
+        den: 1,
+        thr: u64::MAX,
+        end: 0,
+    };
+
+    /// The steps of `rate` (positive and finite) for a run of `end_nanos`; [`Exact::OFF`]
+    /// where the integers would not hold them.
+    fn new(rate: f64, end_nanos: u128) -> Exact {
+        let bits = rate.to_bits();
+        let biased = (bits >> 52) as i32;
+        if !usable(rate) || biased == 0 {
+            return Exact::OFF;
         }
-        t
+        // rate = m · 2^e with m odd.
+        let mut m = (bits & ((1 << 52) - 1)) | (1 << 52);
+        let tz = m.trailing_zeros();
+        m >>= tz;
+        let e = biased - 1075 + tz as i32;
+        // den < 2⁶¹, so that 2r < 2⁶² and `den · end` fits 128 bits.
+        let (num, den): (u128, u128) = match e {
+            0..=61 if u128::from(m) << e < 1 << 61 => (1_000_000_000, u128::from(m) << e),
+            -90..=-1 => (1_000_000_000 << -e, u128::from(m)),
+            _ => return Exact::OFF,
+        };
+        let Ok(end) = u64::try_from(end_nanos) else {
+            return Exact::OFF;
+        };
+        // `q` stays below 2⁶⁴ (it passes `end` by at most a step before the run is done);
+        // the arrivals before `end` have indices below 2⁵², exact as `f64`.
+        let (dq, dr) = (num / den, num % den);
+        if end > 1 << 62 || dq > 1 << 62 || rate * (end as f64) / 1e9 >= (1u64 << 52) as f64 {
+            return Exact::OFF;
+        }
+        let thr = (den * u128::from(end)).div_ceil(1 << 52).max(1);
+        Exact {
+            q: 0,
+            r: 0,
+            dq: dq as u64,
+            dr: dr as u64,
+            den: den as u64,
+            thr: u64::try_from(thr).unwrap_or(u64::MAX),
+            end,
+        }
+    }
+
+    /// The current arrival in whole nanoseconds where the integers give it (see the type's
+    /// docs), then steps to the next arrival either way.
+    #[inline(always)]
+    fn next(&mut self) -> Option<u64> {
+        let (q, r) = (self.q, self.r);
+        self.q += self.dq;
+        self.r += self.dr;
+        if self.r >= self.den {
+            self.r -= self.den;
+            self.q += 1;
+        }
+        ((2 * r).abs_diff(self.den) >= self.thr && q + 1 < self.end)
+            .then_some(q + u64::from(2 * r > self.den))
     }
 }
 
@@ -255,7 +362,9 @@ impl Iterator for Arrivals {
         let end = self.end;
         let out = match &mut self.state {
             State::Done => None,
-            State::Constant { rate, i } => {
+            State::Constant { rate, i, exact } => {
+                // Kept in step for `next_nanos`, whichever of the two a caller mixes.
+                exact.next();
                 let t = before(*i as f64 / *rate, end);
                 *i += 1;
                 t
@@ -443,6 +552,116 @@ mod tests {
                 }
             }
             prop_assert_eq!(a.next_nanos(), b.next().map(|d| d.as_nanos() as u64));
+        }
+    }
+
+    /// The floating-point path's arrival `n` for `rate` over `end_ns`.
+    fn float_path(rate: f64, n: u64, end_ns: u64) -> Option<u64> {
+        before_nanos(n as f64 / rate, u128::from(end_ns))
+    }
+
+    /// Arrivals `from..` of a constant `rate` over `end_ns`, compared one by one with the
+    /// floating-point path until it ends or `count` have been compared; returns how many
+    /// the integers answered themselves.
+    fn compare_exact(rate: f64, end_ns: u64, from: u64, count: u64) -> u64 {
+        let shape = LoadShape::Constant { rate };
+        let mut a = arrivals(&shape, Duration::from_nanos(end_ns), 1);
+        if let State::Constant { i, exact, .. } = &mut a.state {
+            // Jump to arrival `from`: E = from · (dq + dr / den).
+            let r = u128::from(from) * u128::from(exact.dr);
+            let den = u128::from(exact.den);
+            *i = from;
+            exact.q = from * exact.dq + (r / den) as u64;
+            exact.r = (r % den) as u64;
+        }
+        let mut by_integers = 0;
+        for n in from..from.saturating_add(count) {
+            let want = float_path(rate, n, end_ns);
+            if let State::Constant { exact, .. } = &a.state {
+                by_integers += u64::from(exact.clone().next().is_some());
+            }
+            assert_eq!(
+                a.next_nanos(),
+                want,
+                "rate {rate:e}, arrival {n}, end {end_ns}"
+            );
+            if want.is_none() {
+                assert_eq!(a.next_nanos(), None);
+                break;
+            }
+        }
+        by_integers
+    }
+
+    #[test]
+    fn constant_rate_in_integers_is_the_float_path() {
+        let s = 1_000_000_000u64;
+        let rates = [
+            200.0,
+            6000.0,
+            3.0,
+            7.0,
+            1e9 / 3.0,
+            1e9 / 7.0,
+            4e9 / 3.0,
+            2e9,
+            1e9,
+            1e9 + 1.0,
+            0.5,
+            1.0 / 3.0,
+            0.1,
+            0.001,
+            1e-7,
+            2f64.powi(-30),
+            1.5,
+            123_456.789,
+            1e6 / 7.0,
+            1e12,
+            3e15,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ];
+        let ends = [0, 1, 999, s, s + 1, 20 * s - 1, 20 * s, 3_600 * s + 7];
+        let mut by_integers = 0;
+        for &rate in &rates {
+            for &end in &ends {
+                by_integers += compare_exact(rate, end, 0, 300_000);
+            }
+        }
+        assert!(
+            by_integers > 1_000_000,
+            "the integers answered {by_integers}"
+        );
+        // Huge counts: arrivals far into long runs, up to the last index below 2⁵².
+        let long = 100_000 * 3_600 * s; // 100,000 h in ns
+        for &rate in &[
+            3.0,
+            7.0,
+            1e9 / 3.0,
+            6000.0,
+            1e6 / 7.0,
+            1e7 + 0.5,
+            12_345.678,
+        ] {
+            let last = (rate * long as f64 / 1e9) as u64;
+            for from in [1 << 20, 1 << 32, 1 << 40, last.saturating_sub(5_000)] {
+                compare_exact(rate, long, from.min(last), 10_000);
+            }
+        }
+        // Where the indices reach 2⁵², the floating-point path alone.
+        assert_eq!(compare_exact(1e9, long, (1 << 52) - 100, 200), 0);
+    }
+
+    proptest! {
+        #[test]
+        fn constant_rate_in_integers_is_the_float_path_anywhere(
+            exp in -9.0f64..10.0, mant in 1.0f64..10.0, secs in 0u64..400_000,
+            at in 0.0f64..1.0,
+        ) {
+            let rate = mant * 10f64.powf(exp);
+            let end = secs * 1_000_000_000 + 123;
+            let from = (rate * end as f64 / 1e9 * at) as u64;
+            compare_exact(rate, end, from, 2_000);
         }
     }
 

@@ -18,14 +18,32 @@
 use std::time::Duration;
 
 use super::model::{Delivery, Dist, Fault, FaultKind, ServiceModel};
-use crate::draws::{draw_key, draw_salted, SALT_LATENCY_BASE, SALT_SERVICE_1, SALT_SERVICE_2};
+use super::schedule::secs_to_nanos;
+use crate::draws::{
+    draw_key_seeded, draw_salted, seed_key, SALT_LATENCY_BASE, SALT_SERVICE_1, SALT_SERVICE_2,
+};
 
 /// `Duration` from seconds, clamped to `[0, Duration::MAX]` (NaN gives zero).
+#[inline]
 fn secs(x: f64) -> Duration {
     if x.is_nan() || x <= 0.0 {
         return Duration::ZERO;
     }
-    Duration::try_from_secs_f64(x).unwrap_or(Duration::MAX)
+    // The standard library's own rounding in integers, below 2⁶⁴ ns (every service time).
+    match secs_to_nanos(x) {
+        Some(n) => Duration::from_nanos(n),
+        None => Duration::try_from_secs_f64(x).unwrap_or(Duration::MAX),
+    }
+}
+
+/// [`secs`] in whole nanoseconds, `u64::MAX` beyond: for a clock kept in nanoseconds,
+/// without a `Duration` in between.
+#[inline]
+fn secs_nanos(x: f64) -> u64 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    secs_to_nanos(x).unwrap_or(u64::MAX)
 }
 
 /// Φ⁻¹(0.99): the 99th percentile of the standard normal lies 2.3263 σ above the median.
@@ -92,13 +110,32 @@ impl Sampler {
     /// See [`sample`].
     #[inline]
     pub fn sample(&self, u: f64, u2: f64) -> Duration {
+        match self.seconds(u, u2) {
+            Ok(d) => d,
+            Err(x) => secs(x),
+        }
+    }
+
+    /// [`Self::sample`] in whole nanoseconds, `u64::MAX` beyond (as a nanosecond clock
+    /// saturates the `Duration`).
+    #[inline]
+    pub fn sample_nanos(&self, u: f64, u2: f64) -> u64 {
+        match self.seconds(u, u2) {
+            Ok(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+            Err(x) => secs_nanos(x),
+        }
+    }
+
+    /// The sample: a constant as it is (`Ok`), any other in seconds (`Err`), not yet rounded.
+    #[inline(always)]
+    fn seconds(&self, u: f64, u2: f64) -> Result<Duration, f64> {
         match *self {
-            Sampler::Constant(d) => d,
-            Sampler::Uniform { lo, hi } => secs(lo + (hi - lo) * u),
-            Sampler::Exponential { mean } => secs(-(1.0 - u).ln() * mean),
+            Sampler::Constant(d) => Ok(d),
+            Sampler::Uniform { lo, hi } => Err(lo + (hi - lo) * u),
+            Sampler::Exponential { mean } => Err(-(1.0 - u).ln() * mean),
             Sampler::LogNormal { median, sigma } => {
                 let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                secs(median * (sigma * z).exp())
+                Err(median * (sigma * z).exp())
             }
         }
     }
@@ -146,6 +183,8 @@ pub struct FaultVerdict<'a> {
 pub struct FaultTimeline {
     faults: Vec<Fault>,
     seed: u64,
+    /// `seed`'s share of every draw key ([`seed_key`]), worked out once.
+    seed_key: u64,
     active: ActiveIndex,
 }
 
@@ -210,6 +249,7 @@ impl FaultTimeline {
         FaultTimeline {
             faults,
             seed,
+            seed_key: seed_key(seed),
             active,
         }
     }
@@ -255,7 +295,7 @@ impl FaultTimeline {
                 continue; // an earlier terminal fault already won; skip the draw
             }
             // A draw is below 1 always: a certain fault needs none (nor the key).
-            let mut key = || *key.get_or_insert_with(|| draw_key(self.seed, request, attempt));
+            let mut key = || *key.get_or_insert_with(|| self.draw_key(request, attempt));
             if f.probability < 1.0 && draw_salted(key(), i as u64) >= f.probability {
                 continue;
             }
@@ -339,11 +379,29 @@ impl FaultTimeline {
     /// prepared once.
     #[inline]
     pub fn service_time_with(&self, sampler: &Sampler, request: u64, attempt: u32) -> Duration {
-        let key = draw_key(self.seed, request, attempt);
+        let key = self.draw_key(request, attempt);
         sampler.sample(
             draw_salted(key, SALT_SERVICE_1),
             draw_salted(key, SALT_SERVICE_2),
         )
+    }
+
+    /// [`service_time_with`](FaultTimeline::service_time_with) in whole nanoseconds,
+    /// `u64::MAX` beyond: the same value for a clock kept in nanoseconds, without a
+    /// `Duration` in between.
+    #[inline]
+    pub fn service_nanos_with(&self, sampler: &Sampler, request: u64, attempt: u32) -> u64 {
+        let key = self.draw_key(request, attempt);
+        sampler.sample_nanos(
+            draw_salted(key, SALT_SERVICE_1),
+            draw_salted(key, SALT_SERVICE_2),
+        )
+    }
+
+    /// `draw_key(seed, request, attempt)` from the seed's share worked out once.
+    #[inline(always)]
+    fn draw_key(&self, request: u64, attempt: u32) -> u64 {
+        draw_key_seeded(self.seed_key, request, attempt)
     }
 }
 
