@@ -27,7 +27,7 @@ use crate::draws::{self, LazyRng};
 use crate::metrics::{AttemptRow, Recorder, RetryReason};
 use crate::policy::{
     attempt_label, AttemptLabel, AttemptOutcome, BreakerState, Decision, Fleet, GiveUpReason, Now,
-    OutcomeClass, Permit, PolicyEvent, RequestState, RetryConfig,
+    OutcomeClass, Permit, PolicyEvent, RequestState, RetryClient, RetryConfig,
 };
 use std::num::NonZeroU32;
 
@@ -35,8 +35,15 @@ use std::num::NonZeroU32;
 /// instance, the recorder and the attempt log, which change together so counts and decisions
 /// never disagree. The recorder counts the whole fleet.
 pub struct Session {
+    /// Every client instance of every fleet, fleet after fleet: a request names the one
+    /// that sends it by one index ([`RequestData::client`]), so a step finds its client
+    /// with one bounds check, not a fleet's and then an instance's.
+    clients: Vec<RetryClient>,
     /// The config's own fleet first, then one per request class with a policy of its own.
-    fleets: Vec<Fleet>,
+    fleets: Vec<FleetSpan>,
+    /// Whether any fleet's config has a degradation ladder: without one a request that
+    /// gives up ends there, told by one flag rather than a look at its config.
+    ladders: bool,
     /// Per request class: which fleet runs it and whether its calls are idempotent (empty:
     /// one class whose method decides, counted as the config's whole).
     classes: Vec<ClassRoute>,
@@ -61,6 +68,29 @@ pub struct Session {
 /// Boxes of ended requests a session keeps for the next ones: enough for the requests
 /// that end between two starts in any engine, few enough to be no memory figure.
 const SPARE_MAX: usize = 64;
+
+/// Where a fleet's instances are in [`Session::clients`].
+#[derive(Debug, Clone, Copy)]
+struct FleetSpan {
+    /// Its instance 0's index.
+    first: u32,
+    /// Its number of instances (at least one).
+    size: u32,
+}
+
+impl FleetSpan {
+    /// The index in [`Session::clients`] of the instance that sends logical request `id`
+    /// (as [`Fleet::instance_of`] assigns them).
+    #[inline(always)]
+    fn client_of(self, id: u64) -> u32 {
+        // A fleet of one (most configs) skips the division, the costliest instruction of a
+        // request start.
+        match self.size {
+            1 => self.first,
+            n => self.first + (id % u64::from(n)) as u32,
+        }
+    }
+}
 
 /// Where a request class's requests go in the session.
 #[derive(Debug, Clone, Copy)]
@@ -103,9 +133,8 @@ impl std::ops::DerefMut for Request {
 pub struct RequestData {
     state: RequestState,
     id: u64,
-    /// Its request class (0 without classes) and the fleet whose policy runs it.
+    /// Its request class (0 without classes).
     class: u8,
-    fleet: u8,
     /// Attempts sent to the ladder's model rungs after the policy gave up (they are not the
     /// policy's, so its state does not count them).
     fallback_attempts: u32,
@@ -114,8 +143,9 @@ pub struct RequestData {
     unsent_attempts: u32,
     /// On a model rung: that rung and why the policy gave up.
     fell: Option<(u8, GiveUpReason)>,
-    /// The fleet instance that sends it ([`Fleet::instance_of`]).
-    instance: u32,
+    /// The client instance that sends it, its index in [`Session::clients`] (the instance
+    /// [`Fleet::instance_of`] names, of the fleet whose policy runs it).
+    client: u32,
     intended: Duration,
     /// When the config's rate limiter first held back the attempt about to be sent (None:
     /// not held back).
@@ -203,7 +233,12 @@ impl Session {
         attempt_log: bool,
     ) -> Session {
         Session {
-            fleets: vec![Fleet::new(config, clients)],
+            clients: Fleet::new(config, clients).into_clients(),
+            fleets: vec![FleetSpan {
+                first: 0,
+                size: clients.get(),
+            }],
+            ladders: !config.ladder.is_empty(),
             classes: Vec::new(),
             rec: Recorder::new(),
             name: name.to_string(),
@@ -232,14 +267,20 @@ impl Session {
         policies: &[Option<RetryConfig>],
         idempotent: impl IntoIterator<Item = bool>,
     ) -> Session {
-        let clients = NonZeroU32::new(self.fleets[0].size()).unwrap_or(NonZeroU32::MIN);
+        let clients = NonZeroU32::new(self.fleets[0].size).unwrap_or(NonZeroU32::MIN);
         self.classes = idempotent
             .into_iter()
             .enumerate()
             .map(|(i, idempotent)| {
                 let fleet = match policies.get(i).and_then(Option::as_ref) {
                     Some(p) => {
-                        self.fleets.push(Fleet::new(p, clients));
+                        let first = self.clients.len() as u32;
+                        self.clients.extend(Fleet::new(p, clients).into_clients());
+                        self.fleets.push(FleetSpan {
+                            first,
+                            size: clients.get(),
+                        });
+                        self.ladders |= !p.ladder.is_empty();
                         (self.fleets.len() - 1) as u8
                     }
                     None => 0,
@@ -342,8 +383,7 @@ impl Session {
     ) -> Request {
         self.rec.upstream_started(intended);
         let fleet = self.classes.get(usize::from(class)).map_or(0, |c| c.fleet);
-        let f = &mut self.fleets[usize::from(fleet)];
-        let instance = f.instance_of(id);
+        let client = self.fleets[usize::from(fleet)].client_of(id);
         if !self.classes.is_empty() {
             self.rec.class_started(usize::from(class));
         }
@@ -354,23 +394,20 @@ impl Session {
             state,
             id: d_id,
             class: d_class,
-            fleet: d_fleet,
             fallback_attempts,
             unsent_attempts,
             fell,
-            instance: d_instance,
+            client: d_client,
             intended: d_intended,
             limited_since,
         } = &mut *data;
-        f.client_mut(instance)
-            .start_call_in(now, idempotent, inherited_deadline, state);
+        self.clients[client as usize].start_call_in(now, idempotent, inherited_deadline, state);
         *d_id = id;
         *d_class = class;
-        *d_fleet = fleet;
         *fallback_attempts = 0;
         *unsent_attempts = 0;
         *fell = None;
-        *d_instance = instance;
+        *d_client = client;
         *d_intended = intended;
         *limited_since = None;
         Request { data }
@@ -415,7 +452,7 @@ impl Session {
     /// share it, and neither moves the request on the way.
     #[inline(always)]
     fn ask(&mut self, now: Now, req: &mut Request) -> Asked {
-        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        let client = &mut self.clients[req.client as usize];
         // The rate limiter first, as botocore's adaptive mode acquires its token on
         // `before-send`: an attempt it holds back is asked for again when the wait is over.
         if let Some(wait) = client.rate_limit(now, &req.state) {
@@ -489,7 +526,7 @@ impl Session {
             }
         };
         if has_events {
-            self.record_events(req.fleet, req.instance);
+            self.record_events(req.client);
         }
         match step {
             Ok(attempt) => Asked::Send(attempt),
@@ -566,12 +603,12 @@ impl Session {
     ) -> Decided {
         // The client is looked up once: the recorder is a field of its own beside it.
         let Session {
-            fleets,
+            clients,
             rec,
             relabel,
             ..
         } = self;
-        let client = fleets[usize::from(req.fleet)].client_mut(req.instance);
+        let client = &mut clients[req.client as usize];
         let d = client.on_outcome(now, &mut req.state, outcome, rng);
         let t = now.mono;
         let label = relabel
@@ -586,21 +623,6 @@ impl Session {
         let has_events = client.has_events();
         if level.is_some() || breaker.is_some() {
             rec.sample_policy(t, level, breaker);
-        }
-        match &d {
-            Decision::Retry { class, .. } => self.rec.retry_scheduled(
-                t,
-                if *class == OutcomeClass::Throttling {
-                    RetryReason::Throttling
-                } else {
-                    RetryReason::Transient
-                },
-            ),
-            Decision::GiveUp {
-                reason: GiveUpReason::BudgetRefused,
-                ..
-            } => self.rec.budget_refused(t),
-            _ => {}
         }
         if self.log.is_some() {
             // Worked out only for a log: a storm without one pays no time sum per attempt.
@@ -624,13 +646,33 @@ impl Session {
             }
         }
         if has_events {
-            self.record_events(req.fleet, req.instance);
+            self.record_events(req.client);
         }
+        // One match counts the decision and says what follows it (the counts above and
+        // these touch apart counters, so their order is free).
         match d {
             Decision::Success => Decided::End(Ending::Succeeded),
-            Decision::GiveUp { reason, .. } => Decided::End(Ending::GaveUp(reason)),
-            Decision::Retry { after, .. } if after.is_zero() => Decided::RetryNow,
-            Decision::Retry { after, .. } => Decided::Wait(after),
+            Decision::GiveUp { reason, .. } => {
+                if reason == GiveUpReason::BudgetRefused {
+                    self.rec.budget_refused(t);
+                }
+                Decided::End(Ending::GaveUp(reason))
+            }
+            Decision::Retry { after, class } => {
+                self.rec.retry_scheduled(
+                    t,
+                    if class == OutcomeClass::Throttling {
+                        RetryReason::Throttling
+                    } else {
+                        RetryReason::Transient
+                    },
+                );
+                if after.is_zero() {
+                    Decided::RetryNow
+                } else {
+                    Decided::Wait(after)
+                }
+            }
         }
     }
 
@@ -674,9 +716,7 @@ impl Session {
     /// never leaks policy state. The recorder is not told: the request has no ending of its
     /// own to count, as nothing answered it.
     pub fn abandon(&mut self, now: Now, mut req: Request) {
-        self.fleets[usize::from(req.fleet)]
-            .client_mut(req.instance)
-            .finish_in_place(now, &mut req.state);
+        self.clients[req.client as usize].finish_in_place(now, &mut req.state);
     }
 
     /// Ends a request: the ladder for a request that gave up (which may send it to a model
@@ -685,10 +725,8 @@ impl Session {
     fn finish(&mut self, now: Now, req: Request, ending: Ending) -> Step {
         match ending {
             Ending::GaveUp(reason)
-                if !self.fleets[usize::from(req.fleet)]
-                    .config()
-                    .ladder
-                    .is_empty() =>
+                if self.ladders
+                    && !self.clients[req.client as usize].config().ladder.is_empty() =>
             {
                 self.fall(now, req, reason, 0)
             }
@@ -702,9 +740,7 @@ impl Session {
         let attempts =
             (req.state.attempts() + req.fallback_attempts).saturating_sub(req.unsent_attempts);
         // `req`'s box goes back to the spares at the end: its state is finished in place.
-        self.fleets[usize::from(req.fleet)]
-            .client_mut(req.instance)
-            .finish_in_place(now, &mut req.state);
+        self.clients[req.client as usize].finish_in_place(now, &mut req.state);
         let latency = now.mono.saturating_sub(req.intended);
         if !self.classes.is_empty() {
             self.rec
@@ -745,21 +781,21 @@ impl Session {
         }
     }
 
-    /// Takes instance `i`'s policy events to the recorder, if it has any (the hedging and
+    /// Takes client `c`'s policy events to the recorder, if it has any (the hedging and
     /// open-circuit steps; the common steps ask the client they hold).
     #[inline]
-    fn drain_events(&mut self, fleet: u8, i: u32) {
-        if self.fleets[usize::from(fleet)].client(i).has_events() {
-            self.record_events(fleet, i);
+    fn drain_events(&mut self, c: u32) {
+        if self.clients[c as usize].has_events() {
+            self.record_events(c);
         }
     }
 
-    /// Counts the policy events of client instance `i` of fleet `fleet` (a breaker that
-    /// opened, a provider's breaker transition); called only when it has some (rare: a
-    /// breaker moves a few times a run).
+    /// Counts the policy events of client `c` (an index in [`Self::clients`]: a breaker
+    /// that opened, a provider's breaker transition); called only when it has some (rare:
+    /// a breaker moves a few times a run).
     #[cold]
-    fn record_events(&mut self, fleet: u8, i: u32) {
-        for e in self.fleets[usize::from(fleet)].client_mut(i).drain_events() {
+    fn record_events(&mut self, c: u32) {
+        for e in self.clients[c as usize].drain_events() {
             match e {
                 PolicyEvent::Breaker {
                     to: BreakerState::Open,
@@ -786,7 +822,7 @@ impl Session {
     }
 
     pub fn config(&self) -> &RetryConfig {
-        self.fleets[0].config()
+        self.clients[0].config()
     }
 
     /// Attempts sent with their per-try timeout cut short by the request's deadline.

@@ -649,25 +649,28 @@ impl RetryClient {
     /// sees no draw for a refused one. The engines give every request its own RNG, for which
     /// that changes nothing; a caller sharing one RNG across requests would see its later
     /// draws shift.
+    ///
+    /// Generic over the RNG so that an engine's own is passed as one pointer, not as a
+    /// trait object of two words (the arguments past the sixth register go on the stack).
     #[inline(always)]
-    pub fn on_outcome(
+    pub fn on_outcome<R: rand::RngCore + ?Sized>(
         &mut self,
         now: Now,
         req: &mut RequestState,
         outcome: &AttemptOutcome<'_>,
-        rng: &mut dyn rand::RngCore,
+        rng: &mut R,
     ) -> Decision {
         self.on_outcome_at(now.mono, now.epoch_wall, req, outcome, rng)
     }
 
     /// [`Self::on_outcome`] with `now` in its two halves (see [`Self::before_attempt_at`]).
-    fn on_outcome_at(
+    fn on_outcome_at<R: rand::RngCore + ?Sized>(
         &mut self,
         mono: Duration,
         epoch_wall: SystemTime,
         req: &mut RequestState,
         outcome: &AttemptOutcome<'_>,
-        rng: &mut dyn rand::RngCore,
+        mut rng: &mut R,
     ) -> Decision {
         let now = Now { mono, epoch_wall };
         req.awaiting_outcome = false;
@@ -725,7 +728,7 @@ impl RetryClient {
             }
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
-        let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, rng);
+        let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, &mut rng);
         if self.shared.paths.watches_breaker {
             self.collect_breaker_events();
         }

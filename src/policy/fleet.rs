@@ -56,6 +56,12 @@ impl Fleet {
         &self.clients[i as usize]
     }
 
+    /// The instances, instance `i` at index `i`: for a caller that keeps the clients of
+    /// several fleets in one list, so that a request finds its own with one look-up.
+    pub fn into_clients(self) -> Vec<RetryClient> {
+        self.clients
+    }
+
     /// Number of instances.
     pub fn size(&self) -> u32 {
         self.clients.len() as u32

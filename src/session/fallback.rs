@@ -24,7 +24,7 @@ impl Session {
         from: usize,
     ) -> Step {
         let key = draws::request_seed(self.seed, self.draw_key, req.id);
-        let rungs = &self.fleets[usize::from(req.fleet)].config().ladder;
+        let rungs = &self.clients[req.client as usize].config().ladder;
         let fallback = ladder::fall_from(rungs, from, reason, |i| {
             draws::draw_salted(key, LADDER_SALT.wrapping_add(i as u64))
         });
@@ -40,7 +40,7 @@ impl Session {
                 if !self.classes.is_empty() {
                     self.rec.class_attempt(usize::from(req.class), number);
                 }
-                let config = self.fleets[usize::from(req.fleet)].config();
+                let config = self.clients[req.client as usize].config();
                 let attempt = Attempt {
                     number,
                     timeout: config.per_try_timeout,
@@ -65,7 +65,7 @@ impl Session {
         outcome: &AttemptOutcome<'_>,
         (rung, reason): (u8, GiveUpReason),
     ) -> Step {
-        let class = self.fleets[usize::from(req.fleet)]
+        let class = self.clients[req.client as usize]
             .config()
             .retry_on
             .classify(outcome)
@@ -77,9 +77,7 @@ impl Session {
         let number = req.state.attempts() + req.fallback_attempts;
         let t = now.mono;
         self.rec.attempt_done(t, latency, label, number);
-        let level = self.fleets[usize::from(req.fleet)]
-            .client(req.instance)
-            .budget_level();
+        let level = self.clients[req.client as usize].budget_level();
         self.log_row(
             req.id,
             number,

@@ -32,18 +32,14 @@ impl Session {
     /// Whether request `req`'s policy hedges (engines take the hedged path for it).
     #[inline]
     pub fn hedges(&self, req: &Request) -> bool {
-        self.fleets[usize::from(req.fleet)]
-            .client(req.instance)
-            .is_hedging()
+        self.clients[req.client as usize].is_hedging()
     }
 
     /// After the first copy of the hedged call in `slot` was sent: the wait before the
     /// next, if one may follow.
     pub fn hedge_armed_in(&mut self, now: Now, slot: &mut Option<Request>) -> Option<Duration> {
         let req = slot.as_mut()?;
-        self.fleets[usize::from(req.fleet)]
-            .client_mut(req.instance)
-            .arm_hedge(now, &mut req.state)
+        self.clients[req.client as usize].arm_hedge(now, &mut req.state)
     }
 
     /// The hedge timer of the call in `slot` went off (`rng`: the call's own, for a
@@ -57,7 +53,7 @@ impl Session {
         let Some(req) = slot.as_mut() else {
             return Hedge::Idle;
         };
-        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        let client = &mut self.clients[req.client as usize];
         match client.hedge_due(now, &mut req.state, rng) {
             HedgeDue::Send(permit) => self.send_hedge(now, slot, permit),
             HedgeDue::Arm(wait) => Hedge::Arm(wait),
@@ -99,9 +95,7 @@ impl Session {
         if !self.classes.is_empty() {
             self.rec.class_attempt(usize::from(req.class), attempt);
         }
-        let next = self.fleets[usize::from(req.fleet)]
-            .client_mut(req.instance)
-            .arm_hedge(now, &mut req.state);
+        let next = self.clients[req.client as usize].arm_hedge(now, &mut req.state);
         Hedge::Send(
             Attempt {
                 number: attempt,
@@ -129,7 +123,7 @@ impl Session {
         let Some(req) = slot.as_mut() else {
             return Hedge::Idle;
         };
-        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        let client = &mut self.clients[req.client as usize];
         let d = client.on_hedge_outcome(now, &mut req.state, attempt, outcome, rng);
         let t = now.mono;
         let label = self
@@ -137,7 +131,7 @@ impl Session {
             .take()
             .unwrap_or_else(|| attempt_label(outcome, d.class()));
         self.rec.attempt_done(t, latency, label, attempt);
-        let client = self.fleets[usize::from(req.fleet)].client(req.instance);
+        let client = &self.clients[req.client as usize];
         let level = client.budget_level();
         let breaker = client.breaker_state().map(crate::metrics::breaker_level);
         self.rec.sample_policy(t, level, breaker);
@@ -149,7 +143,7 @@ impl Session {
             label.as_str(),
             level,
         );
-        let (fleet, instance) = (req.fleet, req.instance);
+        let c = req.client;
         if let HedgeDecision::GiveUp { reason, .. }
         | HedgeDecision::Dropped {
             refused: reason, ..
@@ -157,7 +151,7 @@ impl Session {
         {
             self.note_refused(now, reason);
         }
-        self.drain_events(fleet, instance);
+        self.drain_events(c);
         let ending = match d {
             HedgeDecision::Success => Ending::Succeeded,
             HedgeDecision::GiveUp { reason, .. } => Ending::GaveUp(reason),
@@ -167,9 +161,7 @@ impl Session {
                 let Some(req) = slot.as_mut() else {
                     return Hedge::Idle;
                 };
-                let permit = self.fleets[usize::from(fleet)]
-                    .client_mut(instance)
-                    .hedge_permit(now, &mut req.state);
+                let permit = self.clients[c as usize].hedge_permit(now, &mut req.state);
                 return match permit {
                     Some(p) => self.send_hedge(now, slot, p),
                     None => Hedge::Idle,

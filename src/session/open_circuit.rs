@@ -19,7 +19,7 @@ impl Session {
         };
         self.rec.breaker_refused(now.mono);
         req.unsent_attempts += 1;
-        let client = self.fleets[usize::from(req.fleet)].client_mut(req.instance);
+        let client = &mut self.clients[req.client as usize];
         let attempt = req.state.attempts();
         // Its own draws, keyed by the attempt it stands for.
         let key = draws::request_seed(self.seed, self.draw_key ^ OPEN_CIRCUIT_SALT, req.id);
@@ -27,7 +27,7 @@ impl Session {
         let d = client.on_open_circuit(now, &mut req.state, &mut rng);
         let level = client.budget_level();
         self.log_row(req.id, attempt, None, "open-circuit", level);
-        self.drain_events(req.fleet, req.instance);
+        self.drain_events(req.client);
         match d {
             Decision::Retry { after, .. } => {
                 self.rec.retry_scheduled(now.mono, RetryReason::Transient);
