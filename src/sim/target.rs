@@ -328,14 +328,14 @@ impl Sim<'_> {
             .as_ref()
             .and_then(|p| p.latency(at.route(), at.request))
         {
-            Some(latency) => latency,
+            Some(latency) => ns(latency),
             None => self
                 .cfg
                 .timeline
-                .service_time_with(&self.service, at.request, at.attempt),
+                .service_nanos_with(&self.service, at.request, at.attempt),
         };
         let gen = at.gen;
-        self.push(t.saturating_add(ns(service)), Kind::ServiceDone, a, gen);
+        self.push(t.saturating_add(service), Kind::ServiceDone, a, gen);
     }
 
     /// Hands free slots to waiters in the discipline's order; under CoDel a waiter may be
