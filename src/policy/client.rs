@@ -507,7 +507,7 @@ impl RetryClient {
     #[inline(always)]
     pub fn before_attempt(&mut self, now: Now, req: &mut RequestState) -> Permit {
         match self.shared.paths.plain_cost {
-            Some(cost) => self.before_plain_attempt(now.mono, now.epoch_wall, req, cost),
+            Some(cost) => self.before_plain_attempt(now.mono, req, cost),
             None => self.before_attempt_at(now.mono, now.epoch_wall, req),
         }
     }

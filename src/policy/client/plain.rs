@@ -8,7 +8,7 @@ use super::{deadline, GiveUpReason, Now, Permit, RequestState, RetryClient};
 use crate::policy::bulkhead::Bulkheads;
 use crate::policy::config::RetryConfig;
 use crate::policy::cost::AttemptCost;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// What a config's stages say of the ways through its client. Kept with the config's
 /// tables (every instance of a fleet alike), not in each instance.
@@ -97,18 +97,21 @@ impl RetryClient {
     /// [`Paths::plain_cost`]), `cost` being its attempts' fixed cost: what the long way
     /// does when each of those stages is absent, in the same order (the checks a config
     /// without the stage passes are left out: its bulkhead never rejected the request, no
-    /// place is taken, the attempt goes to no provider). `now` comes in its two halves,
-    /// as in [`Self::before_attempt_at`]; out of line and apart from the long way, so
-    /// that it saves no register it does not use.
+    /// place is taken, the attempt goes to no provider). Out of line and apart from the
+    /// long way, so that it saves no register it does not use.
+    ///
+    /// Only `now`'s monotonic half comes in: the wall clock is read for an outcome's
+    /// HTTP-date `Retry-After` alone, never by a permit, and the stages that could take a
+    /// refusal's time further (an outer breaker) are not on this way. Without the wall's
+    /// two words every argument has a register; with them the request went on the stack.
     #[inline(never)]
     pub(super) fn before_plain_attempt(
         &mut self,
         mono: Duration,
-        epoch_wall: SystemTime,
         req: &mut RequestState,
         cost: f64,
     ) -> Permit {
-        let now = Now { mono, epoch_wall };
+        let now = Now::virtual_at(mono);
         let remaining = match self.permit_prelude(now, req) {
             Ok(remaining) => remaining,
             Err(refused) => return refused,
