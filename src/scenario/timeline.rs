@@ -29,11 +29,30 @@ fn secs(x: f64) -> Duration {
     if x.is_nan() || x <= 0.0 {
         return Duration::ZERO;
     }
-    // The standard library's own rounding in integers, below 2⁶⁴ ns (every service time).
-    match secs_to_nanos(x) {
+    // The standard library's own rounding, below 2⁶⁴ ns (every service time).
+    match positive_secs_to_nanos(x) {
         Some(n) => Duration::from_nanos(n),
         None => Duration::try_from_secs_f64(x).unwrap_or(Duration::MAX),
     }
+}
+
+/// Seconds above 0 as whole nanoseconds, exactly [`secs_to_nanos`], mostly by one product.
+///
+/// `y = fl(x · 10⁹)` is within half an ulp of the exact product `P`, under `y · 2⁻⁵²`.
+/// Below 2⁴⁰ ns, `t = ⌊y⌋` and `y − t` are exact, and wherever `y`'s fraction is farther
+/// than that bound from ½, `P` rounds to the same side as `y`: `t`, or `t + 1` above ½.
+/// Elsewhere (a near tie, or beyond 2⁴⁰ ns) the exact integer rounding decides.
+#[inline(always)]
+fn positive_secs_to_nanos(x: f64) -> Option<u64> {
+    let y = x * 1e9;
+    if y < (1u64 << 40) as f64 {
+        let t = y as u64;
+        let frac = y - t as f64;
+        if (frac - 0.5).abs() > y * f64::EPSILON {
+            return Some(t + u64::from(frac > 0.5));
+        }
+    }
+    secs_to_nanos(x)
 }
 
 /// [`secs`] in whole nanoseconds, `u64::MAX` beyond: for a clock kept in nanoseconds,
@@ -43,7 +62,7 @@ fn secs_nanos(x: f64) -> u64 {
     if x.is_nan() || x <= 0.0 {
         return 0;
     }
-    secs_to_nanos(x).unwrap_or(u64::MAX)
+    positive_secs_to_nanos(x).unwrap_or(u64::MAX)
 }
 
 /// Φ⁻¹(0.99): the 99th percentile of the standard normal lies 2.3263 σ above the median.
@@ -409,6 +428,78 @@ impl FaultTimeline {
 mod tests {
     use super::*;
     use crate::draws::draw;
+    use proptest::prelude::*;
+
+    /// What [`secs`] was: the standard library's conversion, clamped.
+    fn std_secs(x: f64) -> Duration {
+        if x.is_nan() || x <= 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::try_from_secs_f64(x).unwrap_or(Duration::MAX)
+    }
+
+    #[test]
+    fn seconds_round_as_the_standard_library() {
+        let ns = 1e-9;
+        let mut cases = vec![
+            f64::NAN,
+            -1.0,
+            0.0,
+            5e-324,
+            f64::MIN_POSITIVE,
+            0.5e-9,
+            1.5e-9,
+            2.5e-9,
+            0.002,
+            0.010,
+            1_099.511_627_776,
+            1_099.511_627_775_5,
+            18_446_744_073.709_553,
+            1e30,
+            f64::INFINITY,
+        ];
+        for e in 0..45 {
+            cases.push(2f64.powi(-e));
+            cases.push(3.0 * 2f64.powi(-e));
+        }
+        for k in 0..5000u32 {
+            cases.push(f64::from(k) * ns + 0.5 * ns);
+            cases.push(f64::from(k) * 1e-4 + 0.5 * ns);
+            cases.push(f64::from(k) * 0.25 + 0.5 * ns);
+        }
+        for &x in &cases {
+            let want = std_secs(x);
+            assert_eq!(secs(x), want, "x = {x:e}");
+            let nanos = u64::try_from(want.as_nanos()).unwrap_or(u64::MAX);
+            assert_eq!(secs_nanos(x), nanos, "x = {x:e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn seconds_round_as_the_standard_library_anywhere(bits in any::<u64>(),
+                                                          ms in 0.0f64..100_000.0) {
+            for x in [f64::from_bits(bits), f64::from_bits(bits >> 2), ms / 1000.0] {
+                let want = std_secs(x);
+                prop_assert_eq!(secs(x), want);
+                prop_assert_eq!(secs_nanos(x), u64::try_from(want.as_nanos()).unwrap_or(u64::MAX));
+            }
+        }
+
+        #[test]
+        fn samples_in_nanoseconds_are_the_samples(u in 0.0f64..1.0, u2 in 0.0f64..1.0, k in 0usize..4) {
+            let ms = Duration::from_millis;
+            let dist = [
+                Dist::Constant { value: ms(3) },
+                Dist::Uniform { min: ms(1), max: ms(9) },
+                Dist::Exponential { mean: ms(2) },
+                Dist::LogNormal { median: ms(2), p99: ms(10) },
+            ][k].clone();
+            let s = Sampler::new(&dist);
+            prop_assert_eq!(s.sample_nanos(u, u2), s.sample(u, u2).as_nanos() as u64);
+            prop_assert_eq!(s.sample(u, u2), sample(&dist, u, u2));
+        }
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
