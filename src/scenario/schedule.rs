@@ -474,6 +474,53 @@ fn next_in_steps(
     }
 }
 
+/// Seconds where a conversion to whole nanoseconds is easy to get wrong: signs, NaN and
+/// infinities, subnormals, exact ties at a half nanosecond, values either side of a tie,
+/// the edge of 2⁶⁴ ns, and runs of `k` + ½ ns at several scales. Every test of such a
+/// conversion here (the schedule's, the timeline's) reads the same list.
+#[cfg(test)]
+pub(crate) fn awkward_seconds() -> Vec<f64> {
+    let ns = 1e-9;
+    let mut cases = vec![
+        0.0,
+        -0.0,
+        -1.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::MIN_POSITIVE,
+        5e-324,
+        0.5e-9,
+        1.5e-9,
+        2.5e-9,
+        0.499_999_999_9e-9,
+        0.002,
+        0.010,
+        0.999_999_999_5,
+        0.999_999_999_6,
+        1.0 - f64::EPSILON,
+        1.0,
+        1_099.511_627_776,
+        1_099.511_627_775_5,
+        18_446_744_073.709_55,
+        18_446_744_073.709_553,
+        1e12,
+        1e30,
+        f64::MAX,
+    ];
+    // Exact ties at a half nanosecond: k + 0.5 ns for powers of two (2^-31 s ≈ 0.47 ns).
+    for e in 0..45 {
+        cases.push(2f64.powi(-e));
+        cases.push(3.0 * 2f64.powi(-e));
+    }
+    for k in 0..5000u32 {
+        cases.push(f64::from(k) * ns + 0.5 * ns);
+        cases.push(f64::from(k) * 1e-4 + 0.5 * ns);
+        cases.push(f64::from(k) * 0.001 + 0.5 * ns);
+        cases.push(f64::from(k) * 0.25 + 0.5 * ns);
+    }
+    cases
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,38 +536,7 @@ mod tests {
 
     #[test]
     fn nanos_round_as_the_standard_library_at_the_edges() {
-        let ns = 1e-9;
-        let mut cases = vec![
-            0.0,
-            -0.0,
-            -1.0,
-            f64::NAN,
-            f64::INFINITY,
-            f64::MIN_POSITIVE,
-            5e-324,
-            0.5e-9,
-            1.5e-9,
-            2.5e-9,
-            0.499_999_999_9e-9,
-            0.999_999_999_5,
-            0.999_999_999_6,
-            1.0 - f64::EPSILON,
-            1.0,
-            18_446_744_073.709_55,
-            18_446_744_073.709_553,
-            1e12,
-            1e30,
-            f64::MAX,
-        ];
-        // Exact ties at a half nanosecond: k + 0.5 ns for powers of two (2^-31 s ≈ 0.47 ns).
-        for e in 20..40 {
-            cases.push(2f64.powi(-e));
-            cases.push(3.0 * 2f64.powi(-e));
-        }
-        for k in 0..2000u32 {
-            cases.push(f64::from(k) * ns + 0.5 * ns);
-            cases.push(f64::from(k) * 0.001 + 0.5 * ns);
-        }
+        let cases = awkward_seconds();
         for &s in &cases {
             assert_eq!(secs_to_nanos(s), std_nanos(s), "secs = {s:e}");
         }
