@@ -225,7 +225,7 @@ fn before_nanos(secs: f64, end_nanos: u128) -> Option<u64> {
 impl Arrivals {
     /// The next arrival in whole nanoseconds since t = 0: the same as `next()` in
     /// nanoseconds, without a `Duration` in between (the simulator's clock is in
-    /// nanoseconds), and for a constant rate mostly without floating point ([`Exact`]).
+    /// nanoseconds), and for a constant rate mostly without floating point (see `Exact`).
     #[inline]
     pub fn next_nanos(&mut self) -> Option<u64> {
         if let State::Constant { rate, i, exact } = &mut self.state {
