@@ -58,7 +58,7 @@ impl Sim<'_> {
         let wait = hop.service.as_ref().map_or(0, |s| {
             let u = draw(self.cfg.seed, request, attempt, SALT_LAYER_SERVICE);
             let u2 = draw(self.cfg.seed, request, attempt, SALT_LAYER_SERVICE + 1);
-            ns(s.sample(u, u2))
+            s.sample_nanos(u, u2)
         });
         if wait > 0 {
             self.push(t.saturating_add(wait), Kind::LayerStart, a, gen);
