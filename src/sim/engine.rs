@@ -20,10 +20,11 @@ use std::time::Duration;
 use super::clock::{dur, now, ns, sec, MIN_THINK, NET_DELAY};
 pub(super) use super::event::Kind;
 use super::event::{lane_of, Ev, Event, MIN_SWEEP};
-use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE, NO_REPLY};
+use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE};
 use super::queue::EventQueue;
+pub(super) use super::slots::{Act, Att, Req};
 use super::verdicts::{Verdicts, NO_FAULT};
-use crate::draws::{request_seed, LazyRng};
+use crate::draws::request_seed;
 use crate::idempotency::Store;
 use crate::metrics::target_counts::TargetCounts;
 use crate::metrics::{AttemptRow, Recorder, TargetStats};
@@ -34,7 +35,7 @@ use crate::scenario::ServiceModel;
 use crate::session::{self, Next, Session};
 
 use super::parts::{fault_parts, FaultParts};
-use super::provider::{Route, SimProvider, NO_FALLBACK};
+use super::provider::{SimProvider, NO_FALLBACK};
 
 pub(super) const NONE: u32 = u32::MAX;
 /// `Att::timer_at` of an attempt without a held-back per-try timer.
@@ -42,97 +43,6 @@ pub(super) const NO_TIMER: u64 = u64::MAX;
 /// `reply_status` values that are not HTTP statuses: a reset, the per-try timeout.
 pub(super) const REPLY_RESET: u16 = 0;
 pub(super) const REPLY_TIMEOUT: u16 = 1;
-
-/// What the target does with an arrival after its added latency.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Act {
-    Status,
-    Reset,
-    Hang,
-}
-
-pub(super) struct Req {
-    pub(super) gen: u32,
-    /// The request between its steps; `None` once it has ended (the slot is free).
-    pub(super) req: Option<session::Request>,
-    pub(super) rng: LazyRng,
-    pub(super) user: u32,
-    pub(super) claimed: bool,
-    /// The hop whose client drives it: 0 the load generator, `l` the `l`-th layer.
-    pub(super) hop: u8,
-    /// A layer's request: the caller's attempt it serves (and its generation), or `NONE`.
-    pub(super) parent: u32,
-    pub(super) parent_gen: u32,
-    /// Its latest attempt and that attempt's generation.
-    pub(super) att: u32,
-    pub(super) att_gen: u32,
-    /// Its latest reply (status, `REPLY_RESET`, `REPLY_TIMEOUT` or `NO_REPLY`) and fault,
-    /// which a layer relays when the request ends.
-    pub(super) last_status: u16,
-    pub(super) last_fault: u16,
-    /// Its request class (0 without classes, and at a layer).
-    pub(super) class: u8,
-    /// A hedged call's copies the client still waits for (attempt index, generation);
-    /// empty for every other request.
-    pub(super) copies: Vec<(u32, u32)>,
-    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::free_req`].
-    next_free: u32,
-}
-
-pub(super) struct Att {
-    pub(super) gen: u32,
-    pub(super) req: u32,
-    req_gen: u32,
-    pub(super) request: u64,
-    pub(super) attempt: u32,
-    pub(super) sent_at: u64,
-    /// The hop that sent it; it goes to the next layer, or to the target from the last hop.
-    pub(super) hop: u8,
-    /// With failover, the provider (index in the config's list) the policy sent it to.
-    pub(super) provider: u8,
-    /// Its request's class (0 without classes).
-    pub(super) class: u8,
-    /// After the policy gave up: the ladder's model rung it was sent to, or `NO_FALLBACK`.
-    fallback: u8,
-    /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
-    pub(super) deadline_ms: u64,
-    /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
-    pub(super) child: u32,
-    pub(super) child_gen: u32,
-    /// The client still waits for this attempt's reply.
-    pub(super) client_waiting: bool,
-    /// The next hop's request handler is running (the request is in flight there).
-    pub(super) handler_alive: bool,
-    /// The next hop has read it (counted it among its arrivals): a hedged copy closed
-    /// before then is one the target never counts.
-    pub(super) reached: bool,
-    /// The target's work (queue, service) on it is running.
-    pub(super) work_active: bool,
-    /// It carries an idempotency key, and holds its key's right to execute at the target.
-    pub(super) keyed: bool,
-    pub(super) ticket: bool,
-    pub(super) queued: bool,
-    pub(super) act: Act,
-    /// Its per-try timer while held back (see [`Sim::arm_timer`]): when it goes off, or
-    /// `NO_TIMER` once it is in the queue, dropped, or when the attempt has none.
-    pub(super) timer_at: u64,
-    /// The timer's sequence number, taken when the attempt was sent.
-    pub(super) timer_seq: u64,
-    /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
-    pub(super) lost: u16,
-    pub(super) reply_status: u16,
-    pub(super) reply_fault: u16,
-    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::maybe_free`].
-    next_free: u32,
-}
-
-impl Att {
-    /// Where it goes among the providers: class, failover slot, model rung.
-    #[inline]
-    pub(super) fn route(&self) -> Route {
-        (self.class, self.provider, self.fallback)
-    }
-}
 
 /// How load arrives for this config.
 pub(crate) enum Load {
@@ -228,9 +138,9 @@ pub(super) struct Sim<'a> {
     /// The free slots of each slab, a stack threaded through the free slots themselves
     /// (`NONE`: empty): freeing a slot writes two numbers, where a `Vec` of free indices
     /// paid a capacity check and a store per free and a bounds check per take.
-    free_req: u32,
+    pub(super) free_req: u32,
     pub(super) atts: Vec<Att>,
-    free_att: u32,
+    pub(super) free_att: u32,
     pub(super) parts: Vec<FaultParts>,
     /// The outcome of a plain answer (no fault's parts), kept whole: a reply writes its
     /// status (and gRPC status) into it rather than building the whole response anew.
@@ -518,14 +428,14 @@ impl Sim<'_> {
     #[inline(always)]
     fn reply(&mut self, t: u64, a: u32) {
         let at = &mut self.atts[a as usize];
-        at.client_waiting = false;
+        at.client_done();
         let (status, fault) = (at.reply_status, at.reply_fault);
         self.client_outcome(t, a, status, fault);
     }
 
     /// The client's per-try timer of attempt `a` went off first.
     fn client_timeout(&mut self, t: u64, a: u32) {
-        self.atts[a as usize].client_waiting = false;
+        self.atts[a as usize].client_done();
         // The client closes its connection: the next hop's handler ends (the request leaves
         // flight there, a layer drops what it was doing for it); work the target already
         // accepted carries on.
@@ -543,85 +453,11 @@ impl Sim<'_> {
         client_waits(&self.atts[idx as usize], gen)
     }
 
-    pub(super) fn alloc_req(&mut self) -> u32 {
-        let r = self.free_req;
-        if r != NONE {
-            self.free_req = self.reqs[r as usize].next_free;
-            return r;
-        }
-        self.reqs.push(Req {
-            gen: 0,
-            req: None,
-            rng: LazyRng::new(0),
-            user: NONE,
-            claimed: false,
-            hop: 0,
-            parent: NONE,
-            parent_gen: 0,
-            att: NONE,
-            att_gen: 0,
-            last_status: NO_REPLY,
-            last_fault: NO_FAULT,
-            class: 0,
-            copies: Vec::new(),
-            next_free: NONE,
-        });
-        (self.reqs.len() - 1) as u32
-    }
-
-    fn alloc_att(&mut self) -> u32 {
-        let a = self.free_att;
-        if a != NONE {
-            self.free_att = self.atts[a as usize].next_free;
-            return a;
-        }
-        self.atts.push(Att {
-            gen: 0,
-            req: 0,
-            req_gen: 0,
-            request: 0,
-            attempt: 0,
-            sent_at: 0,
-            hop: 0,
-            provider: 0,
-            class: 0,
-            fallback: NO_FALLBACK,
-            deadline_ms: NO_DEADLINE,
-            child: NONE,
-            child_gen: 0,
-            client_waiting: false,
-            handler_alive: false,
-            reached: false,
-            work_active: false,
-            keyed: false,
-            ticket: false,
-            queued: false,
-            act: Act::Hang,
-            timer_at: NO_TIMER,
-            timer_seq: 0,
-            lost: NO_FAULT,
-            reply_status: 0,
-            reply_fault: NO_FAULT,
-            next_free: NONE,
-        });
-        (self.atts.len() - 1) as u32
-    }
-
-    /// Frees an attempt once nobody (client, handler, work) holds it any more.
-    #[inline]
-    pub(super) fn maybe_free(&mut self, a: u32) {
-        let at = &mut self.atts[a as usize];
-        if !at.client_waiting && !at.handler_alive && !at.work_active {
-            at.gen = at.gen.wrapping_add(1);
-            at.next_free = self.free_att;
-            self.free_att = a;
-        }
-    }
-
     fn start_request(&mut self, t: u64, id: u64, user: u32, claimed: bool) {
         let r = self.alloc_req();
         let q = &mut self.reqs[r as usize];
         q.user = user;
+        q.id = id;
         q.claimed = claimed;
         q.hop = 0;
         q.parent = NONE;
@@ -686,7 +522,7 @@ impl Sim<'_> {
             {
                 self.attempts += 1;
                 let q = &mut self.reqs[r as usize];
-                let id = q.req.as_ref().map_or(0, session::Request::id);
+                let id = q.id;
                 let (req_gen, hop, class) = (q.gen, q.hop, q.class);
                 let a = self.alloc_att();
                 let q = &mut self.reqs[r as usize];
@@ -719,10 +555,8 @@ impl Sim<'_> {
                 at.class = class;
                 at.fallback = attempt.fallback.unwrap_or(NO_FALLBACK);
                 at.sent_at = t;
-                at.client_waiting = true;
-                at.handler_alive = false;
+                at.sent();
                 at.reached = false;
-                at.work_active = false;
                 at.keyed = attempt.idempotency_key;
                 at.ticket = false;
                 at.queued = false;
@@ -856,5 +690,5 @@ fn grpc_status_of(grpc: bool, status: u16) -> Option<GrpcStatus> {
 /// timer of that generation still has something to end.
 #[inline]
 pub(super) fn client_waits(a: &Att, gen: u32) -> bool {
-    a.gen == gen && a.client_waiting
+    a.gen == gen && a.client_waiting()
 }

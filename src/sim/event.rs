@@ -49,7 +49,7 @@ pub(super) const MIN_SWEEP: usize = 4096;
 #[inline]
 pub(super) fn lane_of(kind: Kind) -> Option<usize> {
     match kind {
-        Kind::TargetArrive | Kind::LayerArrive | Kind::Reply => Some(0),
+        Kind::TargetArrive | Kind::LayerArrive | Kind::Reply => Some(queue::IN_ORDER_LANE),
         Kind::ClientTimeout => Some(TIMEOUT_LANE),
         Kind::Arrival | Kind::UserStart | Kind::QueueTimeout => Some(2),
         _ => None,

@@ -64,10 +64,10 @@ impl Sim<'_> {
         let copies = std::mem::take(&mut self.reqs[r as usize].copies);
         for &(a, gen) in &copies {
             let at = &mut self.atts[a as usize];
-            if at.gen != gen || !at.client_waiting {
+            if at.gen != gen || !at.client_waiting() {
                 continue;
             }
-            at.client_waiting = false;
+            at.client_done();
             let (id, attempt, read) = (at.request, at.attempt, at.reached);
             // A copy closed within the network delay of its sending never reaches the
             // target: counted `not-accepted`, not cancelled, as the live client counts a

@@ -37,10 +37,10 @@ impl Sim<'_> {
     /// Attempt `a` reaches the layer it was sent to.
     pub(super) fn layer_arrive(&mut self, t: u64, a: u32) {
         let at = &mut self.atts[a as usize];
-        if !at.client_waiting {
+        if !at.client_waiting() {
             return; // the caller gave up before the request got there
         }
-        at.handler_alive = true;
+        at.handler_start();
         at.reached = true;
         let (request, attempt, gen) = (at.request, at.attempt, at.gen);
         let hop = &mut self.hops[at.hop as usize];
@@ -71,7 +71,7 @@ impl Sim<'_> {
     /// attempt, unless the caller has gone.
     pub(super) fn layer_start(&mut self, t: u64, a: u32) {
         let at = &self.atts[a as usize];
-        if !at.handler_alive {
+        if !at.handler_alive() {
             return;
         }
         let h = at.hop as usize;
@@ -86,6 +86,7 @@ impl Sim<'_> {
         let r = self.alloc_req();
         let q = &mut self.reqs[r as usize];
         q.user = NONE;
+        q.id = id;
         q.claimed = false;
         q.hop = h as u8 + 1;
         q.parent = a;
@@ -114,7 +115,7 @@ impl Sim<'_> {
         let q = &self.reqs[r as usize];
         let (p, status, fault) = (q.parent, q.last_status, q.last_fault);
         let caller = &self.atts[p as usize];
-        if caller.gen != q.parent_gen || !caller.handler_alive {
+        if caller.gen != q.parent_gen || !caller.handler_alive() {
             return; // the caller has gone (its request would have been dropped with it)
         }
         let (status, fault) = match status {
@@ -141,10 +142,10 @@ impl Sim<'_> {
     /// layer drops the request it was driving for it.
     pub(super) fn disconnect(&mut self, t: u64, a: u32) {
         let at = &mut self.atts[a as usize];
-        if !at.handler_alive {
+        if !at.handler_alive() {
             return;
         }
-        at.handler_alive = false;
+        at.handler_done();
         let (child, child_gen) = (at.child, at.child_gen);
         self.leave(t, a);
         if child != NONE {
@@ -172,8 +173,8 @@ impl Sim<'_> {
             return;
         }
         let at = &mut self.atts[a as usize];
-        if at.gen == a_gen && at.client_waiting {
-            at.client_waiting = false;
+        if at.gen == a_gen && at.client_waiting() {
+            at.client_done();
             self.disconnect(t, a);
             self.maybe_free(a);
         }

@@ -46,6 +46,7 @@ mod parallel;
 mod parts;
 mod provider;
 mod queue;
+mod slots;
 mod target;
 mod timers;
 mod verdicts;

@@ -31,6 +31,10 @@ impl<P> Event<P> {
 /// FIFO lanes.
 pub(super) const LANES: usize = 3;
 
+/// The lane of the events that always come in order, every one the same fixed delay after
+/// "now" (the network legs): a push there skips the look at the lane's last time.
+pub(super) const IN_ORDER_LANE: usize = 0;
+
 /// One FIFO lane: a vector read from `head` on. Cheaper per event than a ring buffer (no
 /// wrap-around index on every look at its head); it is emptied whenever its last event is
 /// read, and moved down to its start only when it would otherwise grow and half of it is
@@ -195,12 +199,13 @@ impl<P: Copy> EventQueue<P> {
     }
 
     /// Schedules `ev`, in `lane` if it keeps that lane sorted. `ev.t` must not be before
-    /// the last event popped.
+    /// the last event popped, nor, in [`IN_ORDER_LANE`], before the last event pushed there.
     #[inline(always)]
     pub(super) fn push(&mut self, ev: Event<P>, lane: Option<usize>) {
         if let Some(l) = lane {
             let lane = &mut self.lanes[l];
-            if lane.tail_t <= ev.t {
+            debug_assert!(l != IN_ORDER_LANE || lane.tail_t <= ev.t, "out of order");
+            if l == IN_ORDER_LANE || lane.tail_t <= ev.t {
                 lane.tail_t = ev.t;
                 if lane.events.is_empty() {
                     self.heads[l] = ev.key();
@@ -280,6 +285,9 @@ mod tests {
         ]
     }
 
+    /// The in-order lane's fixed delay in the tests.
+    const IN_ORDER_DELAY: u64 = 50_000;
+
     fn step() -> impl Strategy<Value = Step> {
         (
             prop::collection::vec((delay(), 0u8..8), 0..4),
@@ -297,15 +305,18 @@ mod tests {
             let mut q = EventQueue::new();
             let mut reference = BinaryHeap::new();
             let mut seq = 0u64;
+            // The in-order lane takes only what comes in order, as the simulator's network
+            // legs do: its pushes are a fixed delay after now, whatever the delay drawn.
             let mut push = |q: &mut EventQueue<u64>, r: &mut BinaryHeap<Reverse<(u64, u64)>>,
-                            t: u64, lane: u8| {
+                            now: u64, d: u64, lane: u8| {
                 seq += 1;
                 let lane = (usize::from(lane) < LANES).then_some(usize::from(lane));
+                let t = now + if lane == Some(IN_ORDER_LANE) { IN_ORDER_DELAY } else { d };
                 q.push(Event { t, seq, payload: seq }, lane);
                 r.push(Reverse((t, seq)));
             };
-            for (t, lane) in initial {
-                push(&mut q, &mut reference, t, lane);
+            for (d, lane) in initial {
+                push(&mut q, &mut reference, 0, d, lane);
             }
             for s in steps {
                 let Some(Reverse(want)) = reference.pop() else { break };
@@ -313,7 +324,7 @@ mod tests {
                 prop_assert_eq!((got.t, got.seq), want);
                 prop_assert_eq!(got.payload, got.seq);
                 for (d, lane) in s.pushes {
-                    push(&mut q, &mut reference, want.0 + d, lane);
+                    push(&mut q, &mut reference, want.0, d, lane);
                 }
                 if let Some((lane, m)) = s.sweep {
                     let mut dropped = std::collections::HashSet::new();

@@ -20,11 +20,11 @@ const SAME_BODY: u64 = 0;
 impl Sim<'_> {
     pub(super) fn target_arrive(&mut self, t: u64, a: u32) {
         let at = &mut self.atts[a as usize];
-        if !at.client_waiting {
+        if !at.client_waiting() {
             return; // the client gave up before the request got there
         }
         self.counters.arrive(sec(t));
-        at.handler_alive = true;
+        at.handler_start();
         at.reached = true;
         if self.cfg.count_classes {
             self.counters.class_arrived(usize::from(at.class));
@@ -39,7 +39,7 @@ impl Sim<'_> {
             Segment::Plain => {
                 // No request fault is active: `decide` would serve plainly, without a draw.
                 if !self.answered_early(t, a) {
-                    self.atts[a as usize].work_active = true;
+                    self.atts[a as usize].work_start();
                     self.work_start(t, a);
                 }
                 return;
@@ -114,7 +114,7 @@ impl Sim<'_> {
                 if self.answered_early(t, a) {
                     return;
                 }
-                self.atts[a as usize].work_active = true;
+                self.atts[a as usize].work_start();
                 if extra > 0 {
                     self.push(t + extra, Kind::WorkStart, a, gen);
                 } else {
@@ -229,7 +229,7 @@ impl Sim<'_> {
     /// A terminal fault acts (after its added latency), if the client is still connected.
     pub(super) fn fault_act(&mut self, t: u64, a: u32) {
         let at = &self.atts[a as usize];
-        if !at.handler_alive {
+        if !at.handler_alive() {
             return;
         }
         match at.act {
@@ -252,7 +252,7 @@ impl Sim<'_> {
     pub(super) fn send_reply(&mut self, t: u64, a: u32, status: u16, fault: u16) {
         self.leave(t, a);
         let at = &mut self.atts[a as usize];
-        at.handler_alive = false;
+        at.handler_done();
         at.reply_status = status;
         at.reply_fault = fault;
         let reply_at = t + ns(NET_DELAY);
@@ -377,14 +377,14 @@ impl Sim<'_> {
     pub(super) fn work_shed(&mut self, t: u64, a: u32, why: Shed) {
         self.counters.shed(why.reason());
         let at = &mut self.atts[a as usize];
-        at.work_active = false;
+        at.work_done();
         if std::mem::take(&mut at.ticket) {
             // Shed before it ran: the key is forgotten, so a retry may execute.
             if let Some(store) = self.dedup.as_mut() {
                 store.forget(&(at.hop, at.request));
             }
         }
-        if at.handler_alive {
+        if at.handler_alive() {
             let status = why.status();
             let part = match why {
                 Shed::RateLimited => self.retry_after_part(),
@@ -401,8 +401,8 @@ impl Sim<'_> {
         self.left_work(t, a);
         self.pump(t);
         let at = &mut self.atts[a as usize];
-        at.work_active = false;
-        let (request, alive, lost) = (at.request, at.handler_alive, at.lost);
+        at.work_done();
+        let (request, alive, lost) = (at.request, at.handler_alive(), at.lost);
         if std::mem::take(&mut at.ticket) {
             if let Some(store) = self.dedup.as_mut() {
                 store.complete((at.hop, request), SAME_BODY, 200, t);

@@ -48,7 +48,7 @@ impl Sim<'_> {
         if at.timer_at != NO_TIMER {
             let (due, seq, gen) = (at.timer_at, at.timer_seq, at.gen);
             at.timer_at = NO_TIMER;
-            if at.client_waiting {
+            if at.client_waiting() {
                 self.queue_timer(due, seq, a, gen, lane_of(Kind::ClientTimeout));
             }
         }

@@ -1,0 +1,234 @@
+//! The simulator's two slabs: `Req`, one logical request at a client, and `Att`, one
+//! attempt from its send until nobody holds it any more, both reused through free lists
+//! threaded through their free slots (see `engine`'s module docs for what each holds).
+
+use super::engine::{Sim, NONE, NO_TIMER};
+use super::hop::NO_DEADLINE;
+use super::hop::NO_REPLY;
+use super::provider::{Route, NO_FALLBACK};
+use super::verdicts::NO_FAULT;
+use crate::draws::LazyRng;
+use crate::session;
+
+/// What the target does with an arrival after its added latency.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Act {
+    Status,
+    Reset,
+    Hang,
+}
+
+pub(super) struct Req {
+    pub(super) gen: u32,
+    /// The request between its steps; `None` once it has ended (the slot is free).
+    pub(super) req: Option<session::Request>,
+    pub(super) rng: LazyRng,
+    /// Its request id (the session's, kept here so that a send need not reach into the
+    /// request's box for it).
+    pub(super) id: u64,
+    pub(super) user: u32,
+    pub(super) claimed: bool,
+    /// The hop whose client drives it: 0 the load generator, `l` the `l`-th layer.
+    pub(super) hop: u8,
+    /// A layer's request: the caller's attempt it serves (and its generation), or `NONE`.
+    pub(super) parent: u32,
+    pub(super) parent_gen: u32,
+    /// Its latest attempt and that attempt's generation.
+    pub(super) att: u32,
+    pub(super) att_gen: u32,
+    /// Its latest reply (status, `REPLY_RESET`, `REPLY_TIMEOUT` or `NO_REPLY`) and fault,
+    /// which a layer relays when the request ends.
+    pub(super) last_status: u16,
+    pub(super) last_fault: u16,
+    /// Its request class (0 without classes, and at a layer).
+    pub(super) class: u8,
+    /// A hedged call's copies the client still waits for (attempt index, generation);
+    /// empty for every other request.
+    pub(super) copies: Vec<(u32, u32)>,
+    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::free_req`].
+    pub(super) next_free: u32,
+}
+
+pub(super) struct Att {
+    pub(super) gen: u32,
+    pub(super) req: u32,
+    pub(super) req_gen: u32,
+    pub(super) request: u64,
+    pub(super) attempt: u32,
+    pub(super) sent_at: u64,
+    /// The hop that sent it; it goes to the next layer, or to the target from the last hop.
+    pub(super) hop: u8,
+    /// With failover, the provider (index in the config's list) the policy sent it to.
+    pub(super) provider: u8,
+    /// Its request's class (0 without classes).
+    pub(super) class: u8,
+    /// After the policy gave up: the ladder's model rung it was sent to, or `NO_FALLBACK`.
+    pub(super) fallback: u8,
+    /// The propagated deadline it carries, in whole ms, or `NO_DEADLINE`.
+    pub(super) deadline_ms: u64,
+    /// At a layer: the request the layer drives for it (and its generation), or `NONE`.
+    pub(super) child: u32,
+    pub(super) child_gen: u32,
+    /// Who still holds the slot ([`CLIENT`], [`HANDLER`], [`WORK`]): freed once nobody does.
+    holds: u8,
+    /// The next hop has read it (counted it among its arrivals): a hedged copy closed
+    /// before then is one the target never counts.
+    pub(super) reached: bool,
+    /// It carries an idempotency key, and holds its key's right to execute at the target.
+    pub(super) keyed: bool,
+    pub(super) ticket: bool,
+    pub(super) queued: bool,
+    pub(super) act: Act,
+    /// Its per-try timer while held back (see [`Sim::arm_timer`]): when it goes off, or
+    /// `NO_TIMER` once it is in the queue, dropped, or when the attempt has none.
+    pub(super) timer_at: u64,
+    /// The timer's sequence number, taken when the attempt was sent.
+    pub(super) timer_seq: u64,
+    /// Lost-response fault that chose this attempt (index), or `NO_FAULT`.
+    pub(super) lost: u16,
+    pub(super) reply_status: u16,
+    pub(super) reply_fault: u16,
+    /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::maybe_free`].
+    pub(super) next_free: u32,
+}
+
+/// The holders of an attempt's slot, one bit each in [`Att::holds`], so that whether any is
+/// left is one compare where three flags took three loads and branches.
+/// The client still waits for its reply.
+const CLIENT: u8 = 1;
+/// The next hop's request handler is running (the request is in flight there).
+const HANDLER: u8 = 2;
+/// The target's work (queue, service) on it is running.
+const WORK: u8 = 4;
+
+impl Att {
+    /// Where it goes among the providers: class, failover slot, model rung.
+    #[inline]
+    pub(super) fn route(&self) -> Route {
+        (self.class, self.provider, self.fallback)
+    }
+
+    /// The client still waits for its reply.
+    #[inline(always)]
+    pub(super) fn client_waiting(&self) -> bool {
+        self.holds & CLIENT != 0
+    }
+
+    /// The next hop's request handler is running (the request is in flight there).
+    #[inline(always)]
+    pub(super) fn handler_alive(&self) -> bool {
+        self.holds & HANDLER != 0
+    }
+
+    /// The client stopped waiting for its reply.
+    #[inline(always)]
+    pub(super) fn client_done(&mut self) {
+        self.holds &= !CLIENT;
+    }
+
+    /// The next hop's handler started on it.
+    #[inline(always)]
+    pub(super) fn handler_start(&mut self) {
+        self.holds |= HANDLER;
+    }
+
+    /// The next hop's handler ended.
+    #[inline(always)]
+    pub(super) fn handler_done(&mut self) {
+        self.holds &= !HANDLER;
+    }
+
+    /// The target's work on it started.
+    #[inline(always)]
+    pub(super) fn work_start(&mut self) {
+        self.holds |= WORK;
+    }
+
+    /// The target's work on it ended.
+    #[inline(always)]
+    pub(super) fn work_done(&mut self) {
+        self.holds &= !WORK;
+    }
+
+    /// Just sent: only the client holds it.
+    #[inline(always)]
+    pub(super) fn sent(&mut self) {
+        self.holds = CLIENT;
+    }
+}
+
+impl Sim<'_> {
+    pub(super) fn alloc_req(&mut self) -> u32 {
+        let r = self.free_req;
+        if r != NONE {
+            self.free_req = self.reqs[r as usize].next_free;
+            return r;
+        }
+        self.reqs.push(Req {
+            gen: 0,
+            req: None,
+            rng: LazyRng::new(0),
+            id: 0,
+            user: NONE,
+            claimed: false,
+            hop: 0,
+            parent: NONE,
+            parent_gen: 0,
+            att: NONE,
+            att_gen: 0,
+            last_status: NO_REPLY,
+            last_fault: NO_FAULT,
+            class: 0,
+            copies: Vec::new(),
+            next_free: NONE,
+        });
+        (self.reqs.len() - 1) as u32
+    }
+
+    pub(super) fn alloc_att(&mut self) -> u32 {
+        let a = self.free_att;
+        if a != NONE {
+            self.free_att = self.atts[a as usize].next_free;
+            return a;
+        }
+        self.atts.push(Att {
+            gen: 0,
+            req: 0,
+            req_gen: 0,
+            request: 0,
+            attempt: 0,
+            sent_at: 0,
+            hop: 0,
+            provider: 0,
+            class: 0,
+            fallback: NO_FALLBACK,
+            deadline_ms: NO_DEADLINE,
+            child: NONE,
+            child_gen: 0,
+            holds: 0,
+            reached: false,
+            keyed: false,
+            ticket: false,
+            queued: false,
+            act: Act::Hang,
+            timer_at: NO_TIMER,
+            timer_seq: 0,
+            lost: NO_FAULT,
+            reply_status: 0,
+            reply_fault: NO_FAULT,
+            next_free: NONE,
+        });
+        (self.atts.len() - 1) as u32
+    }
+
+    /// Frees an attempt once nobody (client, handler, work) holds it any more.
+    #[inline]
+    pub(super) fn maybe_free(&mut self, a: u32) {
+        let at = &mut self.atts[a as usize];
+        if at.holds == 0 {
+            at.gen = at.gen.wrapping_add(1);
+            at.next_free = self.free_att;
+            self.free_att = a;
+        }
+    }
+}
