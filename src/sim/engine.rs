@@ -21,8 +21,8 @@ use super::clock::{dur, now, ns, sec, MIN_THINK, NET_DELAY};
 pub(super) use super::event::Kind;
 use super::event::{lane_of, Ev, Event, MIN_SWEEP};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE};
-use super::queue::EventQueue;
-pub(super) use super::slots::{Act, Att, Req};
+use super::queue::{EventQueue, IN_ORDER_LANE};
+pub(super) use super::slots::{Act, Att, Carry, Req};
 use super::verdicts::{Verdicts, NO_FAULT};
 use crate::draws::request_seed;
 use crate::idempotency::Store;
@@ -253,6 +253,22 @@ impl Sim<'_> {
         );
     }
 
+    /// [`Self::push`] for a network leg (an arrival at the next hop, a reply), whose lane
+    /// is known without looking at its kind.
+    #[inline(always)]
+    pub(super) fn push_leg(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
+        debug_assert_eq!(lane_of(kind), Some(IN_ORDER_LANE));
+        self.seq += 1;
+        self.events.push(
+            Event {
+                t,
+                seq: self.seq,
+                payload: Ev { kind, idx, gen },
+            },
+            Some(IN_ORDER_LANE),
+        );
+    }
+
     fn run(mut self) -> ConfigOut {
         self.schedule_start();
         let end = self.cfg.end;
@@ -454,6 +470,7 @@ impl Sim<'_> {
     }
 
     fn start_request(&mut self, t: u64, id: u64, user: u32, claimed: bool) {
+        let mode = self.send_mode(0);
         let r = self.alloc_req();
         let q = &mut self.reqs[r as usize];
         q.user = user;
@@ -461,6 +478,7 @@ impl Sim<'_> {
         q.claimed = claimed;
         q.hop = 0;
         q.parent = NONE;
+        (q.carry, q.arrive) = mode;
         q.rng
             .reseed(request_seed(self.cfg.seed, self.cfg.draw_key, id));
         let step = if self.cfg.count_classes {
@@ -518,66 +536,68 @@ impl Sim<'_> {
     /// arrival at the next hop, its per-try timer.
     #[inline(always)]
     pub(super) fn send(&mut self, t: u64, r: u32, attempt: session::Attempt) -> u32 {
-        {
-            {
-                self.attempts += 1;
-                let q = &mut self.reqs[r as usize];
-                let id = q.id;
-                let (req_gen, hop, class) = (q.gen, q.hop, q.class);
-                let a = self.alloc_att();
-                let q = &mut self.reqs[r as usize];
-                q.att = a;
-                let propagate = match hop {
-                    0 => self.cfg.propagate_deadline,
-                    h => self.hops[h as usize - 1].propagate_deadline,
-                };
-                let to_layer = (hop as usize) < self.hops.len();
-                let at = &mut self.atts[a as usize];
-                q.att_gen = at.gen;
-                at.hop = hop;
-                // A gRPC call always carries its deadline (`grpc-timeout`: what remains of
-                // it, else the try's), which the next layer inherits as the live one does.
-                let carried = match (self.cfg.grpc, propagate) {
-                    (true, _) => attempt.remaining_deadline.or(attempt.timeout),
-                    (false, true) => attempt.remaining_deadline,
-                    (false, false) => None,
-                };
-                at.deadline_ms = match carried {
-                    Some(rem) => u64::try_from(rem.as_millis()).unwrap_or(u64::MAX - 1),
-                    None => NO_DEADLINE,
-                };
-                at.child = NONE;
-                at.req = r;
-                at.req_gen = req_gen;
-                at.request = id;
-                at.attempt = attempt.number;
-                at.provider = attempt.provider.map_or(0, |p| p as u8);
-                at.class = class;
-                at.fallback = attempt.fallback.unwrap_or(NO_FALLBACK);
-                at.sent_at = t;
-                at.sent();
-                at.reached = false;
-                at.keyed = attempt.idempotency_key;
-                at.ticket = false;
-                at.queued = false;
-                at.lost = NO_FAULT;
-                at.timer_at = NO_TIMER;
-                at.reply_status = 0;
-                at.reply_fault = NO_FAULT;
-                let gen = at.gen;
-                let arrive = if to_layer {
-                    Kind::LayerArrive
-                } else {
-                    Kind::TargetArrive
-                };
-                let arrive_at = t + ns(NET_DELAY);
-                self.push(arrive_at, arrive, a, gen);
-                if let Some(to) = attempt.timeout {
-                    self.hold_timer(a, gen, t.saturating_add(ns(to)), arrive_at);
-                }
-                a
-            }
+        self.attempts += 1;
+        let a = self.alloc_att();
+        let q = &mut self.reqs[r as usize];
+        q.att = a;
+        let at = &mut self.atts[a as usize];
+        q.att_gen = at.gen;
+        at.hop = q.hop;
+        let carried = match q.carry {
+            Carry::Nothing => None,
+            Carry::Remaining => attempt.remaining_deadline,
+            Carry::RemainingElseTry => attempt.remaining_deadline.or(attempt.timeout),
+        };
+        at.deadline_ms = match carried {
+            Some(rem) => u64::try_from(rem.as_millis()).unwrap_or(u64::MAX - 1),
+            None => NO_DEADLINE,
+        };
+        at.child = NONE;
+        at.req = r;
+        at.req_gen = q.gen;
+        at.request = q.id;
+        at.attempt = attempt.number;
+        at.provider = attempt.provider.map_or(0, |p| p as u8);
+        at.class = q.class;
+        at.fallback = attempt.fallback.unwrap_or(NO_FALLBACK);
+        at.sent_at = t;
+        at.sent();
+        at.reached = false;
+        at.keyed = attempt.idempotency_key;
+        at.ticket = false;
+        at.queued = false;
+        at.lost = NO_FAULT;
+        at.timer_at = NO_TIMER;
+        at.reply_status = 0;
+        at.reply_fault = NO_FAULT;
+        let (gen, arrive) = (at.gen, q.arrive);
+        let arrive_at = t + ns(NET_DELAY);
+        self.push_leg(arrive_at, arrive, a, gen);
+        if let Some(to) = attempt.timeout {
+            self.hold_timer(a, gen, t.saturating_add(ns(to)), arrive_at);
         }
+        a
+    }
+
+    /// How a request driven by hop `hop`'s client sends its attempts: the deadline they
+    /// carry, and whether they reach a layer or the target. Worked out once per request.
+    pub(super) fn send_mode(&self, hop: u8) -> (Carry, Kind) {
+        let propagate = match hop {
+            0 => self.cfg.propagate_deadline,
+            h => self.hops[h as usize - 1].propagate_deadline,
+        };
+        // A gRPC call always carries its deadline (`grpc-timeout`: what remains of it, else
+        // the try's), which the next layer inherits as the live one does.
+        let carry = match (self.cfg.grpc, propagate) {
+            (true, _) => Carry::RemainingElseTry,
+            (false, true) => Carry::Remaining,
+            (false, false) => Carry::Nothing,
+        };
+        let arrive = match (hop as usize) < self.hops.len() {
+            true => Kind::LayerArrive,
+            false => Kind::TargetArrive,
+        };
+        (carry, arrive)
     }
 
     /// Frees the slot of a request that ended; a closed-loop user thinks, then starts its

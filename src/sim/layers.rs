@@ -83,12 +83,14 @@ impl Sim<'_> {
         let inherited =
             (at.deadline_ms != NO_DEADLINE).then(|| Duration::from_millis(at.deadline_ms));
         let parent_gen = at.gen;
+        let mode = self.send_mode(h as u8 + 1);
         let r = self.alloc_req();
         let q = &mut self.reqs[r as usize];
         q.user = NONE;
         q.id = id;
         q.claimed = false;
         q.hop = h as u8 + 1;
+        (q.carry, q.arrive) = mode;
         q.parent = a;
         q.parent_gen = parent_gen;
         q.last_status = NO_REPLY;

@@ -2,7 +2,7 @@
 //! attempt from its send until nobody holds it any more, both reused through free lists
 //! threaded through their free slots (see `engine`'s module docs for what each holds).
 
-use super::engine::{Sim, NONE, NO_TIMER};
+use super::engine::{Kind, Sim, NONE, NO_TIMER};
 use super::hop::NO_DEADLINE;
 use super::hop::NO_REPLY;
 use super::provider::{Route, NO_FALLBACK};
@@ -30,6 +30,10 @@ pub(super) struct Req {
     pub(super) claimed: bool,
     /// The hop whose client drives it: 0 the load generator, `l` the `l`-th layer.
     pub(super) hop: u8,
+    /// How its attempts go ([`Sim::send_mode`] of its hop): the deadline they carry, and
+    /// whether they reach a layer or the target.
+    pub(super) carry: Carry,
+    pub(super) arrive: Kind,
     /// A layer's request: the caller's attempt it serves (and its generation), or `NONE`.
     pub(super) parent: u32,
     pub(super) parent_gen: u32,
@@ -90,6 +94,17 @@ pub(super) struct Att {
     pub(super) reply_fault: u16,
     /// While the slot is free: the next free slot (`NONE`: the last), see [`Sim::maybe_free`].
     pub(super) next_free: u32,
+}
+
+/// What an attempt carries to the next hop as its deadline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Carry {
+    /// Nothing (HTTP without deadline propagation).
+    Nothing,
+    /// The request's remaining deadline (HTTP with propagation).
+    Remaining,
+    /// A gRPC call's `grpc-timeout`: what remains of the deadline, else the try's timeout.
+    RemainingElseTry,
 }
 
 /// The holders of an attempt's slot, one bit each in [`Att::holds`], so that whether any is
@@ -172,6 +187,8 @@ impl Sim<'_> {
             user: NONE,
             claimed: false,
             hop: 0,
+            carry: Carry::Nothing,
+            arrive: Kind::TargetArrive,
             parent: NONE,
             parent_gen: 0,
             att: NONE,
