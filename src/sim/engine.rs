@@ -199,7 +199,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
         hops: cfg.layers.iter().map(Hop::new).collect(),
         counters: TargetCounts::new(),
         peak_serving: 0,
-        events: EventQueue::new(),
+        events: EventQueue::until(cfg.end),
         seq: 0,
         reqs: Vec::new(),
         free_req: NONE,
@@ -276,10 +276,8 @@ impl Sim<'_> {
         let mut last_t = 0u64;
         let mut popped = 0u64;
         let mut stopped = false;
+        // The queue ends before the first event due at or after `end`.
         while let Some(ev) = self.events.pop() {
-            if ev.t >= end {
-                break;
-            }
             popped += 1;
             if popped % STOP_CHECK_EVERY == 0
                 && self

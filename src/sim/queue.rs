@@ -117,9 +117,24 @@ impl<P: Copy> Lane<P> {
 /// of them at once (the services in progress, the retries waiting out their backoff).
 struct Heap<P> {
     heap: BinaryHeap<Pending<P>>,
-    /// The least key held ([`Event::key`]), `u128::MAX` when empty: most pops go to a lane,
-    /// and each of them compares with this one number rather than looking into the heap.
+    /// The least key held ([`Event::key`]), or `end` when that is less: most pops go to a
+    /// lane, and each of them compares with this one number rather than looking into the
+    /// heap.
     least: u128,
+    /// The key before which the queue ends, `(end, 0)`: held like an event that is never
+    /// popped, so that neither the end of the run nor an empty queue costs a pop from a
+    /// lane a test of its own (a lane's head at or after the end is never less than it).
+    end: u128,
+}
+
+/// What [`Heap::pop_before`] found.
+enum Before<P> {
+    /// Its least event, before the bound.
+    Event(Event<P>),
+    /// Nothing before the bound.
+    Nothing,
+    /// The end, before the bound.
+    End,
 }
 
 /// An event in [`Heap`], ordered so that the least key is the greatest (the standard
@@ -149,10 +164,12 @@ impl<P> Ord for Pending<P> {
 }
 
 impl<P: Copy> Heap<P> {
-    fn new() -> Self {
+    fn until(end: u64) -> Self {
+        let end = u128::from(end) << 64;
         Heap {
             heap: BinaryHeap::new(),
-            least: u128::MAX,
+            least: end,
+            end,
         }
     }
 
@@ -162,15 +179,24 @@ impl<P: Copy> Heap<P> {
         self.heap.push(Pending(ev));
     }
 
-    /// The least (time, sequence) held, if it comes before `bound` ([`Event::key`]).
+    /// The least (time, sequence) held, if it comes before `bound` ([`Event::key`]), or the
+    /// end if that comes first.
     #[inline(always)]
-    fn pop_before(&mut self, bound: u128) -> Option<Event<P>> {
+    fn pop_before(&mut self, bound: u128) -> Before<P> {
         if bound < self.least {
-            return None;
+            return Before::Nothing;
         }
-        let ev = self.heap.pop()?.0;
-        self.least = self.heap.peek().map_or(u128::MAX, |p| p.0.key());
-        Some(ev)
+        if self.least == self.end {
+            return Before::End;
+        }
+        let Some(Pending(ev)) = self.heap.pop() else {
+            return Before::End; // never: `least` below `end` is an event's key
+        };
+        self.least = self
+            .heap
+            .peek()
+            .map_or(self.end, |p| p.0.key().min(self.end));
+        Before::Event(ev)
     }
 
     #[cfg(test)]
@@ -190,9 +216,10 @@ pub(super) struct EventQueue<P> {
 }
 
 impl<P: Copy> EventQueue<P> {
-    pub(super) fn new() -> Self {
+    /// A queue whose pops end before the first event due at or after `end` (ns).
+    pub(super) fn until(end: u64) -> Self {
         EventQueue {
-            heap: Heap::new(),
+            heap: Heap::until(end),
             lanes: std::array::from_fn(|_| Lane::with_capacity(1024)),
             heads: [u128::MAX; LANES],
         }
@@ -217,19 +244,21 @@ impl<P: Copy> EventQueue<P> {
         self.heap.push(ev);
     }
 
+    /// The next event in (time, sequence) order; `None` once that is due at or after the
+    /// queue's end, or none is left.
     #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<Event<P>> {
         // The least lane head (no event has key `u128::MAX`: sequence numbers never get
-        // there).
-        // Written out for the three lanes: two compares and selects, no loop.
+        // there). Written out for the three lanes: two compares and selects, no loop.
         let [k0, k1, k2] = self.heads;
         let (b01, k01) = if k1 < k0 { (1, k1) } else { (0, k0) };
         let (best, key) = if k2 < k01 { (2, k2) } else { (b01, k01) };
-        if let Some(ev) = self.heap.pop_before(key) {
-            return Some(ev);
-        }
-        if key == u128::MAX {
-            return None;
+        match self.heap.pop_before(key) {
+            Before::Event(ev) => return Some(ev),
+            Before::End => return None,
+            // A lane's head comes first, so some lane has one (an empty lane's key,
+            // `u128::MAX`, is never less than the end's).
+            Before::Nothing => {}
         }
         let (ev, next) = self.lanes[best].pop_front()?;
         self.heads[best] = next;
@@ -302,7 +331,7 @@ mod tests {
         #[test]
         fn pops_in_heap_order(initial in prop::collection::vec((delay(), 0u8..8), 1..20),
                               steps in prop::collection::vec(step(), 0..300)) {
-            let mut q = EventQueue::new();
+            let mut q = EventQueue::until(u64::MAX);
             let mut reference = BinaryHeap::new();
             let mut seq = 0u64;
             // The in-order lane takes only what comes in order, as the simulator's network
@@ -347,9 +376,31 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Pops end before the first event due at or after the end, as a loop that
+        /// stopped there would; an empty queue ends as well.
+        #[test]
+        fn pops_end_before_the_end(times in prop::collection::vec((delay(), 0u8..8), 0..60),
+                                   end in delay()) {
+            let mut q = EventQueue::until(end);
+            let mut want = Vec::new();
+            for (seq, &(t, lane)) in (1u64..).zip(&times) {
+                // The in-order lane in time order only: its events sorted.
+                let lane = (usize::from(lane) < LANES && usize::from(lane) != IN_ORDER_LANE)
+                    .then_some(usize::from(lane));
+                q.push(Event { t, seq, payload: () }, lane);
+                want.push((t, seq));
+            }
+            want.sort_unstable();
+            want.retain(|&(t, _)| t < end);
+            let got: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop()).map(|e| (e.t, e.seq)).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn same_instant_keeps_schedule_order() {
-        let mut q = EventQueue::new();
+        let mut q = EventQueue::until(u64::MAX);
         for seq in 1..=5u64 {
             let lane = if seq % 2 == 0 { Some(0) } else { None };
             q.push(
