@@ -452,7 +452,31 @@ impl Session {
     /// share it, and neither moves the request on the way.
     #[inline(always)]
     fn ask(&mut self, now: Now, req: &mut Request) -> Asked {
-        let client = &mut self.clients[req.client as usize];
+        let Session {
+            clients,
+            rec,
+            classes,
+            ..
+        } = self;
+        let client = &mut clients[req.client as usize];
+        // The bare way (see `RetryClient::bare_for`): no rate limiter, bulkhead, provider,
+        // deadline or policy event, so the attempt is counted and goes.
+        if client.bare_for(&req.state) {
+            if let Some(send) = client.take_bare_attempt(&mut req.state) {
+                rec.attempt_sent(now.mono, send.attempt);
+                if !classes.is_empty() {
+                    rec.class_attempt(usize::from(req.class), send.attempt);
+                }
+                return Asked::Send(Attempt {
+                    number: send.attempt,
+                    timeout: send.timeout,
+                    remaining_deadline: None,
+                    idempotency_key: send.idempotency_key,
+                    provider: None,
+                    fallback: None,
+                });
+            }
+        }
         // The rate limiter first, as botocore's adaptive mode acquires its token on
         // `before-send`: an attempt it holds back is asked for again when the wait is over.
         if let Some(wait) = client.rate_limit(now, &req.state) {
@@ -609,7 +633,13 @@ impl Session {
             ..
         } = self;
         let client = &mut clients[req.client as usize];
-        let d = client.on_outcome(now, &mut req.state, outcome, rng);
+        // The bare way has no budget, breaker or event: nothing to chart or record.
+        let bare = client.bare_for(&req.state);
+        let d = if bare {
+            client.on_bare_outcome(&mut req.state, outcome)
+        } else {
+            client.on_outcome(now, &mut req.state, outcome, rng)
+        };
         let t = now.mono;
         let label = relabel
             .take()
@@ -617,10 +647,16 @@ impl Session {
         rec.attempt_done(t, latency, label, req.state.attempts());
         // With a fleet, the level charted is that of the instance that just decided. A
         // config with neither a budget nor a breaker has nothing to chart.
-        let level = client.budget_level();
-        let breaker = client.breaker_state().map(crate::metrics::breaker_level);
-        // Asked now, with the client at hand, rather than looked up again at the end.
-        let has_events = client.has_events();
+        let (level, breaker, has_events) = if bare {
+            (None, None, false)
+        } else {
+            (
+                client.budget_level(),
+                client.breaker_state().map(crate::metrics::breaker_level),
+                // Asked now, with the client at hand, rather than looked up again at the end.
+                client.has_events(),
+            )
+        };
         if level.is_some() || breaker.is_some() {
             rec.sample_policy(t, level, breaker);
         }
