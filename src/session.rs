@@ -417,6 +417,9 @@ impl Session {
     /// sent, or a refusal that ends the request.
     #[inline(always)]
     pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
+        if let Some(attempt) = self.ask_bare(now, &mut req) {
+            return Step::Send(req, attempt);
+        }
         match self.ask(now, &mut req) {
             Asked::Send(attempt) => Step::Send(req, attempt),
             Asked::Wait(after) => Step::Wait(req, after),
@@ -434,6 +437,9 @@ impl Session {
         let Some(req) = slot.as_mut() else {
             unreachable!("permit_in without a request in its slot");
         };
+        if let Some(attempt) = self.ask_bare(now, req) {
+            return Next::Send(attempt);
+        }
         match self.ask(now, req) {
             Asked::Send(attempt) => Next::Send(attempt),
             Asked::Wait(after) => Next::Wait(after),
@@ -447,11 +453,11 @@ impl Session {
         }
     }
 
-    /// What the policy says of the request's next attempt, counted, with the request left
-    /// where it is: both ways of holding a request ([`Self::permit`], [`Self::permit_in`])
-    /// share it, and neither moves the request on the way.
+    /// The bare way's permit (see `RetryClient::bare_for`): the attempt, counted, when it
+    /// goes that way; `None` leaves the request to [`Self::ask`]. Asked before it, so the
+    /// attempt goes straight to the engine's step, not through [`Asked`].
     #[inline(always)]
-    fn ask(&mut self, now: Now, req: &mut Request) -> Asked {
+    fn ask_bare(&mut self, now: Now, req: &mut Request) -> Option<Attempt> {
         let Session {
             clients,
             rec,
@@ -459,24 +465,31 @@ impl Session {
             ..
         } = self;
         let client = &mut clients[req.client as usize];
-        // The bare way (see `RetryClient::bare_for`): no rate limiter, bulkhead, provider,
-        // deadline or policy event, so the attempt is counted and goes.
-        if client.bare_for(&req.state) {
-            if let Some(send) = client.take_bare_attempt(&mut req.state) {
-                rec.attempt_sent(now.mono, send.attempt);
-                if !classes.is_empty() {
-                    rec.class_attempt(usize::from(req.class), send.attempt);
-                }
-                return Asked::Send(Attempt {
-                    number: send.attempt,
-                    timeout: send.timeout,
-                    remaining_deadline: None,
-                    idempotency_key: send.idempotency_key,
-                    provider: None,
-                    fallback: None,
-                });
-            }
+        if !client.bare_for(&req.state) {
+            return None;
         }
+        // No rate limiter, bulkhead, provider, deadline or policy event on this way.
+        let send = client.take_bare_attempt(&mut req.state)?;
+        rec.attempt_sent(now.mono, send.attempt);
+        if !classes.is_empty() {
+            rec.class_attempt(usize::from(req.class), send.attempt);
+        }
+        Some(Attempt {
+            number: send.attempt,
+            timeout: send.timeout,
+            remaining_deadline: None,
+            idempotency_key: send.idempotency_key,
+            provider: None,
+            fallback: None,
+        })
+    }
+
+    /// What the policy says of the request's next attempt, counted, with the request left
+    /// where it is: both ways of holding a request ([`Self::permit`], [`Self::permit_in`])
+    /// share it, and neither moves the request on the way.
+    #[inline(always)]
+    fn ask(&mut self, now: Now, req: &mut Request) -> Asked {
+        let client = &mut self.clients[req.client as usize];
         // The rate limiter first, as botocore's adaptive mode acquires its token on
         // `before-send`: an attempt it holds back is asked for again when the wait is over.
         if let Some(wait) = client.rate_limit(now, &req.state) {
