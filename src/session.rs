@@ -417,6 +417,9 @@ impl Session {
     /// sent, or a refusal that ends the request.
     #[inline(always)]
     pub fn permit(&mut self, now: Now, mut req: Request) -> Step {
+        if let Some(attempt) = self.ask_bare(now, &mut req) {
+            return Step::Send(req, attempt);
+        }
         match self.ask(now, &mut req) {
             Asked::Send(attempt) => Step::Send(req, attempt),
             Asked::Wait(after) => Step::Wait(req, after),
@@ -434,6 +437,9 @@ impl Session {
         let Some(req) = slot.as_mut() else {
             unreachable!("permit_in without a request in its slot");
         };
+        if let Some(attempt) = self.ask_bare(now, req) {
+            return Next::Send(attempt);
+        }
         match self.ask(now, req) {
             Asked::Send(attempt) => Next::Send(attempt),
             Asked::Wait(after) => Next::Wait(after),
@@ -445,6 +451,37 @@ impl Session {
             }
             Asked::OpenCircuit => self.open_circuit(now, slot),
         }
+    }
+
+    /// The bare way's permit (see `RetryClient::bare_for`): the attempt, counted, when it
+    /// goes that way; `None` leaves the request to [`Self::ask`]. Asked before it, so the
+    /// attempt goes straight to the engine's step, not through [`Asked`].
+    #[inline(always)]
+    fn ask_bare(&mut self, now: Now, req: &mut Request) -> Option<Attempt> {
+        let Session {
+            clients,
+            rec,
+            classes,
+            ..
+        } = self;
+        let client = &mut clients[req.client as usize];
+        if !client.bare_for(&req.state) {
+            return None;
+        }
+        // No rate limiter, bulkhead, provider, deadline or policy event on this way.
+        let send = client.take_bare_attempt(&mut req.state)?;
+        rec.attempt_sent(now.mono, send.attempt);
+        if !classes.is_empty() {
+            rec.class_attempt(usize::from(req.class), send.attempt);
+        }
+        Some(Attempt {
+            number: send.attempt,
+            timeout: send.timeout,
+            remaining_deadline: None,
+            idempotency_key: send.idempotency_key,
+            provider: None,
+            fallback: None,
+        })
     }
 
     /// What the policy says of the request's next attempt, counted, with the request left
@@ -609,7 +646,13 @@ impl Session {
             ..
         } = self;
         let client = &mut clients[req.client as usize];
-        let d = client.on_outcome(now, &mut req.state, outcome, rng);
+        // The bare way has no budget, breaker or event: nothing to chart or record.
+        let bare = client.bare_for(&req.state);
+        let d = if bare {
+            client.on_bare_outcome(&mut req.state, outcome)
+        } else {
+            client.on_outcome(now, &mut req.state, outcome, rng)
+        };
         let t = now.mono;
         let label = relabel
             .take()
@@ -617,10 +660,16 @@ impl Session {
         rec.attempt_done(t, latency, label, req.state.attempts());
         // With a fleet, the level charted is that of the instance that just decided. A
         // config with neither a budget nor a breaker has nothing to chart.
-        let level = client.budget_level();
-        let breaker = client.breaker_state().map(crate::metrics::breaker_level);
-        // Asked now, with the client at hand, rather than looked up again at the end.
-        let has_events = client.has_events();
+        let (level, breaker, has_events) = if bare {
+            (None, None, false)
+        } else {
+            (
+                client.budget_level(),
+                client.breaker_state().map(crate::metrics::breaker_level),
+                // Asked now, with the client at hand, rather than looked up again at the end.
+                client.has_events(),
+            )
+        };
         if level.is_some() || breaker.is_some() {
             rec.sample_policy(t, level, breaker);
         }

@@ -679,26 +679,29 @@ impl RetryClient {
             .shared
             .statuses
             .classify(&self.shared.config.retry_on, outcome);
-        if self.bulkhead.is_some() || self.concurrency.is_some() {
-            let drop = match c.class {
-                OutcomeClass::LocalResource => None,
-                class => Some(class.is_retryable() || c.timeout),
-            };
-            self.release_places(now, req, drop);
-        }
-        if c.class == OutcomeClass::LocalResource {
-            // Not the target's answer: no breaker, budget or backoff state learns from it.
-            return self.give_up(now, req, GiveUpReason::LocalResource, c.class);
-        }
-        if let Some(l) = self.limiter.as_mut() {
-            l.on_response(now.mono, c.class == OutcomeClass::Throttling);
-        }
-        if self.shared.paths.watches_breaker {
-            self.record_breakers(now, req, c.class.is_retryable());
+        let paths = self.shared.paths;
+        if paths.outcome_stages {
+            if self.bulkhead.is_some() || self.concurrency.is_some() {
+                let drop = match c.class {
+                    OutcomeClass::LocalResource => None,
+                    class => Some(class.is_retryable() || c.timeout),
+                };
+                self.release_places(now, req, drop);
+            }
+            if c.class == OutcomeClass::LocalResource {
+                // Not the target's answer: no breaker, budget or backoff state learns from it.
+                return self.give_up(now, req, GiveUpReason::LocalResource, c.class);
+            }
+            if let Some(l) = self.limiter.as_mut() {
+                l.on_response(now.mono, c.class == OutcomeClass::Throttling);
+            }
+            if paths.watches_breaker {
+                self.record_breakers(now, req, c.class.is_retryable());
+            }
         }
         match c.class {
             OutcomeClass::Success => {
-                if self.shared.paths.watches_breaker {
+                if paths.watches_breaker {
                     self.settle_outer(now, req, Some(false));
                     self.collect_breaker_events();
                 }
@@ -708,12 +711,18 @@ impl RetryClient {
                 req.ended = Some(GiveUpReason::NonRetryable); // any later before_attempt refuses
                 return Decision::Success;
             }
-            OutcomeClass::NonRetryable | OutcomeClass::LocalResource => {
+            OutcomeClass::NonRetryable => {
                 return self.give_up(now, req, GiveUpReason::NonRetryable, c.class);
+            }
+            // Without the stages above a local resource's failure comes here: the same
+            // give-up, none of them having anything to learn from it.
+            OutcomeClass::LocalResource => {
+                return self.give_up(now, req, GiveUpReason::LocalResource, c.class);
             }
             OutcomeClass::Transient | OutcomeClass::Throttling => {}
         }
         let hint = match outcome {
+            _ if !paths.hints => Hint::Absent,
             AttemptOutcome::Response(r)
                 if self.shared.config.retry_on.x_should_retry
                     && r.grpc_status.is_none()
@@ -729,7 +738,7 @@ impl RetryClient {
             AttemptOutcome::Transport(_) => Hint::Absent,
         };
         let d = self.decide_failure(now, req, c.class, c.timeout, c.never_sent, hint, &mut rng);
-        if self.shared.paths.watches_breaker {
+        if paths.watches_breaker {
             self.collect_breaker_events();
         }
         d
@@ -808,44 +817,6 @@ impl RetryClient {
             after = self.delay(req, throttling, hint, rng);
         }
         Decision::Retry { after, class }
-    }
-
-    /// Must be called exactly once when the logical request ends (any way).
-    pub fn finish(&mut self, now: Now, mut req: RequestState) {
-        self.finish_in_place(now, &mut req);
-    }
-
-    /// [`Self::finish`] for a caller that ends the request by dropping what holds its
-    /// state (the session's `Request`, taken by value there), so that the state, 160
-    /// bytes, is not copied once more for the call. The state must not be used again.
-    #[inline(always)]
-    pub(crate) fn finish_in_place(&mut self, now: Now, req: &mut RequestState) {
-        self.finish_at(now.mono, now.epoch_wall, req)
-    }
-
-    /// [`Self::finish_in_place`] with `now` in its two halves (see [`Self::before_attempt_at`]).
-    fn finish_at(&mut self, mono: Duration, epoch_wall: SystemTime, req: &mut RequestState) {
-        let now = Now { mono, epoch_wall };
-        self.release_slot(req);
-        // Without a breaker, bulkhead or concurrency limit the request holds nothing else.
-        if !self.shared.paths.holds_nothing {
-            // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
-            self.settle_outer(now, req, None);
-            self.release_places(now, req, None);
-            self.release_call_place(req);
-            self.leave_bulkhead_queue(req);
-            if req.awaiting_outcome && req.is_probe {
-                if let Some(br) = self.breaker.as_mut() {
-                    br.cancel_probe();
-                }
-                if let Some(router) = self.router.as_mut() {
-                    router.cancel_probe(req.provider);
-                }
-            }
-        }
-        if let Some(b) = self.budget.as_mut() {
-            b.on_request_end(now.mono);
-        }
     }
 
     /// The budget's level (None when the config has no budget).

@@ -61,6 +61,11 @@ impl RetryClient {
         rng: &mut dyn rand::RngCore,
     ) -> Duration {
         let n = req.retries_since_reset + 1;
+        if self.shared.paths.no_wait {
+            // What the look-up, the jitter and the hint come to for such a config.
+            req.retries_since_reset = n;
+            return Duration::ZERO;
+        }
         let cfg = &self.shared.config;
         let nominal = self.shared.nominals.get(&cfg.backoff, n, throttling);
         let nominals = &self.shared.nominals;

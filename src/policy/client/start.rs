@@ -1,7 +1,7 @@
-//! A logical request's start: its state written fresh, whole or in place.
+//! A logical request's start, its state written fresh, whole or in place, and its end.
 
 use super::{deadline, Now, RequestState, RetryClient};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 impl RetryClient {
     /// [`Self::start`] for a call whose idempotency is said rather than read off its method
@@ -83,6 +83,47 @@ impl RetryClient {
         match per_try.as_deref_mut() {
             Some(p) if self.shared.config.hedge_on_per_try_timeout => *p = Default::default(),
             _ => *per_try = self.per_try_record(),
+        }
+    }
+
+    /// Must be called exactly once when the logical request ends (any way).
+    pub fn finish(&mut self, now: Now, mut req: RequestState) {
+        self.finish_in_place(now, &mut req);
+    }
+
+    /// [`Self::finish`] for a caller that ends the request by dropping what holds its
+    /// state (the session's `Request`, taken by value there), so that the state, 160
+    /// bytes, is not copied once more for the call. The state must not be used again.
+    #[inline(always)]
+    pub(crate) fn finish_in_place(&mut self, now: Now, req: &mut RequestState) {
+        // Without a stage that holds something, a request's end gives nothing back.
+        if !self.shared.paths.ends_free {
+            self.finish_at(now.mono, now.epoch_wall, req)
+        }
+    }
+
+    /// [`Self::finish_in_place`] with `now` in its two halves (see [`Self::before_attempt_at`]).
+    fn finish_at(&mut self, mono: Duration, epoch_wall: SystemTime, req: &mut RequestState) {
+        let now = Now { mono, epoch_wall };
+        self.release_slot(req);
+        // Without a breaker, bulkhead or concurrency limit the request holds nothing else.
+        if !self.shared.paths.holds_nothing {
+            // A call abandoned with the outer breaker's probe: the place goes back unrecorded.
+            self.settle_outer(now, req, None);
+            self.release_places(now, req, None);
+            self.release_call_place(req);
+            self.leave_bulkhead_queue(req);
+            if req.awaiting_outcome && req.is_probe {
+                if let Some(br) = self.breaker.as_mut() {
+                    br.cancel_probe();
+                }
+                if let Some(router) = self.router.as_mut() {
+                    router.cancel_probe(req.provider);
+                }
+            }
+        }
+        if let Some(b) = self.budget.as_mut() {
+            b.on_request_end(now.mono);
         }
     }
 }
