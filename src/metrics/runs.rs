@@ -43,7 +43,8 @@ const fn shape(digits: u8) -> (u32, u32) {
     (magnitude - 1, 64 - magnitude)
 }
 
-/// The HDR counts index of `v` (in `[1, MAX_LATENCY_US]`) at `digits` significant digits.
+/// The HDR counts index of `v` (in `[1, MAX_LATENCY_US]`, or 0: index 0) at `digits`
+/// significant digits.
 #[inline(always)]
 fn index(v: u64, digits: u8) -> usize {
     let (half_magnitude, lz_base) = shape(digits);
@@ -70,10 +71,11 @@ impl<const DIGITS: u8> RunHistogram<DIGITS> {
         }
     }
 
-    /// Records `value` once, clamped to `[1, MAX_LATENCY_US]`.
+    /// Records `value` once, clamped to `[1, MAX_LATENCY_US]`: 0 counts at index 0, which
+    /// no value in range has and which folds in as 1 (so that a record clamps only above).
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        let i = index(clamped(value), DIGITS);
+        let i = index(value.min(MAX_LATENCY_US), DIGITS);
         match self.counts.get_mut(i) {
             Some(n) => *n += 1,
             None => self.first_record(i),
@@ -156,7 +158,8 @@ fn fold<const DIGITS: u8>(h: &mut Histogram<u64>, counts: &mut [u64]) {
         }
         for (k, &n) in block.iter().enumerate() {
             if n > 0 {
-                h.saturating_record_n(lowest_at(b * BLOCK + k, DIGITS), n);
+                // Index 0 holds the zeros, clamped to 1.
+                h.saturating_record_n(lowest_at(b * BLOCK + k, DIGITS).max(1), n);
             }
         }
         block.fill(0);
