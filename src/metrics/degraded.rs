@@ -44,7 +44,7 @@ impl DegradedFigures {
         Some(DegradedFigures {
             requests: rungs.iter().map(|r| r.requests).sum(),
             rungs,
-            latency_ms: Percentiles::of(&rec.degraded_latency_us),
+            latency_ms: Percentiles::of(&rec.degraded_latency_us.view()),
         })
     }
 }

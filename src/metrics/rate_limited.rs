@@ -2,9 +2,7 @@
 //! how long. A wait is a delay of its own, apart from retry backoff: the limiter holds first
 //! attempts too, and once it has engaged it holds them to any resource the client calls.
 
-use super::histogram_v2;
-use super::latency::new_histogram;
-use hdrhistogram::Histogram;
+use super::runs::RunHistogram;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -16,9 +14,9 @@ pub struct RateLimitWaits {
     pub sends: u64,
     /// Their waits added up, in microseconds.
     pub total_us: u64,
-    /// Each wait, from the first time the attempt was held to its token.
-    #[serde(with = "histogram_v2")]
-    pub wait_us: Histogram<u64>,
+    /// Each wait, from the first time the attempt was held to its token (clamped to the
+    /// latency range, 1 µs to one hour). Nothing is allocated for it until a send waits.
+    pub wait_us: RunHistogram<3>,
 }
 
 impl Default for RateLimitWaits {
@@ -26,7 +24,7 @@ impl Default for RateLimitWaits {
         RateLimitWaits {
             sends: 0,
             total_us: 0,
-            wait_us: new_histogram(3),
+            wait_us: RunHistogram::new(),
         }
     }
 }
@@ -37,14 +35,14 @@ impl RateLimitWaits {
         let us = wait.as_micros() as u64;
         self.sends += 1;
         self.total_us = self.total_us.saturating_add(us);
-        self.wait_us.saturating_record(us.max(1));
+        self.wait_us.record(us);
     }
 
     /// Adds another recorder's waits.
     pub fn merge(&mut self, o: &RateLimitWaits) {
         self.sends += o.sends;
         self.total_us = self.total_us.saturating_add(o.total_us);
-        self.wait_us.add(&o.wait_us).expect("same bounds");
+        self.wait_us.add(&o.wait_us);
     }
 
     /// The waits added up, in seconds.

@@ -14,7 +14,6 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::labels::LabelCounts;
-use super::latency::new_histogram;
 use super::runs::{clamped, RunHistogram};
 use crate::policy::{AttemptLabel, BreakerState, GiveUpReason};
 
@@ -91,7 +90,7 @@ pub struct Second {
     /// Worst breaker state seen in this second.
     pub breaker: Option<BreakerLevel>,
     /// End-to-end latency of the requests that finished in this second ([`Self::latency_us`]).
-    latency_us: RunHistogram,
+    latency_us: RunHistogram<2>,
 }
 
 impl Second {
@@ -116,7 +115,7 @@ impl Second {
             budget_level: None,
             budget_low: None,
             breaker: None,
-            latency_us: RunHistogram::new(new_histogram(2)),
+            latency_us: RunHistogram::new(),
         }
     }
 
@@ -158,8 +157,8 @@ impl Second {
 }
 
 /// An empty histogram of end-to-end latencies (microseconds, three significant digits).
-fn latency_histogram() -> RunHistogram {
-    RunHistogram::new(new_histogram(3))
+fn latency_histogram() -> RunHistogram<3> {
+    RunHistogram::new()
 }
 
 /// Whole microseconds, clamped to the histograms' range.
@@ -168,7 +167,7 @@ fn micros(d: Duration) -> u64 {
     clamped(raw_micros(d))
 }
 
-/// Whole microseconds, not clamped (a [`RunHistogram`] clamps once per run): `as_micros`
+/// Whole microseconds, not clamped (a [`RunHistogram`] clamps as it records): `as_micros`
 /// without its 128-bit product for any latency below half a million years (the same value:
 /// the 64-bit sum cannot overflow there), and `as_micros` itself above.
 #[inline(always)]
@@ -188,16 +187,16 @@ pub struct Recorder {
     seconds: Vec<Second>,
     /// End-to-end latency of finished logical requests, from their intended start
     /// ([`Self::latency_us`]).
-    latency_us: RunHistogram,
+    latency_us: RunHistogram<3>,
     /// Latency of single attempts that got an answer or an error
     /// ([`Self::attempt_latency_us`]).
-    attempt_latency_us: RunHistogram,
+    attempt_latency_us: RunHistogram<3>,
     /// [`Self::latency_us`] of the requests that succeeded, and of those that failed: one
     /// percentile over both mixes fast 503s with slow successes and describes neither.
     #[serde(default = "latency_histogram")]
-    success_latency_us: RunHistogram,
+    success_latency_us: RunHistogram<3>,
     #[serde(default = "latency_histogram")]
-    failure_latency_us: RunHistogram,
+    failure_latency_us: RunHistogram<3>,
     pub first_budget_refusal: Option<Duration>,
     failures_by_reason: LabelCounts<GiveUpReason>,
     attempts_by_outcome: LabelCounts<AttemptLabel>,
@@ -211,9 +210,9 @@ pub struct Recorder {
     pub routes: super::provider::Routes,
     /// Requests each rung of the ladder answered, by rung index.
     pub degraded: Vec<u64>,
-    /// Latency of the degraded requests, from their intended start.
-    #[serde(with = "super::histogram_v2")]
-    pub degraded_latency_us: Histogram<u64>,
+    /// Latency of the degraded requests, from their intended start. Nothing is allocated
+    /// for it until a request is degraded.
+    pub degraded_latency_us: RunHistogram<3>,
     /// Per request class, by class index (empty for a load without classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<super::classes::ClassCounts>,
@@ -264,8 +263,8 @@ impl Recorder {
     pub fn new() -> Self {
         Recorder {
             seconds: Vec::new(),
-            latency_us: RunHistogram::new(new_histogram(3)),
-            attempt_latency_us: RunHistogram::new(new_histogram(3)),
+            latency_us: RunHistogram::new(),
+            attempt_latency_us: RunHistogram::new(),
             success_latency_us: latency_histogram(),
             failure_latency_us: latency_histogram(),
             first_budget_refusal: None,
@@ -278,7 +277,7 @@ impl Recorder {
             limiter_rejections: 0,
             routes: super::provider::Routes::default(),
             degraded: Vec::new(),
-            degraded_latency_us: new_histogram(3),
+            degraded_latency_us: RunHistogram::new(),
             classes: Vec::new(),
             hedges: HedgeCounts::default(),
             rate_limited: Default::default(),
@@ -373,13 +372,15 @@ impl Recorder {
         self.failure_latency_us.view()
     }
 
-    /// Adds the runs of equal latencies still open to their histograms, so that the
-    /// accessors read them without a copy (see [`RunHistogram`]); nothing read changes.
+    /// Puts the counts recorded so far into their histograms, so that the accessors read
+    /// them without a copy (see [`RunHistogram`]); nothing read changes.
     pub fn flush(&mut self) {
         self.latency_us.flush();
         self.attempt_latency_us.flush();
         self.success_latency_us.flush();
         self.failure_latency_us.flush();
+        self.degraded_latency_us.flush();
+        self.rate_limited.wait_us.flush();
         for s in &mut self.seconds {
             s.latency_us.flush();
         }
@@ -539,7 +540,7 @@ impl Recorder {
         _attempts: u32,
     ) {
         self.client_in_flight = self.client_in_flight.saturating_sub(1);
-        self.degraded_latency_us.saturating_record(micros(latency));
+        self.degraded_latency_us.record(raw_micros(latency));
         if self.degraded.len() <= rung {
             self.degraded.resize(rung + 1, 0);
         }
@@ -614,9 +615,7 @@ impl Recorder {
         for (mine, theirs) in self.degraded.iter_mut().zip(&o.degraded) {
             *mine += theirs;
         }
-        self.degraded_latency_us
-            .add(&o.degraded_latency_us)
-            .expect("same bounds");
+        self.degraded_latency_us.add(&o.degraded_latency_us);
         if self.classes.len() < o.classes.len() {
             self.classes.resize_with(o.classes.len(), Default::default);
         }

@@ -519,7 +519,7 @@ pub fn summarize(
         hedges_wasted: rec.hedges.wasted,
         rate_limited_sends: rec.rate_limited.sends,
         rate_limit_wait_s: rec.rate_limited.total_s(),
-        rate_limit_wait_ms: Percentiles::of(&rec.rate_limited.wait_us),
+        rate_limit_wait_ms: Percentiles::of(&rec.rate_limited.wait_us.view()),
         bulkhead_rejections: rec.bulkhead_rejections,
         limiter_rejections: rec.limiter_rejections,
         successes,
