@@ -104,7 +104,7 @@ impl<const DIGITS: u8> RunHistogram<DIGITS> {
             fold::<DIGITS>(h, &mut counts);
             SPARE.with_borrow_mut(|spare| {
                 let spare = &mut spare[usize::from(DIGITS == 3)];
-                if spare.len() < MAX_SPARE {
+                if spare.len() < MAX_SPARE[usize::from(DIGITS == 3)] {
                     spare.push(counts);
                 }
             });
@@ -166,8 +166,10 @@ fn fold<const DIGITS: u8>(h: &mut Histogram<u64>, counts: &mut [u64]) {
     }
 }
 
-/// Spare counts arrays a thread keeps per precision (2 and 3 digits).
-const MAX_SPARE: usize = 256;
+/// Spare counts arrays a thread keeps per precision (2 digits, 26 KB each: a config's rows
+/// of seconds; 3 digits, 184 KB each: a recorder's four run-wide histograms), so that what a
+/// thread holds back stays a few MB: 64 × 26 KB + 16 × 184 KB.
+const MAX_SPARE: [usize; 2] = [64, 16];
 
 thread_local! {
     /// Zeroed counts arrays that flushes gave back, by precision (index 0: 2 digits, 1: 3):
