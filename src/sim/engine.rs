@@ -22,7 +22,7 @@ pub(super) use super::event::Kind;
 use super::event::{lane_of, Ev, Event, MIN_SWEEP};
 use super::hop::{Hop, HopOut, HopRun, NO_DEADLINE};
 use super::queue::{EventQueue, IN_ORDER_LANE};
-pub(super) use super::slots::{Act, Att, Carry, Req};
+pub(super) use super::slots::{Act, Att, Carry, Req, NONE, NO_TIMER};
 use super::verdicts::{Verdicts, NO_FAULT};
 use crate::draws::request_seed;
 use crate::idempotency::Store;
@@ -37,9 +37,6 @@ use crate::session::{self, Next, Session};
 use super::parts::{fault_parts, FaultParts};
 use super::provider::{SimProvider, NO_FALLBACK};
 
-pub(super) const NONE: u32 = u32::MAX;
-/// `Att::timer_at` of an attempt without a held-back per-try timer.
-pub(super) const NO_TIMER: u64 = u64::MAX;
 /// `reply_status` values that are not HTTP statuses: a reset, the per-try timeout.
 pub(super) const REPLY_RESET: u16 = 0;
 pub(super) const REPLY_TIMEOUT: u16 = 1;
@@ -465,6 +462,37 @@ impl Sim<'_> {
     #[inline]
     fn client_waits(&self, idx: u32, gen: u32) -> bool {
         client_waits(&self.atts[idx as usize], gen)
+    }
+
+    pub(super) fn alloc_req(&mut self) -> u32 {
+        let r = self.free_req;
+        if r != NONE {
+            self.free_req = self.reqs[r as usize].next_free;
+            return r;
+        }
+        self.reqs.push(Req::empty());
+        (self.reqs.len() - 1) as u32
+    }
+
+    pub(super) fn alloc_att(&mut self) -> u32 {
+        let a = self.free_att;
+        if a != NONE {
+            self.free_att = self.atts[a as usize].next_free;
+            return a;
+        }
+        self.atts.push(Att::empty());
+        (self.atts.len() - 1) as u32
+    }
+
+    /// Frees an attempt once nobody (client, handler, work) holds it any more.
+    #[inline]
+    pub(super) fn maybe_free(&mut self, a: u32) {
+        let at = &mut self.atts[a as usize];
+        if at.unheld() {
+            at.gen = at.gen.wrapping_add(1);
+            at.next_free = self.free_att;
+            self.free_att = a;
+        }
     }
 
     fn start_request(&mut self, t: u64, id: u64, user: u32, claimed: bool) {

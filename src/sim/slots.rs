@@ -2,13 +2,18 @@
 //! attempt from its send until nobody holds it any more, both reused through free lists
 //! threaded through their free slots (see `engine`'s module docs for what each holds).
 
-use super::engine::{Kind, Sim, NONE, NO_TIMER};
-use super::hop::NO_DEADLINE;
-use super::hop::NO_REPLY;
-use super::provider::{Route, NO_FALLBACK};
+use super::event::Kind;
+use super::hop::{NO_DEADLINE, NO_REPLY};
+use super::provider::Route;
+use super::provider::NO_FALLBACK;
 use super::verdicts::NO_FAULT;
 use crate::draws::LazyRng;
 use crate::session;
+
+/// No slot (the end of a free list, a request without a parent or an attempt).
+pub(super) const NONE: u32 = u32::MAX;
+/// `Att::timer_at` of an attempt without a held-back per-try timer.
+pub(super) const NO_TIMER: u64 = u64::MAX;
 
 /// What the target does with an arrival after its added latency.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -172,14 +177,10 @@ impl Att {
     }
 }
 
-impl Sim<'_> {
-    pub(super) fn alloc_req(&mut self) -> u32 {
-        let r = self.free_req;
-        if r != NONE {
-            self.free_req = self.reqs[r as usize].next_free;
-            return r;
-        }
-        self.reqs.push(Req {
+impl Req {
+    /// A new slot, free: every field at the value a free slot holds.
+    pub(super) fn empty() -> Req {
+        Req {
             gen: 0,
             req: None,
             rng: LazyRng::new(0),
@@ -198,17 +199,14 @@ impl Sim<'_> {
             class: 0,
             copies: Vec::new(),
             next_free: NONE,
-        });
-        (self.reqs.len() - 1) as u32
-    }
-
-    pub(super) fn alloc_att(&mut self) -> u32 {
-        let a = self.free_att;
-        if a != NONE {
-            self.free_att = self.atts[a as usize].next_free;
-            return a;
         }
-        self.atts.push(Att {
+    }
+}
+
+impl Att {
+    /// A new slot, free: every field at the value a free slot holds.
+    pub(super) fn empty() -> Att {
+        Att {
             gen: 0,
             req: 0,
             req_gen: 0,
@@ -234,18 +232,12 @@ impl Sim<'_> {
             reply_status: 0,
             reply_fault: NO_FAULT,
             next_free: NONE,
-        });
-        (self.atts.len() - 1) as u32
+        }
     }
 
-    /// Frees an attempt once nobody (client, handler, work) holds it any more.
-    #[inline]
-    pub(super) fn maybe_free(&mut self, a: u32) {
-        let at = &mut self.atts[a as usize];
-        if at.holds == 0 {
-            at.gen = at.gen.wrapping_add(1);
-            at.next_free = self.free_att;
-            self.free_att = a;
-        }
+    /// Nobody holds it any more: the slot may be freed.
+    #[inline(always)]
+    pub(super) fn unheld(&self) -> bool {
+        self.holds == 0
     }
 }
