@@ -135,9 +135,9 @@ pub(super) struct Sim<'a> {
     /// The free slots of each slab, a stack threaded through the free slots themselves
     /// (`NONE`: empty): freeing a slot writes two numbers, where a `Vec` of free indices
     /// paid a capacity check and a store per free and a bounds check per take.
-    pub(super) free_req: u32,
+    free_req: u32,
     pub(super) atts: Vec<Att>,
-    pub(super) free_att: u32,
+    free_att: u32,
     pub(super) parts: Vec<FaultParts>,
     /// The outcome of a plain answer (no fault's parts), kept whole: a reply writes its
     /// status (and gRPC status) into it rather than building the whole response anew.
@@ -239,15 +239,7 @@ pub(crate) fn simulate(cfg: ConfigRun<'_>) -> ConfigOut {
 impl Sim<'_> {
     #[inline]
     pub(super) fn push(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
-        self.seq += 1;
-        self.events.push(
-            Event {
-                t,
-                seq: self.seq,
-                payload: Ev { kind, idx, gen },
-            },
-            lane_of(kind),
-        );
+        self.push_in(t, kind, idx, gen, lane_of(kind));
     }
 
     /// [`Self::push`] for a network leg (an arrival at the next hop, a reply), whose lane
@@ -255,6 +247,12 @@ impl Sim<'_> {
     #[inline(always)]
     pub(super) fn push_leg(&mut self, t: u64, kind: Kind, idx: u32, gen: u32) {
         debug_assert_eq!(lane_of(kind), Some(IN_ORDER_LANE));
+        self.push_in(t, kind, idx, gen, Some(IN_ORDER_LANE));
+    }
+
+    /// Schedules an event with the next sequence number, in `lane` if it keeps it sorted.
+    #[inline(always)]
+    fn push_in(&mut self, t: u64, kind: Kind, idx: u32, gen: u32, lane: Option<usize>) {
         self.seq += 1;
         self.events.push(
             Event {
@@ -262,7 +260,7 @@ impl Sim<'_> {
                 seq: self.seq,
                 payload: Ev { kind, idx, gen },
             },
-            Some(IN_ORDER_LANE),
+            lane,
         );
     }
 
@@ -474,7 +472,7 @@ impl Sim<'_> {
         (self.reqs.len() - 1) as u32
     }
 
-    pub(super) fn alloc_att(&mut self) -> u32 {
+    fn alloc_att(&mut self) -> u32 {
         let a = self.free_att;
         if a != NONE {
             self.free_att = self.atts[a as usize].next_free;

@@ -4,8 +4,7 @@
 
 use super::event::Kind;
 use super::hop::{NO_DEADLINE, NO_REPLY};
-use super::provider::Route;
-use super::provider::NO_FALLBACK;
+use super::provider::{Route, NO_FALLBACK};
 use super::verdicts::NO_FAULT;
 use crate::draws::LazyRng;
 use crate::session;
@@ -35,7 +34,7 @@ pub(super) struct Req {
     pub(super) claimed: bool,
     /// The hop whose client drives it: 0 the load generator, `l` the `l`-th layer.
     pub(super) hop: u8,
-    /// How its attempts go ([`Sim::send_mode`] of its hop): the deadline they carry, and
+    /// How its attempts go (the engine's `Sim::send_mode` of its hop): the deadline they carry, and
     /// whether they reach a layer or the target.
     pub(super) carry: Carry,
     pub(super) arrive: Kind,
